@@ -1,0 +1,230 @@
+/*
+ * clsearch: query processing for search engines on OpenCL devices.
+ *
+ * One public header. Every object is an opaque handle created and freed by the library;
+ * every call that can fail returns a cls_status, and cls_status_str() plus cls_last_error()
+ * turn a failure into a message (the latter carries the detail: file, line, OpenCL call,
+ * build log). Nothing here prints.
+ *
+ * The data flow, end to end:
+ *
+ *   corpus --cls_corpus_read--> (docno, text) --cls_builder_add--> builder --cls_builder_write--> INDEX file
+ *   INDEX  --cls_index_open--> cls_index
+ *   topics --cls_topics_read--> (qid, text) --cls_batch_add--> cls_batch (analysed term ids)
+ *   cls_engine (device or reference) + cls_batch --cls_engine_search--> cls_results (top-k per query)
+ *
+ * Thread safety: handles are not shared between threads unless stated; cls_last_error() is
+ * per thread.
+ */
+#ifndef CLSEARCH_H
+#define CLSEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLSEARCH_VERSION_MAJOR 0
+#define CLSEARCH_VERSION_MINOR 1
+#define CLSEARCH_VERSION_PATCH 0
+
+/* ---- Status ------------------------------------------------------------------------------ */
+
+typedef enum cls_status {
+    CLS_OK = 0,
+    CLS_E_ARG,       /* an argument is invalid (absurd k, unknown option value, ...) */
+    CLS_E_NOMEM,     /* host memory exhausted */
+    CLS_E_IO,        /* a file could not be read, written or renamed */
+    CLS_E_FORMAT,    /* malformed input: corpus, topics, run file */
+    CLS_E_CORRUPT,   /* an index or cache file is truncated, damaged or not ours */
+    CLS_E_VERSION,   /* an index file of another format version */
+    CLS_E_NODEVICE,  /* no OpenCL platform or no device matching the request */
+    CLS_E_OPENCL,    /* an OpenCL call failed */
+    CLS_E_BUILD,     /* a kernel program failed to build (the detail holds the build log) */
+    CLS_E_DEVMEM,    /* the device ran out of memory */
+    CLS_E_MISMATCH   /* two result sets differ (cls_results_compare) */
+} cls_status;
+
+/* A fixed, short description of a status ("invalid argument"). Never NULL. */
+const char *cls_status_str(cls_status s);
+/* The detailed message of the last failed call in this thread ("" if none). */
+const char *cls_last_error(void);
+/* "0.1.0" */
+const char *cls_version(void);
+
+/* ---- Analysis ------------------------------------------------------------------------------ */
+
+/* How text becomes terms. The defaults (cls_analyzer_defaults) follow Lucene's English analyzer:
+ * tokenize on non-alphanumerics keeping "1.8" and "o'neil" whole, drop a possessive 's,
+ * lowercase, remove Lucene's 33 English stopwords, Porter-stem (Snowball's "porter"). */
+typedef struct cls_analyzer_opts {
+    int possessive; /* strip trailing 's */
+    int lowercase;
+    int stopwords;  /* remove the 33-word Lucene English list */
+    int stem;       /* Porter stemming */
+} cls_analyzer_opts;
+
+void cls_analyzer_defaults(cls_analyzer_opts *o);
+
+/* ---- Corpora and topics -------------------------------------------------------------------- */
+
+typedef enum cls_corpus_format {
+    CLS_CORPUS_JSONL, /* {"id": ..., "contents": ...} per line (Pyserini JsonCollection) */
+    CLS_CORPUS_BEIR,  /* {"_id": ..., "title": ..., "text": ...} per line */
+    CLS_CORPUS_HTML   /* a folder (or .tar/.tar.gz/.tgz/.zip) of HTML files; docno = name w/o ext */
+} cls_corpus_format;
+
+/* Called once per document; a nonzero return stops the read with CLS_E_ARG. The strings are
+ * valid only during the call and are NOT NUL-terminated. */
+typedef int (*cls_doc_fn)(void *user, const char *docno, size_t docno_len, const char *text,
+                          size_t text_len);
+
+/* Streams every document of path (a file or a folder) to fn, in a deterministic order. */
+cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user);
+
+typedef enum cls_topics_format {
+    CLS_TOPICS_TSV,     /* qid<TAB>text per line */
+    CLS_TOPICS_ANSERINI /* <DOC><DOCNO> qid </DOCNO> text </DOC> */
+} cls_topics_format;
+
+typedef int (*cls_topic_fn)(void *user, const char *qid, const char *text);
+
+/* Streams every topic of path to fn (NUL-terminated strings, valid during the call). */
+cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn fn, void *user);
+
+/* ---- Index building ------------------------------------------------------------------------ */
+
+typedef struct cls_builder cls_builder;
+
+cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out);
+/* Adds one document; internal docIDs are assigned in the order of these calls. */
+cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
+                           size_t text_len);
+/* Writes the index to path (through a temporary name, renamed when complete). */
+cls_status cls_builder_write(cls_builder *b, const char *path);
+void cls_builder_free(cls_builder *b);
+
+/* ---- Index -------------------------------------------------------------------------------- */
+
+typedef struct cls_index cls_index;
+
+typedef struct cls_index_stats {
+    uint32_t num_docs;
+    uint32_t num_terms;
+    uint64_t num_postings;   /* (term, doc) pairs */
+    uint64_t num_tokens;     /* indexed term occurrences: sum of document lengths */
+    double avg_doc_len;
+    uint32_t block_size;     /* postings per block */
+    uint64_t postings_bytes; /* compressed postings payload */
+    uint64_t file_bytes;
+} cls_index_stats;
+
+/* Opens and verifies an index file (bounds, checksums, internal consistency). */
+cls_status cls_index_open(const char *path, cls_index **out);
+void cls_index_close(cls_index *idx);
+void cls_index_get_stats(const cls_index *idx, cls_index_stats *st);
+/* The external identifier of internal docID doc (NUL-terminated), or NULL if out of range. */
+const char *cls_index_docno(const cls_index *idx, uint32_t doc);
+/* The analyzer the index was built with. */
+void cls_index_analyzer(const cls_index *idx, cls_analyzer_opts *o);
+
+/* ---- Queries -------------------------------------------------------------------------------- */
+
+/* A batch of analysed queries, ready for any engine. Terms unknown to the index are dropped;
+ * repeated terms become one term with a query weight equal to its count. */
+typedef struct cls_batch cls_batch;
+
+cls_status cls_batch_create(const cls_index *idx, cls_batch **out);
+cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text);
+void cls_batch_clear(cls_batch *b);
+size_t cls_batch_count(const cls_batch *b);
+const char *cls_batch_qid(const cls_batch *b, size_t i);
+/* Number of distinct known terms of query i after analysis (0: the query matches nothing). */
+size_t cls_batch_terms(const cls_batch *b, size_t i);
+void cls_batch_free(cls_batch *b);
+
+/* ---- Engines ---------------------------------------------------------------------------- */
+
+typedef enum cls_mode { CLS_MODE_OR = 0, CLS_MODE_AND = 1 } cls_mode;
+
+typedef struct cls_search_params {
+    uint32_t k;     /* results per query, 1 .. CLS_MAX_K */
+    cls_mode mode;
+    float k1, b;    /* BM25 */
+} cls_search_params;
+
+#define CLS_MAX_K 100000u
+
+void cls_search_defaults(cls_search_params *p); /* k 1000, OR, k1 0.9, b 0.4 */
+
+typedef struct cls_engine cls_engine;
+
+/* device: "auto" (first GPU, else first CPU device), "gpu", "cpu", "ref" (plain-C reference
+ * engine, no OpenCL), or "P:D" (platform and device indices as `clsearch devices` lists them).
+ * NULL means $CLSEARCH_DEVICE, else "auto". The engine keeps idx; close idx after the engine. */
+cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engine **out);
+void cls_engine_free(cls_engine *e);
+/* One line naming the device, why it was chosen, the kernel variant and its parameters. */
+const char *cls_engine_describe(const cls_engine *e);
+/* Program build times of the last engine creation, for the verbose report. */
+void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache);
+
+typedef struct cls_results cls_results;
+
+cls_status cls_results_create(cls_results **out);
+void cls_results_free(cls_results *r);
+size_t cls_results_count(const cls_results *r);
+/* Query i's hits in rank order: docs[j] and scores[j], j < *n. */
+void cls_results_get(const cls_results *r, size_t i, size_t *n, const uint32_t **docs,
+                     const float **scores);
+/* Compares two result sets: same docIDs in the same order and scores within rel_tol relative.
+ * CLS_OK if equal, else CLS_E_MISMATCH with the first difference in cls_last_error(). */
+cls_status cls_results_compare(const cls_results *a, const cls_results *b, double rel_tol);
+
+/* Runs every query of batch; r receives one entry per query, in batch order. */
+cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
+                             cls_results *r);
+
+/* ---- Devices -------------------------------------------------------------------------------- */
+
+typedef struct cls_device_info {
+    unsigned platform, device;   /* indices for "P:D" */
+    char platform_name[128];
+    char platform_version[128];
+    char name[128];
+    char vendor[128];
+    char driver_version[64];
+    char opencl_c_version[64];
+    int is_gpu;                  /* else CPU or other */
+    unsigned compute_units;
+    uint64_t global_mem, local_mem, max_alloc;
+    size_t max_work_group;
+    unsigned clock_mhz;
+    char extensions[256];        /* extensions that matter here, space-separated */
+} cls_device_info;
+
+/* Lists every device of every platform. *n is 0 (and CLS_OK) when no platform exists. */
+cls_status cls_devices_list(cls_device_info **out, size_t *n);
+void cls_devices_free(cls_device_info *list);
+
+/* ---- Generated collections (advanced) -------------------------------------------------------- */
+
+typedef struct cls_gen_opts {
+    uint64_t seed;
+    uint32_t num_docs;
+    uint32_t num_queries;
+    uint32_t vocab_size;
+    double zipf_s;       /* Zipf exponent of term frequencies */
+    double mean_doc_len; /* mean document length in tokens (log-normal lengths) */
+} cls_gen_opts;
+
+void cls_gen_defaults(cls_gen_opts *o);
+/* Writes dir/corpus.jsonl (JSONL collection) and dir/topics.tsv; deterministic for a seed. */
+cls_status cls_generate(const cls_gen_opts *o, const char *dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLSEARCH_H */

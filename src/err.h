@@ -1,0 +1,20 @@
+/* Error reporting inside the library: every failure sets a per-thread detail message and
+ * returns its status, so a caller can `return err_set(CLS_E_IO, "open %s: %s", ...)`. */
+#ifndef CLS_ERR_H
+#define CLS_ERR_H
+
+#include "clsearch.h"
+
+#if defined(__GNUC__)
+#define ERR_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define ERR_PRINTF(a, b)
+#endif
+
+/* Sets the detail message of this thread and returns s. */
+cls_status err_set(cls_status s, const char *fmt, ...) ERR_PRINTF(2, 3);
+/* Prepends context ("reading X: ") to the current detail and returns s. */
+cls_status err_wrap(cls_status s, const char *fmt, ...) ERR_PRINTF(2, 3);
+void err_clear(void);
+
+#endif

@@ -1,0 +1,81 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *tu_data_path(const char *rel)
+{
+    static char buf[4][4096];
+    static int slot;
+    const char *dir = getenv("CLS_DATA_DIR");
+    char *p = buf[slot++ & 3];
+    struct stat st;
+    snprintf(p, 4096, "%s/%s", dir ? dir : "../shared/data", rel);
+    if (stat(p, &st) != 0) {
+        fprintf(stderr, "SKIP: %s is absent (shared data not beside the project)\n", p);
+        return NULL;
+    }
+    return p;
+}
+
+const char *tu_tmp_path(const char *name)
+{
+    static char buf[8][4096];
+    static int slot, counter;
+    const char *dir = getenv("CLS_TEST_TMP");
+    char *p = buf[slot++ & 7];
+    snprintf(p, 4096, "%s/%s.%ld.%d", dir ? dir : "/tmp", name, (long)getpid(), counter++);
+    return p;
+}
+
+void tu_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot create %s", path);
+    ck_assert(fwrite(data, 1, len, f) == len);
+    ck_assert(fclose(f) == 0);
+}
+
+int tu_run_cli(const char *args, const char **err)
+{
+    static char errbuf[65536];
+    const char *bin = getenv("CLSEARCH_BIN");
+    const char *errpath = tu_tmp_path("stderr");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s' >/dev/null </dev/null", bin ? bin : "clsearch", args,
+             errpath);
+    int rc = system(cmd);
+    errbuf[0] = '\0';
+    FILE *f = fopen(errpath, "rb");
+    if (f) {
+        size_t n = fread(errbuf, 1, sizeof errbuf - 1, f);
+        errbuf[n] = '\0';
+        fclose(f);
+        remove(errpath);
+    }
+    if (err) *err = errbuf;
+    if (rc == -1) return -1;
+    if (WIFSIGNALED(rc)) return 128 + WTERMSIG(rc);
+    return WEXITSTATUS(rc);
+}
+
+uint64_t tu_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+int tu_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
