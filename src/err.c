@@ -48,7 +48,13 @@ cls_status err_wrap(cls_status s, const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err_msg, sizeof old);
-    snprintf(err_msg, sizeof err_msg, "%s%s", prefix, old);
+    size_t n = strlen(prefix);
+    if (n >= sizeof err_msg) n = sizeof err_msg - 1;
+    memcpy(err_msg, prefix, n);
+    size_t rest = strlen(old);
+    if (rest > sizeof err_msg - 1 - n) rest = sizeof err_msg - 1 - n;
+    memcpy(err_msg + n, old, rest);
+    err_msg[n + rest] = '\0';
     return s;
 }
 

@@ -1,1 +1,533 @@
-int main(void) { return 0; }
+/* clsearch: the command line, a thin layer over libclsearch (include/clsearch.h).
+ *
+ *   clsearch devices [-v]
+ *   clsearch index -c {jsonl,beir,html} -o INDEX INPUT...
+ *   clsearch search -x INDEX -q TOPICS [options]
+ *   clsearch stats INDEX
+ *   clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--seed S]
+ *   clsearch compare RUN_A RUN_B
+ *
+ * Exit status: 0 success, 1 failure (the message says what and where), 2 bad usage. */
+#define _DEFAULT_SOURCE /* getopt_long */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clsearch.h"
+
+static const char *prog = "clsearch";
+
+static int fail(cls_status s, const char *what)
+{
+    const char *detail = cls_last_error();
+    fprintf(stderr, "%s: %s: %s%s%s\n", prog, what, cls_status_str(s), *detail ? ": " : "", detail);
+    return 1;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "%s: ", prog);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see '%s help')\n", prog);
+    return 2;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Strict unsigned parse: digits only, within [lo, hi]. */
+static int parse_u64(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+') return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_float(const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || errno || *end) return 0;
+    *out = (float)v;
+    return 1;
+}
+
+/* ---- devices ------------------------------------------------------------------------------ */
+
+static int cmd_devices(int argc, char **argv)
+{
+    int verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+    cls_device_info *list;
+    size_t n;
+    cls_status s = cls_devices_list(&list, &n);
+    if (s != CLS_OK) return fail(s, "listing OpenCL devices");
+    if (n == 0) printf("no OpenCL platform found; '-d ref' still runs the reference engine\n");
+    unsigned last_platform = (unsigned)-1;
+    for (size_t i = 0; i < n; i++) {
+        const cls_device_info *d = &list[i];
+        if (d->platform != last_platform) {
+            printf("platform %u: %s (%s)\n", d->platform, d->platform_name, d->platform_version);
+            last_platform = d->platform;
+        }
+        printf("  device %u:%u  %s\n", d->platform, d->device, d->name);
+        printf("    type %s, vendor %s, driver %s, %s\n", d->is_gpu ? "GPU" : "CPU/other", d->vendor,
+               d->driver_version, d->opencl_c_version);
+        printf("    %u compute units at %u MHz, global memory %.2f GiB (max buffer %.2f GiB), local memory %llu KiB, "
+               "max work-group %zu\n",
+               d->compute_units, d->clock_mhz, (double)d->global_mem / (1u << 30), (double)d->max_alloc / (1u << 30),
+               (unsigned long long)(d->local_mem / 1024), d->max_work_group);
+        printf("    extensions of interest: %s\n", *d->extensions ? d->extensions : "(none)");
+    }
+    if (verbose) {
+        printf("\nkernel parameters in force, per device (engine start-up):\n");
+        for (size_t i = 0; i < n; i++) {
+            char spec[32];
+            snprintf(spec, sizeof spec, "%u:%u", list[i].platform, list[i].device);
+            printf("  %s: see `clsearch search -v -d %s`\n", spec, spec);
+        }
+    }
+    cls_devices_free(list);
+    return 0;
+}
+
+/* ---- index -------------------------------------------------------------------------------- */
+
+typedef struct index_ctx {
+    cls_builder *b;
+    unsigned long long docs;
+    cls_status err;
+} index_ctx;
+
+static int on_doc(void *user, const char *docno, size_t dl, const char *text, size_t tl)
+{
+    index_ctx *c = user;
+    c->err = cls_builder_add(c->b, docno, dl, text, tl);
+    if (c->err != CLS_OK) return 1;
+    c->docs++;
+    return 0;
+}
+
+static int cmd_index(int argc, char **argv)
+{
+    const char *fmt = NULL, *out = NULL;
+    int verbose = 0, opt;
+    cls_analyzer_opts an;
+    cls_analyzer_defaults(&an);
+    static const struct option lo[] = {{"collection", required_argument, 0, 'c'}, {"output", required_argument, 0, 'o'},
+                                       {"no-stem", no_argument, 0, 1}, {"no-stopwords", no_argument, 0, 2},
+                                       {"no-lowercase", no_argument, 0, 3}, {"no-possessive", no_argument, 0, 4},
+                                       {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
+    while ((opt = getopt_long(argc, argv, "c:o:v", lo, NULL)) != -1) {
+        switch (opt) {
+        case 'c': fmt = optarg; break;
+        case 'o': out = optarg; break;
+        case 'v': verbose = 1; break;
+        case 1: an.stem = 0; break;
+        case 2: an.stopwords = 0; break;
+        case 3: an.lowercase = 0; break;
+        case 4: an.possessive = 0; break;
+        default: return usage_error("index: unknown option%s", "");
+        }
+    }
+    cls_corpus_format cf;
+    if (!fmt) return usage_error("index: -c {jsonl,beir,html} is required%s", "");
+    if (strcmp(fmt, "jsonl") == 0) cf = CLS_CORPUS_JSONL;
+    else if (strcmp(fmt, "beir") == 0) cf = CLS_CORPUS_BEIR;
+    else if (strcmp(fmt, "html") == 0) cf = CLS_CORPUS_HTML;
+    else return usage_error("index: unknown collection format '%s' (jsonl, beir, html)", fmt);
+    if (!out) return usage_error("index: -o INDEX is required%s", "");
+    if (optind >= argc) return usage_error("index: no INPUT given%s", "");
+    index_ctx c = {0};
+    cls_status s = cls_builder_create(&an, &c.b);
+    if (s != CLS_OK) return fail(s, "index");
+    double t0 = now();
+    for (int i = optind; i < argc; i++) {
+        s = cls_corpus_read(cf, argv[i], on_doc, &c);
+        if (c.err != CLS_OK) s = c.err;
+        if (s != CLS_OK) {
+            cls_builder_free(c.b);
+            char what[4200];
+            snprintf(what, sizeof what, "indexing %s (nothing written)", argv[i]);
+            return fail(s, what);
+        }
+    }
+    s = cls_builder_write(c.b, out);
+    cls_builder_free(c.b);
+    if (s != CLS_OK) return fail(s, "writing the index");
+    if (verbose) fprintf(stderr, "indexed %llu documents in %.2f s into %s\n", c.docs, now() - t0, out);
+    return 0;
+}
+
+/* ---- search ------------------------------------------------------------------------------- */
+
+typedef struct topics_ctx {
+    cls_batch *b;
+    cls_status err;
+} topics_ctx;
+
+static int on_topic(void *user, const char *qid, const char *text)
+{
+    topics_ctx *c = user;
+    c->err = cls_batch_add(c->b, qid, text);
+    return c->err != CLS_OK;
+}
+
+/* Topics format "auto": Anserini's <DOC> files start with "<DOC>", everything else is TSV. */
+static cls_topics_format sniff_topics(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return CLS_TOPICS_TSV; /* the reader reports the error */
+    int ch;
+    while ((ch = fgetc(f)) == ' ' || ch == '\n' || ch == '\r' || ch == '\t') {}
+    char buf[5] = {0};
+    if (ch != EOF) {
+        buf[0] = (char)ch;
+        if (fread(buf + 1, 1, 3, f) != 3) buf[1] = 0;
+    }
+    fclose(f);
+    return strncmp(buf, "<DOC", 4) == 0 ? CLS_TOPICS_ANSERINI : CLS_TOPICS_TSV;
+}
+
+static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, const char *tag)
+{
+    for (size_t q = 0; q < cls_results_count(r); q++) {
+        size_t n;
+        const uint32_t *docs;
+        const float *scores;
+        cls_results_get(r, q, &n, &docs, &scores);
+        for (size_t j = 0; j < n; j++)
+            if (fprintf(f, "%s Q0 %s %zu %.6f %s\n", cls_batch_qid(b, q), cls_index_docno(idx, docs[j]), j + 1,
+                        (double)scores[j], tag) < 0)
+                return 0;
+    }
+    return 1;
+}
+
+static int cmd_search(int argc, char **argv)
+{
+    const char *index_path = NULL, *topics = NULL, *fmt = "auto", *device = NULL, *out = NULL, *tag = "clsearch";
+    int verbose = 0, opt;
+    cls_search_params p;
+    cls_search_defaults(&p);
+    unsigned long long v;
+    static const struct option lo[] = {{"index", required_argument, 0, 'x'}, {"topics", required_argument, 0, 'q'},
+                                       {"format", required_argument, 0, 'f'}, {"k", required_argument, 0, 'k'},
+                                       {"mode", required_argument, 0, 'm'}, {"k1", required_argument, 0, 1},
+                                       {"b", required_argument, 0, 2}, {"device", required_argument, 0, 'd'},
+                                       {"output", required_argument, 0, 'o'}, {"tag", required_argument, 0, 3},
+                                       {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
+    while ((opt = getopt_long(argc, argv, "x:q:f:k:m:d:o:v", lo, NULL)) != -1) {
+        switch (opt) {
+        case 'x': index_path = optarg; break;
+        case 'q': topics = optarg; break;
+        case 'f': fmt = optarg; break;
+        case 'k':
+            if (!parse_u64(optarg, 1, CLS_MAX_K, &v))
+                return usage_error("search: k must be a whole number from 1 to 100000, not '%s'", optarg);
+            p.k = (uint32_t)v;
+            break;
+        case 'm':
+            if (strcmp(optarg, "or") == 0) p.mode = CLS_MODE_OR;
+            else if (strcmp(optarg, "and") == 0) p.mode = CLS_MODE_AND;
+            else return usage_error("search: mode must be 'and' or 'or', not '%s'", optarg);
+            break;
+        case 1:
+            if (!parse_float(optarg, &p.k1)) return usage_error("search: --k1 takes a number, not '%s'", optarg);
+            break;
+        case 2:
+            if (!parse_float(optarg, &p.b)) return usage_error("search: --b takes a number, not '%s'", optarg);
+            break;
+        case 'd': device = optarg; break;
+        case 'o': out = optarg; break;
+        case 3: tag = optarg; break;
+        case 'v': verbose = 1; break;
+        default: return usage_error("search: unknown option%s", "");
+        }
+    }
+    if (!index_path || !topics) return usage_error("search: -x INDEX and -q TOPICS are required%s", "");
+    if (optind < argc) return usage_error("search: unexpected argument '%s'", argv[optind]);
+    if (strpbrk(tag, " \t\n")) return usage_error("search: the tag '%s' holds white space", tag);
+    cls_topics_format tf;
+    if (strcmp(fmt, "tsv") == 0) tf = CLS_TOPICS_TSV;
+    else if (strcmp(fmt, "anserini") == 0) tf = CLS_TOPICS_ANSERINI;
+    else if (strcmp(fmt, "auto") == 0) tf = sniff_topics(topics);
+    else return usage_error("search: unknown topics format '%s' (tsv, anserini)", fmt);
+
+    cls_index *idx = NULL;
+    cls_batch *batch = NULL;
+    cls_engine *eng = NULL;
+    cls_results *res = NULL;
+    int rc = 1;
+    char *tmp = NULL;
+    FILE *f = NULL;
+    cls_status s = cls_index_open(index_path, &idx);
+    if (s != CLS_OK) {
+        fail(s, "opening the index");
+        goto done;
+    }
+    if ((s = cls_batch_create(idx, &batch)) != CLS_OK) {
+        fail(s, "search");
+        goto done;
+    }
+    topics_ctx tc = {batch, CLS_OK};
+    s = cls_topics_read(tf, topics, on_topic, &tc);
+    if (tc.err != CLS_OK) s = tc.err;
+    if (s != CLS_OK) {
+        fail(s, "reading topics");
+        goto done;
+    }
+    double t0 = now();
+    if ((s = cls_engine_create(idx, device, &eng)) != CLS_OK) {
+        fail(s, "starting the engine");
+        goto done;
+    }
+    double t_start = now() - t0;
+    if (verbose) {
+        double bs;
+        int cached;
+        cls_engine_build_times(eng, &bs, &cached);
+        fprintf(stderr, "%s\n", cls_engine_describe(eng));
+        fprintf(stderr, "engine start-up %.3f s (%s)\n", t_start,
+                bs > 0 ? (cached ? "warm: program from cache" : "cold: program built") : "no kernels");
+    }
+    if ((s = cls_results_create(&res)) != CLS_OK) {
+        fail(s, "search");
+        goto done;
+    }
+    double t1 = now();
+    s = cls_engine_search(eng, batch, &p, res);
+    double t_search = now() - t1;
+    if (s != CLS_OK) {
+        fail(s, "searching");
+        goto done;
+    }
+    size_t nq = cls_batch_count(batch), empty = 0, hits = 0;
+    for (size_t q = 0; q < nq; q++) {
+        size_t n;
+        cls_results_get(res, q, &n, NULL, NULL);
+        hits += n;
+        if (n == 0) {
+            empty++;
+            if (verbose)
+                fprintf(stderr, "query %s: no results (%s)\n", cls_batch_qid(batch, q),
+                        cls_batch_terms(batch, q) == 0 ? "empty, all stopwords or only unknown terms"
+                                                       : "no document matches");
+        }
+    }
+    if (out) {
+        size_t len = strlen(out) + 16;
+        tmp = malloc(len);
+        if (!tmp) {
+            fail(CLS_E_NOMEM, "writing the run");
+            goto done;
+        }
+        snprintf(tmp, len, "%s.tmp.XXXXXX", out);
+        int fd = mkstemp(tmp);
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+            fprintf(stderr, "%s: cannot create %s: %s\n", prog, tmp, strerror(errno));
+            if (fd >= 0) close(fd), remove(tmp);
+            goto done;
+        }
+        int ok = write_run(f, idx, batch, res, tag);
+        ok = (fclose(f) == 0) && ok;
+        f = NULL;
+        if (!ok || rename(tmp, out) != 0) {
+            fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
+            remove(tmp);
+            goto done;
+        }
+    } else if (!write_run(stdout, idx, batch, res, tag) || fflush(stdout) != 0) {
+        fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
+        goto done;
+    }
+    if (verbose)
+        fprintf(stderr, "searched %zu queries (%s, k %u) in %.3f s: %.1f queries/s, %zu hits, %zu queries without results\n",
+                nq, p.mode == CLS_MODE_AND ? "AND" : "OR", p.k, t_search, t_search > 0 ? (double)nq / t_search : 0.0,
+                hits, empty);
+    rc = 0;
+done:
+    free(tmp);
+    cls_results_free(res);
+    cls_engine_free(eng);
+    cls_batch_free(batch);
+    cls_index_close(idx);
+    return rc;
+}
+
+/* ---- stats, generate, compare ------------------------------------------------------------- */
+
+static int cmd_stats(int argc, char **argv)
+{
+    if (argc != 2) return usage_error("stats: usage: clsearch stats INDEX%s", "");
+    cls_index *idx;
+    cls_status s = cls_index_open(argv[1], &idx);
+    if (s != CLS_OK) return fail(s, "opening the index");
+    cls_index_stats st;
+    cls_index_get_stats(idx, &st);
+    cls_analyzer_opts an;
+    cls_index_analyzer(idx, &an);
+    printf("documents        %u\nterms            %u\npostings         %llu\ntokens           %llu\n"
+           "avg doc length   %.2f\nblock size       %u\npostings bytes   %llu (%.2f bits per posting)\nfile bytes       %llu\n"
+           "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n",
+           st.num_docs, st.num_terms, (unsigned long long)st.num_postings, (unsigned long long)st.num_tokens,
+           st.avg_doc_len, st.block_size, (unsigned long long)st.postings_bytes,
+           st.num_postings ? 8.0 * (double)st.postings_bytes / (double)st.num_postings : 0.0,
+           (unsigned long long)st.file_bytes, an.possessive, an.lowercase, an.stopwords, an.stem);
+    cls_index_close(idx);
+    return 0;
+}
+
+static int cmd_generate(int argc, char **argv)
+{
+    cls_gen_opts o;
+    cls_gen_defaults(&o);
+    const char *out = NULL;
+    int opt;
+    unsigned long long v;
+    static const struct option lo[] = {{"output", required_argument, 0, 'o'}, {"docs", required_argument, 0, 1},
+                                       {"queries", required_argument, 0, 2}, {"vocab", required_argument, 0, 3},
+                                       {"seed", required_argument, 0, 4}, {"doc-len", required_argument, 0, 5},
+                                       {0, 0, 0, 0}};
+    while ((opt = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
+        switch (opt) {
+        case 'o': out = optarg; break;
+        case 1:
+            if (!parse_u64(optarg, 1, 4000000000ull, &v)) return usage_error("generate: --docs takes a positive number, not '%s'", optarg);
+            o.num_docs = (uint32_t)v;
+            break;
+        case 2:
+            if (!parse_u64(optarg, 0, 100000000ull, &v)) return usage_error("generate: --queries takes a number, not '%s'", optarg);
+            o.num_queries = (uint32_t)v;
+            break;
+        case 3:
+            if (!parse_u64(optarg, 100, 100000000ull, &v)) return usage_error("generate: --vocab takes a number >= 100, not '%s'", optarg);
+            o.vocab_size = (uint32_t)v;
+            break;
+        case 4:
+            if (!parse_u64(optarg, 0, ~0ull, &v)) return usage_error("generate: --seed takes a number, not '%s'", optarg);
+            o.seed = v;
+            break;
+        case 5:
+            if (!parse_u64(optarg, 1, 1000000, &v)) return usage_error("generate: --doc-len takes a positive number, not '%s'", optarg);
+            o.mean_doc_len = (double)v;
+            break;
+        default: return usage_error("generate: unknown option%s", "");
+        }
+    }
+    if (!out) return usage_error("generate: -o DIR is required%s", "");
+    cls_status s = cls_generate(&o, out);
+    if (s != CLS_OK) return fail(s, "generating the collection");
+    return 0;
+}
+
+/* A TREC run line: qid Q0 docno rank score tag. */
+typedef struct run_line {
+    char qid[256], docno[256];
+    double score;
+} run_line;
+
+static int read_run_line(FILE *f, const char *path, unsigned long *line, run_line *r, int *bad)
+{
+    char buf[2048], q0[16], tag[256];
+    long rank;
+    while (fgets(buf, sizeof buf, f)) {
+        ++*line;
+        if (buf[0] == '\n') continue;
+        if (sscanf(buf, "%255s %15s %255s %ld %lf %255s", r->qid, q0, r->docno, &rank, &r->score, tag) != 6) {
+            fprintf(stderr, "%s: %s:%lu: not a TREC run line\n", prog, path, *line);
+            *bad = 1;
+            return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    if (argc != 3) return usage_error("compare: usage: clsearch compare RUN_A RUN_B%s", "");
+    FILE *a = fopen(argv[1], "r"), *b = fopen(argv[2], "r");
+    if (!a || !b) {
+        fprintf(stderr, "%s: cannot open %s: %s\n", prog, !a ? argv[1] : argv[2], strerror(errno));
+        if (a) fclose(a);
+        if (b) fclose(b);
+        return 1;
+    }
+    unsigned long la = 0, lb = 0, n = 0;
+    int bad = 0, rc = 0;
+    run_line x, y;
+    for (;;) {
+        int ha = read_run_line(a, argv[1], &la, &x, &bad), hb = read_run_line(b, argv[2], &lb, &y, &bad);
+        if (bad) { rc = 1; break; }
+        if (!ha && !hb) break;
+        double m = x.score > y.score ? x.score : y.score, d = x.score > y.score ? x.score - y.score : y.score - x.score;
+        if (ha != hb || strcmp(x.qid, y.qid) || strcmp(x.docno, y.docno) || d > 1e-5 * (m < 0 ? -m : m) + 1e-6) {
+            if (ha != hb) printf("differ: %s ends at line %lu, the other goes on\n", ha ? argv[2] : argv[1], ha ? lb : la);
+            else printf("differ at line %lu: %s %s %.6f against %s %s %.6f\n", la, x.qid, x.docno, x.score, y.qid, y.docno, y.score);
+            rc = 1;
+            break;
+        }
+        n++;
+    }
+    if (rc == 0) printf("identical: %lu lines, same docnos in the same order, scores within 1e-5\n", n);
+    fclose(a);
+    fclose(b);
+    return rc;
+}
+
+static void help(void)
+{
+    printf("clsearch %s: query processing on OpenCL devices\n\n"
+           "  clsearch devices [-v]                       list OpenCL platforms and devices\n"
+           "  clsearch index -c {jsonl,beir,html} -o INDEX INPUT...\n"
+           "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
+           "  clsearch search -x INDEX -q TOPICS [-f {auto,tsv,anserini}] [-k K] [-m {and,or}]\n"
+           "                  [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [-v]\n"
+           "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto)\n"
+           "  clsearch stats INDEX\n"
+           "  clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
+           "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n\n"
+           "Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
+           "(kernel sources instead of the embedded ones).\n",
+           cls_version());
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        help();
+        return 2;
+    }
+    const char *cmd = argv[1];
+    argc--;
+    argv++;
+    if (strcmp(cmd, "devices") == 0) return cmd_devices(argc, argv);
+    if (strcmp(cmd, "index") == 0) return cmd_index(argc, argv);
+    if (strcmp(cmd, "search") == 0) return cmd_search(argc, argv);
+    if (strcmp(cmd, "stats") == 0) return cmd_stats(argc, argv);
+    if (strcmp(cmd, "generate") == 0) return cmd_generate(argc, argv);
+    if (strcmp(cmd, "compare") == 0) return cmd_compare(argc, argv);
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        help();
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("clsearch %s\n", cls_version());
+        return 0;
+    }
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -2,7 +2,7 @@
 # the library. Usage: cmake -DOUT=file.c -DSRC_DIR=dir -P embed_cl.cmake
 file(GLOB files ${SRC_DIR}/*.cl)
 list(SORT files)
-set(body "/* Generated from cl/*.cl by tools/embed_cl.cmake: do not edit. */\n#include <stddef.h>\n")
+set(body "/* Generated from the cl folder by tools/embed_cl.cmake: do not edit. */\n#include <stddef.h>\n")
 set(table "")
 set(i 0)
 foreach(f ${files})

@@ -1,0 +1,44 @@
+/* intersect.cl: batched list intersection for AND queries.
+ *
+ * One work-group per query, as in Wu et al.'s batched intersection: the group walks the
+ * query's shortest decoded list in chunks of WG_INTERSECT; each work-item binary-searches its
+ * docID in every other list of the query, and a work-group prefix sum over the match flags
+ * compacts the survivors, in docID order, to cand[cand_offset ...]. ncand[q] receives the
+ * count. The host sized cand from the data: each query owns room for its shortest list. */
+__kernel __attribute__((reqd_work_group_size(WG_INTERSECT, 1, 1)))
+void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
+                   __global const uint *docs, __global uint *cand, __global uint *ncand)
+{
+    __local uint scan[WG_INTERSECT];
+    uint q = get_group_id(0), lid = get_local_id(0);
+    __global const uint *qi = in + qinfo_base + 4 * q;
+    uint tstart = qi[0], nt = qi[1], coff = qi[2], flags = qi[3];
+    if (nt == 0 || (flags & QF_EMPTY)) {
+        if (lid == 0) ncand[q] = 0;
+        return;
+    }
+    __global const uint *qt = in + qterm_base + 4 * tstart;
+    uint shortest = 0;
+    for (uint t = 1; t < nt; t++)
+        if (qt[4 * t + 1] < qt[4 * shortest + 1]) shortest = t;
+    uint soff = qt[4 * shortest], slen = qt[4 * shortest + 1];
+    uint count = 0;
+    for (uint base = 0; base < slen; base += WG_INTERSECT) { /* uniform trip count */
+        uint i = base + lid, match = 0, d = 0;
+        if (i < slen) {
+            d = docs[soff + i];
+            match = 1;
+            for (uint t = 0; t < nt && match; t++) {
+                if (t == shortest) continue;
+                uint off = qt[4 * t], len = qt[4 * t + 1];
+                uint p = lower_bound(docs + off, len, d);
+                match = p < len && docs[off + p] == d;
+            }
+        }
+        uint total;
+        uint pos = wg_scan_incl(scan, match, &total);
+        if (match) cand[coff + count + pos - 1] = d;
+        count += total;
+    }
+    if (lid == 0) ncand[q] = count;
+}

@@ -1,0 +1,56 @@
+/* score.cl: BM25 scoring, per-term accumulation (Ding et al.).
+ *
+ * score_and: one work-group per query; each candidate docID of the intersection is looked up
+ * (binary search) in every term's decoded list, in query-term order, and its contributions
+ * summed from 0 in that order, exactly as the reference engine adds them.
+ *
+ * score_or: one work-group per query with a dense accumulator row of num_docs floats. The
+ * group zeroes the row, then adds one term's postings at a time; within a term each docID
+ * occurs once, so work-items never collide, and a barrier between terms keeps the reference
+ * engine's order of additions (hence bit-identical sums) without atomics. */
+__kernel __attribute__((reqd_work_group_size(WG_SCORE, 1, 1)))
+void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
+               __global const uint *docs, __global const uint *freqs,
+               __global const float *norms, __global const uint *cand,
+               __global const uint *ncand, __global float *cscore)
+{
+    uint q = get_group_id(0), lid = get_local_id(0);
+    __global const uint *qi = in + qinfo_base + 4 * q;
+    uint tstart = qi[0], nt = qi[1], coff = qi[2];
+    __global const uint *qt = in + qterm_base + 4 * tstart;
+    uint n = ncand[q];
+    for (uint i = lid; i < n; i += WG_SCORE) {
+        uint d = cand[coff + i];
+        float s = 0.0f;
+        for (uint t = 0; t < nt; t++) {
+            uint off = qt[4 * t], len = qt[4 * t + 1];
+            uint p = lower_bound(docs + off, len, d);
+            s += bm25_contrib(as_float(qt[4 * t + 2]), freqs[off + p], norms[d]);
+        }
+        cscore[coff + i] = s;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG_SCORE, 1, 1)))
+void score_or(__global const uint *in, uint qinfo_base, uint qterm_base,
+              __global const uint *docs, __global const uint *freqs,
+              __global const float *norms, uint num_docs, __global float *acc)
+{
+    uint q = get_group_id(0), lid = get_local_id(0);
+    __global const uint *qi = in + qinfo_base + 4 * q;
+    uint tstart = qi[0], nt = qi[1], flags = qi[3];
+    __global float *row = acc + (ulong)q * num_docs;
+    for (uint d = lid; d < num_docs; d += WG_SCORE) row[d] = 0.0f;
+    if (flags & QF_EMPTY) return; /* uniform across the group */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    __global const uint *qt = in + qterm_base + 4 * tstart;
+    for (uint t = 0; t < nt; t++) {
+        uint off = qt[4 * t], len = qt[4 * t + 1];
+        float w = as_float(qt[4 * t + 2]);
+        for (uint i = lid; i < len; i += WG_SCORE) {
+            uint d = docs[off + i];
+            if (d < num_docs) row[d] += bm25_contrib(w, freqs[off + i], norms[d]);
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}

@@ -1,0 +1,130 @@
+/* topk.cl: per-query top-k selection, one work-group per query.
+ *
+ * Scores are positive floats (BM25 with Lucene's idf is > 0 for every match), so their bit
+ * patterns order like the floats and a score of 0 means "no match". The group:
+ *  1. finds the bit pattern T of the k-th largest score by radix select: four passes over
+ *     the query's scores, each building a 256-bin histogram of the next 8 bits (local atomics)
+ *     among the keys that share the prefix chosen so far;
+ *  2. compacts, in docID order (prefix sums), every score > T and the first `need` scores
+ *     equal to T, so ties at the boundary keep the smaller docIDs, into scratch;
+ *  3. bitonic-sorts the m <= k survivors by (score desc, docID asc) and writes them out.
+ * Input is either a dense accumulator row (docID = position) or a compacted candidate list.
+ *
+ * Output layout (one read for the whole batch): out[q] = hit count; out[Q + q*k + r] = docID;
+ * out[Q + Q*k + q*k + r] = score bits. scratch holds P = next_pow2(k) pairs per query. */
+
+inline bool topk_before(float sa, uint da, float sb, uint db)
+{
+    return sa > sb || (sa == sb && da < db);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_select(__global const float *scores, __global const uint *cand_docs,
+                 __global const uint *in, uint qinfo_base, __global const uint *ncand,
+                 uint dense, uint num_docs, uint k, uint P, uint Q,
+                 __global uint *sdoc, __global float *sscore, __global uint *out)
+{
+    __local uint hist[256];
+    __local uint scan[WG_TOPK];
+    __local uint shared_prefix, shared_need, shared_all;
+    uint q = get_group_id(0), lid = get_local_id(0);
+    ulong base;
+    uint count;
+    if (dense) {
+        base = (ulong)q * num_docs;
+        count = num_docs;
+    } else {
+        base = in[qinfo_base + 4 * q + 2];
+        count = ncand[q];
+    }
+    __global const float *sc = scores + base;
+
+    /* 1. radix select */
+    if (lid == 0) {
+        shared_prefix = 0;
+        shared_need = k;
+        shared_all = 0;
+    }
+    uint mask = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (uint j = lid; j < 256; j += WG_TOPK) hist[j] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint prefix = shared_prefix;
+        for (uint i = lid; i < count; i += WG_TOPK) {
+            uint key = as_uint(sc[i]);
+            if (key != 0 && (key & mask) == prefix) atomic_inc(&hist[(key >> shift) & 255u]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {
+            uint need = shared_need, above = 0;
+            int bin = 255;
+            for (; bin >= 0; bin--) {
+                if (above + hist[bin] >= need) break;
+                above += hist[bin];
+            }
+            if (bin < 0) {
+                shared_all = 1; /* fewer than k matches: keep them all */
+            } else {
+                shared_prefix = prefix | ((uint)bin << shift);
+                shared_need = need - above;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (shared_all) break; /* uniform: read after the barrier */
+        mask |= 255u << shift;
+    }
+    uint T = shared_all ? 1u : shared_prefix;        /* keys >= 1: every match */
+    uint need = shared_all ? 0xFFFFFFFFu : shared_need;
+
+    /* 2. ordered compaction of the survivors */
+    __global uint *sd = sdoc + (ulong)q * P;
+    __global float *ss = sscore + (ulong)q * P;
+    uint m = 0, ties = 0;
+    for (uint b0 = 0; b0 < count; b0 += WG_TOPK) {
+        uint i = b0 + lid;
+        uint key = i < count ? as_uint(sc[i]) : 0u;
+        uint gt = key != 0 && key > T, eq = key != 0 && key == T;
+        uint tot_eq, tot_sel;
+        uint eq_rank = wg_scan_incl(scan, eq, &tot_eq) - eq + ties;
+        uint sel = gt || (eq && eq_rank < need);
+        uint pos = wg_scan_incl(scan, sel, &tot_sel) - sel + m;
+        if (sel) {
+            sd[pos] = dense ? i : cand_docs[base + i];
+            ss[pos] = as_float(key);
+        }
+        ties += tot_eq;
+        m += tot_sel;
+    }
+
+    /* 3. bitonic sort of scratch[0..p2), padded with entries that sort last */
+    uint p2 = 1;
+    while (p2 < m) p2 <<= 1;
+    for (uint i = m + lid; i < p2; i += WG_TOPK) {
+        sd[i] = 0xFFFFFFFFu;
+        ss[i] = -1.0f;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (uint size = 2; size <= p2; size <<= 1) {
+        for (uint stride = size >> 1; stride > 0; stride >>= 1) {
+            for (uint t = lid; t < p2 / 2; t += WG_TOPK) {
+                uint a = 2 * stride * (t / stride) + (t % stride), b = a + stride;
+                bool first_half = (a & size) == 0; /* this run sorts best-first, else worst-first */
+                float sa = ss[a], sb = ss[b];
+                uint da = sd[a], db = sd[b];
+                bool swap = first_half ? topk_before(sb, db, sa, da) : topk_before(sa, da, sb, db);
+                if (swap) {
+                    ss[a] = sb; ss[b] = sa;
+                    sd[a] = db; sd[b] = da;
+                }
+            }
+            barrier(CLK_GLOBAL_MEM_FENCE);
+        }
+    }
+    if (lid == 0) out[q] = m;
+    __global uint *od = out + Q + (ulong)q * k;
+    __global uint *os = out + Q + (ulong)Q * k + (ulong)q * k;
+    for (uint r = lid; r < m; r += WG_TOPK) {
+        od[r] = sd[r];
+        os[r] = as_uint(ss[r]);
+    }
+}

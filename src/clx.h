@@ -1,0 +1,48 @@
+/* OpenCL plumbing shared by the device engine: error reporting, device selection, tuned
+ * parameters, and program builds with the on-disk binary cache. */
+#ifndef CLS_CLX_H
+#define CLS_CLX_H
+
+#include <CL/cl.h>
+#include <stddef.h>
+
+#include "clsearch.h"
+
+/* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
+const char *clx_errname(cl_int err);
+/* Reports a failed OpenCL call by name and code; out-of-memory codes give CLS_E_DEVMEM. */
+cls_status clx_fail(const char *call, cl_int err);
+/* Evaluates an OpenCL call returning cl_int; on failure returns from the caller. */
+#define CLX_TRY(call)                                                                            \
+    do {                                                                                         \
+        cl_int clx_err_ = (call);                                                                \
+        if (clx_err_ != CL_SUCCESS) return clx_fail(#call, clx_err_);                            \
+    } while (0)
+
+typedef struct clx_device {
+    cl_platform_id platform;
+    cl_device_id device;
+    cls_device_info info;
+    char reason[160]; /* why this device was chosen */
+} clx_device;
+
+/* Resolves "auto", "gpu", "cpu" or "P:D" to a device. */
+cls_status clx_select(const char *spec, clx_device *out);
+cls_status clx_describe_device(cl_platform_id p, cl_device_id d, unsigned pi, unsigned di, cls_device_info *info);
+
+/* Tuned kernel parameters (per-device database with per-vendor and generic fallbacks). */
+typedef struct clx_params {
+    unsigned wg_intersect, wg_score, wg_topk;
+    char source[96]; /* which database entry they came from */
+} clx_params;
+void clx_params_for(const cls_device_info *info, clx_params *p);
+
+/* Builds the kernel program for dev with options, from the binary cache when an entry for
+ * exactly this source, options, device and driver is there. note receives a short account. */
+cls_status clx_build(cl_context ctx, const clx_device *dev, const char *options, cl_program *out,
+                     double *seconds, int *from_cache, char *note, size_t note_len);
+
+/* Monotonic seconds. */
+double clx_now(void);
+
+#endif

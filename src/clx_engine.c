@@ -1,0 +1,454 @@
+/* The OpenCL engine: the index's blocks and words live on the device; each batch of queries
+ * goes through the four kernel families.
+ *
+ *   host: plan a batch (which blocks to decode, where each list lands, per-query descriptors)
+ *   ---- one upload: tasks | qinfo | qterm -------------------------------------------------->
+ *   decode_blocks   one work-group per block: bit unpacking + work-group prefix sum
+ *   AND: intersect_and (one work-group per query) -> score_and (BM25 of each candidate)
+ *   OR:  score_or (dense accumulator row per query, per-term accumulation)
+ *   topk_select     one work-group per query: radix select, ordered compaction, bitonic sort
+ *   <--- one read: counts | docIDs | scores ------------------------------------------------
+ *
+ * Every buffer is sized from the data of the batch and kept for the next one (capacities
+ * only grow), so the hot path allocates nothing per query. A batch holds as many queries as
+ * fit the device's memory budget, at most CLX_MAX_BATCH. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clx.h"
+#include "engine.h"
+#include "err.h"
+
+#define CLX_MAX_BATCH 1024u
+#define MIN_BUF 64u
+
+typedef struct dbuf {
+    cl_mem mem;
+    size_t cap; /* bytes */
+} dbuf;
+
+struct clx_engine {
+    const cls_index *idx;
+    clx_device dev;
+    clx_params prm;
+    cl_context ctx;
+    cl_command_queue queue;
+    cl_program prog;
+    cl_kernel k_decode, k_intersect, k_score_and, k_score_or, k_topk;
+    cl_mem d_words, d_blocks, d_norms;
+    float norm_k1, norm_b;
+    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out;
+    uint32_t *h_in;
+    size_t h_in_cap; /* elements */
+    uint32_t *h_out;
+    size_t h_out_cap;
+    float *h_norms;
+    uint32_t *slot;  /* per term: decoded offset + 1 within the current batch, 0 = not planned */
+    uint32_t *touched;
+    size_t budget;   /* bytes the per-batch buffers may take together */
+    double build_secs;
+    int from_cache;
+};
+
+/* Grows a device buffer to hold need bytes (contents are not kept). */
+static cls_status dbuf_need(clx_engine *e, dbuf *b, size_t need, const char *what)
+{
+    if (need < MIN_BUF) need = MIN_BUF;
+    if (b->mem && b->cap >= need) return CLS_OK;
+    if (need > e->dev.info.max_alloc)
+        return err_set(CLS_E_DEVMEM, "%s needs %zu bytes, more than the device allows in one buffer (%llu)", what,
+                       need, (unsigned long long)e->dev.info.max_alloc);
+    if (b->mem) clReleaseMemObject(b->mem);
+    size_t cap = b->cap ? b->cap : need;
+    while (cap < need) cap *= 2;
+    if (cap > e->dev.info.max_alloc) cap = need;
+    cl_int err;
+    b->mem = clCreateBuffer(e->ctx, CL_MEM_READ_WRITE, cap, NULL, &err);
+    if (!b->mem || err != CL_SUCCESS) {
+        b->mem = NULL;
+        b->cap = 0;
+        return err_wrap(clx_fail("clCreateBuffer", err), "allocating %s (%zu bytes): ", what, cap);
+    }
+    b->cap = cap;
+    return CLS_OK;
+}
+
+static void *host_need(void **p, size_t *cap, size_t need, size_t sz)
+{
+    if (need <= *cap) return *p;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * sz);
+    if (!q) return NULL;
+    *p = q;
+    *cap = c;
+    return q;
+}
+
+static cls_status make_kernel(clx_engine *e, const char *name, cl_kernel *k)
+{
+    cl_int err;
+    *k = clCreateKernel(e->prog, name, &err);
+    if (!*k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
+    return CLS_OK;
+}
+
+/* Whether the device rounds single-precision division correctly when asked (OpenCL 1.2's
+ * -cl-fp32-correctly-rounded-divide-sqrt); without it scores may differ from the reference in
+ * the last bit, so we say so in the description. */
+static int correct_div(cl_device_id d)
+{
+    cl_device_fp_config cfg = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof cfg, &cfg, NULL) != CL_SUCCESS) return 0;
+    return (cfg & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+}
+
+cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, char *desc, size_t desc_len)
+{
+    *out = NULL;
+    clx_engine *e = calloc(1, sizeof *e);
+    if (!e) return err_set(CLS_E_NOMEM, "out of memory");
+    e->idx = idx;
+    e->norm_k1 = e->norm_b = -1;
+    cls_status s = clx_select(spec, &e->dev);
+    if (s != CLS_OK) goto fail;
+    clx_params_for(&e->dev.info, &e->prm);
+    if (e->dev.info.max_work_group < IDX_BLOCK) {
+        s = err_set(CLS_E_NODEVICE, "%s: work-groups of %zu, the decoder needs %u", e->dev.info.name,
+                    e->dev.info.max_work_group, IDX_BLOCK);
+        goto fail;
+    }
+    cl_int err;
+    e->ctx = clCreateContext(NULL, 1, &e->dev.device, NULL, NULL, &err);
+    if (!e->ctx || err != CL_SUCCESS) {
+        s = clx_fail("clCreateContext", err);
+        goto fail;
+    }
+    e->queue = clCreateCommandQueue(e->ctx, e->dev.device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!e->queue || err != CL_SUCCESS) {
+        s = clx_fail("clCreateCommandQueue", err);
+        goto fail;
+    }
+    int cdiv = correct_div(e->dev.device);
+    char options[512], note[4400];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u%s",
+             IDX_BLOCK, e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk,
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+    s = clx_build(e->ctx, &e->dev, options, &e->prog, &e->build_secs, &e->from_cache, note, sizeof note);
+    if (s != CLS_OK) goto fail;
+    if ((s = make_kernel(e, "decode_blocks", &e->k_decode)) != CLS_OK ||
+        (s = make_kernel(e, "intersect_and", &e->k_intersect)) != CLS_OK ||
+        (s = make_kernel(e, "score_and", &e->k_score_and)) != CLS_OK ||
+        (s = make_kernel(e, "score_or", &e->k_score_or)) != CLS_OK ||
+        (s = make_kernel(e, "topk_select", &e->k_topk)) != CLS_OK)
+        goto fail;
+
+    /* The index goes up once; the per-batch buffers share what is left of a budget. */
+    size_t wbytes = (size_t)idx->num_words * 4, bbytes = (size_t)idx->num_blocks * sizeof(idx_block);
+    e->d_words = wbytes ? clCreateBuffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, wbytes, (void *)idx->words, &err)
+                        : clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, MIN_BUF, NULL, &err);
+    if (!e->d_words || err != CL_SUCCESS) {
+        s = err_wrap(clx_fail("clCreateBuffer", err), "uploading the postings (%zu bytes): ", wbytes);
+        goto fail;
+    }
+    e->d_blocks = bbytes ? clCreateBuffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bbytes, (void *)idx->blocks, &err)
+                         : clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, MIN_BUF, NULL, &err);
+    if (!e->d_blocks || err != CL_SUCCESS) {
+        s = err_wrap(clx_fail("clCreateBuffer", err), "uploading the block metadata: ");
+        goto fail;
+    }
+    size_t nbytes = ((size_t)idx->num_docs + 1) * sizeof(float);
+    e->d_norms = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, nbytes, NULL, &err);
+    e->h_norms = malloc(nbytes);
+    e->slot = calloc((size_t)idx->num_terms + 1, sizeof *e->slot);
+    e->touched = malloc(((size_t)idx->num_terms + 1) * sizeof *e->touched);
+    if (!e->d_norms || err != CL_SUCCESS) {
+        s = clx_fail("clCreateBuffer", err);
+        goto fail;
+    }
+    if (!e->h_norms || !e->slot || !e->touched) {
+        s = err_set(CLS_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    uint64_t gm = e->dev.info.global_mem;
+    uint64_t fixed = wbytes + bbytes + nbytes;
+    e->budget = gm > fixed ? (size_t)((gm - fixed) / 2) : 0; /* leave room for the driver and others */
+
+    snprintf(desc, desc_len,
+             "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
+             "kernels: decode=block-per-workgroup Hillis-Steele scan (WG %u), intersect=workgroup-per-query "
+             "binary search (WG %u), score=and:binary-search or:dense-accumulator (WG %u), "
+             "topk=radix-select+bitonic (WG %u); parameters from %s; division %s\n"
+             "program: %s",
+             e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
+             e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
+             e->dev.info.compute_units, (double)gm / (1u << 30), e->dev.reason, IDX_BLOCK,
+             e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.source,
+             cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", note);
+    *out = e;
+    return CLS_OK;
+fail:
+    clx_free(e);
+    return s;
+}
+
+void clx_free(clx_engine *e)
+{
+    if (!e) return;
+    dbuf *bufs[] = {&e->in, &e->docs, &e->freqs, &e->cand, &e->cscore, &e->ncand, &e->acc, &e->sdoc, &e->sscore, &e->out};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
+    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms};
+    for (size_t i = 0; i < 3; i++)
+        if (mems[i]) clReleaseMemObject(mems[i]);
+    cl_kernel ks[] = {e->k_decode, e->k_intersect, e->k_score_and, e->k_score_or, e->k_topk};
+    for (size_t i = 0; i < 5; i++)
+        if (ks[i]) clReleaseKernel(ks[i]);
+    if (e->prog) clReleaseProgram(e->prog);
+    if (e->queue) clReleaseCommandQueue(e->queue);
+    if (e->ctx) clReleaseContext(e->ctx);
+    free(e->h_in);
+    free(e->h_out);
+    free(e->h_norms);
+    free(e->slot);
+    free(e->touched);
+    free(e);
+}
+
+void clx_build_times(const clx_engine *e, double *seconds, int *from_cache)
+{
+    *seconds = e->build_secs;
+    *from_cache = e->from_cache;
+}
+
+/* Sets kernel arguments in order; each entry a (size, pointer) pair. */
+#define ARG(k, i, v)                                                                             \
+    do {                                                                                         \
+        cl_int a_ = clSetKernelArg(k, i, sizeof(v), &(v));                                       \
+        if (a_ != CL_SUCCESS) return err_wrap(clx_fail("clSetKernelArg", a_), "%s arg %d: ", #k, i); \
+    } while (0)
+
+static cls_status launch(clx_engine *e, cl_kernel k, const char *name, size_t groups, size_t wg)
+{
+    if (groups == 0) return CLS_OK;
+    size_t global = groups * wg;
+    cl_int err = clEnqueueNDRangeKernel(e->queue, k, 1, NULL, &global, &wg, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return err_wrap(clx_fail("clEnqueueNDRangeKernel", err), "kernel %s: ", name);
+    return CLS_OK;
+}
+
+static uint32_t next_pow2(uint32_t x)
+{
+    uint32_t p = 1;
+    while (p < x) p <<= 1;
+    return p;
+}
+
+/* One batch of queries [q0, q0+nq): plan, upload, run, read back into r. */
+static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uint32_t nq, uint32_t ntasks,
+                            uint32_t nqterms, const cls_search_params *p, uint32_t kk, cls_results *r)
+{
+    const cls_index *idx = e->idx;
+    uint32_t N = idx->num_docs;
+    int and_mode = p->mode == CLS_MODE_AND;
+    uint32_t P = next_pow2(kk);
+    /* input layout: tasks (2 per block) | qinfo (4 per query) | qterm (4 per term) */
+    uint32_t task_base = 0, qinfo_base = 2 * ntasks, qterm_base = qinfo_base + 4 * nq;
+    size_t in_len = (size_t)qterm_base + 4 * (size_t)nqterms;
+    if (!host_need((void **)&e->h_in, &e->h_in_cap, in_len, sizeof *e->h_in))
+        return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
+    uint32_t *tasks = e->h_in + task_base, *qinfo = e->h_in + qinfo_base, *qterm = e->h_in + qterm_base;
+    uint32_t nt_used = 0, ntouched = 0, tpos = 0;
+    uint64_t dec = 0, cand_off = 0;
+    for (uint32_t i = 0; i < nq; i++) {
+        const batch_query *q = &bt->q[q0 + i];
+        const batch_term *t = bt->terms + q->term_start;
+        int empty = q->num_terms == 0 || (and_mode && q->unknown > 0);
+        uint32_t shortest = UINT32_MAX;
+        qinfo[4 * i] = nt_used;
+        qinfo[4 * i + 1] = empty ? 0 : q->num_terms;
+        qinfo[4 * i + 3] = empty ? 1u : 0u;
+        for (uint32_t j = 0; j < q->num_terms && !empty; j++) {
+            const idx_term *te = &idx->terms[t[j].term];
+            if (e->slot[t[j].term] == 0) { /* first use in this batch: decode its blocks */
+                e->slot[t[j].term] = (uint32_t)dec + 1;
+                e->touched[ntouched++] = t[j].term;
+                for (uint32_t b = 0; b < te->num_blocks; b++) {
+                    tasks[2 * tpos] = te->first_block + b;
+                    tasks[2 * tpos + 1] = (uint32_t)dec + b * IDX_BLOCK;
+                    tpos++;
+                }
+                dec += (uint64_t)te->num_blocks * IDX_BLOCK;
+            }
+            float w = bm25_weight(idx, t[j].term, t[j].qtf);
+            uint32_t wbits;
+            memcpy(&wbits, &w, 4);
+            qterm[4 * nt_used] = e->slot[t[j].term] - 1;
+            qterm[4 * nt_used + 1] = te->df;
+            qterm[4 * nt_used + 2] = wbits;
+            qterm[4 * nt_used + 3] = 0;
+            nt_used++;
+            if (te->df < shortest) shortest = te->df;
+        }
+        qinfo[4 * i + 2] = (uint32_t)cand_off;
+        if (and_mode && !empty) cand_off += shortest;
+    }
+    for (uint32_t i = 0; i < ntouched; i++) e->slot[e->touched[i]] = 0;
+
+    size_t out_len = (size_t)nq + 2 * (size_t)nq * kk;
+    cls_status s;
+    if ((s = dbuf_need(e, &e->in, in_len * 4, "the batch input")) != CLS_OK ||
+        (s = dbuf_need(e, &e->docs, (size_t)dec * 4, "decoded docIDs")) != CLS_OK ||
+        (s = dbuf_need(e, &e->freqs, (size_t)dec * 4, "decoded frequencies")) != CLS_OK ||
+        (s = dbuf_need(e, &e->ncand, (size_t)nq * 4, "candidate counts")) != CLS_OK ||
+        (s = dbuf_need(e, &e->sdoc, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
+        (s = dbuf_need(e, &e->sscore, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
+        (s = dbuf_need(e, &e->out, out_len * 4, "results")) != CLS_OK)
+        return s;
+    if (and_mode) {
+        if ((s = dbuf_need(e, &e->cand, (size_t)cand_off * 4, "AND candidates")) != CLS_OK ||
+            (s = dbuf_need(e, &e->cscore, (size_t)cand_off * 4, "candidate scores")) != CLS_OK)
+            return s;
+    } else if ((s = dbuf_need(e, &e->acc, (size_t)nq * N * 4, "OR accumulators")) != CLS_OK ||
+               (s = dbuf_need(e, &e->cand, 4, "placeholder")) != CLS_OK) {
+        return s;
+    }
+    if (!host_need((void **)&e->h_out, &e->h_out_cap, out_len, sizeof *e->h_out))
+        return err_set(CLS_E_NOMEM, "out of memory for results");
+
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, in_len * 4, e->h_in, 0, NULL, NULL));
+    cl_kernel k = e->k_decode;
+    ARG(k, 0, e->d_words);
+    ARG(k, 1, e->d_blocks);
+    ARG(k, 2, e->in.mem);
+    ARG(k, 3, task_base);
+    ARG(k, 4, e->docs.mem);
+    ARG(k, 5, e->freqs.mem);
+    if ((s = launch(e, k, "decode_blocks", tpos, IDX_BLOCK)) != CLS_OK) return s;
+
+    cl_mem scores, cdocs;
+    uint32_t dense = and_mode ? 0 : 1;
+    if (and_mode) {
+        k = e->k_intersect;
+        ARG(k, 0, e->in.mem);
+        ARG(k, 1, qinfo_base);
+        ARG(k, 2, qterm_base);
+        ARG(k, 3, e->docs.mem);
+        ARG(k, 4, e->cand.mem);
+        ARG(k, 5, e->ncand.mem);
+        if ((s = launch(e, k, "intersect_and", nq, e->prm.wg_intersect)) != CLS_OK) return s;
+        k = e->k_score_and;
+        ARG(k, 0, e->in.mem);
+        ARG(k, 1, qinfo_base);
+        ARG(k, 2, qterm_base);
+        ARG(k, 3, e->docs.mem);
+        ARG(k, 4, e->freqs.mem);
+        ARG(k, 5, e->d_norms);
+        ARG(k, 6, e->cand.mem);
+        ARG(k, 7, e->ncand.mem);
+        ARG(k, 8, e->cscore.mem);
+        if ((s = launch(e, k, "score_and", nq, e->prm.wg_score)) != CLS_OK) return s;
+        scores = e->cscore.mem;
+        cdocs = e->cand.mem;
+    } else {
+        k = e->k_score_or;
+        ARG(k, 0, e->in.mem);
+        ARG(k, 1, qinfo_base);
+        ARG(k, 2, qterm_base);
+        ARG(k, 3, e->docs.mem);
+        ARG(k, 4, e->freqs.mem);
+        ARG(k, 5, e->d_norms);
+        ARG(k, 6, N);
+        ARG(k, 7, e->acc.mem);
+        if ((s = launch(e, k, "score_or", nq, e->prm.wg_score)) != CLS_OK) return s;
+        scores = e->acc.mem;
+        cdocs = e->cand.mem; /* unused in dense mode */
+    }
+    k = e->k_topk;
+    ARG(k, 0, scores);
+    ARG(k, 1, cdocs);
+    ARG(k, 2, e->in.mem);
+    ARG(k, 3, qinfo_base);
+    ARG(k, 4, e->ncand.mem);
+    ARG(k, 5, dense);
+    ARG(k, 6, N);
+    ARG(k, 7, kk);
+    ARG(k, 8, P);
+    ARG(k, 9, nq);
+    ARG(k, 10, e->sdoc.mem);
+    ARG(k, 11, e->sscore.mem);
+    ARG(k, 12, e->out.mem);
+    if ((s = launch(e, k, "topk_select", nq, e->prm.wg_topk)) != CLS_OK) return s;
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
+
+    const uint32_t *counts = e->h_out, *odoc = e->h_out + nq, *oscore = e->h_out + nq + (size_t)nq * kk;
+    for (uint32_t i = 0; i < nq; i++) {
+        uint32_t m = counts[i];
+        if (m > kk) return err_set(CLS_E_OPENCL, "topk_select returned %u hits for k = %u", m, kk);
+        uint64_t at = r->start[q0 + i];
+        memcpy(r->docs + at, odoc + (size_t)i * kk, (size_t)m * 4);
+        memcpy(r->scores + at, oscore + (size_t)i * kk, (size_t)m * 4);
+        r->start[q0 + i + 1] = at + m;
+    }
+    return CLS_OK;
+}
+
+cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
+{
+    const cls_index *idx = e->idx;
+    uint32_t N = idx->num_docs;
+    uint32_t kk = p->k < N ? p->k : (N ? N : 1);
+    cls_status s = results_reset(r, bt->nq, bt->nq * (uint64_t)kk);
+    if (s != CLS_OK) return s;
+    if (bt->nq == 0) return CLS_OK;
+    if (e->norm_k1 != p->k1 || e->norm_b != p->b) {
+        bm25_norms(idx, p->k1, p->b, e->h_norms);
+        CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0, NULL, NULL));
+        e->norm_k1 = p->k1;
+        e->norm_b = p->b;
+    }
+    int and_mode = p->mode == CLS_MODE_AND;
+    uint32_t P = next_pow2(kk);
+    /* Fixed bytes per query (results, top-k scratch, accumulator row) bound the batch size. */
+    size_t per_query = (size_t)kk * 8 + (size_t)P * 8 + 32 + (and_mode ? 0 : (size_t)N * 4);
+    size_t max_alloc = e->dev.info.max_alloc;
+    uint64_t q0 = 0;
+    while (q0 < bt->nq) {
+        /* Grow the batch while its buffers fit the budget (dedup across queries is not
+         * counted here, so the estimate errs on the safe side). */
+        uint32_t nq = 0, ntasks = 0, nqterms = 0;
+        uint64_t ndec = 0;
+        size_t bytes = 0;
+        while (q0 + nq < bt->nq && nq < CLX_MAX_BATCH) {
+            const batch_query *q = &bt->q[q0 + nq];
+            uint64_t qdec = 0, qshort = UINT32_MAX;
+            uint32_t qtasks = 0;
+            for (uint32_t j = 0; j < q->num_terms; j++) {
+                const idx_term *te = &idx->terms[bt->terms[q->term_start + j].term];
+                qtasks += te->num_blocks;
+                qdec += (uint64_t)te->num_blocks * IDX_BLOCK;
+                if (te->df < qshort) qshort = te->df;
+            }
+            if (q->num_terms == 0) qshort = 0;
+            size_t qbytes = per_query + (size_t)qdec * 8 + (size_t)qtasks * 8 + (size_t)q->num_terms * 16 +
+                            (and_mode ? (size_t)qshort * 8 : 0);
+            uint64_t nd = ndec + qdec, nacc = (uint64_t)(nq + 1) * N * 4;
+            if (nq > 0 && (bytes + qbytes > e->budget || nd * 4 > max_alloc || nacc > max_alloc ||
+                           (uint64_t)(nq + 1) * P * 4 > max_alloc || nd >= UINT32_MAX))
+                break;
+            bytes += qbytes;
+            ndec = nd;
+            ntasks += qtasks;
+            nqterms += q->num_terms;
+            nq++;
+        }
+        if (ndec >= UINT32_MAX)
+            return err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)q0));
+        s = run_batch(e, bt, q0, nq, ntasks, nqterms, p, kk, r);
+        if (s != CLS_OK) return s;
+        q0 += nq;
+    }
+    r->total = r->start[bt->nq];
+    return CLS_OK;
+}

@@ -1,0 +1,18 @@
+/* Bit-packing codec: n values of bw bits each, packed LSB-first into 32-bit words (value i
+ * occupies bits [i*bw, i*bw+bw) of the word stream). bw ranges 0..32; bw 0 stores nothing. */
+#ifndef CLS_CODEC_BP_H
+#define CLS_CODEC_BP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Words needed for n values of bw bits. */
+static inline uint32_t bp_words(uint32_t n, unsigned bw) { return (uint32_t)(((uint64_t)n * bw + 31) / 32); }
+/* Smallest bit width that holds every value of v[0..n). */
+unsigned bp_width(const uint32_t *v, uint32_t n);
+/* Packs v[0..n) at bw bits into out[0..bp_words(n,bw)), which the call zero-fills first. */
+void bp_pack(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out);
+/* Value i of a packed stream. */
+uint32_t bp_get(const uint32_t *w, uint32_t i, unsigned bw);
+
+#endif
