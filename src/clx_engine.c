@@ -452,3 +452,96 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     r->total = r->start[bt->nq];
     return CLS_OK;
 }
+
+/* ---- Test hooks -------------------------------------------------------------------------- */
+
+static cls_status upload(clx_engine *e, dbuf *b, const void *data, size_t bytes, const char *what)
+{
+    cls_status s = dbuf_need(e, b, bytes, what);
+    if (s == CLS_OK && bytes) CLX_TRY(clEnqueueWriteBuffer(e->queue, b->mem, CL_TRUE, 0, bytes, data, 0, NULL, NULL));
+    return s;
+}
+
+cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords, const idx_block *blocks,
+                           uint32_t n, uint32_t *docs, uint32_t *freqs)
+{
+    dbuf w = {0}, bl = {0}, tk = {0};
+    uint32_t *tasks = malloc(((size_t)n * 2 + 1) * 4);
+    if (!tasks) return err_set(CLS_E_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        tasks[2 * i] = i;
+        tasks[2 * i + 1] = i * IDX_BLOCK;
+    }
+    size_t outb = (size_t)n * IDX_BLOCK * 4;
+    uint32_t zero = 0;
+    cls_status s;
+    if ((s = upload(e, &w, words, (size_t)nwords * 4 + 4, "words")) == CLS_OK &&
+        (s = upload(e, &bl, blocks, (size_t)n * sizeof *blocks, "blocks")) == CLS_OK &&
+        (s = upload(e, &tk, tasks, (size_t)n * 8, "tasks")) == CLS_OK &&
+        (s = dbuf_need(e, &e->docs, outb, "docs")) == CLS_OK && (s = dbuf_need(e, &e->freqs, outb, "freqs")) == CLS_OK) {
+        cl_kernel k = e->k_decode;
+        cl_int err = clSetKernelArg(k, 0, sizeof w.mem, &w.mem);
+        err |= clSetKernelArg(k, 1, sizeof bl.mem, &bl.mem);
+        err |= clSetKernelArg(k, 2, sizeof tk.mem, &tk.mem);
+        err |= clSetKernelArg(k, 3, sizeof zero, &zero);
+        err |= clSetKernelArg(k, 4, sizeof e->docs.mem, &e->docs.mem);
+        err |= clSetKernelArg(k, 5, sizeof e->freqs.mem, &e->freqs.mem);
+        if (err != CL_SUCCESS) s = clx_fail("clSetKernelArg(decode_blocks)", err);
+        if (s == CLS_OK) s = launch(e, k, "decode_blocks", n, IDX_BLOCK);
+        cl_int r1 = CL_SUCCESS, r2 = CL_SUCCESS;
+        if (s == CLS_OK && outb) {
+            r1 = clEnqueueReadBuffer(e->queue, e->docs.mem, CL_TRUE, 0, outb, docs, 0, NULL, NULL);
+            r2 = clEnqueueReadBuffer(e->queue, e->freqs.mem, CL_TRUE, 0, outb, freqs, 0, NULL, NULL);
+        }
+        if (s == CLS_OK && (r1 != CL_SUCCESS || r2 != CL_SUCCESS)) s = clx_fail("clEnqueueReadBuffer", r1 ? r1 : r2);
+    }
+    dbuf *all[] = {&w, &bl, &tk};
+    for (int i = 0; i < 3; i++)
+        if (all[i]->mem) clReleaseMemObject(all[i]->mem);
+    free(tasks);
+    return s;
+}
+
+cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k,
+                         uint32_t *counts, uint32_t *docs, float *out_scores)
+{
+    uint32_t P = next_pow2(k), dense = 1, qinfo_base = 0;
+    size_t out_len = (size_t)nq + 2 * (size_t)nq * k;
+    uint32_t *qinfo = calloc((size_t)nq * 4 + 1, 4);
+    if (!qinfo || !host_need((void **)&e->h_out, &e->h_out_cap, out_len, 4)) {
+        free(qinfo);
+        return err_set(CLS_E_NOMEM, "out of memory");
+    }
+    cls_status s;
+    if ((s = upload(e, &e->acc, scores, (size_t)nq * N * 4, "scores")) != CLS_OK ||
+        (s = upload(e, &e->in, qinfo, (size_t)nq * 16 + 4, "qinfo")) != CLS_OK ||
+        (s = dbuf_need(e, &e->ncand, (size_t)nq * 4, "ncand")) != CLS_OK ||
+        (s = dbuf_need(e, &e->cand, 4, "cand")) != CLS_OK ||
+        (s = dbuf_need(e, &e->sdoc, (size_t)nq * P * 4, "scratch")) != CLS_OK ||
+        (s = dbuf_need(e, &e->sscore, (size_t)nq * P * 4, "scratch")) != CLS_OK ||
+        (s = dbuf_need(e, &e->out, out_len * 4, "out")) != CLS_OK) {
+        free(qinfo);
+        return s;
+    }
+    free(qinfo);
+    cl_kernel kk = e->k_topk;
+    ARG(kk, 0, e->acc.mem);
+    ARG(kk, 1, e->cand.mem);
+    ARG(kk, 2, e->in.mem);
+    ARG(kk, 3, qinfo_base);
+    ARG(kk, 4, e->ncand.mem);
+    ARG(kk, 5, dense);
+    ARG(kk, 6, N);
+    ARG(kk, 7, k);
+    ARG(kk, 8, P);
+    ARG(kk, 9, nq);
+    ARG(kk, 10, e->sdoc.mem);
+    ARG(kk, 11, e->sscore.mem);
+    ARG(kk, 12, e->out.mem);
+    if ((s = launch(e, kk, "topk_select", nq, e->prm.wg_topk)) != CLS_OK) return s;
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
+    memcpy(counts, e->h_out, (size_t)nq * 4);
+    memcpy(docs, e->h_out + nq, (size_t)nq * k * 4);
+    memcpy(out_scores, e->h_out + nq + (size_t)nq * k, (size_t)nq * k * 4);
+    return CLS_OK;
+}

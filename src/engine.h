@@ -21,3 +21,14 @@ void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 cls_status params_check(const cls_search_params *p);
 
 #endif
+
+/* ---- Test hooks: run one kernel family alone on caller-made inputs (tests/test_kernels.c). */
+
+/* Decodes n blocks described by blocks[] over words[] with decode_blocks; block i's postings
+ * land at docs/freqs + i * IDX_BLOCK. */
+cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords, const idx_block *blocks,
+                           uint32_t n, uint32_t *docs, uint32_t *freqs);
+/* Runs topk_select in dense mode over nq rows of N scores (0 = no match); writes per-query
+ * counts and the k best (docID, score) pairs at q * k. */
+cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k,
+                         uint32_t *counts, uint32_t *docs, float *out_scores);

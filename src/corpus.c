@@ -1,0 +1,364 @@
+/* Corpus reading: cls_corpus_read() dispatches on the format, and this file holds what every
+ * reader shares (see corpus.h): the line reader over plain or gzip files, the folder walk that
+ * fixes document order, libarchive error mapping and the callback-stop convention. */
+#include "corpus.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "err.h"
+
+/* Decompressed bytes fetched from libarchive per call; lines are assembled across chunks. */
+#define CRP_CHUNK (64u * 1024u)
+
+/* ---- Small string helpers ---------------------------------------------------------------- */
+
+static int ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+int crp_has_suffix(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), s = strlen(suffix);
+    if (s > n) return 0;
+    for (size_t i = 0; i < s; i++)
+        if (ascii_lower((unsigned char)name[n - s + i]) != ascii_lower((unsigned char)suffix[i]))
+            return 0;
+    return 1;
+}
+
+const char *crp_basename(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* "a" + "/" + "b" in fresh memory (NULL when out of memory). */
+static char *path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = malloc(la + 1 + lb + 1);
+    if (!p) return NULL;
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+    return p;
+}
+
+/* ---- Line reader ------------------------------------------------------------------------- */
+
+cls_status crp_lines_open(crp_lines *r, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    if (!crp_has_suffix(path, ".gz")) {
+        r->f = fopen(path, "rb");
+        if (!r->f) return err_set(CLS_E_IO, "open %s: %s", path, strerror(errno));
+        return CLS_OK;
+    }
+    /* Raw format: the gzip stream is one unnamed "entry" of decompressed bytes. The empty
+     * format lets a zero-byte file read as zero lines instead of an unrecognised archive. */
+    r->a = archive_read_new();
+    r->chunk = malloc(CRP_CHUNK);
+    if (!r->a || !r->chunk) {
+        crp_lines_close(r);
+        return err_set(CLS_E_NOMEM, "reading %s: out of memory", path);
+    }
+    archive_read_support_filter_gzip(r->a);
+    archive_read_support_format_raw(r->a);
+    archive_read_support_format_empty(r->a);
+    struct archive_entry *e;
+    cls_status st = CLS_OK;
+    if (archive_read_open_filename(r->a, path, CRP_CHUNK) != ARCHIVE_OK) {
+        st = crp_archive_error(r->a, path);
+    } else {
+        int rc = archive_read_next_header(r->a, &e);
+        if (rc == ARCHIVE_EOF)
+            r->eof = 1;
+        else if (rc != ARCHIVE_OK)
+            st = crp_archive_error(r->a, path);
+    }
+    if (st != CLS_OK) crp_lines_close(r);
+    return st;
+}
+
+/* Appends n bytes to r->line (keeping room for the NUL). */
+static cls_status line_append(crp_lines *r, size_t used, const char *p, size_t n)
+{
+    if (n > SIZE_MAX - 1 - used) return err_set(CLS_E_NOMEM, "%s: line too long", r->path);
+    if (used + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 256;
+        while (cap < used + n + 1) cap = cap > SIZE_MAX / 2 ? used + n + 1 : cap * 2;
+        char *q = realloc(r->line, cap);
+        if (!q)
+            return err_set(CLS_E_NOMEM, "%s:%lu: out of memory for a line of %zu bytes",
+                           r->path, r->lineno + 1, used + n);
+        r->line = q;
+        r->cap = cap;
+    }
+    memcpy(r->line + used, p, n);
+    return CLS_OK;
+}
+
+/* The archive path of crp_lines_next: getline's contract over decompressed chunks. */
+static cls_status archive_getline(crp_lines *r, size_t *len, int *got)
+{
+    size_t used = 0;
+    *got = 0;
+    for (;;) {
+        if (r->chunk_pos == r->chunk_len) {
+            if (r->eof) break;
+            la_ssize_t n = archive_read_data(r->a, r->chunk, CRP_CHUNK);
+            if (n < 0) return crp_archive_error(r->a, r->path);
+            if (n == 0) {
+                r->eof = 1;
+                break;
+            }
+            r->chunk_len = (size_t)n;
+            r->chunk_pos = 0;
+        }
+        const char *start = r->chunk + r->chunk_pos;
+        const char *nl = memchr(start, '\n', r->chunk_len - r->chunk_pos);
+        size_t take = nl ? (size_t)(nl - start) + 1 : r->chunk_len - r->chunk_pos;
+        cls_status st = line_append(r, used, start, take);
+        if (st != CLS_OK) return st;
+        used += take;
+        r->chunk_pos += take;
+        *got = 1;
+        if (nl) break;
+    }
+    if (*got) r->line[used] = '\0';
+    *len = used;
+    return CLS_OK;
+}
+
+cls_status crp_lines_next(crp_lines *r, size_t *len, int *got)
+{
+    size_t n = 0;
+    *got = 0;
+    *len = 0;
+    if (r->a) {
+        cls_status st = archive_getline(r, &n, got);
+        if (st != CLS_OK || !*got) return st;
+    } else {
+        ssize_t k = getline(&r->line, &r->cap, r->f);
+        if (k < 0) {
+            if (ferror(r->f)) return err_set(CLS_E_IO, "read %s: %s", r->path, strerror(errno));
+            if (!feof(r->f))
+                return err_set(CLS_E_NOMEM, "%s:%lu: out of memory reading a line", r->path,
+                               r->lineno + 1);
+            return CLS_OK;
+        }
+        n = (size_t)k;
+        *got = 1;
+    }
+    r->lineno++;
+    if (n > 0 && r->line[n - 1] == '\n') n--;
+    if (n > 0 && r->line[n - 1] == '\r') n--;
+    r->line[n] = '\0';
+    /* A UTF-8 byte order mark (Windows editors write one) is not part of the first record. */
+    if (r->lineno == 1 && n >= 3 && memcmp(r->line, "\xEF\xBB\xBF", 3) == 0) {
+        memmove(r->line, r->line + 3, n - 3 + 1);
+        n -= 3;
+    }
+    *len = n;
+    return CLS_OK;
+}
+
+void crp_lines_close(crp_lines *r)
+{
+    if (r->f) fclose(r->f);
+    if (r->a) archive_read_free(r->a);
+    free(r->line);
+    free(r->chunk);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- Folder walk -------------------------------------------------------------------------- */
+
+typedef struct pathvec {
+    char **v;
+    size_t n, cap;
+} pathvec;
+
+static cls_status pathvec_push(pathvec *pv, char *p)
+{
+    if (pv->n == pv->cap) {
+        size_t cap = pv->cap ? pv->cap * 2 : 64;
+        char **v = realloc(pv->v, cap * sizeof *v);
+        if (!v) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
+        pv->v = v;
+        pv->cap = cap;
+    }
+    pv->v[pv->n++] = p;
+    return CLS_OK;
+}
+
+static void pathvec_free(pathvec *pv)
+{
+    for (size_t i = 0; i < pv->n; i++) free(pv->v[i]);
+    free(pv->v);
+}
+
+/* strcmp compares as unsigned char: the byte order the documents promise, whatever the locale
+ * or the order readdir happens to return. */
+static int cmp_paths(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds the wanted regular files below root/rel (rel NULL: root itself) to pv, as paths
+ * relative to root. */
+static cls_status collect(const char *root, const char *rel, int (*want)(const char *),
+                          pathvec *pv)
+{
+    char *dirpath = rel ? path_join(root, rel) : strdup(root);
+    if (!dirpath) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
+    DIR *d = opendir(dirpath);
+    if (!d) {
+        cls_status st = err_set(CLS_E_IO, "open folder %s: %s", dirpath, strerror(errno));
+        free(dirpath);
+        return st;
+    }
+    cls_status st = CLS_OK;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno) st = err_set(CLS_E_IO, "read folder %s: %s", dirpath, strerror(errno));
+            break;
+        }
+        /* Hidden names (".", "..", ".DS_Store", editor and VCS droppings) are not documents. */
+        if (de->d_name[0] == '.') continue;
+        char *sub = rel ? path_join(rel, de->d_name) : strdup(de->d_name);
+        char *full = sub ? path_join(root, sub) : NULL;
+        if (!full) {
+            free(sub);
+            st = err_set(CLS_E_NOMEM, "folder walk: out of memory");
+            break;
+        }
+        struct stat sb;
+        if (lstat(full, &sb) != 0) {
+            st = err_set(CLS_E_IO, "stat %s: %s", full, strerror(errno));
+        } else if (S_ISDIR(sb.st_mode)) {
+            /* Linked folders are not followed: a link cycle would never end. */
+            st = collect(root, sub, want, pv);
+        } else {
+            int is_file = S_ISREG(sb.st_mode);
+            /* A link to a file counts as that file; a dangling one is no file at all. */
+            if (S_ISLNK(sb.st_mode) && stat(full, &sb) == 0) is_file = S_ISREG(sb.st_mode);
+            if (is_file && (!want || want(de->d_name))) {
+                st = pathvec_push(pv, sub);
+                if (st == CLS_OK) sub = NULL; /* owned by pv now */
+            }
+        }
+        free(sub);
+        free(full);
+        if (st != CLS_OK) break;
+    }
+    closedir(d);
+    free(dirpath);
+    return st;
+}
+
+cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn fn, void *user)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return err_set(CLS_E_IO, "%s: %s", path, strerror(errno));
+    /* Anything but a folder is read as one file, so pipes and /dev/stdin work too. */
+    if (!S_ISDIR(sb.st_mode)) return fn(user, path, crp_basename(path));
+
+    /* "corpus/" and "corpus" name the same documents; keep messages free of "//". */
+    char *root = strdup(path);
+    if (!root) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
+    for (size_t n = strlen(root); n > 1 && root[n - 1] == '/'; n--) root[n - 1] = '\0';
+
+    pathvec pv = {0};
+    cls_status st = collect(root, NULL, want, &pv);
+    if (st == CLS_OK) {
+        if (pv.n > 1) qsort(pv.v, pv.n, sizeof *pv.v, cmp_paths);
+        for (size_t i = 0; i < pv.n && st == CLS_OK; i++) {
+            char *full = strcmp(root, "/") == 0 ? path_join("", pv.v[i]) : path_join(root, pv.v[i]);
+            if (!full) {
+                st = err_set(CLS_E_NOMEM, "folder walk: out of memory");
+                break;
+            }
+            st = fn(user, full, pv.v[i]);
+            free(full);
+        }
+    }
+    pathvec_free(&pv);
+    free(root);
+    return st;
+}
+
+/* ---- libarchive ---------------------------------------------------------------------------- */
+
+cls_status crp_archive_error(struct archive *a, const char *path)
+{
+    int e = archive_errno(a);
+    const char *msg = archive_error_string(a);
+    if (!msg) msg = "unknown libarchive error";
+    if (e == ENOMEM) return err_set(CLS_E_NOMEM, "%s: %s", path, msg);
+    /* libarchive reports bad data as EILSEQ (its ARCHIVE_ERRNO_FILE_FORMAT), misuse as EINVAL
+     * and other trouble as -1; any other positive errno came from the operating system. */
+    if (e > 0 && e != EILSEQ && e != EINVAL)
+        return err_set(CLS_E_IO, "%s: %s: %s", path, msg, strerror(e));
+    return err_set(CLS_E_FORMAT, "%s: %s", path, msg);
+}
+
+/* ---- Callbacks ------------------------------------------------------------------------------ */
+
+/* The detail is cleared before each call so that an empty one afterwards means the callback
+ * stopped without saying why, rather than showing a stale message from an earlier failure. */
+cls_status crp_emit_doc(cls_doc_fn fn, void *user, const char *docno, size_t docno_len,
+                        const char *text, size_t text_len)
+{
+    err_clear();
+    if (fn(user, docno, docno_len, text, text_len) == 0) return CLS_OK;
+    if (cls_last_error()[0] == '\0') return err_set(CLS_E_ARG, "stopped by caller");
+    return CLS_E_ARG;
+}
+
+cls_status crp_emit_topic(cls_topic_fn fn, void *user, const char *qid, const char *text)
+{
+    err_clear();
+    if (fn(user, qid, text) == 0) return CLS_OK;
+    if (cls_last_error()[0] == '\0') return err_set(CLS_E_ARG, "stopped by caller");
+    return CLS_E_ARG;
+}
+
+/* ---- Dispatch -------------------------------------------------------------------------------- */
+
+typedef struct jsonl_walk {
+    cls_corpus_format fmt;
+    cls_doc_fn fn;
+    void *user;
+} jsonl_walk;
+
+static cls_status jsonl_visit(void *user, const char *full, const char *rel)
+{
+    const jsonl_walk *w = user;
+    (void)rel;
+    return crp_read_jsonl_file(w->fmt, full, w->fn, w->user);
+}
+
+cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user)
+{
+    if (!path || !*path || !fn)
+        return err_set(CLS_E_ARG, "cls_corpus_read: a path and a callback are required");
+    switch (fmt) {
+    case CLS_CORPUS_JSONL:
+    case CLS_CORPUS_BEIR: {
+        jsonl_walk w = {fmt, fn, user};
+        return crp_walk(path, NULL, jsonl_visit, &w);
+    }
+    case CLS_CORPUS_HTML:
+        return crp_read_html(path, fn, user);
+    }
+    return err_set(CLS_E_ARG, "cls_corpus_read: unknown corpus format %d", (int)fmt);
+}

@@ -1,0 +1,86 @@
+/* Private helpers shared by the corpus and topics readers (corpus.c, corpus_jsonl.c,
+ * corpus_html.c, topics.c): a line reader that hides whether a file is plain or gzip-compressed,
+ * a deterministic folder walk, libarchive error mapping and the callback-stop convention.
+ * Nothing here is part of the public API. */
+#ifndef CLS_CORPUS_H
+#define CLS_CORPUS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "clsearch.h"
+
+struct archive; /* libarchive's handle; only corpus*.c include <archive.h> */
+
+/* Largest single HTML document accepted: a file's whole text is held in memory at once, so an
+ * absurd entry (or a damaged archive header claiming one) is rejected instead of allocated. */
+#define CRP_MAX_DOC_BYTES ((size_t)1 << 30)
+
+/* ---- Small string helpers ---------------------------------------------------------------- */
+
+/* 1 if name ends with suffix, ASCII case-insensitively (".GZ" is as compressed as ".gz"). */
+int crp_has_suffix(const char *name, const char *suffix);
+/* The part of path after its last '/'. */
+const char *crp_basename(const char *path);
+
+/* ---- Line reader ------------------------------------------------------------------------- */
+
+/* Reads a file line by line without holding more than one line in memory. A name ending in
+ * ".gz" is decompressed through libarchive (raw format + gzip filter); anything else goes
+ * through getline. Lines may be arbitrarily long. */
+typedef struct crp_lines {
+    const char *path;       /* for messages; not owned */
+    FILE *f;                /* plain file, or NULL */
+    struct archive *a;      /* compressed file, or NULL */
+    char *line;             /* current line, NUL-terminated, newline stripped */
+    size_t cap;             /* allocated size of line */
+    char *chunk;            /* decompressed bytes not yet split into lines (archive only) */
+    size_t chunk_len, chunk_pos;
+    int eof;
+    unsigned long lineno;   /* 1-based number of the line last returned */
+} crp_lines;
+
+/* Opens path; CLS_E_IO naming the path if it cannot be opened. */
+cls_status crp_lines_open(crp_lines *r, const char *path);
+/* Next line into r->line (length *len, trailing "\n" or "\r\n" removed, NUL-terminated; the
+ * line may itself contain NUL bytes). *got is 0 at end of file. */
+cls_status crp_lines_next(crp_lines *r, size_t *len, int *got);
+void crp_lines_close(crp_lines *r);
+
+/* ---- Folder walk -------------------------------------------------------------------------- */
+
+/* Called per file: full is the path to open, rel the path relative to the walked folder (for a
+ * single file, its base name). A status other than CLS_OK stops the walk and is returned. */
+typedef cls_status (*crp_file_fn)(void *user, const char *full, const char *rel);
+/* If path is a folder: every regular file below it (recursively; names starting with '.' and
+ * symbolic links to folders are skipped) for which want(name) is nonzero (NULL: all), in
+ * byte order of the relative path. Otherwise path itself, whatever its name. */
+cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn fn, void *user);
+
+/* ---- libarchive ---------------------------------------------------------------------------- */
+
+/* Maps the last libarchive failure on a to a status and message naming path: a missing or
+ * unreadable file is CLS_E_IO, an unrecognised or damaged one CLS_E_FORMAT. */
+cls_status crp_archive_error(struct archive *a, const char *path);
+
+/* ---- Callbacks ------------------------------------------------------------------------------ */
+
+/* Calls fn; a nonzero return becomes CLS_E_ARG, keeping the message the callback set (or
+ * "stopped by caller" if it set none). */
+cls_status crp_emit_doc(cls_doc_fn fn, void *user, const char *docno, size_t docno_len,
+                        const char *text, size_t text_len);
+cls_status crp_emit_topic(cls_topic_fn fn, void *user, const char *qid, const char *text);
+
+/* ---- Format readers -------------------------------------------------------------------------- */
+
+/* One JSONL or BEIR file (plain or .gz). */
+cls_status crp_read_jsonl_file(cls_corpus_format fmt, const char *path, cls_doc_fn fn,
+                               void *user);
+/* A folder, archive or single HTML file. */
+cls_status crp_read_html(const char *path, cls_doc_fn fn, void *user);
+/* Turns HTML in buf[0..len) into plain text in place (the text is never longer than the HTML)
+ * and returns the text's length: tags become one space, <script>/<style> contents and comments
+ * are dropped, entities are decoded. */
+size_t crp_html_to_text(char *buf, size_t len);
+
+#endif
