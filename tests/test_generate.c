@@ -1,0 +1,488 @@
+/* Generated collections: determinism, file shapes, the query-length and term-frequency models,
+ * option checking and failure cleanup. */
+#include "clsearch.h"
+#include "testutil.h"
+
+#include <cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const STOPWORDS[] = {
+    "a",    "an",   "and",   "are",  "as",    "at",    "be",   "but",   "by",
+    "for",  "if",   "in",    "into", "is",    "it",    "no",   "not",   "of",
+    "on",   "or",   "such",  "that", "the",   "their", "then", "there", "these",
+    "they", "this", "to",    "was",  "will",  "with"};
+
+/* Small options so each case runs in milliseconds. */
+static void small_opts(cls_gen_opts *o)
+{
+    cls_gen_defaults(o);
+    o->num_docs = 500;
+    o->num_queries = 200;
+    o->vocab_size = 2000;
+    o->mean_doc_len = 40;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    ck_assert(fseek(f, 0, SEEK_END) == 0);
+    long n = ftell(f);
+    ck_assert(n >= 0);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    ck_assert(buf != NULL);
+    ck_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+static char *file_in(const char *dir, const char *name)
+{
+    static char buf[4][4096];
+    static int slot;
+    char *p = buf[slot++ & 3];
+    int n = snprintf(p, 4096, "%s/%s", dir, name);
+    ck_assert(n > 0 && n < 4096);
+    return p;
+}
+
+/* Entries of dir other than . and ..; -1 if dir is absent. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+    closedir(d);
+    return n;
+}
+
+/* Removes the files of a flat folder, then the folder. */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            remove(file_in(dir, e->d_name));
+    closedir(d);
+    rmdir(dir);
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static void gen_ok(const cls_gen_opts *o, const char *dir)
+{
+    cls_status st = cls_generate(o, dir);
+    ck_assert_msg(st == CLS_OK, "cls_generate: %s: %s", cls_status_str(st), cls_last_error());
+}
+
+START_TEST(defaults)
+{
+    cls_gen_opts o;
+    memset(&o, 0xff, sizeof o);
+    cls_gen_defaults(&o);
+    ck_assert_uint_eq(o.seed, 42);
+    ck_assert_uint_eq(o.num_docs, 20000);
+    ck_assert_uint_eq(o.num_queries, 1000);
+    ck_assert_uint_eq(o.vocab_size, 50000);
+    ck_assert(o.zipf_s == 1.0);
+    ck_assert(o.mean_doc_len == 150.0);
+}
+END_TEST
+
+START_TEST(deterministic)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    const char *a = tu_tmp_path("gen_a"), *b = tu_tmp_path("gen_b"), *c = tu_tmp_path("gen_c");
+    gen_ok(&o, a);
+    gen_ok(&o, b);
+    o.seed = 43;
+    gen_ok(&o, c);
+    const char *names[] = {"corpus.jsonl", "topics.tsv"};
+    for (int i = 0; i < 2; i++) {
+        size_t la, lb, lc;
+        char *fa = read_all(file_in(a, names[i]), &la);
+        char *fb = read_all(file_in(b, names[i]), &lb);
+        char *fc = read_all(file_in(c, names[i]), &lc);
+        ck_assert_msg(la == lb && memcmp(fa, fb, la) == 0, "%s differs for one seed", names[i]);
+        ck_assert_msg(la != lc || memcmp(fa, fc, la) != 0, "%s same for two seeds", names[i]);
+        free(fa);
+        free(fb);
+        free(fc);
+    }
+    /* Exactly the two outputs: no temporaries left behind. */
+    ck_assert_int_eq(count_entries(a), 2);
+    remove_dir(a);
+    remove_dir(b);
+    remove_dir(c);
+}
+END_TEST
+
+/* Separate PRNG streams: more queries leave the corpus alone, and the first queries stay. */
+START_TEST(independent_streams)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    const char *a = tu_tmp_path("gen_a"), *b = tu_tmp_path("gen_b");
+    gen_ok(&o, a);
+    o.num_queries *= 2;
+    gen_ok(&o, b);
+    char *ca = read_all(file_in(a, "corpus.jsonl"), NULL);
+    char *cb = read_all(file_in(b, "corpus.jsonl"), NULL);
+    ck_assert_str_eq(ca, cb);
+    char *ta = read_all(file_in(a, "topics.tsv"), NULL);
+    char *tb = read_all(file_in(b, "topics.tsv"), NULL);
+    ck_assert(strncmp(ta, tb, strlen(ta)) == 0);
+    free(ca);
+    free(cb);
+    free(ta);
+    free(tb);
+    remove_dir(a);
+    remove_dir(b);
+}
+END_TEST
+
+static int valid_word(const char *w, size_t n)
+{
+    if (n < 2 || n > 12) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (w[i] < 'a' || w[i] > 'z') return 0;
+    for (size_t i = 0; i < sizeof STOPWORDS / sizeof STOPWORDS[0]; i++)
+        if (strlen(STOPWORDS[i]) == n && memcmp(w, STOPWORDS[i], n) == 0) return 0;
+    return 1;
+}
+
+/* Checks every word of a space-separated text; returns the number of words. */
+static size_t check_words(const char *s, const char *where)
+{
+    size_t n = 0;
+    while (*s) {
+        const char *e = strchr(s, ' ');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        ck_assert_msg(valid_word(s, len), "%s: bad word '%.*s'", where, (int)len, s);
+        n++;
+        s += len;
+        if (*s) s++;
+    }
+    return n;
+}
+
+START_TEST(corpus_shape)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    o.num_docs = 2000;
+    o.mean_doc_len = 60;
+    const char *dir = tu_tmp_path("gen_shape");
+    gen_ok(&o, dir);
+    char *corpus = read_all(file_in(dir, "corpus.jsonl"), NULL);
+    ck_assert_uint_eq(count_lines(corpus), o.num_docs);
+    size_t tokens = 0, min_len = SIZE_MAX, max_len = 0;
+    unsigned d = 0;
+    char *save_c = NULL;
+    for (char *line = strtok_r(corpus, "\n", &save_c); line;
+         line = strtok_r(NULL, "\n", &save_c), d++) {
+        cJSON *j = cJSON_Parse(line);
+        ck_assert_msg(j != NULL, "line %u is not JSON: %.80s", d + 1, line);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+        const cJSON *contents = cJSON_GetObjectItemCaseSensitive(j, "contents");
+        ck_assert(cJSON_IsString(id) && cJSON_IsString(contents));
+        char want[32];
+        snprintf(want, sizeof want, "G%08u", d);
+        ck_assert_str_eq(id->valuestring, want);
+        size_t n = check_words(contents->valuestring, want);
+        ck_assert_uint_ge(n, 1);
+        ck_assert_uint_le(n, (size_t)(20 * o.mean_doc_len));
+        tokens += n;
+        if (n < min_len) min_len = n;
+        if (n > max_len) max_len = n;
+        cJSON_Delete(j);
+    }
+    ck_assert_uint_eq(d, o.num_docs);
+    /* Log-normal with sigma 0.6: mean within 5% (standard error ~1.4%), and a real spread. */
+    double mean = (double)tokens / o.num_docs;
+    ck_assert_msg(fabs(mean - o.mean_doc_len) < 0.05 * o.mean_doc_len, "mean length %.2f", mean);
+    ck_assert_uint_lt(min_len, 25);
+    ck_assert_uint_gt(max_len, 150);
+    free(corpus);
+
+    char *topics = read_all(file_in(dir, "topics.tsv"), NULL);
+    ck_assert_uint_eq(count_lines(topics), o.num_queries);
+    unsigned q = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(topics, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char want[32];
+        snprintf(want, sizeof want, "q%u\t", ++q);
+        ck_assert_msg(strncmp(line, want, strlen(want)) == 0, "bad qid in '%s'", line);
+        size_t n = check_words(line + strlen(want), want);
+        ck_assert(n >= 1 && n <= 8);
+    }
+    ck_assert_uint_eq(q, o.num_queries);
+    free(topics);
+    remove_dir(dir);
+}
+END_TEST
+
+/* Query lengths follow the TREC 2009 Million Query table; terms within a query are distinct. */
+START_TEST(query_lengths)
+{
+    static const double want[8] = {0.1863, 0.3684, 0.2699, 0.1161, 0.0398, 0.0130, 0.0037, 0.0027};
+    cls_gen_opts o;
+    small_opts(&o);
+    o.num_docs = 1;
+    o.num_queries = 5000;
+    const char *dir = tu_tmp_path("gen_qlen");
+    gen_ok(&o, dir);
+    char *topics = read_all(file_in(dir, "topics.tsv"), NULL);
+    unsigned hist[9] = {0}, total = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(topics, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *text = strchr(line, '\t');
+        ck_assert(text != NULL);
+        text++;
+        char *terms[9];
+        unsigned n = 0;
+        char *s2 = NULL;
+        for (char *t = strtok_r(text, " ", &s2); t; t = strtok_r(NULL, " ", &s2)) {
+            ck_assert_uint_lt(n, 8);
+            for (unsigned j = 0; j < n; j++)
+                ck_assert_msg(strcmp(terms[j], t) != 0, "repeated term %s", t);
+            terms[n++] = t;
+        }
+        ck_assert(n >= 1 && n <= 8);
+        hist[n]++;
+        total++;
+    }
+    ck_assert_uint_eq(total, 5000);
+    for (int i = 0; i < 8; i++) {
+        double got = (double)hist[i + 1] / total;
+        /* Binomial standard error is at most 0.7 points at n = 5000: 3 points is > 4 sigma. */
+        ck_assert_msg(fabs(got - want[i]) < 0.03, "%d-term queries: %.4f, want %.4f", i + 1, got,
+                      want[i]);
+    }
+    free(topics);
+    remove_dir(dir);
+}
+END_TEST
+
+/* Term frequencies are Zipf: with s = 1 the top word takes 1/H(V) of the tokens, and the
+ * frequency of rank r falls like 1/r. */
+START_TEST(zipf_frequencies)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    o.num_docs = 1000;
+    o.vocab_size = 1000;
+    o.mean_doc_len = 100;
+    o.num_queries = 0;
+    const char *dir = tu_tmp_path("gen_zipf");
+    gen_ok(&o, dir);
+    char *corpus = read_all(file_in(dir, "corpus.jsonl"), NULL);
+    /* Count words with a tiny table keyed by the word text. */
+    enum { CAP = 4096 };
+    static char keys[CAP][16];
+    static unsigned counts[CAP];
+    memset(keys, 0, sizeof keys);
+    memset(counts, 0, sizeof counts);
+    size_t tokens = 0, distinct = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(corpus, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *c = strstr(line, "\"contents\": \"");
+        ck_assert(c != NULL);
+        c += strlen("\"contents\": \"");
+        char *end = strrchr(c, '"');
+        ck_assert(end != NULL);
+        *end = '\0';
+        char *s2 = NULL;
+        for (char *t = strtok_r(c, " ", &s2); t; t = strtok_r(NULL, " ", &s2)) {
+            uint64_t h = 1469598103934665603ULL;
+            for (const char *p = t; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+            size_t i = h & (CAP - 1);
+            while (keys[i][0] && strcmp(keys[i], t) != 0) i = (i + 1) & (CAP - 1);
+            if (!keys[i][0]) {
+                snprintf(keys[i], sizeof keys[i], "%s", t);
+                distinct++;
+            }
+            counts[i]++;
+            tokens++;
+        }
+    }
+    ck_assert_uint_le(distinct, o.vocab_size);
+    ck_assert_uint_gt(distinct, o.vocab_size * 9 / 10);
+    /* Sort the counts descending. */
+    unsigned sorted[CAP];
+    size_t n = 0;
+    for (size_t i = 0; i < CAP; i++)
+        if (keys[i][0]) sorted[n++] = counts[i];
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && sorted[j - 1] < sorted[j]; j--) {
+            unsigned t = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = t;
+        }
+    double h = 0;
+    for (unsigned r = 1; r <= o.vocab_size; r++) h += 1.0 / r;
+    double top = (double)sorted[0] / tokens;
+    ck_assert_msg(fabs(top - 1.0 / h) < 0.1 / h, "top word share %.4f, want %.4f", top, 1.0 / h);
+    double r10 = (double)sorted[0] / sorted[9];
+    ck_assert_msg(r10 > 7 && r10 < 13, "rank 1 / rank 10 frequency ratio %.2f, want ~10", r10);
+    free(corpus);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(zero_queries_and_creates_parents)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    o.num_queries = 0;
+    const char *base = tu_tmp_path("gen_parent");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/sub", base);
+    gen_ok(&o, dir);
+    size_t len;
+    char *topics = read_all(file_in(dir, "topics.tsv"), &len);
+    ck_assert_uint_eq(len, 0);
+    free(topics);
+    ck_assert_int_eq(count_entries(dir), 2);
+    /* Regenerating over existing outputs replaces them. */
+    gen_ok(&o, dir);
+    ck_assert_int_eq(count_entries(dir), 2);
+    remove_dir(dir);
+    rmdir(base);
+}
+END_TEST
+
+START_TEST(invalid_options)
+{
+    const char *dir = tu_tmp_path("gen_bad");
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    const char *absent = tu_tmp_path("gen_absent");
+    for (int i = 0; i < 8; i++) {
+        cls_gen_opts o;
+        small_opts(&o);
+        switch (i) {
+        case 0: o.num_docs = 0; break;
+        case 1: o.vocab_size = 99; break;
+        case 2: o.zipf_s = 0.0; break;
+        case 3: o.zipf_s = -1.0; break;
+        case 4: o.zipf_s = NAN; break;
+        case 5: o.mean_doc_len = 0.5; break;
+        case 6: o.mean_doc_len = NAN; break;
+        case 7: o.vocab_size = 0; break;
+        }
+        cls_status st = cls_generate(&o, dir);
+        ck_assert_msg(st == CLS_E_ARG, "case %d: %s", i, cls_status_str(st));
+        ck_assert_msg(cls_last_error()[0] != '\0', "case %d: no detail", i);
+        ck_assert_int_eq(count_entries(dir), 0);
+        ck_assert_int_eq(cls_generate(&o, absent), CLS_E_ARG);
+        ck_assert_int_eq(count_entries(absent), -1); /* not even created */
+    }
+    cls_gen_opts o;
+    small_opts(&o);
+    ck_assert_int_eq(cls_generate(NULL, dir), CLS_E_ARG);
+    ck_assert_int_eq(cls_generate(&o, NULL), CLS_E_ARG);
+    ck_assert_int_eq(cls_generate(&o, ""), CLS_E_ARG);
+    /* The smallest valid vocabulary works. */
+    o.vocab_size = 100;
+    gen_ok(&o, dir);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(unwritable)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    /* A folder below a regular file cannot be created, even by root. */
+    const char *file = tu_tmp_path("gen_file");
+    tu_write_file(file, "x", 1);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/sub", file);
+    cls_status st = cls_generate(&o, dir);
+    ck_assert_msg(st == CLS_E_IO, "%s", cls_status_str(st));
+    ck_assert_msg(strstr(cls_last_error(), file) != NULL, "detail lacks the path: %s",
+                  cls_last_error());
+    /* The folder is an existing regular file. */
+    ck_assert_int_eq(cls_generate(&o, file), CLS_E_IO);
+    remove(file);
+
+    /* A read-only folder (permissions do not bind root, so only checked for others). */
+    if (geteuid() != 0) {
+        const char *ro = tu_tmp_path("gen_ro");
+        ck_assert_int_eq(mkdir(ro, 0555), 0);
+        st = cls_generate(&o, ro);
+        ck_assert_msg(st == CLS_E_IO, "%s", cls_status_str(st));
+        ck_assert_ptr_nonnull(strstr(cls_last_error(), ro));
+        ck_assert_int_eq(count_entries(ro), 0);
+        rmdir(ro);
+    }
+}
+END_TEST
+
+/* A write that fails half-way (here: the file-size limit, EFBIG) leaves no temporary behind. */
+START_TEST(write_failure_cleans_up)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    o.num_docs = 5000; /* ~1.5 MB of corpus */
+    const char *dir = tu_tmp_path("gen_efbig");
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    struct rlimit old, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = 64 * 1024;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    cls_status st = cls_generate(&o, dir);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, old_handler);
+    ck_assert_msg(st == CLS_E_IO, "%s: %s", cls_status_str(st), cls_last_error());
+    ck_assert_msg(strstr(cls_last_error(), dir) != NULL, "detail lacks the path: %s",
+                  cls_last_error());
+    ck_assert_int_eq(count_entries(dir), 0);
+    rmdir(dir);
+}
+END_TEST
+
+static Suite *generate_suite(void)
+{
+    Suite *s = suite_create("generate");
+    TCase *tc = tcase_create("generate");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, defaults);
+    tcase_add_test(tc, deterministic);
+    tcase_add_test(tc, independent_streams);
+    tcase_add_test(tc, corpus_shape);
+    tcase_add_test(tc, query_lengths);
+    tcase_add_test(tc, zipf_frequencies);
+    tcase_add_test(tc, zero_queries_and_creates_parents);
+    tcase_add_test(tc, invalid_options);
+    tcase_add_test(tc, unwritable);
+    tcase_add_test(tc, write_failure_cleans_up);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run_suite(generate_suite()); }
