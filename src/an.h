@@ -1,5 +1,5 @@
 /* Analysis: text to index terms (tokenize, possessive, lowercase, stopwords, Porter stem).
- * One an_analyzer per thread: the Snowball stemmer it holds is not thread-safe. */
+ * One an_analyzer per thread: the Snowball stemmer and term buffer it holds are not thread-safe. */
 #ifndef CLS_AN_H
 #define CLS_AN_H
 

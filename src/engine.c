@@ -88,3 +88,5 @@ cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search
     if (s != CLS_OK) return s;
     return e->ref ? ref_search(e->ref, b, p, r) : clx_search(e->cl, b, p, r);
 }
+
+clx_engine *engine_clx(cls_engine *e) { return e->cl; }

@@ -32,3 +32,5 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
  * counts and the k best (docID, score) pairs at q * k. */
 cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k,
                          uint32_t *counts, uint32_t *docs, float *out_scores);
+/* The OpenCL engine behind e, or NULL for the reference engine. */
+clx_engine *engine_clx(cls_engine *e);

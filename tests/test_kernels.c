@@ -1,0 +1,468 @@
+/* Every OpenCL kernel family against its plain-C reference, on POCL's CPU device:
+ * decode_blocks against idx_decode_block, topk_select against a sort, and intersect/score
+ * through whole searches against the reference engine, on random and edge-case inputs.
+ * Same docIDs in the same order, scores within 1e-5 relative. Also the program cache. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "codec_bp.h"
+#include "engine.h"
+#include "index.h"
+#include "testutil.h"
+
+static const char *device(void)
+{
+    const char *d = getenv("CLS_TEST_DEVICE");
+    return d && *d ? d : "cpu";
+}
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+/* An index from docs given as texts; analysis without stemming or stopwords, so the test
+ * controls the terms exactly. */
+static cls_index *make_index(const char *const *texts, uint32_t n)
+{
+    cls_analyzer_opts an = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
+    cls_builder *b;
+    ck_assert_int_eq(cls_builder_create(&an, &b), CLS_OK);
+    for (uint32_t i = 0; i < n; i++) {
+        char docno[32];
+        snprintf(docno, sizeof docno, "D%u", i);
+        ck_assert_int_eq(cls_builder_add(b, docno, strlen(docno), texts[i], strlen(texts[i])), CLS_OK);
+    }
+    const char *path = tu_tmp_path("kernels.idx");
+    ck_assert_int_eq(cls_builder_write(b, path), CLS_OK);
+    cls_builder_free(b);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    remove(path);
+    return idx;
+}
+
+/* A random collection: a skewed vocabulary so some lists span many blocks and some hold one
+ * posting, plus groups of identical documents, whose equal scores test the docID tie-break. */
+static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
+{
+    char **texts = calloc(ndocs, sizeof *texts);
+    uint64_t st = seed;
+    for (uint32_t d = 0; d < ndocs; d++) {
+        size_t cap = 4096, len = 0;
+        texts[d] = malloc(cap);
+        texts[d][0] = '\0';
+        if (d % 7 == 3) { /* a clone group: same text, same length, same score */
+            snprintf(texts[d], cap, "w1 w2 w3 w%u", vocab - 1);
+            continue;
+        }
+        uint32_t n = 1 + (uint32_t)(tu_rand(&st) % 40);
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t r = tu_rand(&st);
+            /* square of a uniform: small ids far more frequent (long lists) */
+            double u = (double)(r % 100000) / 100000.0;
+            uint32_t t = (uint32_t)(u * u * vocab);
+            len += (size_t)snprintf(texts[d] + len, cap - len, "w%u ", t);
+        }
+    }
+    cls_index *idx = make_index((const char *const *)texts, ndocs);
+    for (uint32_t d = 0; d < ndocs; d++) free(texts[d]);
+    free(texts);
+    return idx;
+}
+
+static void random_queries(cls_batch *b, uint64_t seed, uint32_t nq, uint32_t vocab)
+{
+    uint64_t st = seed;
+    char text[512], qid[32];
+    /* edge cases first: empty, punctuation, unknown-only, known+unknown, repeated terms */
+    const char *fixed[] = {"", "  ,.;  ", "nosuchterm", "w1 nosuchterm", "w1 w1 w1 w2", "w0", "w1 w2 w3", "w3 w2 w1"};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        snprintf(qid, sizeof qid, "f%zu", i);
+        ck_assert_int_eq(cls_batch_add(b, qid, fixed[i]), CLS_OK);
+    }
+    for (uint32_t q = 0; q < nq; q++) {
+        uint32_t n = 1 + (uint32_t)(tu_rand(&st) % 6);
+        size_t len = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t r = tu_rand(&st);
+            double u = (double)(r % 100000) / 100000.0;
+            len += (size_t)snprintf(text + len, sizeof text - len, "w%u ", (uint32_t)(u * u * vocab));
+        }
+        snprintf(qid, sizeof qid, "q%u", q);
+        ck_assert_int_eq(cls_batch_add(b, qid, text), CLS_OK);
+    }
+}
+
+static void search_both(cls_engine *dev, cls_engine *ref, const cls_batch *b, uint32_t k, cls_mode mode)
+{
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = k;
+    p.mode = mode;
+    cls_results *rd, *rr;
+    ck_assert_int_eq(cls_results_create(&rd), CLS_OK);
+    ck_assert_int_eq(cls_results_create(&rr), CLS_OK);
+    ck_assert_msg(cls_engine_search(ref, b, &p, rr) == CLS_OK, "ref: %s", cls_last_error());
+    ck_assert_msg(cls_engine_search(dev, b, &p, rd) == CLS_OK, "device: %s", cls_last_error());
+    cls_status s = cls_results_compare(rr, rd, 1e-5);
+    ck_assert_msg(s == CLS_OK, "k=%u mode=%s: %s", k, mode == CLS_MODE_AND ? "and" : "or", cls_last_error());
+    cls_results_free(rd);
+    cls_results_free(rr);
+}
+
+/* ---- decode ------------------------------------------------------------------------------- */
+
+START_TEST(decode_random_and_edges)
+{
+    cls_index *idx = random_index(1, 50, 20);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    clx_engine *cl = engine_clx(e);
+    ck_assert(cl != NULL);
+    enum { NB = 400 };
+    idx_block *blocks = calloc(NB, sizeof *blocks);
+    uint32_t *words = calloc((size_t)NB * 2 * IDX_BLOCK + 2, 4), tmp[2 * IDX_BLOCK];
+    uint32_t gaps[IDX_BLOCK], tfs[IDX_BLOCK];
+    uint64_t st = 99, nw = 0;
+    for (uint32_t b = 0; b < NB; b++) {
+        /* widths 0..32 for both streams, counts 1..128, bases anywhere in 32 bits */
+        unsigned bwd = b % 33, bwf = (b * 7) % 33;
+        uint32_t n = b < 33 ? IDX_BLOCK : 1 + (uint32_t)(tu_rand(&st) % IDX_BLOCK);
+        if (b == 40) n = 1;
+        uint32_t base = (uint32_t)tu_rand(&st);
+        if (b == 41) base = UINT32_MAX; /* a single posting at docID 2^32-1 */
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t m = bwd == 32 ? UINT32_MAX : (1u << bwd) - 1;
+            uint32_t mf = bwf == 32 ? UINT32_MAX : (1u << bwf) - 1;
+            gaps[i] = (b % 5 == 0) ? m : (uint32_t)tu_rand(&st) & m; /* all-max blocks too */
+            tfs[i] = (uint32_t)tu_rand(&st) & mf;
+        }
+        if (b == 41) gaps[0] = 0;
+        uint32_t wd = bp_words(n, bwd);
+        bp_pack(gaps, n, bwd, words + nw);
+        bp_pack(tfs, n, bwf, words + nw + wd);
+        blocks[b] = (idx_block){.last = 0, .base = base, .offset = (uint32_t)nw, .info = IDX_INFO(n, bwd, bwf)};
+        nw += wd + bp_words(n, bwf);
+    }
+    (void)tmp;
+    uint32_t *docs = malloc((size_t)NB * IDX_BLOCK * 4), *freqs = malloc((size_t)NB * IDX_BLOCK * 4);
+    ck_assert_msg(clx_test_decode(cl, words, nw, blocks, NB, docs, freqs) == CLS_OK, "%s", cls_last_error());
+    cls_index fake;
+    memset(&fake, 0, sizeof fake);
+    fake.blocks = blocks;
+    fake.words = words;
+    uint32_t rd[IDX_BLOCK], rf[IDX_BLOCK];
+    for (uint32_t b = 0; b < NB; b++) {
+        idx_decode_block(&fake, b, rd, rf);
+        uint32_t n = idx_info_count(blocks[b].info);
+        for (uint32_t i = 0; i < n; i++) {
+            ck_assert_msg(docs[b * IDX_BLOCK + i] == rd[i], "block %u posting %u: doc %u, reference %u", b, i,
+                          docs[b * IDX_BLOCK + i], rd[i]);
+            ck_assert_msg(freqs[b * IDX_BLOCK + i] == rf[i], "block %u posting %u: freq", b, i);
+        }
+    }
+    free(docs);
+    free(freqs);
+    free(blocks);
+    free(words);
+    cls_engine_free(e);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* ---- top-k -------------------------------------------------------------------------------- */
+
+typedef struct pair { float s; uint32_t d; } pair;
+static int cmp_pair(const void *a, const void *b)
+{
+    const pair *x = a, *y = b;
+    return hit_before(x->s, x->d, y->s, y->d) ? -1 : hit_before(y->s, y->d, x->s, x->d) ? 1 : 0;
+}
+
+static void check_topk(clx_engine *cl, uint32_t nq, uint32_t N, uint32_t k, uint64_t seed, int levels)
+{
+    float *sc = malloc((size_t)nq * N * 4);
+    uint64_t st = seed;
+    for (size_t i = 0; i < (size_t)nq * N; i++) {
+        uint64_t r = tu_rand(&st);
+        /* few distinct levels: many ties at the boundary; a third no match */
+        sc[i] = r % 3 == 0 ? 0.0f : levels ? (float)(1 + r % (uint64_t)levels) * 0.25f : (float)(r % 1000000) / 7.0f + 0.001f;
+    }
+    if (nq > 1) memset(sc, 0, (size_t)N * 4); /* a query without matches */
+    uint32_t *counts = malloc(nq * 4), *docs = malloc((size_t)nq * k * 4);
+    float *scores = malloc((size_t)nq * k * 4);
+    ck_assert_msg(clx_test_topk(cl, sc, nq, N, k, counts, docs, scores) == CLS_OK, "%s", cls_last_error());
+    pair *ref = malloc((size_t)N * sizeof *ref);
+    for (uint32_t q = 0; q < nq; q++) {
+        uint32_t m = 0;
+        for (uint32_t d = 0; d < N; d++)
+            if (sc[(size_t)q * N + d] > 0) ref[m++] = (pair){sc[(size_t)q * N + d], d};
+        qsort(ref, m, sizeof *ref, cmp_pair);
+        uint32_t keep = m < k ? m : k;
+        ck_assert_msg(counts[q] == keep, "N=%u k=%u query %u: %u hits, reference %u", N, k, q, counts[q], keep);
+        for (uint32_t j = 0; j < keep; j++) {
+            ck_assert_msg(docs[(size_t)q * k + j] == ref[j].d && scores[(size_t)q * k + j] == ref[j].s,
+                          "N=%u k=%u query %u rank %u: doc %u (%g), reference doc %u (%g)", N, k, q, j,
+                          docs[(size_t)q * k + j], scores[(size_t)q * k + j], ref[j].d, ref[j].s);
+        }
+    }
+    free(sc);
+    free(counts);
+    free(docs);
+    free(scores);
+    free(ref);
+}
+
+START_TEST(topk_random_ties_edges)
+{
+    cls_index *idx = random_index(2, 50, 20);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    clx_engine *cl = engine_clx(e);
+    ck_assert(cl != NULL);
+    check_topk(cl, 1, 1, 1, 1, 0);        /* one document */
+    check_topk(cl, 3, 1000, 1, 2, 0);     /* k = 1 */
+    check_topk(cl, 3, 1000, 10, 3, 4);    /* heavy ties at the k-th score */
+    check_topk(cl, 3, 1000, 1000, 4, 0);  /* k = N */
+    check_topk(cl, 2, 500, 1000, 5, 3);   /* k > N: all matches */
+    check_topk(cl, 4, 5000, 100, 6, 0);
+    check_topk(cl, 2, 3000, 777, 7, 50);  /* k not a power of two */
+    check_topk(cl, 1, 20000, 4096, 8, 1); /* every match ties */
+    cls_engine_free(e);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* ---- whole searches: decode + intersect + score + top-k ----------------------------------- */
+
+START_TEST(search_random_collections)
+{
+    static const struct { uint64_t seed; uint32_t docs, vocab; } cases[] = {
+        {11, 1, 5}, {12, 40, 10}, {13, 700, 50}, {14, 3000, 400}, {15, 6000, 3000}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        cls_index *idx = random_index(cases[c].seed, cases[c].docs, cases[c].vocab);
+        cls_engine *dev, *ref;
+        ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+        ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+        cls_batch *b;
+        ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+        random_queries(b, cases[c].seed * 31, 60, cases[c].vocab);
+        const uint32_t ks[] = {1, 7, 1000, cases[c].docs + 5};
+        for (size_t i = 0; i < 4; i++) {
+            search_both(dev, ref, b, ks[i], CLS_MODE_OR);
+            search_both(dev, ref, b, ks[i], CLS_MODE_AND);
+        }
+        cls_batch_free(b);
+        cls_engine_free(dev);
+        cls_engine_free(ref);
+        cls_index_close(idx);
+    }
+}
+END_TEST
+
+START_TEST(search_ties_break_on_docid)
+{
+    /* 300 identical documents: every score ties, so rank order is docID order. */
+    const char *texts[300];
+    for (int i = 0; i < 300; i++) texts[i] = "alpha beta";
+    cls_index *idx = make_index(texts, 300);
+    cls_engine *dev;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(b, "1", "alpha"), CLS_OK);
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = 150;
+    for (int mode = 0; mode < 2; mode++) {
+        p.mode = mode ? CLS_MODE_AND : CLS_MODE_OR;
+        cls_results *r;
+        ck_assert_int_eq(cls_results_create(&r), CLS_OK);
+        ck_assert_int_eq(cls_engine_search(dev, b, &p, r), CLS_OK);
+        size_t n;
+        const uint32_t *docs;
+        const float *scores;
+        cls_results_get(r, 0, &n, &docs, &scores);
+        ck_assert_uint_eq(n, 150);
+        for (size_t i = 0; i < n; i++) ck_assert_uint_eq(docs[i], i);
+        cls_results_free(r);
+    }
+    cls_batch_free(b);
+    cls_engine_free(dev);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* A batch larger than one device batch (CLX_MAX_BATCH) must come back whole and in order. */
+START_TEST(search_many_batches)
+{
+    cls_index *idx = random_index(21, 500, 100);
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    random_queries(b, 5, 2500, 100);
+    search_both(dev, ref, b, 10, CLS_MODE_OR);
+    search_both(dev, ref, b, 10, CLS_MODE_AND);
+    cls_batch_free(b);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* ---- program cache ------------------------------------------------------------------------ */
+
+static int engine_from_cache(cls_index *idx)
+{
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    double secs;
+    int cached;
+    cls_engine_build_times(e, &secs, &cached);
+    cls_engine_free(e);
+    return cached;
+}
+
+static char *only_entry(const char *dir)
+{
+    static char path[4096];
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "ls '%s'/*.bin", dir);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    ck_assert_msg(fgets(path, sizeof path, p) != NULL, "no cache entry in %s", dir);
+    pclose(p);
+    path[strcspn(path, "\n")] = '\0';
+    return path;
+}
+
+START_TEST(program_cache_cold_warm_corrupt_concurrent)
+{
+    cls_index *idx = random_index(3, 20, 10);
+    const char *dir = tu_tmp_path("cache");
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    setenv("CLSEARCH_CACHE_DIR", dir, 1);
+    ck_assert_int_eq(engine_from_cache(idx), 0); /* cold */
+    ck_assert_int_eq(engine_from_cache(idx), 1); /* warm */
+    char *entry = only_entry(dir);
+    /* a flipped byte in the binary: checksum fails, rebuilt, then warm again */
+    FILE *f = fopen(entry, "r+b");
+    ck_assert(f != NULL);
+    fseek(f, 100, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, 100, SEEK_SET);
+    fputc(ch ^ 0x55, f);
+    fclose(f);
+    ck_assert_int_eq(engine_from_cache(idx), 0);
+    ck_assert_int_eq(engine_from_cache(idx), 1);
+    /* truncated, and foreign (garbage) entries */
+    ck_assert_int_eq(truncate(entry, 40), 0);
+    ck_assert_int_eq(engine_from_cache(idx), 0);
+    tu_write_file(entry, "not a program binary at all", 27);
+    ck_assert_int_eq(engine_from_cache(idx), 0);
+    ck_assert_int_eq(engine_from_cache(idx), 1);
+    /* four processes building into an empty cache at once: all succeed, the entry is whole */
+    remove(entry);
+    pid_t kids[4];
+    for (int i = 0; i < 4; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            cls_engine *e;
+            _exit(cls_engine_create(idx, device(), &e) == CLS_OK ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        int st;
+        ck_assert(waitpid(kids[i], &st, 0) == kids[i]);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a concurrent engine start failed");
+    }
+    ck_assert_int_eq(engine_from_cache(idx), 1);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* ---- real collections --------------------------------------------------------------------- */
+
+typedef struct add_ctx { cls_builder *b; cls_batch *q; } add_ctx;
+static int add_doc(void *u, const char *docno, size_t dl, const char *text, size_t tl)
+{
+    return cls_builder_add(((add_ctx *)u)->b, docno, dl, text, tl) != CLS_OK;
+}
+static int add_topic(void *u, const char *qid, const char *text)
+{
+    return cls_batch_add(((add_ctx *)u)->q, qid, text) != CLS_OK;
+}
+
+static void collection_matches_ref(cls_corpus_format cf, const char *corpus, cls_topics_format tf, const char *topics)
+{
+    add_ctx c = {0};
+    ck_assert_int_eq(cls_builder_create(NULL, &c.b), CLS_OK);
+    ck_assert_msg(cls_corpus_read(cf, corpus, add_doc, &c) == CLS_OK, "%s", cls_last_error());
+    const char *path = tu_tmp_path("collection.idx");
+    ck_assert_int_eq(cls_builder_write(c.b, path), CLS_OK);
+    cls_builder_free(c.b);
+    cls_index *idx;
+    ck_assert_int_eq(cls_index_open(path, &idx), CLS_OK);
+    ck_assert_int_eq(cls_batch_create(idx, &c.q), CLS_OK);
+    ck_assert_msg(cls_topics_read(tf, topics, add_topic, &c) == CLS_OK, "%s", cls_last_error());
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    search_both(dev, ref, c.q, 1000, CLS_MODE_OR);
+    search_both(dev, ref, c.q, 1000, CLS_MODE_AND);
+    cls_batch_free(c.q);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_index_close(idx);
+    remove(path);
+}
+
+START_TEST(cacm_top1000_matches_ref)
+{
+    const char *corpus = tu_data_path("cacm/cacm.tar.gz"), *topics = tu_data_path("cacm/topics.cacm.txt");
+    if (!corpus || !topics) return;
+    collection_matches_ref(CLS_CORPUS_HTML, corpus, CLS_TOPICS_ANSERINI, topics);
+}
+END_TEST
+
+START_TEST(generated_top1000_matches_ref)
+{
+    cls_gen_opts o;
+    cls_gen_defaults(&o);
+    o.num_docs = 5000;
+    o.num_queries = 500;
+    const char *dir = tu_tmp_path("gen");
+    ck_assert_msg(cls_generate(&o, dir) == CLS_OK, "%s", cls_last_error());
+    char corpus[4200], topics[4200];
+    snprintf(corpus, sizeof corpus, "%s/corpus.jsonl", dir);
+    snprintf(topics, sizeof topics, "%s/topics.tsv", dir);
+    collection_matches_ref(CLS_CORPUS_JSONL, corpus, CLS_TOPICS_TSV, topics);
+    remove(corpus);
+    remove(topics);
+    rmdir(dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("pocl");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, decode_random_and_edges);
+    tcase_add_test(tc, topk_random_ties_edges);
+    tcase_add_test(tc, search_ties_break_on_docid);
+    tcase_add_test(tc, search_random_collections);
+    tcase_add_test(tc, search_many_batches);
+    tcase_add_test(tc, program_cache_cold_warm_corrupt_concurrent);
+    tcase_add_test(tc, cacm_top1000_matches_ref);
+    tcase_add_test(tc, generated_top1000_matches_ref);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run_suite(suite()); }
