@@ -149,7 +149,7 @@ cls_status clx_build(cl_context ctx, const clx_device *dev, const char *options,
                      double *seconds, int *from_cache, char *note, size_t note_len)
 {
     double t0 = clx_now();
-    char *src;
+    char *src = NULL;
     size_t src_len;
     char srcnote[4200];
     cls_status s = load_sources(&src, &src_len, srcnote, sizeof srcnote);

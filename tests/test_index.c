@@ -1,0 +1,773 @@
+/* The index file, at library level: what cls_builder_* puts in comes back out of cls_index_open
+ * (statistics, docnos, every posting list decoded block by block with idx_decode_block), and a
+ * damaged, truncated, foreign or other-version file is refused with the right status and a
+ * message naming the damaged part, never a crash. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "index.h"
+#include "testutil.h"
+
+/* Analysis without stemming or stopwords: the test controls the terms exactly. */
+static const cls_analyzer_opts EXACT = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
+
+/* Section names as the loader reports them, by section id - 1 (SECTION_NAME in index_file.c). */
+static const char *const SECTION[IDX_NSECTIONS] = {"doclen", "docno-offsets", "docnos", "terms",
+                                                   "term-offsets", "term-strings", "blocks", "postings"};
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static char *xstrdup(const char *s)
+{
+    char *p = strdup(s);
+    ck_assert(p != NULL);
+    return p;
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    ck_assert(fseek(f, 0, SEEK_END) == 0);
+    long n = ftell(f);
+    ck_assert(n >= 0);
+    rewind(f);
+    unsigned char *p = malloc((size_t)n + 1);
+    ck_assert(p != NULL);
+    ck_assert(fread(p, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Opens path expecting failure with status want; returns the message (never a handle). */
+static const char *open_fails(const char *path, cls_status want, const char *what)
+{
+    cls_index *idx = (cls_index *)1;
+    cls_status s = cls_index_open(path, &idx);
+    ck_assert_msg(s == want, "%s: status %d (%s), expected %d; detail: %s", what, (int)s, cls_status_str(s),
+                  (int)want, cls_last_error());
+    ck_assert_msg(idx == NULL, "%s: failed open left a handle", what);
+    ck_assert_msg(*cls_last_error() != '\0', "%s: no detail message", what);
+    return cls_last_error();
+}
+
+/* Writes data to a fresh path and opens it expecting failure with status want. */
+static const char *bytes_fail(const void *data, size_t len, cls_status want, const char *what)
+{
+    char *path = xstrdup(tu_tmp_path("bad.idx"));
+    tu_write_file(path, data, len);
+    static char msg[4096];
+    snprintf(msg, sizeof msg, "%s", open_fails(path, want, what));
+    remove(path);
+    free(path);
+    return msg;
+}
+
+/* The section table of a file image, parsed the way the loader does. */
+static void read_table(const unsigned char *img, size_t len, idx_section_entry t[IDX_NSECTIONS])
+{
+    ck_assert(len >= sizeof(idx_header) + IDX_NSECTIONS * sizeof(idx_section_entry));
+    idx_header h;
+    memcpy(&h, img, sizeof h);
+    ck_assert_uint_eq(h.num_sections, IDX_NSECTIONS);
+    memcpy(t, img + sizeof h, IDX_NSECTIONS * sizeof *t);
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
+        ck_assert_uint_eq(t[i].id, i + 1);
+        ck_assert(t[i].offset % IDX_ALIGN == 0);
+        ck_assert(t[i].offset + t[i].size <= len);
+    }
+}
+
+/* Expected content of a test collection: tf[t * ndocs + d] for term t in doc d. */
+typedef struct model {
+    uint32_t ndocs, nterms;
+    const char **terms;
+    uint32_t *tf;
+    char **docnos;
+} model;
+
+static uint32_t mtf(const model *m, uint32_t t, uint32_t d) { return m->tf[(size_t)t * m->ndocs + d]; }
+
+/* Builds the index of m (texts made from the model: each term repeated tf times, terms in an
+ * order that differs from doc to doc) at a fresh path, which is returned (caller frees). */
+static char *build_model(const model *m)
+{
+    cls_builder *b;
+    ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
+    size_t cap = 1 << 16;
+    char *text = malloc(cap);
+    ck_assert(text != NULL);
+    for (uint32_t d = 0; d < m->ndocs; d++) {
+        size_t len = 0;
+        for (uint32_t k = 0; k < m->nterms; k++) {
+            uint32_t t = (d & 1) ? m->nterms - 1 - k : k;
+            for (uint32_t r = 0; r < mtf(m, t, d); r++) {
+                /* mixed case and punctuation between tokens: analysis must give the same term */
+                int n = snprintf(text + len, cap - len, r % 3 == 2 ? "%c%s, " : "%s ",
+                                 r % 3 == 2 ? m->terms[t][0] - 32 : m->terms[t][0],
+                                 r % 3 == 2 ? m->terms[t] + 1 : m->terms[t]);
+                ck_assert(n > 0 && (size_t)n < cap - len);
+                len += (size_t)n;
+            }
+        }
+        ck_assert_msg(cls_builder_add(b, m->docnos[d], strlen(m->docnos[d]), text, len) == CLS_OK, "doc %u: %s", d,
+                      cls_last_error());
+    }
+    free(text);
+    char *path = xstrdup(tu_tmp_path("model.idx"));
+    ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
+    cls_builder_free(b);
+    return path;
+}
+
+/* Checks an opened index against its model: stats, docnos, term dictionary, every block. */
+static void check_model(const cls_index *idx, const model *m, const char *path)
+{
+    uint64_t postings = 0, tokens = 0;
+    uint32_t present = 0;
+    for (uint32_t t = 0; t < m->nterms; t++) {
+        uint32_t df = 0;
+        for (uint32_t d = 0; d < m->ndocs; d++) {
+            df += mtf(m, t, d) > 0;
+            tokens += mtf(m, t, d);
+        }
+        postings += df;
+        present += df > 0;
+    }
+    cls_index_stats st;
+    cls_index_get_stats(idx, &st);
+    ck_assert_uint_eq(st.num_docs, m->ndocs);
+    ck_assert_uint_eq(st.num_terms, present);
+    ck_assert_uint_eq(st.num_postings, postings);
+    ck_assert_uint_eq(st.num_tokens, tokens);
+    ck_assert_uint_eq(st.block_size, IDX_BLOCK);
+    ck_assert(st.avg_doc_len == (m->ndocs ? (double)tokens / m->ndocs : 0.0));
+    if (path) {
+        struct stat sb;
+        ck_assert_int_eq(stat(path, &sb), 0);
+        ck_assert_uint_eq(st.file_bytes, (uint64_t)sb.st_size);
+    }
+    cls_analyzer_opts an;
+    cls_index_analyzer(idx, &an);
+    ck_assert(an.possessive == EXACT.possessive && an.lowercase == EXACT.lowercase &&
+              an.stopwords == EXACT.stopwords && an.stem == EXACT.stem);
+
+    for (uint32_t d = 0; d < m->ndocs; d++) {
+        const char *dn = cls_index_docno(idx, d);
+        ck_assert_msg(dn && strcmp(dn, m->docnos[d]) == 0, "doc %u: docno '%s', expected '%s'", d, dn ? dn : "(null)",
+                      m->docnos[d]);
+        uint32_t len = 0;
+        for (uint32_t t = 0; t < m->nterms; t++) len += mtf(m, t, d);
+        ck_assert_uint_eq(idx->doclen[d], len);
+    }
+    ck_assert(cls_index_docno(idx, m->ndocs) == NULL);
+    ck_assert(cls_index_docno(idx, UINT32_MAX) == NULL);
+
+    /* the dictionary holds exactly the present terms, in memcmp order */
+    for (uint32_t i = 0; i + 1 < idx->num_terms; i++) {
+        uint64_t a = idx->term_off[i], an_ = idx->term_off[i + 1] - a;
+        uint64_t b = idx->term_off[i + 1], bn = idx->term_off[i + 2] - b;
+        int c = memcmp(idx->term_blob + a, idx->term_blob + b, an_ < bn ? an_ : bn);
+        ck_assert_msg(c < 0 || (c == 0 && an_ < bn), "terms %u and %u out of order", i, i + 1);
+    }
+
+    uint32_t docs[IDX_BLOCK], freqs[IDX_BLOCK];
+    uint64_t blocks_seen = 0;
+    for (uint32_t t = 0; t < m->nterms; t++) {
+        uint32_t id = idx_lookup(idx, m->terms[t], strlen(m->terms[t]));
+        uint32_t df = 0;
+        for (uint32_t d = 0; d < m->ndocs; d++) df += mtf(m, t, d) > 0;
+        if (df == 0) {
+            ck_assert_msg(id == UINT32_MAX, "absent term '%s' found", m->terms[t]);
+            continue;
+        }
+        ck_assert_msg(id != UINT32_MAX, "term '%s' missing", m->terms[t]);
+        const idx_term *e = &idx->terms[id];
+        ck_assert_uint_eq(e->df, df);
+        ck_assert_uint_eq(e->num_blocks, (df + IDX_BLOCK - 1) / IDX_BLOCK);
+        blocks_seen += e->num_blocks;
+        uint32_t d = 0, seen = 0; /* walk the model's list alongside the decoded blocks */
+        for (uint32_t j = 0; j < e->num_blocks; j++) {
+            const idx_block *bl = &idx->blocks[e->first_block + j];
+            uint32_t n = idx_info_count(bl->info);
+            uint32_t want_n = df - seen < IDX_BLOCK ? df - seen : IDX_BLOCK;
+            ck_assert_msg(n == want_n, "term '%s' block %u: %u postings, expected %u", m->terms[t], j, n, want_n);
+            idx_decode_block(idx, e->first_block + j, docs, freqs);
+            for (uint32_t i = 0; i < n; i++) {
+                while (d < m->ndocs && mtf(m, t, d) == 0) d++;
+                ck_assert(d < m->ndocs);
+                ck_assert_msg(docs[i] == d && freqs[i] == mtf(m, t, d),
+                              "term '%s' block %u posting %u: (%u, tf %u), expected (%u, tf %u)", m->terms[t], j, i,
+                              docs[i], freqs[i], d, mtf(m, t, d));
+                if (i > 0) ck_assert(docs[i] > docs[i - 1]);
+                d++;
+            }
+            ck_assert_uint_eq(bl->last, docs[n - 1]);
+            seen += n;
+        }
+        ck_assert_uint_eq(seen, df);
+    }
+    ck_assert_uint_eq(blocks_seen, idx->num_blocks);
+}
+
+static void model_free(model *m)
+{
+    for (uint32_t d = 0; d < m->ndocs; d++) free(m->docnos[d]);
+    free(m->docnos);
+    free(m->tf);
+}
+
+static void model_init(model *m, uint32_t ndocs, const char **terms, uint32_t nterms)
+{
+    m->ndocs = ndocs;
+    m->nterms = nterms;
+    m->terms = terms;
+    m->tf = calloc((size_t)ndocs * nterms + 1, sizeof *m->tf);
+    m->docnos = calloc(ndocs + 1, sizeof *m->docnos);
+    ck_assert(m->tf && m->docnos);
+    for (uint32_t d = 0; d < ndocs; d++) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "DOC-%05u_x", d);
+        m->docnos[d] = xstrdup(buf);
+    }
+}
+
+/* The main collection: lists of every interesting length and shape. */
+enum { T_EVERY, T_FULL1, T_FULL2, T_FULLPLUS1, T_SINGLE, T_SPARSE, T_HEAVY, T_RANDOM, T_LAST, T_FIRST, NT };
+static const char *MAIN_TERMS[NT] = {"every", "fullone", "fulltwo", "fullplus", "single",
+                                     "sparse", "heavy", "random", "lastdoc", "firstdoc"};
+#define MAIN_DOCS 1000u
+static const uint32_t EMPTY_DOCS[] = {0, 1, 500, MAIN_DOCS - 2}; /* no terms at all */
+
+static int is_empty_doc(uint32_t d)
+{
+    for (size_t i = 0; i < sizeof EMPTY_DOCS / sizeof *EMPTY_DOCS; i++)
+        if (EMPTY_DOCS[i] == d) return 1;
+    return 0;
+}
+
+static void main_model(model *m)
+{
+    model_init(m, MAIN_DOCS, MAIN_TERMS, NT);
+    uint64_t rs = 7;
+    uint32_t full1 = 0, full2 = 0, plus1 = 0;
+    for (uint32_t d = 0; d < MAIN_DOCS; d++) {
+        if (is_empty_doc(d)) continue;
+        uint32_t *tf = m->tf;
+        tf[T_EVERY * MAIN_DOCS + d] = 1 + d % 3; /* 996 postings: 7 full blocks + a partial one */
+        if (d % 3 == 0 && full1 < IDX_BLOCK) tf[T_FULL1 * MAIN_DOCS + d] = 1, full1++;     /* exactly 128 */
+        if (d % 2 == 1 && full2 < 2 * IDX_BLOCK) tf[T_FULL2 * MAIN_DOCS + d] = 2, full2++; /* exactly 256 */
+        if (d >= 600 && plus1 < IDX_BLOCK + 1) tf[T_FULLPLUS1 * MAIN_DOCS + d] = 1 + d % 2, plus1++; /* 129 */
+        if (d == 777) tf[T_SINGLE * MAIN_DOCS + d] = 4;                 /* a one-posting list */
+        if (d % 97 == 5) tf[T_SPARSE * MAIN_DOCS + d] = 1;              /* wide docID gaps */
+        if (d % 50 == 3) tf[T_HEAVY * MAIN_DOCS + d] = d == 803 ? 300 : 1 + d % 17; /* a wide tf */
+        if (tu_rand(&rs) % 4 == 0) tf[T_RANDOM * MAIN_DOCS + d] = 1 + (uint32_t)(tu_rand(&rs) % 6);
+        if (d == MAIN_DOCS - 1) tf[T_LAST * MAIN_DOCS + d] = 1;          /* the largest docID */
+        if (d == 2) tf[T_FIRST * MAIN_DOCS + d] = 2;                     /* the first non-empty doc */
+    }
+    ck_assert_uint_eq(full1, IDX_BLOCK);
+    ck_assert_uint_eq(full2, 2 * IDX_BLOCK);
+    ck_assert_uint_eq(plus1, IDX_BLOCK + 1);
+}
+
+/* The main index, built once per test process (Check forks each test). */
+static char *main_index(model *m)
+{
+    main_model(m);
+    return build_model(m);
+}
+
+/* ---- round trips -------------------------------------------------------------------------- */
+
+START_TEST(roundtrip_blocks_and_stats)
+{
+    model m;
+    char *path = main_index(&m);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    check_model(idx, &m, path);
+    /* the shapes the model promises */
+    uint32_t id = idx_lookup(idx, "every", 5);
+    ck_assert_uint_eq(idx->terms[id].num_blocks, 8);
+    ck_assert_uint_eq(idx_info_count(idx->blocks[idx->terms[id].first_block + 7].info), 996 - 7 * IDX_BLOCK);
+    ck_assert_uint_eq(idx->terms[idx_lookup(idx, "fullone", 7)].num_blocks, 1);
+    ck_assert_uint_eq(idx->terms[idx_lookup(idx, "fulltwo", 7)].num_blocks, 2);
+    ck_assert_uint_eq(idx->terms[idx_lookup(idx, "fullplus", 8)].num_blocks, 2);
+    ck_assert_uint_eq(idx->terms[idx_lookup(idx, "single", 6)].df, 1);
+    ck_assert_uint_eq(idx_lookup(idx, "Every", 5), UINT32_MAX); /* lowercased at index time */
+    ck_assert_uint_eq(idx_lookup(idx, "ever", 4), UINT32_MAX);
+    ck_assert_uint_eq(idx_lookup(idx, "everyx", 6), UINT32_MAX);
+    for (size_t i = 0; i < sizeof EMPTY_DOCS / sizeof *EMPTY_DOCS; i++) ck_assert_uint_eq(idx->doclen[EMPTY_DOCS[i]], 0);
+    cls_index_close(idx);
+    /* opening twice gives two independent handles */
+    cls_index *a, *b;
+    ck_assert_int_eq(cls_index_open(path, &a), CLS_OK);
+    ck_assert_int_eq(cls_index_open(path, &b), CLS_OK);
+    cls_index_close(a);
+    check_model(b, &m, path);
+    cls_index_close(b);
+    remove(path);
+    free(path);
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(roundtrip_small_shapes)
+{
+    /* one document, one term, one posting */
+    static const char *one[] = {"hello"};
+    model m;
+    model_init(&m, 1, one, 1);
+    m.tf[0] = 1;
+    char *path = build_model(&m);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    check_model(idx, &m, path);
+    ck_assert_uint_eq(idx->num_blocks, 1);
+    cls_index_close(idx);
+    remove(path);
+    free(path);
+    model_free(&m);
+
+    /* only documents without terms */
+    model_init(&m, 3, one, 1);
+    path = build_model(&m);
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    check_model(idx, &m, path);
+    cls_index_stats st;
+    cls_index_get_stats(idx, &st);
+    ck_assert_uint_eq(st.num_terms, 0);
+    ck_assert_uint_eq(st.num_postings, 0);
+    ck_assert_uint_eq(st.num_tokens, 0);
+    ck_assert(st.avg_doc_len == 0.0);
+    ck_assert_uint_eq(st.postings_bytes, 0);
+    cls_index_close(idx);
+    remove(path);
+    free(path);
+    model_free(&m);
+
+    /* 128 documents of one term: a list that fills exactly one block, then 129 */
+    for (uint32_t n = IDX_BLOCK; n <= IDX_BLOCK + 1; n++) {
+        model_init(&m, n, one, 1);
+        for (uint32_t d = 0; d < n; d++) m.tf[d] = 1 + d % 5;
+        path = build_model(&m);
+        ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+        check_model(idx, &m, path);
+        ck_assert_uint_eq(idx->num_blocks, n == IDX_BLOCK ? 1 : 2);
+        cls_index_close(idx);
+        remove(path);
+        free(path);
+        model_free(&m);
+    }
+}
+END_TEST
+
+START_TEST(roundtrip_zero_documents)
+{
+    cls_builder *b;
+    ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
+    char *path = xstrdup(tu_tmp_path("empty.idx"));
+    ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
+    cls_builder_free(b);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    cls_index_stats st;
+    cls_index_get_stats(idx, &st);
+    ck_assert_uint_eq(st.num_docs, 0);
+    ck_assert_uint_eq(st.num_terms, 0);
+    ck_assert_uint_eq(st.num_postings, 0);
+    ck_assert_uint_eq(st.num_tokens, 0);
+    ck_assert(st.avg_doc_len == 0.0);
+    ck_assert_uint_eq(st.block_size, IDX_BLOCK);
+    ck_assert(st.file_bytes >= sizeof(idx_header) + IDX_NSECTIONS * sizeof(idx_section_entry));
+    ck_assert(cls_index_docno(idx, 0) == NULL);
+    ck_assert_uint_eq(idx_lookup(idx, "x", 1), UINT32_MAX);
+    ck_assert_uint_eq(idx_lookup(idx, "", 0), UINT32_MAX);
+    cls_index_close(idx);
+    remove(path);
+    free(path);
+}
+END_TEST
+
+START_TEST(builder_rejects_bad_docnos)
+{
+    cls_builder *b;
+    ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
+    static const struct { const char *s; size_t n; } bad[] = {
+        {"", 0}, {"a b", 3}, {" ", 1}, {"ab ", 3}, {"a\tb", 3}, {"a\nb", 3}, {"a\0b", 3}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cls_status s = cls_builder_add(b, bad[i].s, bad[i].n, "text", 4);
+        ck_assert_msg(s == CLS_E_FORMAT, "docno %zu: status %d, expected CLS_E_FORMAT", i, (int)s);
+        ck_assert(strstr(cls_last_error(), "docno") != NULL);
+    }
+    /* the rejected documents left nothing behind: the next one is docID 0 */
+    ck_assert_int_eq(cls_builder_add(b, "good", 4, "alpha beta", 10), CLS_OK);
+    ck_assert_int_eq(cls_builder_add(b, "a b", 3, "gamma", 5), CLS_E_FORMAT);
+    ck_assert_int_eq(cls_builder_add(b, "also-good", 9, "alpha", 5), CLS_OK);
+    char *path = xstrdup(tu_tmp_path("docnos.idx"));
+    ck_assert_int_eq(cls_builder_write(b, path), CLS_OK);
+    cls_builder_free(b);
+    cls_index *idx;
+    ck_assert_int_eq(cls_index_open(path, &idx), CLS_OK);
+    cls_index_stats st;
+    cls_index_get_stats(idx, &st);
+    ck_assert_uint_eq(st.num_docs, 2);
+    ck_assert_uint_eq(st.num_terms, 2); /* gamma never made it in */
+    ck_assert_uint_eq(st.num_tokens, 3);
+    ck_assert_str_eq(cls_index_docno(idx, 0), "good");
+    ck_assert_str_eq(cls_index_docno(idx, 1), "also-good");
+    ck_assert_uint_eq(idx_lookup(idx, "gamma", 5), UINT32_MAX);
+    cls_index_close(idx);
+    remove(path);
+    free(path);
+}
+END_TEST
+
+/* Lists the names in dir that contain needle. */
+static int count_names(const char *dir, const char *needle)
+{
+    DIR *d = opendir(dir);
+    ck_assert(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) n += strstr(e->d_name, needle) != NULL;
+    closedir(d);
+    return n;
+}
+
+START_TEST(write_failures_leave_nothing)
+{
+    cls_builder *b;
+    ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
+    ck_assert_int_eq(cls_builder_add(b, "d1", 2, "some words", 10), CLS_OK);
+    /* a missing folder */
+    char *dir = xstrdup(tu_tmp_path("nofolder"));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/out.idx", dir);
+    ck_assert_int_eq(cls_builder_write(b, path), CLS_E_IO);
+    ck_assert(strstr(cls_last_error(), dir) != NULL);
+    ck_assert(!exists(path));
+    ck_assert(!exists(dir));
+    /* the target is a folder: the rename fails, and the temporary file is removed */
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/target", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    ck_assert_int_eq(cls_builder_write(b, path), CLS_E_IO);
+    ck_assert_int_eq(count_names(dir, ".tmp."), 0);
+    ck_assert_int_eq(rmdir(path), 0);
+    /* and the builder still writes fine afterwards */
+    ck_assert_int_eq(cls_builder_write(b, path), CLS_OK);
+    ck_assert_int_eq(count_names(dir, ".tmp."), 0);
+    cls_index *idx;
+    ck_assert_int_eq(cls_index_open(path, &idx), CLS_OK);
+    cls_index_close(idx);
+    remove(path);
+    rmdir(dir);
+    cls_builder_free(b);
+    free(dir);
+}
+END_TEST
+
+/* ---- damaged and foreign files ---------------------------------------------------------------- */
+
+/* Every cut below the end of the last section: CLS_E_CORRUPT, never a crash. */
+START_TEST(truncated_files)
+{
+    model m;
+    char *path = main_index(&m);
+    size_t len;
+    unsigned char *img = read_all(path, &len);
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    const size_t H = sizeof(idx_header), TBL = IDX_NSECTIONS * sizeof(idx_section_entry);
+    size_t cuts[64], nc = 0;
+    cuts[nc++] = 0;
+    cuts[nc++] = 1;
+    cuts[nc++] = 7;
+    cuts[nc++] = 63;
+    cuts[nc++] = H;
+    cuts[nc++] = H + 1;
+    cuts[nc++] = H + TBL / 2;
+    cuts[nc++] = H + TBL - 1;
+    cuts[nc++] = H + TBL;
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
+        ck_assert_msg(t[i].size > 0, "section %s is empty in the test index", SECTION[i]);
+        cuts[nc++] = t[i].offset;
+        cuts[nc++] = t[i].offset + t[i].size / 2;
+        cuts[nc++] = t[i].offset + t[i].size - 1;
+    }
+    uint64_t end = t[IDX_NSECTIONS - 1].offset + t[IDX_NSECTIONS - 1].size;
+    cuts[nc++] = end - 1;
+    for (size_t i = 0; i < nc; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "truncated to %zu of %zu bytes", cuts[i], len);
+        const char *msg = bytes_fail(img, cuts[i], CLS_E_CORRUPT, what);
+        /* a cut inside a section names it (the earliest one that no longer fits) */
+        for (unsigned s = 0; s < IDX_NSECTIONS; s++) {
+            if (cuts[i] >= H + TBL && t[s].offset + t[s].size > cuts[i]) {
+                char name[64];
+                snprintf(name, sizeof name, "'%s'", SECTION[s]);
+                ck_assert_msg(strstr(msg, name) != NULL, "%s: message '%s' does not name %s", what, msg, name);
+                break;
+            }
+        }
+    }
+    /* a sweep over many more lengths: corrupt every time, whatever the cut */
+    for (size_t cut = 0; cut < end; cut += 37) bytes_fail(img, cut, CLS_E_CORRUPT, "sweep");
+    free(img);
+    remove(path);
+    free(path);
+    model_free(&m);
+}
+END_TEST
+
+/* The brief: a copy one byte short of the file fails. The writer pads the file after the last
+ * section to IDX_ALIGN; when the postings section does not end on that boundary, the last byte
+ * is padding, and this checks whether the loader refuses a file whose length is not the one the
+ * section table implies. */
+START_TEST(truncated_by_one_byte)
+{
+    model m;
+    char *path = main_index(&m);
+    size_t len;
+    unsigned char *img = read_all(path, &len);
+    bytes_fail(img, len - 1, CLS_E_CORRUPT, "one byte short (trailing padding lost)");
+    free(img);
+    remove(path);
+    free(path);
+    model_free(&m);
+}
+END_TEST
+
+static void flip(unsigned char *img, size_t at) { img[at] ^= 0x5A; }
+
+START_TEST(flipped_byte_in_each_section)
+{
+    model m;
+    char *path = main_index(&m);
+    size_t len;
+    unsigned char *img = read_all(path, &len);
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
+        ck_assert(t[i].size > 0);
+        uint64_t at[3] = {t[i].offset, t[i].offset + t[i].size / 2, t[i].offset + t[i].size - 1};
+        for (int j = 0; j < 3; j++) {
+            flip(img, at[j]);
+            char what[96], name[64];
+            snprintf(what, sizeof what, "byte %llu flipped in section %s", (unsigned long long)at[j], SECTION[i]);
+            const char *msg = bytes_fail(img, len, CLS_E_CORRUPT, what);
+            snprintf(name, sizeof name, "section '%s'", SECTION[i]);
+            ck_assert_msg(strstr(msg, name) != NULL, "%s: message '%s' does not name it", what, msg);
+            ck_assert_msg(strstr(msg, "checksum") != NULL, "%s: message '%s'", what, msg);
+            flip(img, at[j]);
+        }
+    }
+    /* undamaged after all the flips back */
+    char *again = xstrdup(tu_tmp_path("again.idx"));
+    tu_write_file(again, img, len);
+    cls_index *idx;
+    ck_assert_int_eq(cls_index_open(again, &idx), CLS_OK);
+    check_model(idx, &m, NULL);
+    cls_index_close(idx);
+    remove(again);
+    free(again);
+    free(img);
+    remove(path);
+    free(path);
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(flipped_byte_in_header_and_table)
+{
+    model m;
+    char *path = main_index(&m);
+    size_t len;
+    unsigned char *img = read_all(path, &len);
+    const size_t H = sizeof(idx_header), TBL = IDX_NSECTIONS * sizeof(idx_section_entry);
+    for (size_t at = 0; at < H + TBL; at++) {
+        flip(img, at);
+        char what[64];
+        snprintf(what, sizeof what, "byte %zu flipped (%s)", at, at < H ? "header" : "section table");
+        const char *msg = bytes_fail(img, len, CLS_E_CORRUPT, what);
+        if (at < 8) ck_assert_msg(strstr(msg, "magic") != NULL, "%s: '%s'", what, msg);
+        else if (at < H) ck_assert_msg(strstr(msg, "'header'") != NULL, "%s: '%s'", what, msg);
+        else ck_assert_msg(strstr(msg, "'section table'") != NULL, "%s: '%s'", what, msg);
+        flip(img, at);
+    }
+    free(img);
+    remove(path);
+    free(path);
+    model_free(&m);
+}
+END_TEST
+
+/* Any single flipped byte anywhere: either refused as CLS_E_CORRUPT, or (padding between
+ * sections, which no checksum covers) the file opens and still reads back exactly. */
+START_TEST(flipped_byte_anywhere)
+{
+    static const char *terms[] = {"alpha", "beta", "gamma", "delta"};
+    model m;
+    model_init(&m, 300, terms, 4);
+    for (uint32_t d = 0; d < 300; d++)
+        for (uint32_t t = 0; t < 4; t++) m.tf[t * 300 + d] = (d * (t + 3)) % (t + 2);
+    char *path = build_model(&m);
+    size_t len;
+    unsigned char *img = read_all(path, &len);
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    char *p = xstrdup(tu_tmp_path("flip.idx"));
+    size_t opened = 0;
+    for (size_t at = 0; at < len; at += 3) {
+        flip(img, at);
+        tu_write_file(p, img, len);
+        cls_index *idx = NULL;
+        cls_status s = cls_index_open(p, &idx);
+        int in_section = at < sizeof(idx_header) + sizeof t;
+        for (unsigned i = 0; i < IDX_NSECTIONS; i++) in_section |= at >= t[i].offset && at < t[i].offset + t[i].size;
+        if (in_section) {
+            ck_assert_msg(s == CLS_E_CORRUPT, "byte %zu: status %d", at, (int)s);
+        } else {
+            ck_assert_msg(s == CLS_OK || s == CLS_E_CORRUPT, "byte %zu (padding): status %d", at, (int)s);
+            if (s == CLS_OK) {
+                check_model(idx, &m, NULL);
+                cls_index_close(idx);
+                opened++;
+            }
+        }
+        flip(img, at);
+    }
+    ck_assert(opened > 0); /* some padding was hit, or the test proves less than it says */
+    remove(p);
+    free(p);
+    free(img);
+    remove(path);
+    free(path);
+    model_free(&m);
+}
+END_TEST
+
+/* A header for another format version, with a valid header checksum. */
+static void set_version(unsigned char *img, uint32_t v)
+{
+    idx_header h;
+    memcpy(&h, img, sizeof h);
+    h.version = v;
+    h.header_xxh = XXH64(&h, offsetof(idx_header, header_xxh), 0);
+    memcpy(img, &h, sizeof h);
+}
+
+START_TEST(other_version)
+{
+    model m;
+    char *path = main_index(&m);
+    size_t len;
+    unsigned char *img = read_all(path, &len);
+    const uint32_t versions[] = {0, IDX_VERSION + 1, 0xFFFFFFFFu};
+    for (size_t i = 0; i < 3; i++) {
+        set_version(img, versions[i]);
+        char what[64], num[32];
+        snprintf(what, sizeof what, "version %u", versions[i]);
+        const char *msg = bytes_fail(img, len, CLS_E_VERSION, what);
+        snprintf(num, sizeof num, "version %u", versions[i]);
+        ck_assert_msg(strstr(msg, num) != NULL, "message '%s' does not say %s", msg, num);
+        /* cut to the header alone: still a version error, not a table or section complaint */
+        bytes_fail(img, sizeof(idx_header), CLS_E_VERSION, "other version, header only");
+    }
+    set_version(img, IDX_VERSION); /* the same bytes as before: opens */
+    char *p = xstrdup(tu_tmp_path("v1.idx"));
+    tu_write_file(p, img, len);
+    cls_index *idx;
+    ck_assert_int_eq(cls_index_open(p, &idx), CLS_OK);
+    cls_index_close(idx);
+    remove(p);
+    free(p);
+    free(img);
+    remove(path);
+    free(path);
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(foreign_and_missing_files)
+{
+    const char *json = "{\"id\": \"d1\", \"contents\": \"not an index at all, just some JSON text\"}\n";
+    const char *msg = bytes_fail(json, strlen(json), CLS_E_CORRUPT, "a JSON text");
+    ck_assert_msg(strstr(msg, "not a clsearch index") != NULL, "'%s'", msg);
+    bytes_fail("", 0, CLS_E_CORRUPT, "an empty file");
+    bytes_fail(IDX_MAGIC, 8, CLS_E_CORRUPT, "the magic alone");
+    /* random bytes, at several lengths, some starting with the magic */
+    uint64_t rs = 42;
+    unsigned char buf[8192];
+    const size_t lens[] = {1, 63, 64, 65, 319, 320, 1000, 8192};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        for (size_t j = 0; j < lens[i]; j++) buf[j] = (unsigned char)tu_rand(&rs);
+        bytes_fail(buf, lens[i], CLS_E_CORRUPT, "random bytes");
+        if (lens[i] >= 8) {
+            memcpy(buf, IDX_MAGIC, 8);
+            bytes_fail(buf, lens[i], CLS_E_CORRUPT, "magic then random bytes");
+        }
+    }
+    /* the magic with a zeroed rest, and a text-mode mangled magic (CR-LF turned into LF) */
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, IDX_MAGIC, 8);
+    bytes_fail(buf, 4096, CLS_E_CORRUPT, "magic then zeros");
+    memcpy(buf, "CLSIDX\n", 7);
+    bytes_fail(buf, 4096, CLS_E_CORRUPT, "mangled magic");
+
+    /* missing paths, and a folder */
+    char *missing = xstrdup(tu_tmp_path("missing.idx"));
+    msg = open_fails(missing, CLS_E_IO, "a missing file");
+    ck_assert_msg(strstr(msg, missing) != NULL, "'%s' does not name the path", msg);
+    char deep[4200];
+    snprintf(deep, sizeof deep, "%s/sub/x.idx", missing);
+    open_fails(deep, CLS_E_IO, "a missing folder");
+    ck_assert_int_eq(mkdir(missing, 0755), 0);
+    open_fails(missing, CLS_E_IO, "a folder");
+    rmdir(missing);
+    free(missing);
+    /* NULL arguments */
+    cls_index *idx;
+    ck_assert_int_eq(cls_index_open(NULL, &idx), CLS_E_ARG);
+    ck_assert_int_eq(cls_index_open("x", NULL), CLS_E_ARG);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("index");
+    TCase *tc = tcase_create("roundtrip");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, roundtrip_blocks_and_stats);
+    tcase_add_test(tc, roundtrip_small_shapes);
+    tcase_add_test(tc, roundtrip_zero_documents);
+    tcase_add_test(tc, builder_rejects_bad_docnos);
+    tcase_add_test(tc, write_failures_leave_nothing);
+    suite_add_tcase(s, tc);
+    TCase *tb = tcase_create("damaged");
+    tcase_set_timeout(tb, 300);
+    tcase_add_test(tb, truncated_files);
+    tcase_add_test(tb, truncated_by_one_byte);
+    tcase_add_test(tb, flipped_byte_in_each_section);
+    tcase_add_test(tb, flipped_byte_in_header_and_table);
+    tcase_add_test(tb, flipped_byte_anywhere);
+    tcase_add_test(tb, other_version);
+    tcase_add_test(tb, foreign_and_missing_files);
+    suite_add_tcase(s, tb);
+    return s;
+}
+
+int main(void) { return tu_run_suite(suite()); }

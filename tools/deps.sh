@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs the Debian packages clsearch builds, tests and runs with, where any is missing.
+# Debian 12 as root: apt-get; otherwise it names what is missing and stops.
+set -eu
+pkgs="gcc make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
+      libcjson-dev libarchive-dev libxxhash-dev libstemmer-dev check libsubunit-dev
+      python3 python3-venv ca-certificates"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "clsearch needs these Debian packages:$missing" >&2
+  echo "install them (as root: apt-get install$missing) and run again" >&2
+  exit 1
+fi
+echo "installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
