@@ -2,6 +2,8 @@
 # Installs the Debian packages clsearch builds, tests and runs with, where any is missing.
 # Debian 12 as root: apt-get; otherwise it names what is missing and stops.
 set -eu
+# Machines without a package registry (a prepared GPU host) set CLSEARCH_NO_DEPS=1.
+[ "${CLSEARCH_NO_DEPS:-0}" = 1 ] && exit 0
 pkgs="gcc make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
       libcjson-dev libarchive-dev libxxhash-dev libstemmer-dev check libsubunit-dev
       python3 python3-venv ca-certificates"
