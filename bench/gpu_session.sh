@@ -9,9 +9,9 @@ out=${OUT:-gpu-out}
 mkdir -p "$out"
 export CLSEARCH_NO_DEPS=1 CTEST_OUTPUT_ON_FAILURE=1
 {
-  echo "== host: $(uname -n) $(date -u +%Y-%m-%dT%H:%MZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "== host: $(uname -n) $(date -u +%Y-%m-%dT%H:%MZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo "${CLSEARCH_COMMIT:-?}")"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$(nproc)" 2>&1 | grep -E "error|warning" 
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CLS_DATA_DIR:+-DCLSEARCH_DATA_DIR=$CLS_DATA_DIR} >/dev/null && cmake --build build -j"$(nproc)" 2>&1 | grep -E "error|warning" 
   build/clsearch devices
   echo "== kernel tests on the GPU"
   (cd build && CLS_TEST_DEVICE=gpu ctest -R test_kernels)

@@ -61,6 +61,9 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
     h.table_xxh = XXH64(table, sizeof table, 0);
     h.header_xxh = XXH64(&h, offsetof(idx_header, header_xxh), 0);
 
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return err_set(CLS_E_IO, "%s exists and is not a regular file: an index is written only to a file", path);
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
     if (!tmp) return err_set(CLS_E_NOMEM, "writing %s: out of memory", path);
@@ -132,6 +135,9 @@ static cls_status verify(cls_index *x, const char *path)
         ptr[i] = base + t[i].offset;
         if (XXH64(ptr[i], (size_t)t[i].size, 0) != t[i].xxh) return corrupt(path, name, "checksum mismatch");
     }
+    const idx_section_entry *last = &t[IDX_NSECTIONS - 1];
+    if (x->map_len != align_up(last->offset + last->size))
+        return corrupt(path, NULL, "file size does not match its section table (truncated or extended)");
     uint64_t N = h.num_docs, T = h.num_terms;
     if (t[0].size != N * 4) return corrupt(path, "doclen", "size does not match the document count");
     if (t[1].size != (N + 1) * 8) return corrupt(path, "docno-offsets", "size does not match the document count");

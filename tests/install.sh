@@ -8,11 +8,11 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 cmake -S "$src/tests/install" -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/consumer" >/dev/null
-LD_LIBRARY_PATH="$prefix/lib" "$prefix/consumer/consumer"
+LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prefix/consumer/consumer"
 "$prefix/consumer/consumer_static"
 libdir=$(ls -d "$prefix"/lib*/pkgconfig | head -1)
 export PKG_CONFIG_PATH="$libdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # shellcheck disable=SC2046
 cc -o "$prefix/pc_consumer" "$src/tests/install/main.c" $(pkg-config --cflags --libs clsearch)
-LD_LIBRARY_PATH="$(dirname "$libdir")" "$prefix/pc_consumer"
+LD_LIBRARY_PATH="$(dirname "$libdir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prefix/pc_consumer"
 echo "install: find_package (shared, static) and pkg-config (shared) consumers built and ran"

@@ -366,21 +366,33 @@ START_TEST(program_cache_cold_warm_corrupt_concurrent)
     tu_write_file(entry, "not a program binary at all", 27);
     ck_assert_int_eq(engine_from_cache(idx), 0);
     ck_assert_int_eq(engine_from_cache(idx), 1);
-    /* four processes building into an empty cache at once: all succeed, the entry is whole */
+    /* four fresh processes building into an empty cache at once (fresh, since a GPU driver
+     * cannot be used across fork): all succeed, and the entry they leave is whole */
     remove(entry);
+    const char *ipath = tu_tmp_path("cache.idx"), *tpath = tu_tmp_path("cache.topics");
+    const char *texts[] = {"alpha beta", "beta gamma"};
+    cls_analyzer_opts an;
+    cls_analyzer_defaults(&an);
+    cls_builder *b;
+    ck_assert_int_eq(cls_builder_create(&an, &b), CLS_OK);
+    for (int i = 0; i < 2; i++) ck_assert_int_eq(cls_builder_add(b, texts[i], 4, texts[i], strlen(texts[i])), CLS_OK);
+    ck_assert_int_eq(cls_builder_write(b, ipath), CLS_OK);
+    cls_builder_free(b);
+    tu_write_file(tpath, "1\tbeta\n", 7);
+    char args[8192];
+    snprintf(args, sizeof args, "search -x '%s' -q '%s' -d '%s' -o /dev/null", ipath, tpath, device());
     pid_t kids[4];
     for (int i = 0; i < 4; i++) {
         kids[i] = fork();
-        if (kids[i] == 0) {
-            cls_engine *e;
-            _exit(cls_engine_create(idx, device(), &e) == CLS_OK ? 0 : 1);
-        }
+        if (kids[i] == 0) _exit(tu_run_cli(args, NULL));
     }
     for (int i = 0; i < 4; i++) {
         int st;
         ck_assert(waitpid(kids[i], &st, 0) == kids[i]);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a concurrent engine start failed");
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a concurrent engine start failed (exit %d)", WEXITSTATUS(st));
     }
+    remove(ipath);
+    remove(tpath);
     ck_assert_int_eq(engine_from_cache(idx), 1);
     cls_index_close(idx);
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -327,7 +328,19 @@ static int cmd_search(int argc, char **argv)
                                                        : "no document matches");
         }
     }
-    if (out) {
+    struct stat ost;
+    if (out && stat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+        /* a device or a pipe (/dev/null, /dev/stdout, a FIFO): write straight to it; renaming
+         * a temporary file over it would replace the device node itself */
+        f = fopen(out, "w");
+        int ok = f && write_run(f, idx, batch, res, tag);
+        if (f) ok = (fclose(f) == 0) && ok;
+        f = NULL;
+        if (!ok) {
+            fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
+            goto done;
+        }
+    } else if (out) {
         size_t len = strlen(out) + 16;
         tmp = malloc(len);
         if (!tmp) {
