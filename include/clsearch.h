@@ -208,6 +208,9 @@ typedef struct cls_device_info {
 /* Lists every device of every platform. *n is 0 (and CLS_OK) when no platform exists. */
 cls_status cls_devices_list(cls_device_info **out, size_t *n);
 void cls_devices_free(cls_device_info *list);
+/* (advanced) The kernel parameters an engine on this device would use, and where they come
+ * from (tuned-parameter database entry), as one line into buf. */
+void cls_device_params(const cls_device_info *d, char *buf, size_t len);
 
 /* ---- Generated collections (advanced) -------------------------------------------------------- */
 

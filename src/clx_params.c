@@ -42,3 +42,11 @@ void clx_params_for(const cls_device_info *info, clx_params *p)
         return;
     }
 }
+
+void cls_device_params(const cls_device_info *d, char *buf, size_t len)
+{
+    clx_params p;
+    clx_params_for(d, &p);
+    snprintf(buf, len, "BLOCK_SIZE=128 WG_INTERSECT=%u WG_SCORE=%u WG_TOPK=%u (%s)", p.wg_intersect, p.wg_score,
+             p.wg_topk, p.source);
+}

@@ -192,6 +192,21 @@ static cls_status verify(cls_index *x, const char *path)
             count += n;
         }
         if (count != e->df) return corrupt(path, "blocks", "block counts do not add up to the document frequency");
+        /* Decode the list once: strictly increasing docIDs ending at each block's `last`, so
+         * no engine can index past num_docs even with a forged file whose checksums agree. */
+        uint32_t docs[IDX_BLOCK], freqs[IDX_BLOCK];
+        uint64_t prev = 0;
+        for (uint32_t j = 0; j < e->num_blocks; j++) {
+            uint64_t b = (uint64_t)e->first_block + j;
+            uint32_t n = idx_info_count(x->blocks[b].info);
+            idx_decode_block(x, b, docs, freqs);
+            for (uint32_t k = 0; k < n; k++) {
+                if ((j > 0 || k > 0) && docs[k] <= prev) return corrupt(path, "postings", "docIDs not increasing");
+                if (freqs[k] == 0) return corrupt(path, "postings", "zero frequency");
+                prev = docs[k];
+            }
+            if (docs[n - 1] != x->blocks[b].last) return corrupt(path, "blocks", "last docID does not match the postings");
+        }
         next_block += e->num_blocks;
         postings += e->df;
     }

@@ -93,11 +93,11 @@ static int cmd_devices(int argc, char **argv)
         printf("    extensions of interest: %s\n", *d->extensions ? d->extensions : "(none)");
     }
     if (verbose) {
-        printf("\nkernel parameters in force, per device (engine start-up):\n");
+        printf("\nkernel parameters in force:\n");
         for (size_t i = 0; i < n; i++) {
-            char spec[32];
-            snprintf(spec, sizeof spec, "%u:%u", list[i].platform, list[i].device);
-            printf("  %s: see `clsearch search -v -d %s`\n", spec, spec);
+            char params[256];
+            cls_device_params(&list[i], params, sizeof params);
+            printf("  %u:%u  %s\n", list[i].platform, list[i].device, params);
         }
     }
     cls_devices_free(list);
