@@ -159,7 +159,7 @@ cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, 
         return err_set(CLS_E_NOMEM, "indexing: out of memory for document data");
 
     /* Sort the document's term ids and turn runs into (term, tf) postings. */
-    qsort(b->doc_terms, b->doc_nterms, sizeof *b->doc_terms, cmp_u32);
+    if (b->doc_nterms > 1) qsort(b->doc_terms, b->doc_nterms, sizeof *b->doc_terms, cmp_u32);
     uint32_t doc = b->num_docs;
     for (size_t i = 0; i < b->doc_nterms;) {
         size_t j = i;

@@ -11,6 +11,7 @@ cmake --build "$prefix/consumer" >/dev/null
 LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prefix/consumer/consumer"
 "$prefix/consumer/consumer_static"
 libdir=$(ls -d "$prefix"/lib*/pkgconfig | head -1)
+unset PKG_CONFIG_SYSROOT_DIR # a build host's sysroot setting must not prefix our prefix
 export PKG_CONFIG_PATH="$libdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # shellcheck disable=SC2046
 cc -o "$prefix/pc_consumer" "$src/tests/install/main.c" $(pkg-config --cflags --libs clsearch)

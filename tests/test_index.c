@@ -116,9 +116,9 @@ static char *build_model(const model *m)
             uint32_t t = (d & 1) ? m->nterms - 1 - k : k;
             for (uint32_t r = 0; r < mtf(m, t, d); r++) {
                 /* mixed case and punctuation between tokens: analysis must give the same term */
-                int n = snprintf(text + len, cap - len, r % 3 == 2 ? "%c%s, " : "%s ",
-                                 r % 3 == 2 ? m->terms[t][0] - 32 : m->terms[t][0],
-                                 r % 3 == 2 ? m->terms[t] + 1 : m->terms[t]);
+                const char *w = m->terms[t];
+                int n = r % 3 == 2 ? snprintf(text + len, cap - len, "%c%s, ", w[0] - 32, w + 1)
+                                   : snprintf(text + len, cap - len, "%s ", w);
                 ck_assert(n > 0 && (size_t)n < cap - len);
                 len += (size_t)n;
             }
@@ -250,7 +250,9 @@ enum { T_EVERY, T_FULL1, T_FULL2, T_FULLPLUS1, T_SINGLE, T_SPARSE, T_HEAVY, T_RA
 static const char *MAIN_TERMS[NT] = {"every", "fullone", "fulltwo", "fullplus", "single",
                                      "sparse", "heavy", "random", "lastdoc", "firstdoc"};
 #define MAIN_DOCS 1000u
-static const uint32_t EMPTY_DOCS[] = {0, 1, 500, MAIN_DOCS - 2}; /* no terms at all */
+/* Documents with no terms at all. Not docID 0: a first document without terms is its own test
+ * (empty_documents_first), so that a failure there does not hide everything else. */
+static const uint32_t EMPTY_DOCS[] = {1, 2, 500, MAIN_DOCS - 2};
 
 static int is_empty_doc(uint32_t d)
 {
@@ -276,14 +278,14 @@ static void main_model(model *m)
         if (d % 50 == 3) tf[T_HEAVY * MAIN_DOCS + d] = d == 803 ? 300 : 1 + d % 17; /* a wide tf */
         if (tu_rand(&rs) % 4 == 0) tf[T_RANDOM * MAIN_DOCS + d] = 1 + (uint32_t)(tu_rand(&rs) % 6);
         if (d == MAIN_DOCS - 1) tf[T_LAST * MAIN_DOCS + d] = 1;          /* the largest docID */
-        if (d == 2) tf[T_FIRST * MAIN_DOCS + d] = 2;                     /* the first non-empty doc */
+        if (d == 3) tf[T_FIRST * MAIN_DOCS + d] = 2;                     /* after two empty docs */
     }
     ck_assert_uint_eq(full1, IDX_BLOCK);
     ck_assert_uint_eq(full2, 2 * IDX_BLOCK);
     ck_assert_uint_eq(plus1, IDX_BLOCK + 1);
 }
 
-/* The main index, built once per test process (Check forks each test). */
+/* Builds the main collection's index at a fresh path (caller removes and frees it). */
 static char *main_index(model *m)
 {
     main_model(m);
@@ -310,7 +312,8 @@ START_TEST(roundtrip_blocks_and_stats)
     ck_assert_uint_eq(idx_lookup(idx, "Every", 5), UINT32_MAX); /* lowercased at index time */
     ck_assert_uint_eq(idx_lookup(idx, "ever", 4), UINT32_MAX);
     ck_assert_uint_eq(idx_lookup(idx, "everyx", 6), UINT32_MAX);
-    for (size_t i = 0; i < sizeof EMPTY_DOCS / sizeof *EMPTY_DOCS; i++) ck_assert_uint_eq(idx->doclen[EMPTY_DOCS[i]], 0);
+    for (size_t i = 0; i < sizeof EMPTY_DOCS / sizeof *EMPTY_DOCS; i++)
+        ck_assert_uint_eq(idx->doclen[EMPTY_DOCS[i]], 0);
     cls_index_close(idx);
     /* opening twice gives two independent handles */
     cls_index *a, *b;
@@ -342,23 +345,6 @@ START_TEST(roundtrip_small_shapes)
     free(path);
     model_free(&m);
 
-    /* only documents without terms */
-    model_init(&m, 3, one, 1);
-    path = build_model(&m);
-    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
-    check_model(idx, &m, path);
-    cls_index_stats st;
-    cls_index_get_stats(idx, &st);
-    ck_assert_uint_eq(st.num_terms, 0);
-    ck_assert_uint_eq(st.num_postings, 0);
-    ck_assert_uint_eq(st.num_tokens, 0);
-    ck_assert(st.avg_doc_len == 0.0);
-    ck_assert_uint_eq(st.postings_bytes, 0);
-    cls_index_close(idx);
-    remove(path);
-    free(path);
-    model_free(&m);
-
     /* 128 documents of one term: a list that fills exactly one block, then 129 */
     for (uint32_t n = IDX_BLOCK; n <= IDX_BLOCK + 1; n++) {
         model_init(&m, n, one, 1);
@@ -372,6 +358,53 @@ START_TEST(roundtrip_small_shapes)
         free(path);
         model_free(&m);
     }
+}
+END_TEST
+
+/* Documents without terms before any document with terms (the builder has seen no term yet when
+ * it sorts the first document's terms), and an index of nothing but such documents. */
+START_TEST(empty_documents_first)
+{
+    static const char *terms[] = {"hello", "world"};
+    model m;
+    model_init(&m, 4, terms, 2);
+    m.tf[0 * 4 + 2] = 1; /* docs 0 and 1 empty, then hello in 2, world in 2 and 3 */
+    m.tf[1 * 4 + 2] = 2;
+    m.tf[1 * 4 + 3] = 1;
+    char *path = build_model(&m);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    check_model(idx, &m, path);
+    cls_index_close(idx);
+    remove(path);
+    free(path);
+    model_free(&m);
+
+    /* only documents without terms (one of them only punctuation) */
+    cls_builder *b;
+    ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
+    ck_assert_int_eq(cls_builder_add(b, "e1", 2, "", 0), CLS_OK);
+    ck_assert_int_eq(cls_builder_add(b, "e2", 2, NULL, 0), CLS_OK);
+    ck_assert_int_eq(cls_builder_add(b, "e3", 2, " ,.;- ", 6), CLS_OK);
+    path = xstrdup(tu_tmp_path("noterms.idx"));
+    ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
+    cls_builder_free(b);
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    cls_index_stats st;
+    cls_index_get_stats(idx, &st);
+    ck_assert_uint_eq(st.num_docs, 3);
+    ck_assert_uint_eq(st.num_terms, 0);
+    ck_assert_uint_eq(st.num_postings, 0);
+    ck_assert_uint_eq(st.num_tokens, 0);
+    ck_assert(st.avg_doc_len == 0.0);
+    ck_assert_uint_eq(st.postings_bytes, 0);
+    ck_assert_str_eq(cls_index_docno(idx, 0), "e1");
+    ck_assert_str_eq(cls_index_docno(idx, 2), "e3");
+    ck_assert(cls_index_docno(idx, 3) == NULL);
+    for (uint32_t d = 0; d < 3; d++) ck_assert_uint_eq(idx->doclen[d], 0);
+    cls_index_close(idx);
+    remove(path);
+    free(path);
 }
 END_TEST
 
@@ -533,17 +566,24 @@ START_TEST(truncated_files)
 }
 END_TEST
 
-/* The brief: a copy one byte short of the file fails. The writer pads the file after the last
- * section to IDX_ALIGN; when the postings section does not end on that boundary, the last byte
- * is padding, and this checks whether the loader refuses a file whose length is not the one the
- * section table implies. */
-START_TEST(truncated_by_one_byte)
+/* The file length must be the one the section table implies: a copy one byte short (whose last
+ * byte may be only the padding after the postings section) and a copy with bytes appended are
+ * both refused. */
+START_TEST(file_size_must_match_table)
 {
     model m;
     char *path = main_index(&m);
     size_t len;
     unsigned char *img = read_all(path, &len);
-    bytes_fail(img, len - 1, CLS_E_CORRUPT, "one byte short (trailing padding lost)");
+    ck_assert(len % IDX_ALIGN == 0);
+    const char *msg = bytes_fail(img, len - 1, CLS_E_CORRUPT, "one byte short");
+    ck_assert_msg(strstr(msg, "truncated") != NULL, "'%s'", msg);
+    unsigned char *big = calloc(len + IDX_ALIGN, 1);
+    ck_assert(big != NULL);
+    memcpy(big, img, len);
+    bytes_fail(big, len + 1, CLS_E_CORRUPT, "one byte appended");
+    bytes_fail(big, len + IDX_ALIGN, CLS_E_CORRUPT, "an aligned block of zeros appended");
+    free(big);
     free(img);
     remove(path);
     free(path);
@@ -623,7 +663,7 @@ START_TEST(flipped_byte_anywhere)
     model m;
     model_init(&m, 300, terms, 4);
     for (uint32_t d = 0; d < 300; d++)
-        for (uint32_t t = 0; t < 4; t++) m.tf[t * 300 + d] = (d * (t + 3)) % (t + 2);
+        for (uint32_t t = 0; t < 4; t++) m.tf[t * 300 + d] = (d * (t + 3) + 1) % (t + 2); /* doc 0 has terms */
     char *path = build_model(&m);
     size_t len;
     unsigned char *img = read_all(path, &len);
@@ -754,13 +794,14 @@ static Suite *suite(void)
     tcase_add_test(tc, roundtrip_blocks_and_stats);
     tcase_add_test(tc, roundtrip_small_shapes);
     tcase_add_test(tc, roundtrip_zero_documents);
+    tcase_add_test(tc, empty_documents_first);
     tcase_add_test(tc, builder_rejects_bad_docnos);
     tcase_add_test(tc, write_failures_leave_nothing);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("damaged");
     tcase_set_timeout(tb, 300);
     tcase_add_test(tb, truncated_files);
-    tcase_add_test(tb, truncated_by_one_byte);
+    tcase_add_test(tb, file_size_must_match_table);
     tcase_add_test(tb, flipped_byte_in_each_section);
     tcase_add_test(tb, flipped_byte_in_header_and_table);
     tcase_add_test(tb, flipped_byte_anywhere);

@@ -384,7 +384,12 @@ START_TEST(program_cache_cold_warm_corrupt_concurrent)
     pid_t kids[4];
     for (int i = 0; i < 4; i++) {
         kids[i] = fork();
-        if (kids[i] == 0) _exit(tu_run_cli(args, NULL));
+        if (kids[i] == 0) {
+            const char *err;
+            int rc = tu_run_cli(args, &err);
+            if (rc != 0) fprintf(stderr, "concurrent start %d: exit %d: %s\n", i, rc, err);
+            _exit(rc);
+        }
     }
     for (int i = 0; i < 4; i++) {
         int st;

@@ -246,10 +246,12 @@ static int cmd_search(int argc, char **argv)
             else return usage_error("search: mode must be 'and' or 'or', not '%s'", optarg);
             break;
         case 1:
-            if (!parse_float(optarg, &p.k1)) return usage_error("search: --k1 takes a number, not '%s'", optarg);
+            if (!parse_float(optarg, &p.k1) || !(p.k1 >= 0 && p.k1 <= 100))
+                return usage_error("search: --k1 takes a number from 0 to 100, not '%s'", optarg);
             break;
         case 2:
-            if (!parse_float(optarg, &p.b)) return usage_error("search: --b takes a number, not '%s'", optarg);
+            if (!parse_float(optarg, &p.b) || !(p.b >= 0 && p.b <= 1))
+                return usage_error("search: --b takes a number from 0 to 1, not '%s'", optarg);
             break;
         case 'd': device = optarg; break;
         case 'o': out = optarg; break;
@@ -482,7 +484,7 @@ static int cmd_compare(int argc, char **argv)
     }
     unsigned long la = 0, lb = 0, n = 0;
     int bad = 0, rc = 0;
-    run_line x, y;
+    run_line x = {{0}, {0}, 0}, y = {{0}, {0}, 0};
     for (;;) {
         int ha = read_run_line(a, argv[1], &la, &x, &bad), hb = read_run_line(b, argv[2], &lb, &y, &bad);
         if (bad) { rc = 1; break; }

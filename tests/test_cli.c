@@ -1,0 +1,554 @@
+/* The clsearch command, run as a separate process: every failure gives a non-zero exit (2 for bad
+ * usage, 1 otherwise), a message on stderr that says what went wrong, no crash and no partial
+ * output file; queries that match nothing are not failures; compare and devices behave. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+/* A private folder per test, so "no leftover temporary file" checks see only this test's files. */
+static char work[4096];
+
+static void make_work(void)
+{
+    snprintf(work, sizeof work, "%s", tu_tmp_path("cli"));
+    ck_assert_msg(mkdir(work, 0755) == 0, "mkdir %s: %s", work, strerror(errno));
+}
+
+/* Removes the test's folder; called at the end of a passing test (a failing one leaves it for a
+ * look). */
+static void rm_work(void)
+{
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* work/name. Each call gets its own string, valid for the rest of the test (kept reachable in a
+ * static table, so no leak report). */
+static const char *wp(const char *name)
+{
+    static char *kept[1024];
+    static size_t nkept;
+    ck_assert(nkept < sizeof kept / sizeof *kept);
+    size_t len = strlen(work) + strlen(name) + 2;
+    char *p = malloc(len);
+    ck_assert(p != NULL);
+    snprintf(p, len, "%s/%s", work, name);
+    kept[nkept++] = p;
+    return p;
+}
+
+static void put(const char *name, const char *text) { tu_write_file(wp(name), text, strlen(text)); }
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Names in work containing ".tmp." (temporary files the command should have removed). */
+static int leftover_tmp(void)
+{
+    DIR *d = opendir(work);
+    ck_assert(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) n += strstr(e->d_name, ".tmp.") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* Formats the arguments and runs the command; *err receives stderr. */
+static int cli(const char **err, const char *fmt, ...)
+{
+    char args[6000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return tu_run_cli(args, err);
+}
+
+/* Like cli(), with stdout into the file out (tu_run_cli discards stdout). */
+static int cli_stdout(const char *out, const char **err, const char *fmt, ...)
+{
+    static char errbuf[65536];
+    char args[6000], cmd[12000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    const char *bin = getenv("CLSEARCH_BIN");
+    const char *errpath = wp("stdout-run.err");
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s' </dev/null", bin ? bin : "clsearch", args, out, errpath);
+    int rc = system(cmd);
+    errbuf[0] = '\0';
+    FILE *f = fopen(errpath, "rb");
+    if (f) {
+        size_t n = fread(errbuf, 1, sizeof errbuf - 1, f);
+        errbuf[n] = '\0';
+        fclose(f);
+        remove(errpath);
+    }
+    *err = errbuf;
+    ck_assert(rc != -1);
+    return WIFSIGNALED(rc) ? 128 + WTERMSIG(rc) : WEXITSTATUS(rc);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* A failure: exit want (or any of 1..127 when want is 0), needle (and needle2, if any) on
+ * stderr, and, when out is given, no file at out and no temporary file left in the folder. */
+static void expect_fail(int rc, const char *err, int want, const char *needle, const char *needle2, const char *out,
+                        const char *what)
+{
+    ck_assert_msg(rc > 0 && rc < 128, "%s: exit %d (stderr: %s)", what, rc, err);
+    if (want) ck_assert_msg(rc == want, "%s: exit %d, expected %d (stderr: %s)", what, rc, want, err);
+    ck_assert_msg(strncmp(err, "clsearch: ", 10) == 0, "%s: stderr does not start with 'clsearch: ': %s", what, err);
+    ck_assert_msg(strstr(err, needle) != NULL, "%s: stderr lacks '%s': %s", what, needle, err);
+    if (needle2) ck_assert_msg(strstr(err, needle2) != NULL, "%s: stderr lacks '%s': %s", what, needle2, err);
+    ck_assert_msg(strstr(err, "AddressSanitizer") == NULL && strstr(err, "runtime error") == NULL,
+                  "%s: sanitizer report: %s", what, err);
+    if (out) {
+        ck_assert_msg(!exists(out), "%s: output %s exists after the failure", what, out);
+        ck_assert_msg(leftover_tmp() == 0, "%s: a temporary file is left in %s", what, work);
+    }
+}
+
+/* The small collection: "apple" (stemmed) is in d1, d2, d4; "juice" in d2, d5. */
+static const char *CORPUS =
+    "{\"id\": \"d1\", \"contents\": \"The apple pie recipe with apples\"}\n"
+    "{\"id\": \"d2\", \"contents\": \"Banana bread and apple juice\"}\n"
+    "{\"id\": \"d3\", \"contents\": \"Cherry tart\"}\n"
+    "{\"id\": \"d4\", \"contents\": \"An apple a day keeps the doctor away\"}\n"
+    "{\"id\": \"d5\", \"contents\": \"Grape juice and cherry soda\"}\n";
+
+/* Writes the corpus and indexes it through the command; returns the index path. */
+static const char *make_index(void)
+{
+    put("corpus.jsonl", CORPUS);
+    const char *idx = wp("c.idx"), *err;
+    int rc = cli(&err, "index -c jsonl -o '%s' '%s'", idx, wp("corpus.jsonl"));
+    ck_assert_msg(rc == 0, "index: exit %d: %s", rc, err);
+    ck_assert(exists(idx));
+    return idx;
+}
+
+/* Lines of a run file whose first field is qid; docnos of those lines appended to seen. */
+static int run_lines(const char *run, const char *qid, char *seen, size_t cap)
+{
+    FILE *f = fopen(run, "r");
+    ck_assert_msg(f != NULL, "cannot open run %s", run);
+    char line[1024], q[256], q0[16], doc[256], tag[256];
+    long rank;
+    double score;
+    int n = 0;
+    if (seen) seen[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_msg(sscanf(line, "%255s %15s %255s %ld %lf %255s", q, q0, doc, &rank, &score, tag) == 6,
+                      "bad run line: %s", line);
+        ck_assert_str_eq(q0, "Q0");
+        if (strcmp(q, qid) != 0) continue;
+        n++;
+        ck_assert_int_eq(rank, n);
+        ck_assert(score > 0);
+        if (seen) {
+            strncat(seen, doc, cap - strlen(seen) - 2);
+            strncat(seen, " ", cap - strlen(seen) - 1);
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+/* ---- index ------------------------------------------------------------------------------- */
+
+START_TEST(index_errors)
+{
+    make_work();
+    const char *out = wp("out.idx"), *err;
+    int rc;
+
+    /* a malformed third line: its line number in the message */
+    put("bad.jsonl", "{\"id\": \"a\", \"contents\": \"one\"}\n"
+                     "{\"id\": \"b\", \"contents\": \"two\"}\n"
+                     "{\"id\": \"c\", \"contents\": \"unterminated}\n"
+                     "{\"id\": \"d\", \"contents\": \"four\"}\n");
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("bad.jsonl"));
+    expect_fail(rc, err, 1, "bad.jsonl:3: not valid JSON", "nothing written", out, "malformed JSONL line");
+
+    /* a good file, then a bad one: still nothing written */
+    put("good.jsonl", CORPUS);
+    rc = cli(&err, "index -c jsonl -o '%s' '%s' '%s'", out, wp("good.jsonl"), wp("bad.jsonl"));
+    expect_fail(rc, err, 1, "bad.jsonl:3:", "nothing written", out, "good then malformed");
+
+    /* a wrong field: the line number again */
+    put("nocontents.jsonl", "{\"id\": \"a\", \"contents\": \"one\"}\n{\"id\": \"b\", \"text\": \"two\"}\n");
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("nocontents.jsonl"));
+    expect_fail(rc, err, 1, ":2: missing \"contents\"", NULL, out, "missing contents");
+
+    /* a docno with a space */
+    put("spacedocno.jsonl", "{\"id\": \"a b\", \"contents\": \"one\"}\n");
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("spacedocno.jsonl"));
+    expect_fail(rc, err, 1, "docno", NULL, out, "docno with a space");
+
+    /* a missing file */
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("missing.jsonl"));
+    expect_fail(rc, err, 1, "missing.jsonl", "No such file", out, "missing corpus");
+
+    /* an unknown format: usage error */
+    rc = cli(&err, "index -c xml -o '%s' '%s'", out, wp("good.jsonl"));
+    expect_fail(rc, err, 2, "unknown collection format 'xml'", NULL, out, "unknown -c");
+    rc = cli(&err, "index -o '%s' '%s'", out, wp("good.jsonl"));
+    expect_fail(rc, err, 2, "-c", NULL, out, "no -c");
+    rc = cli(&err, "index -c jsonl '%s'", wp("good.jsonl"));
+    expect_fail(rc, err, 2, "-o INDEX is required", NULL, NULL, "no -o");
+    rc = cli(&err, "index -c jsonl -o '%s'", out);
+    expect_fail(rc, err, 2, "no INPUT", NULL, out, "no input");
+
+    /* BEIR without _id on line 2 */
+    put("beir.jsonl", "{\"_id\": \"x1\", \"title\": \"T\", \"text\": \"body one\"}\n"
+                      "{\"title\": \"T2\", \"text\": \"body two\"}\n");
+    rc = cli(&err, "index -c beir -o '%s' '%s'", out, wp("beir.jsonl"));
+    expect_fail(rc, err, 1, "beir.jsonl:2: missing \"_id\"", NULL, out, "BEIR without _id");
+
+    /* an output path in a missing folder: the index is not written, and the message says where */
+    const char *deep = wp("nofolder/out.idx");
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", deep, wp("good.jsonl"));
+    expect_fail(rc, err, 1, "nofolder", "writing the index", NULL, "-o in a missing folder");
+    ck_assert(!exists(wp("nofolder")));
+    ck_assert_int_eq(leftover_tmp(), 0);
+
+    /* and the good file alone works, leaving only the index */
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("good.jsonl"));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert(exists(out));
+    ck_assert_int_eq(leftover_tmp(), 0);
+    rm_work();
+}
+END_TEST
+
+/* ---- search failures ---------------------------------------------------------------------- */
+
+START_TEST(search_errors)
+{
+    make_work();
+    const char *idx = make_index(), *run = wp("run.txt"), *err;
+    put("topics.tsv", "q1\tapple\nq2\tjuice\n");
+    const char *topics = wp("topics.tsv");
+    int rc;
+
+    /* a truncated index */
+    struct stat st;
+    ck_assert_int_eq(stat(idx, &st), 0);
+    FILE *src = fopen(idx, "rb");
+    ck_assert(src != NULL);
+    char *bytes = malloc((size_t)st.st_size);
+    ck_assert(fread(bytes, 1, (size_t)st.st_size, src) == (size_t)st.st_size);
+    fclose(src);
+    const size_t cuts[] = {0, 10, 64, 400, (size_t)st.st_size / 2};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+        tu_write_file(wp("trunc.idx"), bytes, cuts[i]);
+        rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", wp("trunc.idx"), topics, run);
+        expect_fail(rc, err, 1, "opening the index", "damaged or foreign file", run, "truncated index");
+    }
+    tu_write_file(wp("trunc.idx"), bytes, (size_t)st.st_size / 2);
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", wp("trunc.idx"), topics, run);
+    expect_fail(rc, err, 1, "truncated", NULL, run, "truncated index (mid-file)");
+    free(bytes);
+
+    /* a file that is not an index */
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", wp("corpus.jsonl"), topics, run);
+    expect_fail(rc, err, 1, "not a clsearch index", NULL, run, "non-index file");
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", wp("missing.idx"), topics, run);
+    expect_fail(rc, err, 1, "missing.idx", "No such file", run, "missing index");
+
+    /* devices that do not exist */
+    rc = cli(&err, "search -x '%s' -q '%s' -d 9:9 -o '%s'", idx, topics, run);
+    ck_assert_msg(strstr(err, "no OpenCL platform") != NULL || strstr(err, "'9:9'") != NULL, "-d 9:9: %s", err);
+    expect_fail(rc, err, 1, "starting the engine", "no such OpenCL device", run, "-d 9:9");
+    rc = cli(&err, "search -x '%s' -q '%s' -d bogus -o '%s'", idx, topics, run);
+    expect_fail(rc, err, 1, "unknown device 'bogus'", NULL, run, "-d bogus");
+
+    /* k and mode out of range: usage errors */
+    static const char *bad_k[] = {"0", "-3", "abc", "100001", "", "1.5", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad_k / sizeof *bad_k; i++) {
+        char needle[128];
+        snprintf(needle, sizeof needle, "k must be a whole number from 1 to 100000, not '%s'", bad_k[i]);
+        rc = cli(&err, "search -x '%s' -q '%s' -d ref -k '%s' -o '%s'", idx, topics, bad_k[i], run);
+        expect_fail(rc, err, 2, needle, NULL, run, "bad -k");
+    }
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -m xor -o '%s'", idx, topics, run);
+    expect_fail(rc, err, 2, "mode must be 'and' or 'or', not 'xor'", NULL, run, "-m xor");
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -f csv -o '%s'", idx, topics, run);
+    expect_fail(rc, err, 2, "unknown topics format 'csv'", NULL, run, "-f csv");
+    rc = cli(&err, "search -x '%s' -d ref -o '%s'", idx, run);
+    expect_fail(rc, err, 2, "-q TOPICS", NULL, run, "no -q");
+
+    /* topics in the wrong format */
+    put("anserini.txt", "<DOC>\n<DOCNO> 1 </DOCNO>\napple pie\n</DOC>\n");
+    rc = cli(&err, "search -x '%s' -q '%s' -f tsv -d ref -o '%s'", idx, wp("anserini.txt"), run);
+    expect_fail(rc, err, 1, "anserini.txt:1: expected qid<TAB>text", "reading topics", run, "<DOC> file as TSV");
+    put("notab.tsv", "q1\tapple\nq2 apple pie\nq3\tjuice\n");
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("notab.tsv"), run);
+    expect_fail(rc, err, 1, "notab.tsv:2: expected qid<TAB>text", NULL, run, "TSV line without a tab");
+    put("notdoc.txt", "q1\tapple\n");
+    rc = cli(&err, "search -x '%s' -q '%s' -f anserini -d ref -o '%s'", idx, wp("notdoc.txt"), run);
+    expect_fail(rc, err, 1, "notdoc.txt:1:", "reading topics", run, "TSV file as <DOC>");
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("missing.tsv"), run);
+    expect_fail(rc, err, 1, "missing.tsv", "No such file", run, "missing topics");
+
+    /* the run path in a missing folder: exit 1, nothing created */
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, topics, wp("nofolder/run.txt"));
+    expect_fail(rc, err, 1, "nofolder", NULL, NULL, "-o in a missing folder");
+    ck_assert(!exists(wp("nofolder")));
+    ck_assert_int_eq(leftover_tmp(), 0);
+
+    /* the run path is a folder: the rename fails, the temporary file is removed */
+    ck_assert_int_eq(mkdir(wp("rundir"), 0755), 0);
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, topics, wp("rundir"));
+    expect_fail(rc, err, 1, "rundir", "Is a directory", NULL, "-o onto a folder");
+    ck_assert_int_eq(leftover_tmp(), 0);
+    /* the run to stdout, and stdout full: the write error is reported */
+    if (exists("/dev/full")) {
+        rc = cli_stdout("/dev/full", &err, "search -x '%s' -q '%s' -d ref", idx, topics);
+        expect_fail(rc, err, 1, "writing the run", "No space left", NULL, "stdout full");
+    }
+
+    /* after all that, the same search succeeds and leaves only the run */
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, topics, run);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_int_eq(run_lines(run, "q1", NULL, 0), 3);
+    ck_assert_int_eq(leftover_tmp(), 0);
+    rm_work();
+}
+END_TEST
+
+/* ---- queries without results, and k beyond the matches ------------------------------------- */
+
+static void check_search(const char *device)
+{
+    const char *idx = wp("c.idx"), *topics = wp("topics.tsv"), *err;
+    char run[4200], seen[1024];
+    snprintf(run, sizeof run, "%s/run-%s.txt", work, device);
+    int rc = cli(&err, "search -x '%s' -q '%s' -d %s -k 10 -v -o '%s'", idx, topics, device, run);
+    ck_assert_msg(rc == 0, "-d %s: exit %d: %s", device, rc, err);
+    static const char *none[] = {"qe", "qs", "qu", "qp"};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_msg(run_lines(run, none[i], NULL, 0) == 0, "-d %s: %s has results", device, none[i]);
+        char needle[64];
+        snprintf(needle, sizeof needle, "query %s: no results", none[i]);
+        ck_assert_msg(strstr(err, needle) != NULL, "-d %s: stderr lacks '%s': %s", device, needle, err);
+    }
+    ck_assert_msg(strstr(err, "query qa: no results") == NULL, "-d %s: %s", device, err);
+    /* k 10 > matches: all of them */
+    ck_assert_int_eq(run_lines(run, "qa", seen, sizeof seen), 3);
+    ck_assert_msg(strstr(seen, "d1 ") && strstr(seen, "d2 ") && strstr(seen, "d4 "), "qa: %s", seen);
+    ck_assert_int_eq(run_lines(run, "qj", NULL, 0), 4);
+    ck_assert_int_eq(leftover_tmp(), 0);
+
+    /* AND: only d2 has both; k 2 cuts qa to two */
+    snprintf(run, sizeof run, "%s/run-%s-and.txt", work, device);
+    rc = cli(&err, "search -x '%s' -q '%s' -d %s -k 2 -m and -o '%s'", idx, topics, device, run);
+    ck_assert_msg(rc == 0, "-d %s -m and: exit %d: %s", device, rc, err);
+    ck_assert_int_eq(run_lines(run, "qj", seen, sizeof seen), 1);
+    ck_assert_str_eq(seen, "d2 ");
+    ck_assert_int_eq(run_lines(run, "qa", NULL, 0), 2);
+    ck_assert_int_eq(run_lines(run, "qe", NULL, 0), 0);
+}
+
+START_TEST(search_no_results_and_large_k)
+{
+    make_work();
+    make_index();
+    put("topics.tsv", "qe\t\n"                      /* empty */
+                      "qs\tthe of and to a\n"       /* all stopwords */
+                      "qa\tapple\n"
+                      "qu\tzyzzyx qwertyuiop\n"     /* only unknown terms */
+                      "qp\t  ,.;!  \n"              /* punctuation only */
+                      "qj\tapple juice\n");
+    check_search("ref");
+    check_search("cpu");
+    /* the two engines agree */
+    const char *err;
+    int rc = cli(&err, "compare '%s' '%s'", wp("run-ref.txt"), wp("run-cpu.txt"));
+    ck_assert_msg(rc == 0, "compare ref cpu: exit %d: %s", rc, err);
+    rc = cli(&err, "compare '%s' '%s'", wp("run-ref-and.txt"), wp("run-cpu-and.txt"));
+    ck_assert_msg(rc == 0, "compare ref cpu (and): exit %d: %s", rc, err);
+    /* the largest k on the reference engine: still all matches */
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -k 100000 -o '%s'", wp("c.idx"), wp("topics.tsv"), wp("big.txt"));
+    ck_assert_msg(rc == 0, "k 100000: exit %d: %s", rc, err);
+    ck_assert_int_eq(run_lines(wp("big.txt"), "qa", NULL, 0), 3);
+    ck_assert_int_eq(run_lines(wp("big.txt"), "qj", NULL, 0), 4);
+    rm_work();
+}
+END_TEST
+
+/* An index of no documents, and one of documents without terms: every query is empty. (The
+ * second corpus starts with a document without terms, which the builder must handle too.) */
+START_TEST(search_empty_indexes)
+{
+    make_work();
+    put("topics.tsv", "qa\tapple\nqe\t\n");
+    const char *err;
+    int rc;
+    put("none.jsonl", "");
+    put("noterms.jsonl", "{\"id\": \"a\", \"contents\": \"\"}\n{\"id\": \"b\", \"contents\": \"the of\"}\n");
+    static const char *names[] = {"none", "noterms"}, *devs[] = {"ref", "cpu"};
+    for (size_t i = 0; i < 2; i++) {
+        char corpus[64], index[64];
+        snprintf(corpus, sizeof corpus, "%s.jsonl", names[i]);
+        snprintf(index, sizeof index, "%s.idx", names[i]);
+        rc = cli(&err, "index -c jsonl -o '%s' '%s'", wp(index), wp(corpus));
+        ck_assert_msg(rc == 0, "index %s: exit %d: %s", names[i], rc, err);
+        for (size_t j = 0; j < 2; j++) {
+            const char *run = wp("empty-run.txt");
+            rc = cli(&err, "search -x '%s' -q '%s' -d %s -v -o '%s'", wp(index), wp("topics.tsv"), devs[j], run);
+            ck_assert_msg(rc == 0, "%s -d %s: exit %d: %s", names[i], devs[j], rc, err);
+            ck_assert_msg(strstr(err, "query qa: no results") != NULL, "%s -d %s: %s", names[i], devs[j], err);
+            ck_assert_str_eq(slurp(run), "");
+            remove(run);
+        }
+    }
+    rm_work();
+}
+END_TEST
+
+/* ---- generate, compare, devices ------------------------------------------------------------ */
+
+START_TEST(generate_under_a_file)
+{
+    make_work();
+    put("plain", "a regular file\n");
+    const char *err;
+    int rc = cli(&err, "generate -o '%s' --docs 10 --queries 2", wp("plain/sub"));
+    expect_fail(rc, err, 1, "Not a directory", "generating the collection", NULL, "generate under a file");
+    rc = cli(&err, "generate -o '%s' --docs 10 --queries 2", wp("plain"));
+    expect_fail(rc, err, 1, "Not a directory", NULL, NULL, "generate onto a file");
+    ck_assert_str_eq(slurp(wp("plain")), "a regular file\n");
+    ck_assert_int_eq(leftover_tmp(), 0);
+    rc = cli(&err, "generate -o '%s' --docs 0", wp("gen"));
+    expect_fail(rc, err, 2, "--docs", NULL, wp("gen"), "generate --docs 0");
+    /* and into a fresh folder it works */
+    rc = cli(&err, "generate -o '%s' --docs 10 --queries 2", wp("gen"));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert(exists(wp("gen/corpus.jsonl")) && exists(wp("gen/topics.tsv")));
+    rm_work();
+}
+END_TEST
+
+START_TEST(compare_runs)
+{
+    make_work();
+    put("a.txt", "1 Q0 d1 1 2.500000 x\n1 Q0 d2 2 1.250000 x\n2 Q0 d3 1 0.700000 x\n");
+    put("a2.txt", "1 Q0 d1 1 2.500000 other\n1 Q0 d2 2 1.250000 other\n2 Q0 d3 1 0.700000 other\n");
+    put("docno.txt", "1 Q0 d1 1 2.500000 x\n1 Q0 d9 2 1.250000 x\n2 Q0 d3 1 0.700000 x\n");
+    put("score.txt", "1 Q0 d1 1 2.500000 x\n1 Q0 d2 2 1.350000 x\n2 Q0 d3 1 0.700000 x\n");
+    put("short.txt", "1 Q0 d1 1 2.500000 x\n1 Q0 d2 2 1.250000 x\n");
+    put("junk.txt", "this is not a run\n");
+    const char *out = wp("stdout.txt"), *err;
+    int rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("a.txt"), wp("a.txt"));
+    ck_assert_msg(rc == 0, "identical: exit %d: %s", rc, err);
+    ck_assert(strstr(slurp(out), "identical") != NULL);
+    rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("a.txt"), wp("a2.txt"));
+    ck_assert_msg(rc == 0, "identical but for the tag: exit %d: %s", rc, err);
+    static const char *differ[] = {"docno.txt", "score.txt", "short.txt"};
+    for (size_t i = 0; i < 3; i++) {
+        rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("a.txt"), wp(differ[i]));
+        ck_assert_msg(rc == 1, "%s: exit %d: %s", differ[i], rc, err);
+        ck_assert_msg(strstr(slurp(out), "differ") != NULL, "%s: %s", differ[i], slurp(out));
+        rc = cli_stdout(out, &err, "compare '%s' '%s'", wp(differ[i]), wp("a.txt"));
+        ck_assert_msg(rc == 1, "%s reversed: exit %d: %s", differ[i], rc, err);
+    }
+    put("empty.txt", "");
+    rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("empty.txt"), wp("a.txt"));
+    ck_assert_msg(rc == 1, "empty against a run: exit %d: %s", rc, err);
+    rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("empty.txt"), wp("empty.txt"));
+    ck_assert_msg(rc == 0, "two empty runs: exit %d: %s", rc, err);
+    rc = cli(&err, "compare '%s' '%s'", wp("a.txt"), wp("junk.txt"));
+    expect_fail(rc, err, 1, "not a TREC run line", NULL, NULL, "compare junk");
+    rc = cli(&err, "compare '%s' '%s'", wp("a.txt"), wp("missing.txt"));
+    expect_fail(rc, err, 1, "missing.txt", NULL, NULL, "compare missing");
+    rc = cli(&err, "compare '%s'", wp("a.txt"));
+    expect_fail(rc, err, 2, "usage", NULL, NULL, "compare one run");
+    rm_work();
+}
+END_TEST
+
+/* Whether clinfo lists an OpenCL platform (-1: clinfo is not installed). */
+static int clinfo_platforms(void)
+{
+    FILE *p = popen("clinfo -l 2>/dev/null", "r");
+    if (!p) return -1;
+    char line[512];
+    int n = 0, any = 0;
+    while (fgets(line, sizeof line, p)) {
+        any = 1;
+        n += strncmp(line, "Platform #", 10) == 0;
+    }
+    int st = pclose(p);
+    if (!any && (!WIFEXITED(st) || WEXITSTATUS(st) == 127)) return -1;
+    return n;
+}
+
+START_TEST(devices_lists_pocl)
+{
+    make_work();
+    const char *out = wp("devices.txt"), *err;
+    int rc = cli_stdout(out, &err, "devices");
+    ck_assert_msg(rc == 0, "devices: exit %d: %s", rc, err);
+    const char *text = slurp(out);
+    int np = clinfo_platforms();
+    if (np > 0) {
+        ck_assert_msg(strstr(text, "Portable Computing Language") != NULL, "devices: %s", text);
+        ck_assert(strstr(text, "device 0:0") != NULL);
+    } else {
+        fprintf(stderr, "SKIP: clinfo shows no OpenCL platform; not checking for POCL\n");
+    }
+    rc = cli_stdout(out, &err, "devices -v");
+    ck_assert_msg(rc == 0, "devices -v: exit %d: %s", rc, err);
+    /* unknown commands are usage errors */
+    rc = cli(&err, "frobnicate");
+    expect_fail(rc, err, 2, "unknown command 'frobnicate'", NULL, NULL, "unknown command");
+    rm_work();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("errors");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, index_errors);
+    tcase_add_test(tc, search_errors);
+    tcase_add_test(tc, generate_under_a_file);
+    tcase_add_test(tc, compare_runs);
+    tcase_add_test(tc, devices_lists_pocl);
+    suite_add_tcase(s, tc);
+    TCase *tr = tcase_create("results");
+    tcase_set_timeout(tr, 300);
+    tcase_add_test(tr, search_no_results_and_large_k);
+    tcase_add_test(tr, search_empty_indexes);
+    suite_add_tcase(s, tr);
+    return s;
+}
+
+int main(void) { return tu_run_suite(suite()); }
