@@ -11,10 +11,11 @@ export CLSEARCH_NO_DEPS=1 CTEST_OUTPUT_ON_FAILURE=1
 {
   echo "== host: $(uname -n) $(date -u +%Y-%m-%dT%H:%MZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo "${CLSEARCH_COMMIT:-?}")"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+  rm -rf build # build outputs left from an earlier copy may look newer than the sources
   cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CLS_DATA_DIR:+-DCLSEARCH_DATA_DIR=$CLS_DATA_DIR} >/dev/null && cmake --build build -j"$(nproc)" 2>&1 | grep -E "error|warning" 
   build/clsearch devices
   echo "== kernel tests on the GPU"
-  (cd build && CLS_TEST_DEVICE=gpu ctest -R test_kernels)
+  (cd build && CLS_TEST_DEVICE=gpu ctest -R test_kernels --output-on-failure)
   echo "== every test on POCL (cacm_map needs PyPI, not here)"
   (cd build && ctest -E cacm_map -j4)
   echo "== quick start"

@@ -343,32 +343,12 @@ static char *only_entry(const char *dir)
 
 START_TEST(program_cache_cold_warm_corrupt_concurrent)
 {
-    cls_index *idx = random_index(3, 20, 10);
     const char *dir = tu_tmp_path("cache");
     ck_assert_int_eq(mkdir(dir, 0755), 0);
     setenv("CLSEARCH_CACHE_DIR", dir, 1);
-    ck_assert_int_eq(engine_from_cache(idx), 0); /* cold */
-    ck_assert_int_eq(engine_from_cache(idx), 1); /* warm */
-    char *entry = only_entry(dir);
-    /* a flipped byte in the binary: checksum fails, rebuilt, then warm again */
-    FILE *f = fopen(entry, "r+b");
-    ck_assert(f != NULL);
-    fseek(f, 100, SEEK_SET);
-    int ch = fgetc(f);
-    fseek(f, 100, SEEK_SET);
-    fputc(ch ^ 0x55, f);
-    fclose(f);
-    ck_assert_int_eq(engine_from_cache(idx), 0);
-    ck_assert_int_eq(engine_from_cache(idx), 1);
-    /* truncated, and foreign (garbage) entries */
-    ck_assert_int_eq(truncate(entry, 40), 0);
-    ck_assert_int_eq(engine_from_cache(idx), 0);
-    tu_write_file(entry, "not a program binary at all", 27);
-    ck_assert_int_eq(engine_from_cache(idx), 0);
-    ck_assert_int_eq(engine_from_cache(idx), 1);
-    /* four fresh processes building into an empty cache at once (fresh, since a GPU driver
-     * cannot be used across fork): all succeed, and the entry they leave is whole */
-    remove(entry);
+    /* Four fresh processes building into an empty cache at once: all succeed, and the entry
+     * they leave is whole. This runs before this process touches OpenCL: on the H100, command
+     * processes started while the parent held a CUDA context sometimes saw no NVIDIA platform. */
     const char *ipath = tu_tmp_path("cache.idx"), *tpath = tu_tmp_path("cache.topics");
     const char *texts[] = {"alpha beta", "beta gamma"};
     cls_analyzer_opts an;
@@ -398,6 +378,27 @@ START_TEST(program_cache_cold_warm_corrupt_concurrent)
     }
     remove(ipath);
     remove(tpath);
+    cls_index *idx = random_index(3, 20, 10);
+    ck_assert_int_eq(engine_from_cache(idx), 1); /* the entry the four left is whole */
+    remove(only_entry(dir));
+    ck_assert_int_eq(engine_from_cache(idx), 0); /* cold */
+    ck_assert_int_eq(engine_from_cache(idx), 1); /* warm */
+    char *entry = only_entry(dir);
+    /* a flipped byte in the binary: checksum fails, rebuilt, then warm again */
+    FILE *f = fopen(entry, "r+b");
+    ck_assert(f != NULL);
+    fseek(f, 100, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, 100, SEEK_SET);
+    fputc(ch ^ 0x55, f);
+    fclose(f);
+    ck_assert_int_eq(engine_from_cache(idx), 0);
+    ck_assert_int_eq(engine_from_cache(idx), 1);
+    /* truncated, and foreign (garbage) entries */
+    ck_assert_int_eq(truncate(entry, 40), 0);
+    ck_assert_int_eq(engine_from_cache(idx), 0);
+    tu_write_file(entry, "not a program binary at all", 27);
+    ck_assert_int_eq(engine_from_cache(idx), 0);
     ck_assert_int_eq(engine_from_cache(idx), 1);
     cls_index_close(idx);
 }
