@@ -532,6 +532,58 @@ START_TEST(devices_lists_pocl)
 }
 END_TEST
 
+/* No OpenCL platform at all: devices says so, ref still runs, every OpenCL spec fails clearly. */
+START_TEST(no_platform)
+{
+    make_work();
+    const char *idx = make_index(), *err, *out = wp("none.run");
+    put("topics.tsv", "1\tapple\n");
+    ck_assert_int_eq(mkdir(wp("no-vendors"), 0755), 0);
+    setenv("OCL_ICD_VENDORS", wp("no-vendors"), 1);
+    const char *listing = wp("devices.txt");
+    int rc = cli_stdout(listing, &err, "devices");
+    ck_assert_msg(rc == 0 && strstr(slurp(listing), "no OpenCL platform") != NULL, "devices: %d %s", rc, err);
+    const char *specs[] = {"auto", "gpu", "cpu", "0:0"};
+    for (int i = 0; i < 4; i++) {
+        rc = cli(&err, "search -x '%s' -q '%s' -d %s -o '%s'", idx, wp("topics.tsv"), specs[i], out);
+        expect_fail(rc, err, 1, "no OpenCL platform", "-d ref", out, specs[i]);
+    }
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("topics.tsv"), out);
+    ck_assert_msg(rc == 0 && exists(out), "ref without OpenCL: exit %d: %s", rc, err);
+    unsetenv("OCL_ICD_VENDORS");
+    rm_work();
+}
+END_TEST
+
+/* A kernel that does not compile: the error names clBuildProgram and carries the build log. */
+START_TEST(build_failure_shows_log)
+{
+    make_work();
+    const char *idx = make_index(), *err, *out = wp("bad.run");
+    put("topics.tsv", "1\tapple\n");
+    const char *src = getenv("CLS_SOURCE_DIR");
+    ck_assert(src != NULL);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/cl' '%s' && echo 'this_is_not_opencl x;' >> '%s/score.cl'", src, wp("badcl"),
+             wp("badcl"));
+    ck_assert_int_eq(system(cmd), 0);
+    setenv("CLSEARCH_KERNEL_DIR", wp("badcl"), 1);
+    int rc = cli(&err, "search -x '%s' -q '%s' -d cpu -o '%s'", idx, wp("topics.tsv"), out);
+    unsetenv("CLSEARCH_KERNEL_DIR");
+    if (rc == 1 && strstr(err, "no OpenCL platform")) {
+        fprintf(stderr, "SKIP: no OpenCL platform\n");
+    } else {
+        /* the OpenCL compiler may print to stderr itself first, so look for our line anywhere */
+        ck_assert_msg(rc == 1, "broken kernel: exit %d: %s", rc, err);
+        ck_assert_msg(strstr(err, "clsearch: starting the engine: kernel build failed: clBuildProgram failed") != NULL &&
+                          strstr(err, "build log:") != NULL && strstr(err, "error") != NULL,
+                      "broken kernel: the message lacks the call or the build log: %s", err);
+        ck_assert(!exists(out) && leftover_tmp() == 0);
+    }
+    rm_work();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cli");
@@ -542,6 +594,8 @@ static Suite *suite(void)
     tcase_add_test(tc, generate_under_a_file);
     tcase_add_test(tc, compare_runs);
     tcase_add_test(tc, devices_lists_pocl);
+    tcase_add_test(tc, no_platform);
+    tcase_add_test(tc, build_failure_shows_log);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("results");
     tcase_set_timeout(tr, 300);
