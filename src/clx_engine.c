@@ -245,6 +245,41 @@ static uint32_t next_pow2(uint32_t x)
     return p;
 }
 
+/* decode_blocks over ntasks (block, destination) pairs at tasks[task_base..]. */
+static cls_status enqueue_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, uint32_t task_base,
+                                 size_t ntasks)
+{
+    cl_kernel k = e->k_decode;
+    ARG(k, 0, words);
+    ARG(k, 1, blocks);
+    ARG(k, 2, tasks);
+    ARG(k, 3, task_base);
+    ARG(k, 4, e->docs.mem);
+    ARG(k, 5, e->freqs.mem);
+    return launch(e, k, "decode_blocks", ntasks, IDX_BLOCK);
+}
+
+/* topk_select for nq queries into e->out; dense: scores are rows of num_docs. */
+static cls_status enqueue_topk(clx_engine *e, cl_mem scores, cl_mem cdocs, uint32_t qinfo_base, uint32_t dense,
+                               uint32_t num_docs, uint32_t kk, uint32_t P, uint32_t nq)
+{
+    cl_kernel k = e->k_topk;
+    ARG(k, 0, scores);
+    ARG(k, 1, cdocs);
+    ARG(k, 2, e->in.mem);
+    ARG(k, 3, qinfo_base);
+    ARG(k, 4, e->ncand.mem);
+    ARG(k, 5, dense);
+    ARG(k, 6, num_docs);
+    ARG(k, 7, kk);
+    ARG(k, 8, P);
+    ARG(k, 9, nq);
+    ARG(k, 10, e->sdoc.mem);
+    ARG(k, 11, e->sscore.mem);
+    ARG(k, 12, e->out.mem);
+    return launch(e, k, "topk_select", nq, e->prm.wg_topk);
+}
+
 /* One batch of queries [q0, q0+nq): plan, upload, run, read back into r. */
 static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uint32_t nq, uint32_t ntasks,
                             uint32_t nqterms, const cls_search_params *p, uint32_t kk, cls_results *r)
@@ -318,14 +353,8 @@ static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uin
         return err_set(CLS_E_NOMEM, "out of memory for results");
 
     CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, in_len * 4, e->h_in, 0, NULL, NULL));
-    cl_kernel k = e->k_decode;
-    ARG(k, 0, e->d_words);
-    ARG(k, 1, e->d_blocks);
-    ARG(k, 2, e->in.mem);
-    ARG(k, 3, task_base);
-    ARG(k, 4, e->docs.mem);
-    ARG(k, 5, e->freqs.mem);
-    if ((s = launch(e, k, "decode_blocks", tpos, IDX_BLOCK)) != CLS_OK) return s;
+    if ((s = enqueue_decode(e, e->d_words, e->d_blocks, e->in.mem, task_base, tpos)) != CLS_OK) return s;
+    cl_kernel k;
 
     cl_mem scores, cdocs;
     uint32_t dense = and_mode ? 0 : 1;
@@ -365,21 +394,7 @@ static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uin
         scores = e->acc.mem;
         cdocs = e->cand.mem; /* unused in dense mode */
     }
-    k = e->k_topk;
-    ARG(k, 0, scores);
-    ARG(k, 1, cdocs);
-    ARG(k, 2, e->in.mem);
-    ARG(k, 3, qinfo_base);
-    ARG(k, 4, e->ncand.mem);
-    ARG(k, 5, dense);
-    ARG(k, 6, N);
-    ARG(k, 7, kk);
-    ARG(k, 8, P);
-    ARG(k, 9, nq);
-    ARG(k, 10, e->sdoc.mem);
-    ARG(k, 11, e->sscore.mem);
-    ARG(k, 12, e->out.mem);
-    if ((s = launch(e, k, "topk_select", nq, e->prm.wg_topk)) != CLS_OK) return s;
+    if ((s = enqueue_topk(e, scores, cdocs, qinfo_base, dense, N, kk, P, nq)) != CLS_OK) return s;
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
 
     const uint32_t *counts = e->h_out, *odoc = e->h_out + nq, *oscore = e->h_out + nq + (size_t)nq * kk;
@@ -479,15 +494,7 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
         (s = upload(e, &bl, blocks, (size_t)n * sizeof *blocks, "blocks")) == CLS_OK &&
         (s = upload(e, &tk, tasks, (size_t)n * 8, "tasks")) == CLS_OK &&
         (s = dbuf_need(e, &e->docs, outb, "docs")) == CLS_OK && (s = dbuf_need(e, &e->freqs, outb, "freqs")) == CLS_OK) {
-        cl_kernel k = e->k_decode;
-        cl_int err = clSetKernelArg(k, 0, sizeof w.mem, &w.mem);
-        err |= clSetKernelArg(k, 1, sizeof bl.mem, &bl.mem);
-        err |= clSetKernelArg(k, 2, sizeof tk.mem, &tk.mem);
-        err |= clSetKernelArg(k, 3, sizeof zero, &zero);
-        err |= clSetKernelArg(k, 4, sizeof e->docs.mem, &e->docs.mem);
-        err |= clSetKernelArg(k, 5, sizeof e->freqs.mem, &e->freqs.mem);
-        if (err != CL_SUCCESS) s = clx_fail("clSetKernelArg(decode_blocks)", err);
-        if (s == CLS_OK) s = launch(e, k, "decode_blocks", n, IDX_BLOCK);
+        s = enqueue_decode(e, w.mem, bl.mem, tk.mem, zero, n);
         cl_int r1 = CL_SUCCESS, r2 = CL_SUCCESS;
         if (s == CLS_OK && outb) {
             r1 = clEnqueueReadBuffer(e->queue, e->docs.mem, CL_TRUE, 0, outb, docs, 0, NULL, NULL);
@@ -524,21 +531,7 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
         return s;
     }
     free(qinfo);
-    cl_kernel kk = e->k_topk;
-    ARG(kk, 0, e->acc.mem);
-    ARG(kk, 1, e->cand.mem);
-    ARG(kk, 2, e->in.mem);
-    ARG(kk, 3, qinfo_base);
-    ARG(kk, 4, e->ncand.mem);
-    ARG(kk, 5, dense);
-    ARG(kk, 6, N);
-    ARG(kk, 7, k);
-    ARG(kk, 8, P);
-    ARG(kk, 9, nq);
-    ARG(kk, 10, e->sdoc.mem);
-    ARG(kk, 11, e->sscore.mem);
-    ARG(kk, 12, e->out.mem);
-    if ((s = launch(e, kk, "topk_select", nq, e->prm.wg_topk)) != CLS_OK) return s;
+    if ((s = enqueue_topk(e, e->acc.mem, e->cand.mem, qinfo_base, dense, N, k, P, nq)) != CLS_OK) return s;
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
     memcpy(counts, e->h_out, (size_t)nq * 4);
     memcpy(docs, e->h_out + nq, (size_t)nq * k * 4);
