@@ -136,15 +136,25 @@ int main(int argc, char **argv)
             verdict = "unchecked";
         }
         double med = t[repeats / 2], mn = t[0], mx = t[repeats - 1];
+        cls_profile pf; /* of the last repeat: transfers apart from kernel time */
+        cls_engine_profile(e, &pf);
         const char *desc = cls_engine_describe(e);
         int dl = (int)strcspn(desc, "\n");
         printf("%-8s %10.1f %10.1f %10.1f %10.3f  %-8s %.*s\n", d, nq / med, nq / mx, nq / mn, start, verdict, dl, desc);
+        if (pf.batches)
+            printf("%-8s   device ms (last repeat, %u batches): upload %.3f, decode %.3f, intersect %.3f, score %.3f, "
+                   "top-k %.3f, download %.3f; wall %.3f\n",
+                   "", pf.batches, pf.upload_s * 1e3, pf.decode_s * 1e3, pf.intersect_s * 1e3, pf.score_s * 1e3,
+                   pf.topk_s * 1e3, pf.download_s * 1e3, t[repeats - 1] * 1e3);
         if (jf)
             fprintf(jf, "{\"engine\":\"%s\",\"index\":\"%s\",\"queries\":%zu,\"mode\":\"%s\",\"k\":%u,\"repeats\":%d,"
                         "\"qps_median\":%.3f,\"qps_min\":%.3f,\"qps_max\":%.3f,\"startup_s\":%.4f,\"vs_ref\":\"%s\","
-                        "\"device\":\"%.*s\"}\n",
+                        "\"upload_ms\":%.4f,\"decode_ms\":%.4f,\"intersect_ms\":%.4f,\"score_ms\":%.4f,\"topk_ms\":%.4f,"
+                        "\"download_ms\":%.4f,\"bytes_up\":%llu,\"bytes_down\":%llu,\"device\":\"%.*s\"}\n",
                     d, index, nq, p.mode == CLS_MODE_AND ? "and" : "or", p.k, repeats, nq / med, nq / mx, nq / mn,
-                    start, verdict, dl, desc);
+                    start, verdict, pf.upload_s * 1e3, pf.decode_s * 1e3, pf.intersect_s * 1e3, pf.score_s * 1e3,
+                    pf.topk_s * 1e3, pf.download_s * 1e3, (unsigned long long)pf.bytes_up,
+                    (unsigned long long)pf.bytes_down, dl, desc);
         cls_engine_free(e);
     }
     free(list);

@@ -73,7 +73,11 @@ void cls_analyzer_defaults(cls_analyzer_opts *o);
 typedef enum cls_corpus_format {
     CLS_CORPUS_JSONL, /* {"id": ..., "contents": ...} per line (Pyserini JsonCollection) */
     CLS_CORPUS_BEIR,  /* {"_id": ..., "title": ..., "text": ...} per line */
-    CLS_CORPUS_HTML   /* a folder (or .tar/.tar.gz/.tgz/.zip) of HTML files; docno = name w/o ext */
+    CLS_CORPUS_HTML,  /* a folder (or .tar/.tar.gz/.tgz/.zip) of HTML files; docno = name w/o ext */
+    CLS_CORPUS_TREC,  /* TREC SGML: <DOC><DOCNO> id </DOCNO> ... </DOC>, many per file; the text is
+                       * the rest of the <DOC> element with tags removed */
+    CLS_CORPUS_SMART  /* SMART (Cranfield, MED, CISI): ".I n" records; docno = n; the text is the
+                       * .T, .A, .B and .W fields joined by newlines, other fields ignored */
 } cls_corpus_format;
 
 /* Called once per document; a nonzero return stops the read with CLS_E_ARG. The strings are
@@ -86,7 +90,12 @@ cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn f
 
 typedef enum cls_topics_format {
     CLS_TOPICS_TSV,     /* qid<TAB>text per line */
-    CLS_TOPICS_ANSERINI /* <DOC><DOCNO> qid </DOCNO> text </DOC> */
+    CLS_TOPICS_ANSERINI, /* <DOC><DOCNO> qid </DOCNO> text </DOC> */
+    CLS_TOPICS_TREC,     /* <top> <num> Number: qid ... <title> text ... </top>; the text is the
+                          * <title> field */
+    CLS_TOPICS_SMART,    /* ".I n" + ".W text" records; qid = the record's 1-based position in
+                          * the file (Cranfield's qrels number cran.qry's queries that way) */
+    CLS_TOPICS_MQ        /* TREC Million Query: qid:priority:text per line */
 } cls_topics_format;
 
 typedef int (*cls_topic_fn)(void *user, const char *qid, const char *text);
@@ -186,6 +195,17 @@ cls_status cls_results_compare(const cls_results *a, const cls_results *b, doubl
 /* Runs every query of batch; r receives one entry per query, in batch order. */
 cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
                              cls_results *r);
+
+/* (advanced) Where the device time of the last cls_engine_search went, from OpenCL profiling
+ * events: transfers apart from kernel time. All zero for the reference engine. */
+typedef struct cls_profile {
+    double upload_s;    /* host to device: query batches, and BM25 norms when k1 or b change */
+    double decode_s, intersect_s, score_s, topk_s; /* kernel time per step */
+    double download_s;  /* device to host: results */
+    uint64_t bytes_up, bytes_down;
+    uint32_t batches;   /* device batches the search was cut into */
+} cls_profile;
+void cls_engine_profile(const cls_engine *e, cls_profile *p);
 
 /* ---- Devices -------------------------------------------------------------------------------- */
 

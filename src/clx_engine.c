@@ -12,6 +12,7 @@
  * Every buffer is sized from the data of the batch and kept for the next one (capacities
  * only grow), so the hot path allocates nothing per query. A batch holds as many queries as
  * fit the device's memory budget, at most CLX_MAX_BATCH. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,9 @@
 
 #define CLX_MAX_BATCH 1024u
 #define MIN_BUF 64u
+
+/* Profiled steps of a batch. */
+enum { EV_UP, EV_DECODE, EV_INTERSECT, EV_SCORE, EV_TOPK, EV_DOWN, EV_COUNT };
 
 typedef struct dbuf {
     cl_mem mem;
@@ -49,6 +53,8 @@ struct clx_engine {
     size_t budget;   /* bytes the per-batch buffers may take together */
     double build_secs;
     int from_cache;
+    cls_profile prof;   /* of the last search */
+    cl_event ev[EV_COUNT]; /* the batch in flight, one per step */
 };
 
 /* Grows a device buffer to hold need bytes (contents are not kept). */
@@ -229,11 +235,11 @@ void clx_build_times(const clx_engine *e, double *seconds, int *from_cache)
         if (a_ != CL_SUCCESS) return err_wrap(clx_fail("clSetKernelArg", a_), "%s arg %d: ", #k, i); \
     } while (0)
 
-static cls_status launch(clx_engine *e, cl_kernel k, const char *name, size_t groups, size_t wg)
+static cls_status launch(clx_engine *e, cl_kernel k, const char *name, size_t groups, size_t wg, cl_event *ev)
 {
     if (groups == 0) return CLS_OK;
     size_t global = groups * wg;
-    cl_int err = clEnqueueNDRangeKernel(e->queue, k, 1, NULL, &global, &wg, 0, NULL, NULL);
+    cl_int err = clEnqueueNDRangeKernel(e->queue, k, 1, NULL, &global, &wg, 0, NULL, ev);
     if (err != CL_SUCCESS) return err_wrap(clx_fail("clEnqueueNDRangeKernel", err), "kernel %s: ", name);
     return CLS_OK;
 }
@@ -247,7 +253,7 @@ static uint32_t next_pow2(uint32_t x)
 
 /* decode_blocks over ntasks (block, destination) pairs at tasks[task_base..]. */
 static cls_status enqueue_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, uint32_t task_base,
-                                 size_t ntasks)
+                                 size_t ntasks, cl_event *ev)
 {
     cl_kernel k = e->k_decode;
     ARG(k, 0, words);
@@ -256,12 +262,12 @@ static cls_status enqueue_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_
     ARG(k, 3, task_base);
     ARG(k, 4, e->docs.mem);
     ARG(k, 5, e->freqs.mem);
-    return launch(e, k, "decode_blocks", ntasks, IDX_BLOCK);
+    return launch(e, k, "decode_blocks", ntasks, IDX_BLOCK, ev);
 }
 
 /* topk_select for nq queries into e->out; dense: scores are rows of num_docs. */
 static cls_status enqueue_topk(clx_engine *e, cl_mem scores, cl_mem cdocs, uint32_t qinfo_base, uint32_t dense,
-                               uint32_t num_docs, uint32_t kk, uint32_t P, uint32_t nq)
+                               uint32_t num_docs, uint32_t kk, uint32_t P, uint32_t nq, cl_event *ev)
 {
     cl_kernel k = e->k_topk;
     ARG(k, 0, scores);
@@ -277,11 +283,28 @@ static cls_status enqueue_topk(clx_engine *e, cl_mem scores, cl_mem cdocs, uint3
     ARG(k, 10, e->sdoc.mem);
     ARG(k, 11, e->sscore.mem);
     ARG(k, 12, e->out.mem);
-    return launch(e, k, "topk_select", nq, e->prm.wg_topk);
+    return launch(e, k, "topk_select", nq, e->prm.wg_topk, ev);
+}
+
+/* Adds each finished step's device time to the profile and releases the events. */
+static void profile_collect(clx_engine *e, int ok)
+{
+    static const size_t slot[EV_COUNT] = {
+        offsetof(cls_profile, upload_s), offsetof(cls_profile, decode_s), offsetof(cls_profile, intersect_s),
+        offsetof(cls_profile, score_s), offsetof(cls_profile, topk_s), offsetof(cls_profile, download_s)};
+    for (int i = 0; i < EV_COUNT; i++) {
+        if (!e->ev[i]) continue;
+        cl_ulong t0 = 0, t1 = 0;
+        if (ok && clGetEventProfilingInfo(e->ev[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) == CL_SUCCESS &&
+            clGetEventProfilingInfo(e->ev[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS && t1 >= t0)
+            *(double *)((char *)&e->prof + slot[i]) += (double)(t1 - t0) * 1e-9;
+        clReleaseEvent(e->ev[i]);
+        e->ev[i] = NULL;
+    }
 }
 
 /* One batch of queries [q0, q0+nq): plan, upload, run, read back into r. */
-static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uint32_t nq, uint32_t ntasks,
+static cls_status run_batch_steps(clx_engine *e, const cls_batch *bt, uint64_t q0, uint32_t nq, uint32_t ntasks,
                             uint32_t nqterms, const cls_search_params *p, uint32_t kk, cls_results *r)
 {
     const cls_index *idx = e->idx;
@@ -352,8 +375,10 @@ static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uin
     if (!host_need((void **)&e->h_out, &e->h_out_cap, out_len, sizeof *e->h_out))
         return err_set(CLS_E_NOMEM, "out of memory for results");
 
-    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, in_len * 4, e->h_in, 0, NULL, NULL));
-    if ((s = enqueue_decode(e, e->d_words, e->d_blocks, e->in.mem, task_base, tpos)) != CLS_OK) return s;
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, in_len * 4, e->h_in, 0, NULL, &e->ev[EV_UP]));
+    e->prof.bytes_up += in_len * 4;
+    if ((s = enqueue_decode(e, e->d_words, e->d_blocks, e->in.mem, task_base, tpos, &e->ev[EV_DECODE])) != CLS_OK)
+        return s;
     cl_kernel k;
 
     cl_mem scores, cdocs;
@@ -366,7 +391,7 @@ static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uin
         ARG(k, 3, e->docs.mem);
         ARG(k, 4, e->cand.mem);
         ARG(k, 5, e->ncand.mem);
-        if ((s = launch(e, k, "intersect_and", nq, e->prm.wg_intersect)) != CLS_OK) return s;
+        if ((s = launch(e, k, "intersect_and", nq, e->prm.wg_intersect, &e->ev[EV_INTERSECT])) != CLS_OK) return s;
         k = e->k_score_and;
         ARG(k, 0, e->in.mem);
         ARG(k, 1, qinfo_base);
@@ -377,7 +402,7 @@ static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uin
         ARG(k, 6, e->cand.mem);
         ARG(k, 7, e->ncand.mem);
         ARG(k, 8, e->cscore.mem);
-        if ((s = launch(e, k, "score_and", nq, e->prm.wg_score)) != CLS_OK) return s;
+        if ((s = launch(e, k, "score_and", nq, e->prm.wg_score, &e->ev[EV_SCORE])) != CLS_OK) return s;
         scores = e->cscore.mem;
         cdocs = e->cand.mem;
     } else {
@@ -390,12 +415,13 @@ static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uin
         ARG(k, 5, e->d_norms);
         ARG(k, 6, N);
         ARG(k, 7, e->acc.mem);
-        if ((s = launch(e, k, "score_or", nq, e->prm.wg_score)) != CLS_OK) return s;
+        if ((s = launch(e, k, "score_or", nq, e->prm.wg_score, &e->ev[EV_SCORE])) != CLS_OK) return s;
         scores = e->acc.mem;
         cdocs = e->cand.mem; /* unused in dense mode */
     }
-    if ((s = enqueue_topk(e, scores, cdocs, qinfo_base, dense, N, kk, P, nq)) != CLS_OK) return s;
-    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
+    if ((s = enqueue_topk(e, scores, cdocs, qinfo_base, dense, N, kk, P, nq, &e->ev[EV_TOPK])) != CLS_OK) return s;
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, &e->ev[EV_DOWN]));
+    e->prof.bytes_down += out_len * 4;
 
     const uint32_t *counts = e->h_out, *odoc = e->h_out + nq, *oscore = e->h_out + nq + (size_t)nq * kk;
     for (uint32_t i = 0; i < nq; i++) {
@@ -409,8 +435,20 @@ static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uin
     return CLS_OK;
 }
 
+static cls_status run_batch(clx_engine *e, const cls_batch *bt, uint64_t q0, uint32_t nq, uint32_t ntasks,
+                            uint32_t nqterms, const cls_search_params *p, uint32_t kk, cls_results *r)
+{
+    cls_status s = run_batch_steps(e, bt, q0, nq, ntasks, nqterms, p, kk, r);
+    profile_collect(e, s == CLS_OK);
+    e->prof.batches++;
+    return s;
+}
+
+void clx_profile(const clx_engine *e, cls_profile *p) { *p = e->prof; }
+
 cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {
+    memset(&e->prof, 0, sizeof e->prof);
     const cls_index *idx = e->idx;
     uint32_t N = idx->num_docs;
     uint32_t kk = p->k < N ? p->k : (N ? N : 1);
@@ -419,7 +457,11 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     if (bt->nq == 0) return CLS_OK;
     if (e->norm_k1 != p->k1 || e->norm_b != p->b) {
         bm25_norms(idx, p->k1, p->b, e->h_norms);
-        CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0, NULL, NULL));
+        cl_int err = clEnqueueWriteBuffer(e->queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0,
+                                          NULL, &e->ev[EV_UP]);
+        profile_collect(e, err == CL_SUCCESS);
+        if (err != CL_SUCCESS) return clx_fail("clEnqueueWriteBuffer(norms)", err);
+        e->prof.bytes_up += (size_t)N * 4;
         e->norm_k1 = p->k1;
         e->norm_b = p->b;
     }
@@ -494,7 +536,7 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
         (s = upload(e, &bl, blocks, (size_t)n * sizeof *blocks, "blocks")) == CLS_OK &&
         (s = upload(e, &tk, tasks, (size_t)n * 8, "tasks")) == CLS_OK &&
         (s = dbuf_need(e, &e->docs, outb, "docs")) == CLS_OK && (s = dbuf_need(e, &e->freqs, outb, "freqs")) == CLS_OK) {
-        s = enqueue_decode(e, w.mem, bl.mem, tk.mem, zero, n);
+        s = enqueue_decode(e, w.mem, bl.mem, tk.mem, zero, n, NULL);
         cl_int r1 = CL_SUCCESS, r2 = CL_SUCCESS;
         if (s == CLS_OK && outb) {
             r1 = clEnqueueReadBuffer(e->queue, e->docs.mem, CL_TRUE, 0, outb, docs, 0, NULL, NULL);
@@ -531,7 +573,7 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
         return s;
     }
     free(qinfo);
-    if ((s = enqueue_topk(e, e->acc.mem, e->cand.mem, qinfo_base, dense, N, k, P, nq)) != CLS_OK) return s;
+    if ((s = enqueue_topk(e, e->acc.mem, e->cand.mem, qinfo_base, dense, N, k, P, nq, NULL)) != CLS_OK) return s;
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
     memcpy(counts, e->h_out, (size_t)nq * 4);
     memcpy(docs, e->h_out + nq, (size_t)nq * k * 4);

@@ -20,6 +20,7 @@
 /* ---- Small string helpers ---------------------------------------------------------------- */
 
 static int ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+static int ascii_upper(int c) { return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c; }
 
 int crp_has_suffix(const char *name, const char *suffix)
 {
@@ -35,6 +36,34 @@ const char *crp_basename(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
+}
+
+const char *crp_find_tag(const char *s, size_t n, const char *tag)
+{
+    size_t k = strlen(tag);
+    for (size_t i = 0; i + k <= n; i++) {
+        size_t j = 0;
+        while (j < k && ascii_upper((unsigned char)s[i + j]) == (unsigned char)tag[j]) j++;
+        if (j == k) return s + i;
+    }
+    return NULL;
+}
+
+cls_status crp_buf_add(crp_buf *b, const char *s, size_t n)
+{
+    if (n > SIZE_MAX - 1 - b->n) return err_set(CLS_E_NOMEM, "record too long");
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap = cap > SIZE_MAX / 2 ? b->n + n + 1 : cap * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return err_set(CLS_E_NOMEM, "out of memory for a record of %zu bytes", b->n + n);
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return CLS_OK;
 }
 
 /* "a" + "/" + "b" in fresh memory (NULL when out of memory). */
@@ -334,16 +363,20 @@ cls_status crp_emit_topic(cls_topic_fn fn, void *user, const char *qid, const ch
 
 /* ---- Dispatch -------------------------------------------------------------------------------- */
 
-typedef struct jsonl_walk {
+/* The line-oriented formats (JSONL, BEIR, TREC, SMART) read a file or every file of a folder,
+ * one file at a time. */
+typedef struct file_walk {
     cls_corpus_format fmt;
     cls_doc_fn fn;
     void *user;
-} jsonl_walk;
+} file_walk;
 
-static cls_status jsonl_visit(void *user, const char *full, const char *rel)
+static cls_status file_visit(void *user, const char *full, const char *rel)
 {
-    const jsonl_walk *w = user;
+    const file_walk *w = user;
     (void)rel;
+    if (w->fmt == CLS_CORPUS_TREC) return crp_read_trec_file(full, w->fn, w->user);
+    if (w->fmt == CLS_CORPUS_SMART) return crp_read_smart_file(full, w->fn, w->user);
     return crp_read_jsonl_file(w->fmt, full, w->fn, w->user);
 }
 
@@ -353,9 +386,11 @@ cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn f
         return err_set(CLS_E_ARG, "cls_corpus_read: a path and a callback are required");
     switch (fmt) {
     case CLS_CORPUS_JSONL:
-    case CLS_CORPUS_BEIR: {
-        jsonl_walk w = {fmt, fn, user};
-        return crp_walk(path, NULL, jsonl_visit, &w);
+    case CLS_CORPUS_BEIR:
+    case CLS_CORPUS_TREC:
+    case CLS_CORPUS_SMART: {
+        file_walk w = {fmt, fn, user};
+        return crp_walk(path, NULL, file_visit, &w);
     }
     case CLS_CORPUS_HTML:
         return crp_read_html(path, fn, user);

@@ -1,5 +1,5 @@
 /* Private helpers shared by the corpus and topics readers (corpus.c, corpus_jsonl.c,
- * corpus_html.c, topics.c): a line reader that hides whether a file is plain or gzip-compressed,
+ * corpus_html.c, corpus_trec.c, corpus_smart.c, topics.c): a line reader that hides whether a file is plain or gzip-compressed,
  * a deterministic folder walk, libarchive error mapping and the callback-stop convention.
  * Nothing here is part of the public API. */
 #ifndef CLS_CORPUS_H
@@ -22,6 +22,19 @@ struct archive; /* libarchive's handle; only corpus*.c include <archive.h> */
 int crp_has_suffix(const char *name, const char *suffix);
 /* The part of path after its last '/'. */
 const char *crp_basename(const char *path);
+/* First ASCII case-insensitive occurrence of tag (given in uppercase, e.g. "<DOCNO>") in
+ * s[0..n), or NULL. s may hold NUL bytes. SGML formats spell their tags in either case. */
+const char *crp_find_tag(const char *s, size_t n, const char *tag);
+
+/* A growable byte string, kept NUL-terminated (p is NULL until the first add). Used to gather
+ * one record (document or topic) that spans lines; memory is bounded by the largest record. */
+typedef struct crp_buf {
+    char *p;
+    size_t n, cap;
+} crp_buf;
+
+/* Appends s[0..n); CLS_E_NOMEM if memory runs out. */
+cls_status crp_buf_add(crp_buf *b, const char *s, size_t n);
 
 /* ---- Line reader ------------------------------------------------------------------------- */
 
@@ -78,6 +91,17 @@ cls_status crp_read_jsonl_file(cls_corpus_format fmt, const char *path, cls_doc_
                                void *user);
 /* A folder, archive or single HTML file. */
 cls_status crp_read_html(const char *path, cls_doc_fn fn, void *user);
+/* One TREC SGML file (plain or .gz) of <DOC> ... </DOC> documents. */
+cls_status crp_read_trec_file(const char *path, cls_doc_fn fn, void *user);
+/* One SMART file (plain or .gz) of ".I n" records (Cranfield, MED, CISI). */
+cls_status crp_read_smart_file(const char *path, cls_doc_fn fn, void *user);
+/* SMART field marker: if line[0..len) is "." + letter, alone or followed by white space, the
+ * letter in uppercase ('I', 'T', 'W', ...); else 0. Text lines such as ".5 mm" or ".NET" are
+ * not markers. *rest receives what follows the letter on the line. */
+int crp_smart_marker(const char *line, size_t len, const char **rest);
+/* The record number after ".I": rest[0..n) trimmed, which must be one or more digits. Returns
+ * 1 and the digits in *id, *id_len; 0 if malformed. */
+int crp_smart_id(const char *rest, size_t n, const char **id, size_t *id_len);
 /* Turns HTML in buf[0..len) into plain text in place (the text is never longer than the HTML)
  * and returns the text's length: tags become one space, <script>/<style> contents and comments
  * are dropped, entities are decoded. */

@@ -73,6 +73,12 @@ void cls_engine_free(cls_engine *e)
 
 const char *cls_engine_describe(const cls_engine *e) { return e->desc; }
 
+void cls_engine_profile(const cls_engine *e, cls_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    if (e->cl) clx_profile(e->cl, p);
+}
+
 void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache)
 {
     *seconds = 0;

@@ -16,6 +16,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
 void clx_free(clx_engine *e);
 cls_status clx_search(clx_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
+void clx_profile(const clx_engine *e, cls_profile *p);
 
 /* Checks k, k1, b; shared by every engine so they reject the same things. */
 cls_status params_check(const cls_search_params *p);

@@ -591,6 +591,34 @@ START_TEST(build_failure_shows_log)
 }
 END_TEST
 
+/* Runs written to /dev/null, /dev/stdout or through a link go through the node, never over
+ * it: a temporary renamed over /dev/null once replaced the device itself. */
+START_TEST(search_to_devices_and_links)
+{
+    make_work();
+    const char *idx = make_index(), *err;
+    put("topics.tsv", "1\tapple\n");
+    int rc = cli(&err, "search -x '%s' -q '%s' -d ref -o /dev/null", idx, wp("topics.tsv"));
+    ck_assert_msg(rc == 0, "-o /dev/null: exit %d: %s", rc, err);
+    struct stat st;
+    ck_assert(lstat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
+    const char *out = wp("through-stdout.run");
+    rc = cli_stdout(out, &err, "search -x '%s' -q '%s' -d ref -o /dev/stdout", idx, wp("topics.tsv"));
+    ck_assert_msg(rc == 0, "-o /dev/stdout: exit %d: %s", rc, err);
+    ck_assert_msg(strstr(slurp(out), "1 Q0 d") != NULL, "the run did not reach stdout");
+    ck_assert(lstat("/dev/stdout", &st) != 0 || !S_ISREG(st.st_mode));
+    /* a link to a regular file: the file is written, the link stays a link */
+    put("target.run", "old\n");
+    ck_assert_int_eq(symlink(wp("target.run"), wp("link.run")), 0);
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("topics.tsv"), wp("link.run"));
+    ck_assert_msg(rc == 0, "-o link: exit %d: %s", rc, err);
+    ck_assert(lstat(wp("link.run"), &st) == 0 && S_ISLNK(st.st_mode));
+    ck_assert(strstr(slurp(wp("target.run")), "1 Q0 d") != NULL);
+    remove(wp("link.run"));
+    rm_work();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cli");
@@ -607,6 +635,7 @@ static Suite *suite(void)
     TCase *tr = tcase_create("results");
     tcase_set_timeout(tr, 300);
     tcase_add_test(tr, search_no_results_and_large_k);
+    tcase_add_test(tr, search_to_devices_and_links);
     tcase_add_test(tr, search_empty_indexes);
     suite_add_tcase(s, tr);
     return s;

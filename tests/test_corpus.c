@@ -1,5 +1,6 @@
 /* Corpus and topics readers: JSONL / BEIR / gzip, HTML folders and archives (markup removal,
- * entities, order), TSV and Anserini topics, and the failures each must report. */
+ * entities, order), TREC SGML and SMART corpora, TSV, Anserini, TREC, SMART and Million Query
+ * topics, and the failures each must report. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdio.h>
@@ -634,6 +635,247 @@ START_TEST(topics_anserini_malformed)
 }
 END_TEST
 
+/* ---- TREC and SMART corpora ------------------------------------------------------------------ */
+
+START_TEST(trec_corpus)
+{
+    const char *p = write_tmp("t.trec",
+                              "<DOC>\n<DOCNO> FT911-1 </DOCNO>\n<HEADLINE>Big &amp; news</HEADLINE>\n"
+                              "<TEXT>\nfirst\nline\n</TEXT>\n</DOC>\n\n"
+                              "<doc><docno>d2</docno>one-liner</doc><DOC>\n<DOCNO>\nd3\n</DOCNO>"
+                              "</DOC>\n");
+    for (int pass = 0; pass < 2; pass++) {
+        coll c = {0};
+        const char *path = pass ? gzip_file(p) : p;
+        ck_assert_msg(cls_corpus_read(CLS_CORPUS_TREC, path, on_doc, &c) == CLS_OK, "%s",
+                      cls_last_error());
+        ck_assert_uint_eq(c.n, 3);
+        ck_assert_str_eq(c.ids[0], "FT911-1");
+        ck_assert_str_eq(c.texts[0], "\n \n Big & news \n \nfirst\nline\n \n");
+        ck_assert_str_eq(c.ids[1], "d2");
+        ck_assert_str_eq(c.texts[1], " one-liner");
+        ck_assert_str_eq(c.ids[2], "d3");
+        ck_assert_str_eq(c.texts[2], "\n "); /* the line break after <DOC> */
+        coll_free(&c);
+    }
+    /* A folder: every file, in byte order. */
+    const char *d = tu_tmp_path("tdir");
+    mkdir_p(d);
+    write_in(d, "b", "<DOC><DOCNO>b1</DOCNO>x</DOC>\n");
+    write_in(d, "a/f1", "<DOC><DOCNO>a1</DOCNO>x</DOC>\n<DOC><DOCNO>a2</DOCNO>y</DOC>\n");
+    coll c = {0};
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_TREC, d, on_doc, &c), CLS_OK);
+    ck_assert_uint_eq(c.n, 3);
+    ck_assert_str_eq(c.ids[0], "a1");
+    ck_assert_str_eq(c.ids[1], "a2");
+    ck_assert_str_eq(c.ids[2], "b1");
+    coll_free(&c);
+    /* An empty file is an empty corpus. */
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_TREC, write_tmp("e.trec", "\n"), on_doc, &c),
+                     CLS_OK);
+    ck_assert_uint_eq(c.n, 0);
+}
+END_TEST
+
+START_TEST(trec_corpus_malformed)
+{
+    expect_bad(CLS_CORPUS_TREC, "<DOC>\n<DOCNO>1</DOCNO>\ntext\n", ":1: <DOC> has no </DOC>");
+    expect_bad(CLS_CORPUS_TREC, "<DOC>\n<DOCNO>1</DOCNO>\n\n<DOC>\n<DOCNO>2</DOCNO></DOC>\n",
+               ":4: <DOC> inside the <DOC> opened at line 1");
+    expect_bad(CLS_CORPUS_TREC, "<DOC><DOCNO>1</DOCNO></DOC>\n<DOC>\ntext\n</DOC>\n",
+               ":2: <DOC> without <DOCNO>");
+    expect_bad(CLS_CORPUS_TREC, "<DOC>\n<DOCNO>1\n</DOC>\n", ":1: <DOCNO> of the <DOC> here has no");
+    expect_bad(CLS_CORPUS_TREC, "<DOC><DOCNO> </DOCNO></DOC>\n", ":1: empty <DOCNO>");
+    expect_bad(CLS_CORPUS_TREC, "<DOC><DOCNO>1</DOCNO><DOCNO>2</DOCNO></DOC>\n",
+               ":1: <DOC> with two <DOCNO>");
+    expect_bad(CLS_CORPUS_TREC, "\nstray\n<DOC><DOCNO>1</DOCNO></DOC>\n", ":2: text outside <DOC>");
+}
+END_TEST
+
+START_TEST(smart_corpus)
+{
+    const char *p = write_tmp("s.all", ".I 1\r\n.T\r\nA title\r\n.A \r\nsmith, j.\r\n.B\r\n"
+                                       "j. x 1, 1958.\r\n.W\r\nwords here\r\n.5 mm .NET\r\n"
+                                       ".X\r\n1\t5\t1\r\n.I 7\n.K\nkeywords\n.W\nonly words\n"
+                                       ".I 9\n");
+    for (int pass = 0; pass < 2; pass++) {
+        coll c = {0};
+        const char *path = pass ? gzip_file(p) : p;
+        ck_assert_msg(cls_corpus_read(CLS_CORPUS_SMART, path, on_doc, &c) == CLS_OK, "%s",
+                      cls_last_error());
+        ck_assert_uint_eq(c.n, 3);
+        ck_assert_str_eq(c.ids[0], "1");
+        ck_assert_str_eq(c.texts[0], "A title\nsmith, j.\nj. x 1, 1958.\nwords here\n.5 mm .NET");
+        ck_assert_str_eq(c.ids[1], "7");
+        ck_assert_str_eq(c.texts[1], "only words");
+        ck_assert_str_eq(c.ids[2], "9");
+        ck_assert_str_eq(c.texts[2], "");
+        coll_free(&c);
+    }
+    expect_bad(CLS_CORPUS_SMART, "junk\n.I 1\n.W\nx\n", ":1: text before the first \".I\"");
+    expect_bad(CLS_CORPUS_SMART, ".I 1\n.W\nx\n.I\n", ":4: \".I\" must be followed");
+    expect_bad(CLS_CORPUS_SMART, ".I 1\n.W\nx\n.I 2a\n", ":4: \".I\" must be followed");
+    expect_bad(CLS_CORPUS_SMART, ".I 1\nloose text\n.W\nx\n", ":2: text in record .I 1 before");
+}
+END_TEST
+
+typedef struct smart_count {
+    size_t n;
+    int ids_ok; /* docno of the i-th record is i */
+} smart_count;
+
+static int on_smart(void *user, const char *docno, size_t dl, const char *text, size_t tl)
+{
+    smart_count *sc = user;
+    char want[32];
+    int k = snprintf(want, sizeof want, "%zu", ++sc->n);
+    if ((size_t)k != dl || memcmp(docno, want, dl) != 0) sc->ids_ok = 0;
+    (void)text;
+    (void)tl;
+    return 0;
+}
+
+START_TEST(smart_collections)
+{
+    static const struct {
+        const char *rel;
+        size_t docs;
+    } sets[] = {{"cranfield/cran.all.1400", 1400}, {"med/MED.ALL", 1033}, {"cisi/CISI.ALL", 1460}};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        const char *p = tu_data_path(sets[i].rel);
+        if (!p) continue;
+        smart_count sc = {0, 1};
+        ck_assert_msg(cls_corpus_read(CLS_CORPUS_SMART, p, on_smart, &sc) == CLS_OK, "%s",
+                      cls_last_error());
+        ck_assert_uint_eq(sc.n, sets[i].docs);
+        ck_assert_msg(sc.ids_ok, "%s: docnos are not 1..%zu", p, sets[i].docs);
+    }
+    /* CISI's .X cross-references are not text: document 1 ends with its abstract. */
+    const char *cisi = tu_data_path("cisi/CISI.ALL");
+    if (!cisi) return;
+    coll c = {.stop_after = 1};
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_SMART, cisi, on_doc, &c), CLS_E_ARG);
+    ck_assert_str_eq(c.ids[0], "1");
+    ck_assert(strncmp(c.texts[0], "18 Editions of the Dewey Decimal Classifications\n"
+                                  "Comaromi, J.P.\n", 64) == 0);
+    ck_assert_ptr_null(strchr(c.texts[0], '\t'));
+    ck_assert_ptr_null(strchr(c.texts[0], '\r'));
+    coll_free(&c);
+}
+END_TEST
+
+/* ---- TREC, SMART and Million Query topics ------------------------------------------------- */
+
+START_TEST(topics_trec)
+{
+    const char *p = write_tmp("t.trec",
+                              "<top>\n<num> Number: 401\n<title> foreign minorities, Germany\n\n"
+                              "<desc> Description:\nWhat language?\n<narr> Narrative:\nx\n</top>\n"
+                              "\n<TOP>\n<NUM> Number: 051\n<TITLE> Topic:  Antitrust\n  Cases "
+                              "Pending\n<DESC> d\n</TOP>\n<top><num>7</num><title>t7</title>"
+                              "</top>\n");
+    coll c = {0};
+    ck_assert_msg(cls_topics_read(CLS_TOPICS_TREC, p, on_topic, &c) == CLS_OK, "%s",
+                  cls_last_error());
+    ck_assert_uint_eq(c.n, 3);
+    ck_assert_str_eq(c.ids[0], "401");
+    ck_assert_str_eq(c.texts[0], "foreign minorities, Germany");
+    ck_assert_str_eq(c.ids[1], "51");
+    ck_assert_str_eq(c.texts[1], "Antitrust Cases Pending");
+    ck_assert_str_eq(c.ids[2], "7");
+    ck_assert_str_eq(c.texts[2], "t7");
+    coll_free(&c);
+
+    expect_bad_topics(CLS_TOPICS_TREC, "<top>\n<num> Number: 1\n<title> x\n",
+                      ":1: <top> has no </top>");
+    expect_bad_topics(CLS_TOPICS_TREC, "<top>\n<title> x\n</top>\n", ":1: <top> without <num>");
+    expect_bad_topics(CLS_TOPICS_TREC, "<top>\n<num> Number: 1\n<desc> x\n</top>\n",
+                      ":1: <top> of topic 1 has no <title>");
+    expect_bad_topics(CLS_TOPICS_TREC, "<top>\n<num> Number: \n<title> x\n</top>\n",
+                      ":1: <num> of this <top>");
+    expect_bad_topics(CLS_TOPICS_TREC, "<top>\n<num> 1\n<top>\n", ":3: <top> inside");
+    expect_bad_topics(CLS_TOPICS_TREC, "1\tq\n", ":1: text outside <top>");
+    expect_bad_topics(CLS_TOPICS_TREC, "\n", ":1: no <top> topics found");
+}
+END_TEST
+
+START_TEST(topics_smart)
+{
+    /* Record numbers with gaps, as in cran.qry: the qid is the ordinal. */
+    const char *p = write_tmp("q.qry", ".I 001\r\n.W\r\nwhat similarity laws\r\n  must be obeyed .\r\n"
+                                       ".I 004\r\n.T\r\nIgnored title\r\n.W\r\nsecond\r\n.B\r\n"
+                                       "ignored too\r\n");
+    coll c = {0};
+    ck_assert_msg(cls_topics_read(CLS_TOPICS_SMART, p, on_topic, &c) == CLS_OK, "%s",
+                  cls_last_error());
+    ck_assert_uint_eq(c.n, 2);
+    ck_assert_str_eq(c.ids[0], "1");
+    ck_assert_str_eq(c.texts[0], "what similarity laws must be obeyed .");
+    ck_assert_str_eq(c.ids[1], "2");
+    ck_assert_str_eq(c.texts[1], "second");
+    coll_free(&c);
+
+    expect_bad_topics(CLS_TOPICS_SMART, ".I 1\n.W\nx\n.I 2\n.T\ny\n", ":4: query 2 has no .W");
+    expect_bad_topics(CLS_TOPICS_SMART, "x\n.I 1\n.W\nx\n", ":1: text before the first");
+    expect_bad_topics(CLS_TOPICS_SMART, ".I one\n.W\nx\n", ":1: \".I\" must be followed");
+    expect_bad_topics(CLS_TOPICS_SMART, "", ":1: no \".I\" queries found");
+
+    static const struct {
+        const char *rel;
+        size_t n;
+    } sets[] = {{"cranfield/cran.qry", 225}, {"med/MED.QRY", 30}, {"cisi/CISI.QRY", 112}};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        const char *q = tu_data_path(sets[i].rel);
+        if (!q) continue;
+        ck_assert_msg(cls_topics_read(CLS_TOPICS_SMART, q, on_topic, &c) == CLS_OK, "%s",
+                      cls_last_error());
+        ck_assert_uint_eq(c.n, sets[i].n);
+        for (size_t j = 0; j < c.n; j++) {
+            char want[32];
+            snprintf(want, sizeof want, "%zu", j + 1);
+            ck_assert_str_eq(c.ids[j], want);
+            ck_assert_msg(c.texts[j][0] != '\0', "%s: query %zu is empty", q, j + 1);
+        }
+        if (i == 0)
+            ck_assert_str_eq(c.texts[0], "what similarity laws must be obeyed when constructing "
+                                         "aeroelastic models of heated high speed aircraft .");
+        coll_free(&c);
+    }
+}
+END_TEST
+
+START_TEST(topics_mq)
+{
+    const char *p = write_tmp("q.mq", "20001:1:obama family tree\n\n20002:3:time: 10:30\r\n"
+                                      "7:0:\n");
+    coll c = {0};
+    ck_assert_msg(cls_topics_read(CLS_TOPICS_MQ, p, on_topic, &c) == CLS_OK, "%s",
+                  cls_last_error());
+    ck_assert_uint_eq(c.n, 3);
+    ck_assert_str_eq(c.ids[0], "20001");
+    ck_assert_str_eq(c.texts[0], "obama family tree");
+    ck_assert_str_eq(c.ids[1], "20002");
+    ck_assert_str_eq(c.texts[1], "time: 10:30");
+    ck_assert_str_eq(c.ids[2], "7");
+    ck_assert_str_eq(c.texts[2], "");
+    coll_free(&c);
+
+    expect_bad_topics(CLS_TOPICS_MQ, "1:1:ok\n2\tno colons\n", ":2: expected qid:priority:query");
+    expect_bad_topics(CLS_TOPICS_MQ, "1:x:bad priority\n", ":1: expected qid:priority:query");
+    expect_bad_topics(CLS_TOPICS_MQ, ":1:no qid\n", ":1: expected qid:priority:query");
+    expect_bad_topics(CLS_TOPICS_MQ, "1::no priority\n", ":1: expected qid:priority:query");
+
+    const char *mq = tu_data_path("queries/topics.mq.20001-60000.txt");
+    if (!mq) return;
+    ck_assert_int_eq(cls_topics_read(CLS_TOPICS_MQ, mq, on_topic, &c), CLS_OK);
+    ck_assert_uint_eq(c.n, 40000);
+    ck_assert_str_eq(c.ids[0], "20001");
+    ck_assert_str_eq(c.texts[0], "obama family tree");
+    ck_assert_str_eq(c.ids[39999], "60000");
+    coll_free(&c);
+}
+END_TEST
+
 static Suite *corpus_suite(void)
 {
     Suite *s = suite_create("corpus");
@@ -656,6 +898,13 @@ static Suite *corpus_suite(void)
     tcase_add_test(tc, topics_tsv_malformed);
     tcase_add_test(tc, topics_anserini);
     tcase_add_test(tc, topics_anserini_malformed);
+    tcase_add_test(tc, trec_corpus);
+    tcase_add_test(tc, trec_corpus_malformed);
+    tcase_add_test(tc, smart_corpus);
+    tcase_add_test(tc, smart_collections);
+    tcase_add_test(tc, topics_trec);
+    tcase_add_test(tc, topics_smart);
+    tcase_add_test(tc, topics_mq);
     suite_add_tcase(s, tc);
     return s;
 }

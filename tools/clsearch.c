@@ -1,7 +1,7 @@
 /* clsearch: the command line, a thin layer over libclsearch (include/clsearch.h).
  *
  *   clsearch devices [-v]
- *   clsearch index -c {jsonl,beir,html} -o INDEX INPUT...
+ *   clsearch index -c {jsonl,beir,html,trec,smart} -o INDEX INPUT...
  *   clsearch search -x INDEX -q TOPICS [options]
  *   clsearch stats INDEX
  *   clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--seed S]
@@ -144,11 +144,13 @@ static int cmd_index(int argc, char **argv)
         }
     }
     cls_corpus_format cf;
-    if (!fmt) return usage_error("index: -c {jsonl,beir,html} is required%s", "");
+    if (!fmt) return usage_error("index: -c {jsonl,beir,html,trec,smart} is required%s", "");
     if (strcmp(fmt, "jsonl") == 0) cf = CLS_CORPUS_JSONL;
     else if (strcmp(fmt, "beir") == 0) cf = CLS_CORPUS_BEIR;
     else if (strcmp(fmt, "html") == 0) cf = CLS_CORPUS_HTML;
-    else return usage_error("index: unknown collection format '%s' (jsonl, beir, html)", fmt);
+    else if (strcmp(fmt, "trec") == 0) cf = CLS_CORPUS_TREC;
+    else if (strcmp(fmt, "smart") == 0) cf = CLS_CORPUS_SMART;
+    else return usage_error("index: unknown collection format '%s' (jsonl, beir, html, trec, smart)", fmt);
     if (!out) return usage_error("index: -o INDEX is required%s", "");
     if (optind >= argc) return usage_error("index: no INPUT given%s", "");
     index_ctx c = {0};
@@ -186,20 +188,39 @@ static int on_topic(void *user, const char *qid, const char *text)
     return c->err != CLS_OK;
 }
 
-/* Topics format "auto": Anserini's <DOC> files start with "<DOC>", everything else is TSV. */
+/* Topics format "auto", from the first line that is not blank: "<DOC" is Anserini's <DOC>
+ * blocks, "<top>" TREC topics, ".I" a SMART query file, "digits:digits:" a Million Query log;
+ * everything else is TSV. A .gz file is not looked into and reads as TSV (name -f for it). */
 static cls_topics_format sniff_topics(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return CLS_TOPICS_TSV; /* the reader reports the error */
     int ch;
     while ((ch = fgetc(f)) == ' ' || ch == '\n' || ch == '\r' || ch == '\t') {}
-    char buf[5] = {0};
-    if (ch != EOF) {
-        buf[0] = (char)ch;
-        if (fread(buf + 1, 1, 3, f) != 3) buf[1] = 0;
+    char buf[64] = {0};
+    size_t n = 0;
+    while (ch != EOF && ch != '\n' && n + 1 < sizeof buf) {
+        buf[n++] = (char)ch;
+        ch = fgetc(f);
     }
     fclose(f);
-    return strncmp(buf, "<DOC", 4) == 0 ? CLS_TOPICS_ANSERINI : CLS_TOPICS_TSV;
+    if (strncmp(buf, "<DOC", 4) == 0) return CLS_TOPICS_ANSERINI;
+    int top = 1; /* "<top>" in either case */
+    for (int j = 0; j < 5; j++) {
+        char c = buf[j] >= 'A' && buf[j] <= 'Z' ? (char)(buf[j] - 'A' + 'a') : buf[j];
+        if (c != "<top>"[j]) top = 0;
+    }
+    if (top) return CLS_TOPICS_TREC;
+    if (buf[0] == '.' && buf[1] == 'I' && (buf[2] == '\0' || buf[2] == ' ' || buf[2] == '\t' || buf[2] == '\r'))
+        return CLS_TOPICS_SMART;
+    size_t i = 0;
+    while (buf[i] >= '0' && buf[i] <= '9') i++;
+    if (i > 0 && buf[i] == ':') {
+        size_t d = ++i;
+        while (buf[i] >= '0' && buf[i] <= '9') i++;
+        if (i > d && buf[i] == ':') return CLS_TOPICS_MQ;
+    }
+    return CLS_TOPICS_TSV;
 }
 
 static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, const char *tag)
@@ -266,8 +287,11 @@ static int cmd_search(int argc, char **argv)
     cls_topics_format tf;
     if (strcmp(fmt, "tsv") == 0) tf = CLS_TOPICS_TSV;
     else if (strcmp(fmt, "anserini") == 0) tf = CLS_TOPICS_ANSERINI;
+    else if (strcmp(fmt, "trec") == 0) tf = CLS_TOPICS_TREC;
+    else if (strcmp(fmt, "smart") == 0) tf = CLS_TOPICS_SMART;
+    else if (strcmp(fmt, "mq") == 0) tf = CLS_TOPICS_MQ;
     else if (strcmp(fmt, "auto") == 0) tf = sniff_topics(topics);
-    else return usage_error("search: unknown topics format '%s' (tsv, anserini)", fmt);
+    else return usage_error("search: unknown topics format '%s' (tsv, anserini, trec, smart, mq)", fmt);
 
     cls_index *idx = NULL;
     cls_batch *batch = NULL;
@@ -331,9 +355,9 @@ static int cmd_search(int argc, char **argv)
         }
     }
     struct stat ost;
-    if (out && stat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
-        /* a device or a pipe (/dev/null, /dev/stdout, a FIFO): write straight to it; renaming
-         * a temporary file over it would replace the device node itself */
+    if (out && lstat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+        /* a device, a pipe or a link (/dev/null, /dev/stdout, a FIFO): write straight through
+         * it; renaming a temporary file over it would replace the node or the link itself */
         f = fopen(out, "w");
         int ok = f && write_run(f, idx, batch, res, tag);
         if (f) ok = (fclose(f) == 0) && ok;
@@ -369,6 +393,15 @@ static int cmd_search(int argc, char **argv)
         fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
         goto done;
     }
+    cls_profile prof;
+    cls_engine_profile(eng, &prof);
+    if (verbose && prof.batches)
+        fprintf(stderr,
+                "device time in %u batch(es): upload %.3f ms (%.2f MB), decode %.3f ms, intersect %.3f ms, score %.3f ms, "
+                "top-k %.3f ms, download %.3f ms (%.2f MB)\n",
+                prof.batches, prof.upload_s * 1e3, (double)prof.bytes_up / 1e6, prof.decode_s * 1e3,
+                prof.intersect_s * 1e3, prof.score_s * 1e3, prof.topk_s * 1e3, prof.download_s * 1e3,
+                (double)prof.bytes_down / 1e6);
     if (verbose)
         fprintf(stderr, "searched %zu queries (%s, k %u) in %.3f s: %.1f queries/s, %zu hits, %zu queries without results\n",
                 nq, p.mode == CLS_MODE_AND ? "AND" : "OR", p.k, t_search, t_search > 0 ? (double)nq / t_search : 0.0,
@@ -508,9 +541,9 @@ static void help(void)
 {
     printf("clsearch %s: query processing on OpenCL devices\n\n"
            "  clsearch devices [-v]                       list OpenCL platforms and devices\n"
-           "  clsearch index -c {jsonl,beir,html} -o INDEX INPUT...\n"
+           "  clsearch index -c {jsonl,beir,html,trec,smart} -o INDEX INPUT...\n"
            "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
-           "  clsearch search -x INDEX -q TOPICS [-f {auto,tsv,anserini}] [-k K] [-m {and,or}]\n"
+           "  clsearch search -x INDEX -q TOPICS [-f {auto,tsv,anserini,trec,smart,mq}] [-k K] [-m {and,or}]\n"
            "                  [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [-v]\n"
            "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto)\n"
            "  clsearch stats INDEX\n"
