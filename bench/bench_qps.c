@@ -67,14 +67,7 @@ int main(int argc, char **argv)
     cls_status s = cls_index_open(index, &idx);
     if (s != CLS_OK) return die(s, index);
     if ((s = cls_batch_create(idx, &batch)) != CLS_OK) return die(s, "batch");
-    int tsv = 1;
-    FILE *tf = fopen(topics, "r");
-    if (tf) {
-        char head[8] = {0};
-        tsv = !(fread(head, 1, 4, tf) == 4 && strncmp(head, "<DOC", 4) == 0);
-        fclose(tf);
-    }
-    if ((s = cls_topics_read(tsv ? CLS_TOPICS_TSV : CLS_TOPICS_ANSERINI, topics, on_topic, batch)) != CLS_OK)
+    if ((s = cls_topics_read(cls_topics_detect(topics), topics, on_topic, batch)) != CLS_OK)
         return die(s, topics);
     size_t nq = cls_batch_count(batch);
     cls_index_stats st;

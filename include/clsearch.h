@@ -102,6 +102,9 @@ typedef int (*cls_topic_fn)(void *user, const char *qid, const char *text);
 
 /* Streams every topic of path to fn (NUL-terminated strings, valid during the call). */
 cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn fn, void *user);
+/* The format of a topics file guessed from its first non-blank line (TSV when unsure or
+ * unreadable: the reader then reports the error). */
+cls_topics_format cls_topics_detect(const char *path);
 
 /* ---- Index building ------------------------------------------------------------------------ */
 

@@ -251,6 +251,21 @@ static uint32_t next_pow2(uint32_t x)
     return p;
 }
 
+/* The arguments intersect_and, score_and and score_or share: the batch input, where its query
+ * descriptors start, and the decoded lists (docIDs; frequencies and norms too when scoring). */
+static cls_status query_args(clx_engine *e, cl_kernel k, uint32_t qinfo_base, uint32_t qterm_base, int scoring)
+{
+    ARG(k, 0, e->in.mem);
+    ARG(k, 1, qinfo_base);
+    ARG(k, 2, qterm_base);
+    ARG(k, 3, e->docs.mem);
+    if (scoring) {
+        ARG(k, 4, e->freqs.mem);
+        ARG(k, 5, e->d_norms);
+    }
+    return CLS_OK;
+}
+
 /* decode_blocks over ntasks (block, destination) pairs at tasks[task_base..]. */
 static cls_status enqueue_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, uint32_t task_base,
                                  size_t ntasks, cl_event *ev)
@@ -385,40 +400,26 @@ static cls_status run_batch_steps(clx_engine *e, const cls_batch *bt, uint64_t q
     uint32_t dense = and_mode ? 0 : 1;
     if (and_mode) {
         k = e->k_intersect;
-        ARG(k, 0, e->in.mem);
-        ARG(k, 1, qinfo_base);
-        ARG(k, 2, qterm_base);
-        ARG(k, 3, e->docs.mem);
+        if ((s = query_args(e, k, qinfo_base, qterm_base, 0)) != CLS_OK) return s;
         ARG(k, 4, e->cand.mem);
         ARG(k, 5, e->ncand.mem);
         if ((s = launch(e, k, "intersect_and", nq, e->prm.wg_intersect, &e->ev[EV_INTERSECT])) != CLS_OK) return s;
         k = e->k_score_and;
-        ARG(k, 0, e->in.mem);
-        ARG(k, 1, qinfo_base);
-        ARG(k, 2, qterm_base);
-        ARG(k, 3, e->docs.mem);
-        ARG(k, 4, e->freqs.mem);
-        ARG(k, 5, e->d_norms);
+        if ((s = query_args(e, k, qinfo_base, qterm_base, 1)) != CLS_OK) return s;
         ARG(k, 6, e->cand.mem);
         ARG(k, 7, e->ncand.mem);
         ARG(k, 8, e->cscore.mem);
         if ((s = launch(e, k, "score_and", nq, e->prm.wg_score, &e->ev[EV_SCORE])) != CLS_OK) return s;
         scores = e->cscore.mem;
-        cdocs = e->cand.mem;
     } else {
         k = e->k_score_or;
-        ARG(k, 0, e->in.mem);
-        ARG(k, 1, qinfo_base);
-        ARG(k, 2, qterm_base);
-        ARG(k, 3, e->docs.mem);
-        ARG(k, 4, e->freqs.mem);
-        ARG(k, 5, e->d_norms);
+        if ((s = query_args(e, k, qinfo_base, qterm_base, 1)) != CLS_OK) return s;
         ARG(k, 6, N);
         ARG(k, 7, e->acc.mem);
         if ((s = launch(e, k, "score_or", nq, e->prm.wg_score, &e->ev[EV_SCORE])) != CLS_OK) return s;
         scores = e->acc.mem;
-        cdocs = e->cand.mem; /* unused in dense mode */
     }
+    cdocs = e->cand.mem; /* unused by top-k in dense (OR) mode */
     if ((s = enqueue_topk(e, scores, cdocs, qinfo_base, dense, N, kk, P, nq, &e->ev[EV_TOPK])) != CLS_OK) return s;
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, &e->ev[EV_DOWN]));
     e->prof.bytes_down += out_len * 4;

@@ -107,4 +107,26 @@ int crp_smart_id(const char *rest, size_t n, const char **id, size_t *id_len);
  * are dropped, entities are decoded. */
 size_t crp_html_to_text(char *buf, size_t len);
 
+/* ASCII white space, as every line-oriented reader treats it. */
+static inline int crp_is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+/* Whether s[0..n) is empty or white space only. */
+static inline int crp_is_blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!crp_is_space(s[i])) return 0;
+    return 1;
+}
+
+/* Narrows the range [b, e) of char pointers (const or not) past leading and trailing white
+ * space. A macro so one definition serves both pointer types. */
+#define CRP_TRIM(b, e)                                                                            \
+    do {                                                                                          \
+        while ((b) < (e) && crp_is_space(*(b))) (b)++;                                            \
+        while ((e) > (b) && crp_is_space((e)[-1])) (e)--;                                         \
+    } while (0)
+
 #endif

@@ -19,18 +19,6 @@ typedef struct jsonl_state {
     size_t joined_cap;
 } jsonl_state;
 
-static int is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-static int is_blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!is_space(s[i])) return 0;
-    return 1;
-}
-
 /* cJSON decodes "\u0000" into a NUL inside its NUL-terminated strings, which would silently cut
  * the document there. Rewriting the escape to "\u0020" (same length, in place) keeps the text
  * whole; a space is what a tokenizer would have made of the NUL anyway. Backslashes occur only
@@ -117,7 +105,7 @@ static cls_status handle_line(jsonl_state *st, char *line, size_t len, cls_doc_f
         return bad_line(st, why);
     }
     cls_status s = CLS_OK;
-    if (!is_blank(end, len - (size_t)(end - line))) {
+    if (!crp_is_blank(end, len - (size_t)(end - line))) {
         char why[64];
         snprintf(why, sizeof why, "text after the JSON object (column %zu)",
                  (size_t)(end - line) + 1);
@@ -185,7 +173,7 @@ cls_status crp_read_jsonl_file(cls_corpus_format fmt, const char *path, cls_doc_
         size_t len;
         int got;
         if ((s = crp_lines_next(&st.r, &len, &got)) != CLS_OK || !got) break;
-        if (is_blank(st.r.line, len)) continue;
+        if (crp_is_blank(st.r.line, len)) continue;
         if ((s = handle_line(&st, st.r.line, len, fn, user)) != CLS_OK) break;
     }
     crp_lines_close(&st.r);

@@ -11,18 +11,6 @@
 #include "corpus.h"
 #include "err.h"
 
-static int is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-static int is_blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!is_space(s[i])) return 0;
-    return 1;
-}
-
 int crp_smart_marker(const char *line, size_t len, const char **rest)
 {
     if (len < 2 || line[0] != '.') return 0;
@@ -30,7 +18,7 @@ int crp_smart_marker(const char *line, size_t len, const char **rest)
     if (c >= 'a' && c <= 'z') c = (char)(c - 'a' + 'A');
     if (c < 'A' || c > 'Z') return 0;
     /* CISI writes some markers with trailing spaces (".T "); ".I 12" carries its number. */
-    if (len > 2 && !is_space(line[2])) return 0;
+    if (len > 2 && !crp_is_space(line[2])) return 0;
     *rest = line + 2;
     return c;
 }
@@ -38,8 +26,7 @@ int crp_smart_marker(const char *line, size_t len, const char **rest)
 int crp_smart_id(const char *rest, size_t n, const char **id, size_t *id_len)
 {
     const char *p = rest, *e = rest + n;
-    while (p < e && is_space(*p)) p++;
-    while (e > p && is_space(e[-1])) e--;
+    CRP_TRIM(p, e);
     if (p == e) return 0;
     for (const char *q = p; q < e; q++)
         if (*q < '0' || *q > '9') return 0;
@@ -100,18 +87,18 @@ static cls_status handle_line(smart_state *s, const char *line, size_t len, cls_
         return crp_buf_add(&s->docno, id, id_len);
     }
     if (!s->open) {
-        if (is_blank(line, len)) return CLS_OK;
+        if (crp_is_blank(line, len)) return CLS_OK;
         return err_set(CLS_E_FORMAT, "%s:%lu: text before the first \".I\" record (not a SMART "
                        "file?)", s->r.path, s->r.lineno);
     }
     if (m) {
         s->field = m;
         /* Text on the marker line itself (".T A title") belongs to the field. */
-        if (kept_field(m) && !is_blank(rest, rest_len)) return add_line(s, rest, rest_len);
+        if (kept_field(m) && !crp_is_blank(rest, rest_len)) return add_line(s, rest, rest_len);
         return CLS_OK;
     }
     if (!s->field) {
-        if (is_blank(line, len)) return CLS_OK;
+        if (crp_is_blank(line, len)) return CLS_OK;
         return err_set(CLS_E_FORMAT, "%s:%lu: text in record .I %s before any field marker",
                        s->r.path, s->r.lineno, s->docno.p);
     }

@@ -11,18 +11,6 @@
 #include "corpus.h"
 #include "err.h"
 
-static int is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-static int is_blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!is_space(s[i])) return 0;
-    return 1;
-}
-
 typedef struct trec_state {
     crp_lines r;
     crp_buf body;           /* raw content of the open <DOC>, lines joined by "\n" */
@@ -50,8 +38,7 @@ static cls_status finish_doc(trec_state *s, cls_doc_fn fn, void *user)
         return err_set(CLS_E_FORMAT, "%s:%lu: <DOC> with two <DOCNO> elements", s->r.path,
                        s->doc_line);
     const char *ide = close;
-    while (id < ide && is_space(*id)) id++;
-    while (ide > id && is_space(ide[-1])) ide--;
+    CRP_TRIM(id, ide);
     if (id == ide)
         return err_set(CLS_E_FORMAT, "%s:%lu: empty <DOCNO>", s->r.path, s->doc_line);
     s->docno.n = 0;
@@ -77,7 +64,7 @@ static cls_status handle_line(trec_state *s, const char *line, size_t len, cls_d
         size_t rest = (size_t)(end - p);
         if (!s->in_doc) {
             const char *t = crp_find_tag(p, rest, "<DOC>");
-            if (!is_blank(p, t ? (size_t)(t - p) : rest))
+            if (!crp_is_blank(p, t ? (size_t)(t - p) : rest))
                 return err_set(CLS_E_FORMAT, "%s:%lu: text outside <DOC> ... </DOC>", s->r.path,
                                s->r.lineno);
             if (!t) return CLS_OK;

@@ -10,18 +10,6 @@
 #include "corpus.h"
 #include "err.h"
 
-static int is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-static int is_blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!is_space(s[i])) return 0;
-    return 1;
-}
-
 /* Topic strings go to the caller NUL-terminated, so a NUL inside would cut the query short. */
 static cls_status check_nul(const crp_lines *r, size_t len)
 {
@@ -39,13 +27,12 @@ static cls_status read_tsv(crp_lines *r, cls_topic_fn fn, void *user)
         int got;
         cls_status st = crp_lines_next(r, &len, &got);
         if (st != CLS_OK || !got) return st;
-        if (is_blank(r->line, len)) continue;
+        if (crp_is_blank(r->line, len)) continue;
         if ((st = check_nul(r, len)) != CLS_OK) return st;
         char *tab = memchr(r->line, '\t', len);
         char *q = r->line, *qe = tab;
         /* Spaces around the qid are layout, not identity ("1 \t..." is query "1"). */
-        while (q < qe && is_space(*q)) q++;
-        while (qe > q && is_space(qe[-1])) qe--;
+        CRP_TRIM(q, qe);
         if (!tab || qe == q)
             return err_set(CLS_E_FORMAT, "%s:%lu: expected qid<TAB>text", r->path, r->lineno);
         *qe = '\0';
@@ -62,7 +49,7 @@ static void collapse(crp_buf *b)
     size_t o = 0;
     int pending = 0;
     for (size_t i = 0; i < b->n; i++) {
-        if (is_space(b->p[i])) {
+        if (crp_is_space(b->p[i])) {
             pending = o > 0;
             continue;
         }
@@ -95,7 +82,7 @@ static cls_status read_anserini(crp_lines *r, cls_topic_fn fn, void *user)
             size_t rest = (size_t)(end - p);
             if (state == OUTSIDE) {
                 const char *t = crp_find_tag(p, rest, "<DOC>");
-                if (!is_blank(p, t ? (size_t)(t - p) : rest)) {
+                if (!crp_is_blank(p, t ? (size_t)(t - p) : rest)) {
                     st = err_set(CLS_E_FORMAT, "%s:%lu: text outside <DOC> ... </DOC>", r->path,
                                  r->lineno);
                 } else if (t) {
@@ -106,7 +93,7 @@ static cls_status read_anserini(crp_lines *r, cls_topic_fn fn, void *user)
                     p = end;
                 }
             } else if (state == IN_DOC) {
-                while (p < end && is_space(*p)) p++;
+                while (p < end && crp_is_space(*p)) p++;
                 if (p == end) break;
                 if (crp_find_tag(p, (size_t)(end - p), "<DOCNO>") != p) {
                     st = err_set(CLS_E_FORMAT, "%s:%lu: missing <DOCNO> after <DOC>", r->path,
@@ -181,7 +168,7 @@ static void strip_label(crp_buf *b, const char *label)
         if ((c >= 'a' && c <= 'z' ? (char)(c - 32) : c) != label[i]) return;
     }
     size_t from = k;
-    while (from < b->n && is_space(b->p[from])) from++;
+    while (from < b->n && crp_is_space(b->p[from])) from++;
     memmove(b->p, b->p + from, b->n - from + 1);
     b->n -= from;
 }
@@ -253,7 +240,7 @@ static cls_status read_trec(crp_lines *r, cls_topic_fn fn, void *user)
             size_t rest = (size_t)(end - p);
             if (!in_top) {
                 const char *t = crp_find_tag(p, rest, "<TOP>");
-                if (!is_blank(p, t ? (size_t)(t - p) : rest)) {
+                if (!crp_is_blank(p, t ? (size_t)(t - p) : rest)) {
                     st = err_set(CLS_E_FORMAT, "%s:%lu: text outside <top> ... </top>", r->path,
                                  r->lineno);
                 } else if (t) {
@@ -346,7 +333,7 @@ static cls_status read_smart(crp_lines *r, cls_topic_fn fn, void *user)
             field = has_w = 0;
             text.n = 0;
         } else if (!count || (!m && !field)) {
-            if (!is_blank(r->line, len)) {
+            if (!crp_is_blank(r->line, len)) {
                 st = err_set(CLS_E_FORMAT, "%s:%lu: text %s", r->path, r->lineno,
                              count ? "before any field marker" : "before the first \".I\" query");
                 break;
@@ -386,13 +373,12 @@ static cls_status read_mq(crp_lines *r, cls_topic_fn fn, void *user)
         int got;
         cls_status st = crp_lines_next(r, &len, &got);
         if (st != CLS_OK || !got) return st;
-        if (is_blank(r->line, len)) continue;
+        if (crp_is_blank(r->line, len)) continue;
         if ((st = check_nul(r, len)) != CLS_OK) return st;
         char *c1 = memchr(r->line, ':', len);
         char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - r->line)) : NULL;
         char *q = r->line, *qe = c1;
-        while (q < qe && is_space(*q)) q++;
-        while (qe > q && is_space(qe[-1])) qe--;
+        CRP_TRIM(q, qe);
         int ok = c2 && qe > q && c2 > c1 + 1;
         for (char *d = c1 ? c1 + 1 : NULL; ok && d < c2; d++)
             if (*d < '0' || *d > '9') ok = 0;
@@ -423,4 +409,40 @@ cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn
     st = read(&r, fn, user);
     crp_lines_close(&r);
     return st;
+}
+
+/* ---- Format detection ---------------------------------------------------------------------- */
+
+/* From the first non-blank line: "<DOC" Anserini, "<top>" TREC, ".I" SMART, "digits:digits:"
+ * Million Query, anything else TSV. */
+cls_topics_format cls_topics_detect(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return CLS_TOPICS_TSV; /* the reader reports the error */
+    int ch;
+    while ((ch = fgetc(f)) == ' ' || ch == '\n' || ch == '\r' || ch == '\t') {}
+    char buf[64] = {0};
+    size_t n = 0;
+    while (ch != EOF && ch != '\n' && n + 1 < sizeof buf) {
+        buf[n++] = (char)ch;
+        ch = fgetc(f);
+    }
+    fclose(f);
+    if (strncmp(buf, "<DOC", 4) == 0) return CLS_TOPICS_ANSERINI;
+    int top = 1; /* "<top>" in either case */
+    for (int j = 0; j < 5; j++) {
+        char c = buf[j] >= 'A' && buf[j] <= 'Z' ? (char)(buf[j] - 'A' + 'a') : buf[j];
+        if (c != "<top>"[j]) top = 0;
+    }
+    if (top) return CLS_TOPICS_TREC;
+    if (buf[0] == '.' && buf[1] == 'I' && (buf[2] == '\0' || buf[2] == ' ' || buf[2] == '\t' || buf[2] == '\r'))
+        return CLS_TOPICS_SMART;
+    size_t i = 0;
+    while (buf[i] >= '0' && buf[i] <= '9') i++;
+    if (i > 0 && buf[i] == ':') {
+        size_t d = ++i;
+        while (buf[i] >= '0' && buf[i] <= '9') i++;
+        if (i > d && buf[i] == ':') return CLS_TOPICS_MQ;
+    }
+    return CLS_TOPICS_TSV;
 }

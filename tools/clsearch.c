@@ -188,41 +188,6 @@ static int on_topic(void *user, const char *qid, const char *text)
     return c->err != CLS_OK;
 }
 
-/* Topics format "auto", from the first line that is not blank: "<DOC" is Anserini's <DOC>
- * blocks, "<top>" TREC topics, ".I" a SMART query file, "digits:digits:" a Million Query log;
- * everything else is TSV. A .gz file is not looked into and reads as TSV (name -f for it). */
-static cls_topics_format sniff_topics(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return CLS_TOPICS_TSV; /* the reader reports the error */
-    int ch;
-    while ((ch = fgetc(f)) == ' ' || ch == '\n' || ch == '\r' || ch == '\t') {}
-    char buf[64] = {0};
-    size_t n = 0;
-    while (ch != EOF && ch != '\n' && n + 1 < sizeof buf) {
-        buf[n++] = (char)ch;
-        ch = fgetc(f);
-    }
-    fclose(f);
-    if (strncmp(buf, "<DOC", 4) == 0) return CLS_TOPICS_ANSERINI;
-    int top = 1; /* "<top>" in either case */
-    for (int j = 0; j < 5; j++) {
-        char c = buf[j] >= 'A' && buf[j] <= 'Z' ? (char)(buf[j] - 'A' + 'a') : buf[j];
-        if (c != "<top>"[j]) top = 0;
-    }
-    if (top) return CLS_TOPICS_TREC;
-    if (buf[0] == '.' && buf[1] == 'I' && (buf[2] == '\0' || buf[2] == ' ' || buf[2] == '\t' || buf[2] == '\r'))
-        return CLS_TOPICS_SMART;
-    size_t i = 0;
-    while (buf[i] >= '0' && buf[i] <= '9') i++;
-    if (i > 0 && buf[i] == ':') {
-        size_t d = ++i;
-        while (buf[i] >= '0' && buf[i] <= '9') i++;
-        if (i > d && buf[i] == ':') return CLS_TOPICS_MQ;
-    }
-    return CLS_TOPICS_TSV;
-}
-
 static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, const char *tag)
 {
     for (size_t q = 0; q < cls_results_count(r); q++) {
@@ -290,7 +255,7 @@ static int cmd_search(int argc, char **argv)
     else if (strcmp(fmt, "trec") == 0) tf = CLS_TOPICS_TREC;
     else if (strcmp(fmt, "smart") == 0) tf = CLS_TOPICS_SMART;
     else if (strcmp(fmt, "mq") == 0) tf = CLS_TOPICS_MQ;
-    else if (strcmp(fmt, "auto") == 0) tf = sniff_topics(topics);
+    else if (strcmp(fmt, "auto") == 0) tf = cls_topics_detect(topics);
     else return usage_error("search: unknown topics format '%s' (tsv, anserini, trec, smart, mq)", fmt);
 
     cls_index *idx = NULL;
