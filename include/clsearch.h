@@ -76,8 +76,10 @@ typedef enum cls_corpus_format {
     CLS_CORPUS_HTML,  /* a folder (or .tar/.tar.gz/.tgz/.zip) of HTML files; docno = name w/o ext */
     CLS_CORPUS_TREC,  /* TREC SGML: <DOC><DOCNO> id </DOCNO> ... </DOC>, many per file; the text is
                        * the rest of the <DOC> element with tags removed */
-    CLS_CORPUS_SMART  /* SMART (Cranfield, MED, CISI): ".I n" records; docno = n; the text is the
+    CLS_CORPUS_SMART, /* SMART (Cranfield, MED, CISI): ".I n" records; docno = n; the text is the
                        * .T, .A, .B and .W fields joined by newlines, other fields ignored */
+    CLS_CORPUS_FILES  /* a folder tree (or archive) of plain-text files, one document each; docno =
+                       * the path relative to the root, bytes outside [!-~] and '%' written %XX */
 } cls_corpus_format;
 
 /* Called once per document; a nonzero return stops the read with CLS_E_ARG. The strings are
@@ -87,6 +89,13 @@ typedef int (*cls_doc_fn)(void *user, const char *docno, size_t docno_len, const
 
 /* Streams every document of path (a file or a folder) to fn, in a deterministic order. */
 cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user);
+
+/* (advanced) Progress of a read: documents so far, input bytes consumed so far (compressed
+ * bytes for compressed input) and the input's total size in bytes (0 when unknown). */
+typedef void (*cls_progress_fn)(void *user, uint64_t docs, uint64_t bytes_done, uint64_t bytes_total);
+/* (advanced) cls_corpus_read that also calls progress (when not NULL) every few documents. */
+cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
+                              cls_progress_fn progress, void *progress_user);
 
 typedef enum cls_topics_format {
     CLS_TOPICS_TSV,     /* qid<TAB>text per line */
@@ -108,9 +117,39 @@ cls_topics_format cls_topics_detect(const char *path);
 
 /* ---- Index building ------------------------------------------------------------------------ */
 
+/* Posting-list codecs. Every codec codes a block's docIDs as gaps (decoded by a prefix sum
+ * local to the block, from the block's first docID) and its frequencies minus one; see
+ * docs/FORMAT.md for each codec's bit layout. */
+typedef enum cls_codec {
+    CLS_CODEC_RAW = 0, /* uncompressed 32-bit values: the baseline */
+    CLS_CODEC_BP,      /* bit-packing, one bit width per block and stream */
+    CLS_CODEC_PFOR,    /* PForDelta, one width per list, exceptions' high bits and positions
+                        * in two arrays coded recursively (Ding et al.'s GPU variant) */
+    CLS_CODEC_OPTPFD,  /* PForDelta with each block's size-minimizing width (OptPFD) */
+    CLS_CODEC_RICE     /* Rice codes, unary and binary parts in separate bit arrays */
+} cls_codec;
+#define CLS_NUM_CODECS 5
+
+/* "raw", "bp", "pfor", "optpfd", "rice"; NULL for an unknown value. */
+const char *cls_codec_name(cls_codec c);
+/* The codec named name; CLS_E_ARG (with the valid names in the message) when unknown. */
+cls_status cls_codec_parse(const char *name, cls_codec *out);
+
+/* How an index is laid out. */
+typedef struct cls_build_opts {
+    cls_codec codec;     /* default bp */
+    uint32_t block_size; /* postings per block: 64, 128 (default), 256 or 512 */
+    unsigned pfor_depth; /* pfor: levels of recursive exception coding, 0..3 (default 1) */
+    unsigned threads;    /* analysis threads; 0 = all cores (default) */
+} cls_build_opts;
+
+void cls_build_defaults(cls_build_opts *o);
+
 typedef struct cls_builder cls_builder;
 
 cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out);
+/* Sets the layout and threads; before the first cls_builder_add. Checks every field. */
+cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o);
 /* Adds one document; internal docIDs are assigned in the order of these calls. */
 cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
                            size_t text_len);
@@ -129,9 +168,20 @@ typedef struct cls_index_stats {
     uint64_t num_tokens;     /* indexed term occurrences: sum of document lengths */
     double avg_doc_len;
     uint32_t block_size;     /* postings per block */
-    uint64_t postings_bytes; /* compressed postings payload */
+    cls_codec codec;
+    unsigned pfor_depth;
+    uint64_t num_blocks;
+    uint64_t postings_bytes; /* compressed postings payload: doc and frequency streams */
+    uint64_t doc_bits, freq_bits; /* bits of the docID and frequency streams */
+    uint64_t meta_bytes;     /* per-block metadata */
     uint64_t file_bytes;
 } cls_index_stats;
+
+/* (advanced) The size the postings of idx would take in codec c at block_size (re-encodes every
+ * list; the index is unchanged): num_blocks, doc_bits, freq_bits, meta_bytes and postings_bytes
+ * of st are filled, the rest as cls_index_get_stats. */
+cls_status cls_index_codec_stats(const cls_index *idx, cls_codec c, uint32_t block_size,
+                                 unsigned pfor_depth, cls_index_stats *st);
 
 /* Opens and verifies an index file (bounds, checksums, internal consistency). */
 cls_status cls_index_open(const char *path, cls_index **out);
@@ -141,6 +191,16 @@ void cls_index_get_stats(const cls_index *idx, cls_index_stats *st);
 const char *cls_index_docno(const cls_index *idx, uint32_t doc);
 /* The analyzer the index was built with. */
 void cls_index_analyzer(const cls_index *idx, cls_analyzer_opts *o);
+
+/* ---- Exchange: CIFF ------------------------------------------------------------------------- */
+
+/* Builds an index at index_path from a CIFF file (the Common Index File Format: a header,
+ * postings lists and document records, each a length-delimited protobuf message). CIFF holds
+ * analysed terms, so an records the analyzer that queries must use (NULL: the defaults). */
+cls_status cls_ciff_import(const char *ciff_path, const cls_analyzer_opts *an,
+                           const cls_build_opts *o, const char *index_path);
+/* Writes idx as CIFF (through a temporary name); description goes into the header. */
+cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const char *description);
 
 /* ---- Queries -------------------------------------------------------------------------------- */
 

@@ -120,9 +120,9 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
     cls_status s = clx_select(spec, &e->dev);
     if (s != CLS_OK) goto fail;
     clx_params_for(&e->dev.info, &e->prm);
-    if (e->dev.info.max_work_group < IDX_BLOCK) {
-        s = err_set(CLS_E_NODEVICE, "%s: work-groups of %zu, the decoder needs %u", e->dev.info.name,
-                    e->dev.info.max_work_group, IDX_BLOCK);
+    if (e->dev.info.max_work_group < idx->block_size) {
+        s = err_set(CLS_E_NODEVICE, "%s: work-groups of %zu, the decoder needs %u (the index's block size; "
+                    "rebuild with a smaller --block)", e->dev.info.name, e->dev.info.max_work_group, idx->block_size);
         goto fail;
     }
     cl_int err;
@@ -138,8 +138,9 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
     }
     int cdiv = correct_div(e->dev.device);
     char options[512], note[4400];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u%s",
-             IDX_BLOCK, e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk,
+    snprintf(options, sizeof options,
+             "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DCODEC=%d -DPFOR_DEPTH=%u -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u%s",
+             idx->block_size, (int)idx->codec, idx->pfor_depth, e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
     s = clx_build(e->ctx, &e->dev, options, &e->prog, &e->build_secs, &e->from_cache, note, sizeof note);
     if (s != CLS_OK) goto fail;
@@ -183,13 +184,13 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
 
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
-             "kernels: decode=block-per-workgroup Hillis-Steele scan (WG %u), intersect=workgroup-per-query "
+             "kernels: decode=%s block-per-workgroup Hillis-Steele scan (WG %u), intersect=workgroup-per-query "
              "binary search (WG %u), score=and:binary-search or:dense-accumulator (WG %u), "
              "topk=radix-select+bitonic (WG %u); parameters from %s; division %s\n"
              "program: %s",
              e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
              e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
-             e->dev.info.compute_units, (double)gm / (1u << 30), e->dev.reason, IDX_BLOCK,
+             e->dev.info.compute_units, (double)gm / (1u << 30), e->dev.reason, cls_codec_name(idx->codec), idx->block_size,
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.source,
              cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", note);
     *out = e;
@@ -277,7 +278,7 @@ static cls_status enqueue_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_
     ARG(k, 3, task_base);
     ARG(k, 4, e->docs.mem);
     ARG(k, 5, e->freqs.mem);
-    return launch(e, k, "decode_blocks", ntasks, IDX_BLOCK, ev);
+    return launch(e, k, "decode_blocks", ntasks, e->idx->block_size, ev);
 }
 
 /* topk_select for nq queries into e->out; dense: scores are rows of num_docs. */
@@ -349,10 +350,10 @@ static cls_status run_batch_steps(clx_engine *e, const cls_batch *bt, uint64_t q
                 e->touched[ntouched++] = t[j].term;
                 for (uint32_t b = 0; b < te->num_blocks; b++) {
                     tasks[2 * tpos] = te->first_block + b;
-                    tasks[2 * tpos + 1] = (uint32_t)dec + b * IDX_BLOCK;
+                    tasks[2 * tpos + 1] = (uint32_t)dec + b * e->idx->block_size;
                     tpos++;
                 }
-                dec += (uint64_t)te->num_blocks * IDX_BLOCK;
+                dec += (uint64_t)te->num_blocks * e->idx->block_size;
             }
             float w = bm25_weight(idx, t[j].term, t[j].qtf);
             uint32_t wbits;
@@ -485,7 +486,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
             for (uint32_t j = 0; j < q->num_terms; j++) {
                 const idx_term *te = &idx->terms[bt->terms[q->term_start + j].term];
                 qtasks += te->num_blocks;
-                qdec += (uint64_t)te->num_blocks * IDX_BLOCK;
+                qdec += (uint64_t)te->num_blocks * e->idx->block_size;
                 if (te->df < qshort) qshort = te->df;
             }
             if (q->num_terms == 0) qshort = 0;
@@ -528,9 +529,9 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
     if (!tasks) return err_set(CLS_E_NOMEM, "out of memory");
     for (uint32_t i = 0; i < n; i++) {
         tasks[2 * i] = i;
-        tasks[2 * i + 1] = i * IDX_BLOCK;
+        tasks[2 * i + 1] = i * e->idx->block_size;
     }
-    size_t outb = (size_t)n * IDX_BLOCK * 4;
+    size_t outb = (size_t)n * e->idx->block_size * 4;
     uint32_t zero = 0;
     cls_status s;
     if ((s = upload(e, &w, words, (size_t)nwords * 4 + 4, "words")) == CLS_OK &&

@@ -1,5 +1,6 @@
 /* Bit-packing, the reference (plain C) side. cl/common.cl's bits_get() is its device twin. */
 #include "codec_bp.h"
+#include "codec.h"
 
 #include <string.h>
 
@@ -34,4 +35,21 @@ uint32_t bp_get(const uint32_t *w, uint32_t i, unsigned bw)
     if (sh + bw > 32) x |= (uint64_t)w[wi + 1] << 32;
     x >>= sh;
     return bw == 32 ? (uint32_t)x : (uint32_t)x & ((1u << bw) - 1);
+}
+
+/* bp as a stream codec: parameter = the bit width (0..32), then n values packed. */
+uint32_t cdc_bp_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out)
+{
+    unsigned bw = bp_width(v, n);
+    bp_pack(v, n, bw, out);
+    *param = bw;
+    return bp_words(n, bw);
+}
+
+int cdc_bp_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out, uint32_t *used)
+{
+    if (param > 32 || avail != bp_words(n, param)) return -1;
+    for (uint32_t i = 0; i < n; i++) out[i] = bp_get(w, i, param);
+    *used = avail;
+    return 0;
 }

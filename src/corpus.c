@@ -394,6 +394,16 @@ cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn f
     }
     case CLS_CORPUS_HTML:
         return crp_read_html(path, fn, user);
+    case CLS_CORPUS_FILES:
+        return err_set(CLS_E_ARG, "cls_corpus_read: plain-file trees are not implemented yet");
     }
     return err_set(CLS_E_ARG, "cls_corpus_read: unknown corpus format %d", (int)fmt);
+}
+
+cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
+                              cls_progress_fn progress, void *progress_user)
+{
+    (void)progress;
+    (void)progress_user;
+    return cls_corpus_read(fmt, path, fn, user); /* progress: not yet */
 }

@@ -26,7 +26,8 @@ cls_status params_check(const cls_search_params *p);
 /* ---- Test hooks: run one kernel family alone on caller-made inputs (tests/test_kernels.c). */
 
 /* Decodes n blocks described by blocks[] over words[] with decode_blocks; block i's postings
- * land at docs/freqs + i * IDX_BLOCK. */
+ * land at docs/freqs + i * (the engine index's block size); the program is built for that
+ * index's codec, block size and pfor depth. */
 cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords, const idx_block *blocks,
                            uint32_t n, uint32_t *docs, uint32_t *freqs);
 /* Runs topk_select in dense mode over nq rows of N scores (0 = no match); writes per-query

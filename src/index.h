@@ -1,14 +1,13 @@
 /* The index: in-file layout and the loaded, verified view of it.
  *
- * A posting list is cut into blocks of IDX_BLOCK postings (the last may be partial). Each block
- * stores docID gaps and frequencies bit-packed with one width each (codec_bp.h), so a block
- * decodes independently: docID_i = base + inclusive_prefix_sum(x)_i with x_0 = gap_0 and
- * x_i = gap_i + 1, where gap_0 = d_0 - base and gap_i = d_i - d_{i-1} - 1; base is 0 for a
- * list's first block and the previous block's last docID + 1 after that. That prefix sum is
- * what the device runs per work-group (cl/decode.cl). Frequencies are stored minus one.
+ * A posting list is cut into blocks of block_size postings (64..512; the last may be partial).
+ * Each block stores its first and last docID in its metadata and two streams coded by the
+ * index's codec (codec.h): the docID gaps and the frequencies. A block decodes independently:
+ * docID_i = first + inclusive_prefix_sum(x)_i, x_0 = 0, x_i = d_i - d_{i-1} (the stream holds
+ * x_i - 1). That prefix sum is what the device runs per work-group (cl/decode.cl).
  *
- * File: a 64-byte header, a section table, then sections aligned to 64 bytes, each with an
- * xxh64 checksum. All integers little-endian. See docs/ARCHITECTURE.md.
+ * File: a 128-byte header, a section table, then sections aligned to 64 bytes, each with an
+ * xxh64 checksum. All integers little-endian. docs/FORMAT.md specifies it byte by byte.
  */
 #ifndef CLS_INDEX_H
 #define CLS_INDEX_H
@@ -19,22 +18,33 @@
 #include "clsearch.h"
 
 #define IDX_MAGIC "CLSIDX\r\n" /* the CR-LF catches text-mode mangling */
-#define IDX_VERSION 1u
-#define IDX_BLOCK 128u
+#define IDX_VERSION 2u
 #define IDX_ALIGN 64u
+#define IDX_MIN_BLOCK 64u
+#define IDX_MAX_BLOCK 512u
+#define IDX_MAX_PFOR_DEPTH 3u
 
-/* Per-block metadata, 16 bytes; uploaded to devices as uint4. */
+/* Per-block metadata, 32 bytes; uploaded to devices as is (8 uints per block).
+ *
+ * The docID stream holds the block's n-1 gaps d_i - d_{i-1} - 1 (i = 1..n-1), so with
+ * x_0 = 0 and x_i = gap_i + 1, docID_i = first + inclusive_prefix_sum(x)_i; the frequency
+ * stream holds the n values tf - 1. Both streams are coded by the index's codec (codec.h),
+ * whose per-stream parameter word is dparam / fparam. */
 typedef struct idx_block {
-    uint32_t last;   /* last docID of the block */
-    uint32_t base;   /* docID the first gap is relative to */
-    uint32_t offset; /* first word of the block in the words section */
-    uint32_t info;   /* (count-1) | doc bit width << 16 | freq bit width << 24 */
+    uint32_t first;     /* first docID of the block */
+    uint32_t last;      /* last docID of the block */
+    uint32_t offset;    /* first word of the docID stream in the words section */
+    uint32_t info;      /* (count - 1) | (frequency stream's offset after `offset`, in words) << 10 */
+    uint32_t dparam;    /* codec parameter of the docID stream */
+    uint32_t fparam;    /* codec parameter of the frequency stream */
+    float max_score;    /* largest BM25 contribution in the block at the header's k1, b, qtf 1 */
+    uint32_t reserved;  /* zero */
 } idx_block;
 
-#define IDX_INFO(count, bwd, bwf) ((uint32_t)((count) - 1) | (uint32_t)(bwd) << 16 | (uint32_t)(bwf) << 24)
-static inline uint32_t idx_info_count(uint32_t info) { return (info & 0xFFFFu) + 1; }
-static inline unsigned idx_info_bwd(uint32_t info) { return (info >> 16) & 63u; }
-static inline unsigned idx_info_bwf(uint32_t info) { return (info >> 24) & 63u; }
+#define IDX_INFO(count, fofs) ((uint32_t)((count) - 1) | (uint32_t)(fofs) << 10)
+#define IDX_MAX_FOFS ((1u << 22) - 1)
+static inline uint32_t idx_info_count(uint32_t info) { return (info & 0x3FFu) + 1; }
+static inline uint32_t idx_info_fofs(uint32_t info) { return info >> 10; }
 
 /* Per-term entry, 16 bytes; terms are sorted by their bytes (memcmp order). */
 typedef struct idx_term {
@@ -57,6 +67,7 @@ enum idx_section {
 };
 #define IDX_NSECTIONS (IDX_S_COUNT_PLUS_ONE - 1)
 
+/* 128 bytes. */
 typedef struct idx_header {
     char magic[8];
     uint32_t version;
@@ -67,8 +78,12 @@ typedef struct idx_header {
     uint32_t num_sections;
     uint64_t num_postings;
     uint64_t num_tokens;
+    uint32_t codec;       /* cls_codec */
+    uint32_t pfor_depth;
+    float score_k1, score_b; /* the BM25 parameters of the blocks' max_score */
+    uint8_t reserved[48]; /* zero */
     uint64_t table_xxh;   /* xxh64 of the section table */
-    uint64_t header_xxh;  /* xxh64 of the 56 bytes before this field */
+    uint64_t header_xxh;  /* xxh64 of the 120 bytes before this field */
 } idx_header;
 
 typedef struct idx_section_entry {
@@ -83,6 +98,9 @@ struct cls_index {
     void *map;
     size_t map_len;
     uint32_t num_docs, num_terms, block_size;
+    cls_codec codec;
+    unsigned pfor_depth;
+    float score_k1, score_b;
     uint64_t num_postings, num_tokens, num_blocks, num_words;
     unsigned analyzer;
     double avg_doc_len;
@@ -98,11 +116,11 @@ struct cls_index {
 
 /* Term id of term[0..len), or UINT32_MAX when unknown. */
 uint32_t idx_lookup(const cls_index *idx, const char *term, size_t len);
-/* Reference decoder: block b's postings into docs[] and freqs[] (idx_info_count entries). */
+/* Reference decoder: block b's postings into docs[] and freqs[] (idx_info_count entries).
+ * The block must be verified (cls_index_open does that for every block). */
 void idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, uint32_t *freqs);
-/* Encodes one block of n postings; returns the words written to out (room for 2*n+2). */
-uint32_t idx_encode_block(const uint32_t *docs, const uint32_t *freqs, uint32_t n, uint32_t base,
-                          idx_block *meta, uint32_t *out, uint32_t *tmp);
+/* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end. */
+uint64_t idx_block_words(const cls_index *idx, uint64_t b);
 
 /* BM25 as both engines compute it, in float, in this operation order. */
 static inline float bm25_contrib(float w, uint32_t tf, float norm)
@@ -110,9 +128,19 @@ static inline float bm25_contrib(float w, uint32_t tf, float norm)
     float f = (float)tf;
     return (w * f) / (f + norm);
 }
+/* Lucene's idf: log(1 + (N - df + 0.5) / (df + 0.5)). */
+float bm25_idf(uint32_t num_docs, uint32_t df);
 /* Lucene's idf times the query weight (term count in the query). */
 float bm25_weight(const cls_index *idx, uint32_t term, uint32_t qtf);
-/* Per-document length normalisation k1 * (1 - b + b * dl / avgdl), for all docs. */
+/* k1 * (1 - b + b * dl / avgdl), in double, rounded once to float. */
+static inline float bm25_norm(float k1, float b, uint32_t dl, double avgdl)
+{
+    return (float)(k1 * (1.0 - b + b * (double)dl / avgdl));
+}
+/* The BM25 parameters of the blocks' max_score (the engines' defaults). */
+#define IDX_SCORE_K1 0.9f
+#define IDX_SCORE_B 0.4f
+/* bm25_norm for every document (avgdl: 1 for an empty collection). */
 void bm25_norms(const cls_index *idx, float k1, float b, float *out);
 
 #endif

@@ -2,8 +2,8 @@
  *
  * Inversion keeps one (term, doc, tf) triple per posting, appended in docID order, so memory
  * grows with the index (12 bytes a posting plus the dictionary), never with the raw text. At
- * write time the terms are sorted by bytes, the triples are counting-sorted by term (stable,
- * so each list stays in docID order), and each list is cut into blocks of IDX_BLOCK postings.
+ * write time the terms are sorted by bytes and the triples counting-sorted by term (stable, so
+ * each list stays in docID order); index_write.c then encodes the lists and writes the file.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +12,11 @@
 #include "an.h"
 #include "err.h"
 #include "index.h"
-#include "index_file.h"
+#include "index_write.h"
 
 struct cls_builder {
     an_analyzer *an;
+    cls_build_opts opts;
     unsigned an_flags;
     /* dictionary: term bytes in an arena, open-addressing hash of term ids (id + 1; 0 = empty) */
     char *arena;
@@ -128,12 +129,23 @@ cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out)
     cls_builder *b = calloc(1, sizeof *b);
     if (!b) return err_set(CLS_E_NOMEM, "cls_builder_create: out of memory");
     b->an_flags = an_opts_pack(&o);
+    cls_build_defaults(&b->opts);
     cls_status s = an_create(&o, &b->an);
     if (s != CLS_OK || !rehash(b, 1 << 16)) {
         cls_builder_free(b);
         return s != CLS_OK ? s : err_set(CLS_E_NOMEM, "cls_builder_create: out of memory");
     }
     *out = b;
+    return CLS_OK;
+}
+
+cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o)
+{
+    if (!b) return err_set(CLS_E_ARG, "cls_builder_configure: builder is NULL");
+    cls_status s = idx_check_opts(o);
+    if (s != CLS_OK) return s;
+    if (b->num_docs) return err_set(CLS_E_ARG, "cls_builder_configure: documents were already added");
+    b->opts = *o;
     return CLS_OK;
 }
 
@@ -207,18 +219,12 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
     uint64_t P = b->num_postings;
     term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
     uint32_t *rank = malloc(((size_t)T + 1) * sizeof *rank);
-    uint64_t *start = calloc((size_t)T + 1, sizeof *start);
+    uint64_t *start = calloc((size_t)T + 2, sizeof *start);
+    uint64_t *fill = malloc(((size_t)T + 1) * sizeof *fill);
     uint32_t *sdoc = malloc((size_t)(P + 1) * 4), *stf = malloc((size_t)(P + 1) * 4);
-    idx_term *terms = calloc((size_t)T + 1, sizeof *terms);
     uint64_t *term_off = malloc(((size_t)T + 1) * sizeof *term_off);
     char *term_blob = malloc(b->arena_len + 1);
-    uint64_t max_blocks = P / IDX_BLOCK + T + 1;
-    idx_block *blocks = malloc((size_t)max_blocks * sizeof *blocks);
-    /* Worst case 32-bit gaps and tfs: 2 words a posting per block, plus slack. */
-    uint32_t *words = malloc((size_t)(2 * P + 2 * max_blocks + 2) * 4);
-    uint32_t *tmp = malloc(2 * IDX_BLOCK * 4);
-    if (!order || !rank || !start || !sdoc || !stf || !terms || !term_off || !term_blob || !blocks ||
-        !words || !tmp) {
+    if (!order || !rank || !start || !fill || !sdoc || !stf || !term_off || !term_blob) {
         st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
         goto out;
     }
@@ -235,73 +241,39 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
     term_off[T] = blob;
 
     /* Counting sort by term rank; stable, so every list stays in docID order. */
-    for (uint64_t i = 0; i < P; i++) terms[rank[b->p_term[i]]].df++;
-    uint64_t acc = 0;
-    for (uint32_t r = 0; r < T; r++) {
-        start[r] = acc;
-        acc += terms[r].df;
-    }
+    for (uint64_t i = 0; i < P; i++) start[rank[b->p_term[i]] + 1]++;
+    for (uint32_t r = 0; r < T; r++) start[r + 1] += start[r];
+    memcpy(fill, start, (size_t)T * sizeof *fill);
     for (uint64_t i = 0; i < P; i++) {
-        uint64_t at = start[rank[b->p_term[i]]]++;
+        uint64_t at = fill[rank[b->p_term[i]]]++;
         sdoc[at] = b->p_doc[i];
         stf[at] = b->p_tf[i];
     }
-
-    uint64_t nb = 0, nw = 0, at = 0;
-    for (uint32_t r = 0; r < T; r++) {
-        uint32_t df = terms[r].df;
-        terms[r].first_block = (uint32_t)nb;
-        uint32_t base = 0;
-        for (uint32_t i = 0; i < df; i += IDX_BLOCK) {
-            uint32_t n = df - i < IDX_BLOCK ? df - i : IDX_BLOCK;
-            uint32_t w = idx_encode_block(sdoc + at + i, stf + at + i, n, base, &blocks[nb], words + nw, tmp);
-            blocks[nb].offset = (uint32_t)nw;
-            base = sdoc[at + i + n - 1] + 1;
-            nw += w;
-            nb++;
-        }
-        terms[r].num_blocks = (uint32_t)(nb - terms[r].first_block);
-        at += df;
-    }
-    if (nw > UINT32_MAX) {
-        st = err_set(CLS_E_ARG, "index too large: postings exceed 2^32 words");
-        goto out;
-    }
-
-    idx_file_parts parts = {
+    uint64_t zero = 0;
+    idx_lists l = {
         .analyzer = b->an_flags,
         .num_docs = b->num_docs,
-        .num_terms = T,
-        .num_postings = P,
-        .num_tokens = b->num_tokens,
         .doclen = b->doclen,
-        .docno_off = b->docno_off,
+        .docno_off = b->num_docs ? b->docno_off : &zero,
         .docno_blob = b->docno,
         .docno_blob_len = b->num_docs ? b->docno_len : 0,
-        .terms = terms,
+        .num_terms = T,
         .term_off = term_off,
         .term_blob = term_blob,
-        .term_blob_len = blob,
-        .blocks = blocks,
-        .num_blocks = nb,
-        .words = words,
-        .num_words = nw,
+        .list_start = start,
+        .docs = sdoc,
+        .freqs = stf,
     };
-    uint64_t zero = 0;
-    if (b->num_docs == 0) parts.docno_off = &zero;
-    st = idx_file_write(path, &parts);
+    st = idx_write_lists(path, &l, &b->opts);
 out:
     free(order);
     free(rank);
     free(start);
+    free(fill);
     free(sdoc);
     free(stf);
-    free(terms);
     free(term_off);
     free(term_blob);
-    free(blocks);
-    free(words);
-    free(tmp);
     return st;
 }
 

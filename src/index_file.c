@@ -15,7 +15,7 @@
 #include <xxhash.h>
 
 #include "an.h"
-#include "codec_bp.h"
+#include "codec.h"
 #include "err.h"
 
 #define SECTION_NAME(id)                                                                          \
@@ -54,7 +54,11 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
     h.analyzer = p->analyzer;
     h.num_docs = p->num_docs;
     h.num_terms = p->num_terms;
-    h.block_size = IDX_BLOCK;
+    h.block_size = p->block_size;
+    h.codec = (uint32_t)p->codec;
+    h.pfor_depth = p->pfor_depth;
+    h.score_k1 = IDX_SCORE_K1;
+    h.score_b = IDX_SCORE_B;
     h.num_sections = IDX_NSECTIONS;
     h.num_postings = p->num_postings;
     h.num_tokens = p->num_tokens;
@@ -112,6 +116,7 @@ static cls_status verify(cls_index *x, const char *path)
 {
     const unsigned char *base = x->map;
     idx_header h;
+    if (x->map_len >= 8 && memcmp(base, IDX_MAGIC, 8) != 0) return corrupt(path, NULL, "bad magic: not a clsearch index");
     if (x->map_len < sizeof h) return corrupt(path, NULL, "shorter than the header (truncated, or not an index)");
     memcpy(&h, base, sizeof h);
     if (memcmp(h.magic, IDX_MAGIC, 8) != 0) return corrupt(path, NULL, "bad magic: not a clsearch index");
@@ -120,8 +125,12 @@ static cls_status verify(cls_index *x, const char *path)
     if (h.version != IDX_VERSION)
         return err_set(CLS_E_VERSION, "%s: index format version %u, this build reads version %u", path,
                        h.version, IDX_VERSION);
-    if (h.num_sections != IDX_NSECTIONS || h.block_size != IDX_BLOCK)
-        return corrupt(path, "header", "unexpected section count or block size");
+    if (h.num_sections != IDX_NSECTIONS) return corrupt(path, "header", "unexpected section count");
+    if ((h.block_size != 64 && h.block_size != 128 && h.block_size != 256 && h.block_size != 512) ||
+        !cls_codec_name((cls_codec)h.codec) || h.pfor_depth > IDX_MAX_PFOR_DEPTH)
+        return corrupt(path, "header", "unknown codec, block size or pfor depth");
+    for (size_t i = 0; i < sizeof h.reserved; i++)
+        if (h.reserved[i]) return corrupt(path, "header", "reserved bytes are not zero");
     idx_section_entry t[IDX_NSECTIONS];
     if (x->map_len < sizeof h + sizeof t) return corrupt(path, "section table", "truncated");
     memcpy(t, base + sizeof h, sizeof t);
@@ -149,6 +158,10 @@ static cls_status verify(cls_index *x, const char *path)
     x->num_docs = h.num_docs;
     x->num_terms = h.num_terms;
     x->block_size = h.block_size;
+    x->codec = (cls_codec)h.codec;
+    x->pfor_depth = h.pfor_depth;
+    x->score_k1 = h.score_k1;
+    x->score_b = h.score_b;
     x->num_postings = h.num_postings;
     x->num_tokens = h.num_tokens;
     x->analyzer = h.analyzer;
@@ -172,48 +185,66 @@ static cls_status verify(cls_index *x, const char *path)
     }
     if (x->docno_off[0] != 0 || x->docno_off[N] != t[2].size) return corrupt(path, "docno-offsets", "bad bounds");
     if (tokens != x->num_tokens) return corrupt(path, "doclen", "lengths do not add up to the token count");
-    uint64_t postings = 0, next_block = 0;
+    x->avg_doc_len = N ? (double)x->num_tokens / (double)N : 0.0;
+    double avgdl = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
+    const uint32_t B = x->block_size;
+    uint64_t postings = 0, next_block = 0, next_word = 0;
     for (uint64_t i = 0; i < T; i++) {
         const idx_term *e = &x->terms[i];
         if (x->term_off[i] >= x->term_off[i + 1] || x->term_off[i + 1] > t[5].size)
             return corrupt(path, "term-offsets", "offsets out of order");
-        if (e->first_block != next_block || e->df == 0 || e->df > N ||
-            e->num_blocks != (e->df + IDX_BLOCK - 1) / IDX_BLOCK || e->first_block + (uint64_t)e->num_blocks > x->num_blocks)
+        if (e->first_block != next_block || e->df == 0 || e->df > N || e->reserved ||
+            e->num_blocks != (e->df + B - 1) / B || e->first_block + (uint64_t)e->num_blocks > x->num_blocks)
             return corrupt(path, "terms", "block ranges inconsistent");
-        uint64_t count = 0;
-        for (uint32_t j = 0; j < e->num_blocks; j++) {
-            const idx_block *bl = &x->blocks[e->first_block + j];
-            uint32_t n = idx_info_count(bl->info);
-            unsigned bwd = idx_info_bwd(bl->info), bwf = idx_info_bwf(bl->info);
-            uint64_t words = (uint64_t)bp_words(n, bwd) + bp_words(n, bwf);
-            if (n > IDX_BLOCK || bwd > 32 || bwf > 32 || bl->last >= N || bl->base > bl->last ||
-                (uint64_t)bl->offset + words > x->num_words)
-                return corrupt(path, "blocks", "block header out of range");
-            count += n;
-        }
-        if (count != e->df) return corrupt(path, "blocks", "block counts do not add up to the document frequency");
-        /* Decode the list once: strictly increasing docIDs ending at each block's `last`, so
-         * no engine can index past num_docs even with a forged file whose checksums agree. */
-        uint32_t docs[IDX_BLOCK], freqs[IDX_BLOCK];
+        /* Decode the list once with the strict reference decoders: every stream well-formed and
+         * exactly as long as its extent, docIDs strictly increasing and below num_docs, first,
+         * last and max_score as stored. No engine can then read out of bounds, on the host or
+         * the device, even from a forged file whose checksums agree. */
+        float w = bm25_idf((uint32_t)N, e->df);
+        uint32_t vals[CDC_MAX_N];
         uint64_t prev = 0;
         for (uint32_t j = 0; j < e->num_blocks; j++) {
-            uint64_t b = (uint64_t)e->first_block + j;
-            uint32_t n = idx_info_count(x->blocks[b].info);
-            idx_decode_block(x, b, docs, freqs);
-            for (uint32_t k = 0; k < n; k++) {
-                if ((j > 0 || k > 0) && docs[k] <= prev) return corrupt(path, "postings", "docIDs not increasing");
-                if (freqs[k] == 0) return corrupt(path, "postings", "zero frequency");
-                prev = docs[k];
+            uint64_t bi = (uint64_t)e->first_block + j;
+            const idx_block *bl = &x->blocks[bi];
+            uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
+            uint64_t end = bi + 1 < x->num_blocks ? x->blocks[bi + 1].offset : x->num_words;
+            if (bl->offset != next_word || end < bl->offset || end > x->num_words || fofs > end - bl->offset ||
+                n != (j + 1 < e->num_blocks ? B : e->df - j * B) || bl->reserved)
+                return corrupt(path, "blocks", "block header out of range");
+            const uint32_t *wd = x->words + bl->offset;
+            if (cdc_decode(x->codec, wd, fofs, n - 1, bl->dparam, x->pfor_depth, vals, &used) != 0)
+                return corrupt(path, "postings", "malformed docID stream");
+            uint64_t d = bl->first;
+            if ((j > 0 && d <= prev) || d >= N) return corrupt(path, "blocks", "first docID out of order");
+            float best = 0.0f;
+            uint32_t docs[CDC_MAX_N];
+            docs[0] = (uint32_t)d;
+            for (uint32_t k = 1; k < n; k++) {
+                d += (uint64_t)vals[k - 1] + 1;
+                if (d >= N) return corrupt(path, "postings", "docID out of range");
+                docs[k] = (uint32_t)d;
             }
-            if (docs[n - 1] != x->blocks[b].last) return corrupt(path, "blocks", "last docID does not match the postings");
+            if (d != bl->last) return corrupt(path, "blocks", "last docID does not match the postings");
+            prev = d;
+            if (cdc_decode(x->codec, wd + fofs, (uint32_t)(end - bl->offset - fofs), n, bl->fparam, x->pfor_depth,
+                           vals, &used) != 0)
+                return corrupt(path, "postings", "malformed frequency stream");
+            for (uint32_t k = 0; k < n; k++) {
+                if (vals[k] == UINT32_MAX) return corrupt(path, "postings", "frequency out of range");
+                float c = bm25_contrib(w, vals[k] + 1, bm25_norm(x->score_k1, x->score_b, x->doclen[docs[k]], avgdl));
+                if (c > best) best = c;
+            }
+            if (memcmp(&best, &bl->max_score, sizeof best) != 0)
+                return corrupt(path, "blocks", "max_score does not match the postings");
+            next_word = end;
         }
         next_block += e->num_blocks;
         postings += e->df;
     }
+    if (next_word != x->num_words) return corrupt(path, "postings", "words after the last block");
     if (x->term_off[0] != 0 || x->term_off[T] != t[5].size) return corrupt(path, "term-offsets", "bad bounds");
     if (next_block != x->num_blocks || postings != x->num_postings)
         return corrupt(path, "terms", "postings do not add up");
-    x->avg_doc_len = N ? (double)x->num_tokens / (double)N : 0.0;
     return CLS_OK;
 }
 
@@ -269,7 +300,16 @@ void cls_index_get_stats(const cls_index *x, cls_index_stats *st)
     st->num_tokens = x->num_tokens;
     st->avg_doc_len = x->avg_doc_len;
     st->block_size = x->block_size;
-    st->postings_bytes = x->num_words * 4 + x->num_blocks * sizeof(idx_block);
+    st->codec = x->codec;
+    st->pfor_depth = x->pfor_depth;
+    st->num_blocks = x->num_blocks;
+    st->postings_bytes = x->num_words * 4;
+    st->meta_bytes = x->num_blocks * sizeof(idx_block);
+    for (uint64_t b = 0; b < x->num_blocks; b++) {
+        uint64_t fofs = idx_info_fofs(x->blocks[b].info);
+        st->doc_bits += fofs * 32;
+        st->freq_bits += (idx_block_words(x, b) - fofs) * 32;
+    }
     st->file_bytes = x->map_len;
 }
 
@@ -295,36 +335,32 @@ uint32_t idx_lookup(const cls_index *x, const char *term, size_t len)
     return UINT32_MAX;
 }
 
-uint32_t idx_encode_block(const uint32_t *docs, const uint32_t *freqs, uint32_t n, uint32_t base,
-                          idx_block *meta, uint32_t *out, uint32_t *tmp)
+uint64_t idx_block_words(const cls_index *x, uint64_t b)
 {
-    uint32_t *gaps = tmp, *tfs = tmp + n;
-    for (uint32_t i = 0; i < n; i++) {
-        gaps[i] = i == 0 ? docs[0] - base : docs[i] - docs[i - 1] - 1;
-        tfs[i] = freqs[i] - 1;
-    }
-    unsigned bwd = bp_width(gaps, n), bwf = bp_width(tfs, n);
-    uint32_t wd = bp_words(n, bwd);
-    bp_pack(gaps, n, bwd, out);
-    bp_pack(tfs, n, bwf, out + wd);
-    meta->last = docs[n - 1];
-    meta->base = base;
-    meta->info = IDX_INFO(n, bwd, bwf);
-    return wd + bp_words(n, bwf);
+    uint64_t end = b + 1 < x->num_blocks ? x->blocks[b + 1].offset : x->num_words;
+    return end - x->blocks[b].offset;
 }
 
 void idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs)
 {
     const idx_block *bl = &x->blocks[b];
-    uint32_t n = idx_info_count(bl->info);
-    unsigned bwd = idx_info_bwd(bl->info), bwf = idx_info_bwf(bl->info);
+    uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
     const uint32_t *w = x->words + bl->offset;
-    uint32_t d = bl->base;
-    for (uint32_t i = 0; i < n; i++) {
-        d += bp_get(w, i, bwd) + (i > 0);
-        docs[i] = d;
-        freqs[i] = bp_get(w + bp_words(n, bwd), i, bwf) + 1;
-    }
+    uint32_t gaps[CDC_MAX_N];
+    /* Verified at open: these cannot fail. */
+    (void)cdc_decode(x->codec, w, fofs, n - 1, bl->dparam, x->pfor_depth, gaps, &used);
+    (void)cdc_decode(x->codec, w + fofs, (uint32_t)(idx_block_words(x, b) - fofs), n, bl->fparam, x->pfor_depth,
+                     freqs, &used);
+    uint32_t d = bl->first;
+    docs[0] = d;
+    for (uint32_t i = 1; i < n; i++) docs[i] = d += gaps[i - 1] + 1;
+    for (uint32_t i = 0; i < n; i++) freqs[i] += 1;
+}
+
+float bm25_idf(uint32_t num_docs, uint32_t df)
+{
+    double N = num_docs, d = df;
+    return (float)log(1.0 + (N - d + 0.5) / (d + 0.5));
 }
 
 float bm25_weight(const cls_index *x, uint32_t term, uint32_t qtf)
@@ -336,6 +372,5 @@ float bm25_weight(const cls_index *x, uint32_t term, uint32_t qtf)
 void bm25_norms(const cls_index *x, float k1, float b, float *out)
 {
     double avg = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
-    for (uint32_t d = 0; d < x->num_docs; d++)
-        out[d] = (float)(k1 * (1.0 - b + b * (double)x->doclen[d] / avg));
+    for (uint32_t d = 0; d < x->num_docs; d++) out[d] = bm25_norm(k1, b, x->doclen[d], avg);
 }

@@ -6,6 +6,9 @@
 
 typedef struct idx_file_parts {
     unsigned analyzer;
+    cls_codec codec;
+    uint32_t block_size;
+    unsigned pfor_depth;
     uint32_t num_docs, num_terms;
     uint64_t num_postings, num_tokens;
     const uint32_t *doclen;

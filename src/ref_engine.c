@@ -32,8 +32,8 @@ cls_status ref_create(const cls_index *idx, ref_engine **out)
         e->norms = malloc(n * sizeof *e->norms);
         e->acc = calloc(n, sizeof *e->acc);
         e->count = calloc(n, sizeof *e->count);
-        e->docs = malloc(n * sizeof *e->docs + IDX_BLOCK * 4);
-        e->freqs = malloc(n * sizeof *e->freqs + IDX_BLOCK * 4);
+        e->docs = malloc(n * sizeof *e->docs + IDX_MAX_BLOCK * 4);
+        e->freqs = malloc(n * sizeof *e->freqs + IDX_MAX_BLOCK * 4);
         e->hit_doc = malloc(n * sizeof *e->hit_doc);
         e->hit_score = malloc(n * sizeof *e->hit_score);
         e->k1 = e->b = -1;

@@ -12,6 +12,8 @@
 #include <xxhash.h>
 
 #include "index.h"
+
+#define IDX_BLOCK 128u /* the default block size these tests build with */
 #include "testutil.h"
 
 /* Analysis without stemming or stopwords: the test controls the terms exactly. */

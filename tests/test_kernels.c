@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "batch.h"
-#include "codec_bp.h"
+#include "codec.h"
 #include "engine.h"
 #include "index.h"
 #include "testutil.h"
@@ -25,11 +25,12 @@ static const char *device(void)
 
 /* An index from docs given as texts; analysis without stemming or stopwords, so the test
  * controls the terms exactly. */
-static cls_index *make_index(const char *const *texts, uint32_t n)
+static cls_index *make_index_with(const char *const *texts, uint32_t n, const cls_build_opts *o)
 {
     cls_analyzer_opts an = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
     cls_builder *b;
     ck_assert_int_eq(cls_builder_create(&an, &b), CLS_OK);
+    if (o) ck_assert_msg(cls_builder_configure(b, o) == CLS_OK, "%s", cls_last_error());
     for (uint32_t i = 0; i < n; i++) {
         char docno[32];
         snprintf(docno, sizeof docno, "D%u", i);
@@ -44,9 +45,11 @@ static cls_index *make_index(const char *const *texts, uint32_t n)
     return idx;
 }
 
+static cls_index *make_index(const char *const *texts, uint32_t n) { return make_index_with(texts, n, NULL); }
+
 /* A random collection: a skewed vocabulary so some lists span many blocks and some hold one
  * posting, plus groups of identical documents, whose equal scores test the docID tie-break. */
-static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
+static cls_index *random_index_with(uint64_t seed, uint32_t ndocs, uint32_t vocab, const cls_build_opts *o)
 {
     char **texts = calloc(ndocs, sizeof *texts);
     uint64_t st = seed;
@@ -67,10 +70,15 @@ static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
             len += (size_t)snprintf(texts[d] + len, cap - len, "w%u ", t);
         }
     }
-    cls_index *idx = make_index((const char *const *)texts, ndocs);
+    cls_index *idx = make_index_with((const char *const *)texts, ndocs, o);
     for (uint32_t d = 0; d < ndocs; d++) free(texts[d]);
     free(texts);
     return idx;
+}
+
+static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
+{
+    return random_index_with(seed, ndocs, vocab, NULL);
 }
 
 static void random_queries(cls_batch *b, uint64_t seed, uint32_t nq, uint32_t vocab)
@@ -115,53 +123,77 @@ static void search_both(cls_engine *dev, cls_engine *ref, const cls_batch *b, ui
 
 /* ---- decode ------------------------------------------------------------------------------- */
 
-START_TEST(decode_random_and_edges)
+/* Random and edge-case streams for one codec, block size and pfor depth: every bit width
+ * 0..32, full, partial and one-posting blocks, all-maximum blocks, mostly-small blocks with a
+ * few huge values (exceptions for the PForDelta codecs, long unary parts for Rice), blocks
+ * where every value is an exception, and docIDs reaching 2^32-1. Each block is encoded with
+ * the codec's reference encoder as if it were a list of its own. */
+static void decode_check(cls_codec c, uint32_t B, unsigned depth)
 {
-    cls_index *idx = random_index(1, 50, 20);
+    cls_build_opts o;
+    cls_build_defaults(&o);
+    o.codec = c;
+    o.block_size = B;
+    o.pfor_depth = depth;
+    cls_index *idx = random_index_with(1, 50, 20, &o);
     cls_engine *e;
     ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
     clx_engine *cl = engine_clx(e);
     ck_assert(cl != NULL);
-    enum { NB = 400 };
+    enum { NB = 240 };
     idx_block *blocks = calloc(NB, sizeof *blocks);
-    uint32_t *words = calloc((size_t)NB * 2 * IDX_BLOCK + 2, 4), tmp[2 * IDX_BLOCK];
-    uint32_t gaps[IDX_BLOCK], tfs[IDX_BLOCK];
-    uint64_t st = 99, nw = 0;
+    uint32_t *words = calloc((size_t)NB * 2 * cdc_max_words(B) + 2, 4);
+    uint32_t gaps[CDC_MAX_N], tfs[CDC_MAX_N];
+    uint64_t st = 99 + B + depth * 7 + (uint64_t)c * 1000, nw = 0;
     for (uint32_t b = 0; b < NB; b++) {
-        /* widths 0..32 for both streams, counts 1..128, bases anywhere in 32 bits */
         unsigned bwd = b % 33, bwf = (b * 7) % 33;
-        uint32_t n = b < 33 ? IDX_BLOCK : 1 + (uint32_t)(tu_rand(&st) % IDX_BLOCK);
-        if (b == 40) n = 1;
-        uint32_t base = (uint32_t)tu_rand(&st);
-        if (b == 41) base = UINT32_MAX; /* a single posting at docID 2^32-1 */
+        uint32_t n = b < 33 ? B : 1 + (uint32_t)(tu_rand(&st) % B);
+        if (b == 40 || b == 41) n = 1;
+        uint32_t first = (uint32_t)tu_rand(&st);
+        if (b == 41) first = UINT32_MAX; /* a single posting at docID 2^32-1 */
+        unsigned shape = b % 6;          /* 0: all max, 1: few huge, 2: all huge, else random */
         for (uint32_t i = 0; i < n; i++) {
             uint32_t m = bwd == 32 ? UINT32_MAX : (1u << bwd) - 1;
             uint32_t mf = bwf == 32 ? UINT32_MAX : (1u << bwf) - 1;
-            gaps[i] = (b % 5 == 0) ? m : (uint32_t)tu_rand(&st) & m; /* all-max blocks too */
-            tfs[i] = (uint32_t)tu_rand(&st) & mf;
+            uint32_t r = (uint32_t)tu_rand(&st);
+            gaps[i] = shape == 0 ? m : shape == 1 ? (r % 10 == 0 ? r & m : r & (m >> (bwd * 3 / 4)))
+                    : shape == 2 ? (r | (1u << (bwd ? bwd - 1 : 0))) & m : r & m;
+            tfs[i] = shape == 1 ? (r % 13 == 0 ? (uint32_t)tu_rand(&st) & mf : (r >> 8) & 3 & mf)
+                                : (uint32_t)tu_rand(&st) & mf;
         }
-        if (b == 41) gaps[0] = 0;
-        uint32_t wd = bp_words(n, bwd);
-        bp_pack(gaps, n, bwd, words + nw);
-        bp_pack(tfs, n, bwf, words + nw + wd);
-        blocks[b] = (idx_block){.last = 0, .base = base, .offset = (uint32_t)nw, .info = IDX_INFO(n, bwd, bwf)};
-        nw += wd + bp_words(n, bwf);
+        uint32_t dl = cdc_list_param(c, gaps, n - 1), fl = cdc_list_param(c, tfs, n);
+        idx_block *bl = &blocks[b];
+        uint32_t wd = cdc_encode(c, gaps, n - 1, dl, depth, &bl->dparam, words + nw);
+        uint32_t wf = cdc_encode(c, tfs, n, fl, depth, &bl->fparam, words + nw + wd);
+        bl->first = first;
+        bl->offset = (uint32_t)nw;
+        bl->info = IDX_INFO(n, wd);
+        nw += wd + wf;
     }
-    (void)tmp;
-    uint32_t *docs = malloc((size_t)NB * IDX_BLOCK * 4), *freqs = malloc((size_t)NB * IDX_BLOCK * 4);
+    uint32_t *docs = malloc((size_t)NB * B * 4), *freqs = malloc((size_t)NB * B * 4);
     ck_assert_msg(clx_test_decode(cl, words, nw, blocks, NB, docs, freqs) == CLS_OK, "%s", cls_last_error());
     cls_index fake;
     memset(&fake, 0, sizeof fake);
     fake.blocks = blocks;
     fake.words = words;
-    uint32_t rd[IDX_BLOCK], rf[IDX_BLOCK];
+    fake.num_blocks = NB;
+    fake.num_words = nw;
+    fake.codec = c;
+    fake.block_size = B;
+    fake.pfor_depth = depth;
+    uint32_t rd[CDC_MAX_N], rf[CDC_MAX_N], used, tmp[CDC_MAX_N];
     for (uint32_t b = 0; b < NB; b++) {
+        uint32_t n = idx_info_count(blocks[b].info), fofs = idx_info_fofs(blocks[b].info);
+        /* the reference decoder accepts exactly what the encoder wrote */
+        ck_assert_int_eq(cdc_decode(c, words + blocks[b].offset, fofs, n - 1, blocks[b].dparam, depth, tmp, &used), 0);
+        ck_assert_int_eq(cdc_decode(c, words + blocks[b].offset + fofs, (uint32_t)(idx_block_words(&fake, b) - fofs),
+                                    n, blocks[b].fparam, depth, tmp, &used), 0);
         idx_decode_block(&fake, b, rd, rf);
-        uint32_t n = idx_info_count(blocks[b].info);
         for (uint32_t i = 0; i < n; i++) {
-            ck_assert_msg(docs[b * IDX_BLOCK + i] == rd[i], "block %u posting %u: doc %u, reference %u", b, i,
-                          docs[b * IDX_BLOCK + i], rd[i]);
-            ck_assert_msg(freqs[b * IDX_BLOCK + i] == rf[i], "block %u posting %u: freq", b, i);
+            ck_assert_msg(docs[(size_t)b * B + i] == rd[i], "%s B=%u depth %u block %u posting %u: doc %u, reference %u",
+                          cls_codec_name(c), B, depth, b, i, docs[(size_t)b * B + i], rd[i]);
+            ck_assert_msg(freqs[(size_t)b * B + i] == rf[i], "%s B=%u depth %u block %u posting %u: freq %u, reference %u",
+                          cls_codec_name(c), B, depth, b, i, freqs[(size_t)b * B + i], rf[i]);
         }
     }
     free(docs);
@@ -170,6 +202,17 @@ START_TEST(decode_random_and_edges)
     free(words);
     cls_engine_free(e);
     cls_index_close(idx);
+}
+
+START_TEST(decode_random_and_edges)
+{
+    /* _i: codec; every block size for each, and every pfor depth */
+    cls_codec c = (cls_codec)_i;
+    static const uint32_t sizes[] = {64, 128, 256, 512};
+    for (unsigned s = 0; s < 4; s++) decode_check(c, sizes[s], 1);
+    if (c == CLS_CODEC_PFOR)
+        for (unsigned d = 0; d <= IDX_MAX_PFOR_DEPTH; d++)
+            if (d != 1) decode_check(c, 128, d);
 }
 END_TEST
 
@@ -471,7 +514,7 @@ static Suite *suite(void)
     Suite *s = suite_create("kernels");
     TCase *tc = tcase_create("pocl");
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, decode_random_and_edges);
+    tcase_add_loop_test(tc, decode_random_and_edges, 0, CLS_NUM_CODECS);
     tcase_add_test(tc, topk_random_ties_edges);
     tcase_add_test(tc, search_ties_break_on_docid);
     tcase_add_test(tc, search_random_collections);
