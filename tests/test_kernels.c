@@ -512,9 +512,12 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("kernels");
+    TCase *dc = tcase_create("decode"); /* CK_RUN_CASE=decode runs it alone */
+    tcase_set_timeout(dc, 600);
+    tcase_add_loop_test(dc, decode_random_and_edges, 0, CLS_NUM_CODECS);
+    suite_add_tcase(s, dc);
     TCase *tc = tcase_create("pocl");
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, decode_random_and_edges, 0, CLS_NUM_CODECS);
     tcase_add_test(tc, topk_random_ties_edges);
     tcase_add_test(tc, search_ties_break_on_docid);
     tcase_add_test(tc, search_random_collections);
