@@ -37,10 +37,11 @@ typedef struct clx_params {
 } clx_params;
 void clx_params_for(const cls_device_info *info, clx_params *p);
 
-/* Builds the kernel program for dev with options, from the binary cache when an entry for
+/* Builds a kernel program from common.cl and the family files named in families (NULL-
+ * terminated, e.g. "decode.cl") for dev with options, from the binary cache when an entry for
  * exactly this source, options, device and driver is there. note receives a short account. */
-cls_status clx_build(cl_context ctx, const clx_device *dev, const char *options, cl_program *out,
-                     double *seconds, int *from_cache, char *note, size_t note_len);
+cls_status clx_build(cl_context ctx, const clx_device *dev, const char *const *families, const char *options,
+                     cl_program *out, double *seconds, int *from_cache, char *note, size_t note_len);
 
 /* Monotonic seconds. */
 double clx_now(void);

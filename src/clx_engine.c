@@ -38,7 +38,7 @@ struct clx_engine {
     clx_params prm;
     cl_context ctx;
     cl_command_queue queue;
-    cl_program prog;
+    cl_program prog, prog_dec; /* query kernels; the index's decoder */
     cl_kernel k_decode, k_intersect, k_score_and, k_score_or, k_topk;
     cl_mem d_words, d_blocks, d_norms;
     float norm_k1, norm_b;
@@ -92,10 +92,10 @@ static void *host_need(void **p, size_t *cap, size_t need, size_t sz)
     return q;
 }
 
-static cls_status make_kernel(clx_engine *e, const char *name, cl_kernel *k)
+static cls_status make_kernel(cl_program prog, const char *name, cl_kernel *k)
 {
     cl_int err;
-    *k = clCreateKernel(e->prog, name, &err);
+    *k = clCreateKernel(prog, name, &err);
     if (!*k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
     return CLS_OK;
 }
@@ -137,18 +137,29 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
         goto fail;
     }
     int cdiv = correct_div(e->dev.device);
-    char options[512], note[4400];
-    snprintf(options, sizeof options,
-             "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DCODEC=%d -DPFOR_DEPTH=%u -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u%s",
-             idx->block_size, (int)idx->codec, idx->pfor_depth, e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
-    s = clx_build(e->ctx, &e->dev, options, &e->prog, &e->build_secs, &e->from_cache, note, sizeof note);
+    /* Two programs: the decoder depends on the index (codec, block size, pfor depth), the
+     * query kernels only on the device's parameters, so each caches on its own and a new
+     * codec costs only the small decode build. */
+    char dopts[256], qopts[512], dnote[4400], qnote[4400];
+    static const char *const dec_files[] = {"decode.cl", NULL};
+    static const char *const query_files[] = {"intersect.cl", "score.cl", "topk.cl", NULL};
+    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DCODEC=%d -DPFOR_DEPTH=%u", idx->block_size,
+             (int)idx->codec, idx->pfor_depth);
+    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u%s", e->prm.wg_intersect,
+             e->prm.wg_score, e->prm.wg_topk, cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+    double qsecs = 0;
+    int qcache = 0;
+    s = clx_build(e->ctx, &e->dev, dec_files, dopts, &e->prog_dec, &e->build_secs, &e->from_cache, dnote, sizeof dnote);
     if (s != CLS_OK) goto fail;
-    if ((s = make_kernel(e, "decode_blocks", &e->k_decode)) != CLS_OK ||
-        (s = make_kernel(e, "intersect_and", &e->k_intersect)) != CLS_OK ||
-        (s = make_kernel(e, "score_and", &e->k_score_and)) != CLS_OK ||
-        (s = make_kernel(e, "score_or", &e->k_score_or)) != CLS_OK ||
-        (s = make_kernel(e, "topk_select", &e->k_topk)) != CLS_OK)
+    s = clx_build(e->ctx, &e->dev, query_files, qopts, &e->prog, &qsecs, &qcache, qnote, sizeof qnote);
+    if (s != CLS_OK) goto fail;
+    e->build_secs += qsecs;
+    e->from_cache = e->from_cache && qcache;
+    if ((s = make_kernel(e->prog_dec, "decode_blocks", &e->k_decode)) != CLS_OK ||
+        (s = make_kernel(e->prog, "intersect_and", &e->k_intersect)) != CLS_OK ||
+        (s = make_kernel(e->prog, "score_and", &e->k_score_and)) != CLS_OK ||
+        (s = make_kernel(e->prog, "score_or", &e->k_score_or)) != CLS_OK ||
+        (s = make_kernel(e->prog, "topk_select", &e->k_topk)) != CLS_OK)
         goto fail;
 
     /* The index goes up once; the per-batch buffers share what is left of a budget. */
@@ -187,12 +198,13 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
              "kernels: decode=%s block-per-workgroup Hillis-Steele scan (WG %u), intersect=workgroup-per-query "
              "binary search (WG %u), score=and:binary-search or:dense-accumulator (WG %u), "
              "topk=radix-select+bitonic (WG %u); parameters from %s; division %s\n"
-             "program: %s",
+             "programs: decode (%s) %s; query (%s) %s",
              e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
              e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
              e->dev.info.compute_units, (double)gm / (1u << 30), e->dev.reason, cls_codec_name(idx->codec), idx->block_size,
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.source,
-             cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", note);
+             cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", dopts, dnote,
+             qopts, qnote);
     *out = e;
     return CLS_OK;
 fail:
@@ -213,6 +225,7 @@ void clx_free(clx_engine *e)
     for (size_t i = 0; i < 5; i++)
         if (ks[i]) clReleaseKernel(ks[i]);
     if (e->prog) clReleaseProgram(e->prog);
+    if (e->prog_dec) clReleaseProgram(e->prog_dec);
     if (e->queue) clReleaseCommandQueue(e->queue);
     if (e->ctx) clReleaseContext(e->ctx);
     free(e->h_in);
@@ -580,5 +593,68 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
     memcpy(counts, e->h_out, (size_t)nq * 4);
     memcpy(docs, e->h_out + nq, (size_t)nq * k * 4);
     memcpy(out_scores, e->h_out + nq + (size_t)nq * k, (size_t)nq * k * 4);
+    return CLS_OK;
+}
+
+/* ---- Benchmark hook --------------------------------------------------------------------- */
+
+static double event_secs(cl_event ev)
+{
+    cl_ulong a = 0, b = 0;
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
+    return b > a ? (double)(b - a) * 1e-9 : 0.0;
+}
+
+cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned reps, double *kernel_s,
+                            double *upload_s)
+{
+    const cls_index *x = e->idx;
+    if (b0 > x->num_blocks || nb > x->num_blocks - b0) return err_set(CLS_E_ARG, "block range out of the index");
+    uint32_t B = x->block_size;
+    cl_event ev = NULL;
+    *upload_s = 0;
+    /* the index upload, timed: words and block metadata, as clx_create sends them */
+    size_t wbytes = (size_t)x->num_words * 4, bbytes = (size_t)x->num_blocks * sizeof(idx_block);
+    if (wbytes) {
+        CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_words, CL_TRUE, 0, wbytes, x->words, 0, NULL, &ev));
+        *upload_s += event_secs(ev);
+        clReleaseEvent(ev);
+    }
+    if (bbytes) {
+        CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_blocks, CL_TRUE, 0, bbytes, x->blocks, 0, NULL, &ev));
+        *upload_s += event_secs(ev);
+        clReleaseEvent(ev);
+    }
+    uint32_t *tasks = malloc(((size_t)nb * 2 + 1) * 4);
+    if (!tasks) return err_set(CLS_E_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < nb; i++) {
+        tasks[2 * i] = (uint32_t)(b0 + i);
+        tasks[2 * i + 1] = i * B;
+    }
+    dbuf tk = {0};
+    size_t outb = (size_t)nb * B * 4;
+    cls_status s;
+    if ((s = upload(e, &tk, tasks, (size_t)nb * 8, "tasks")) == CLS_OK &&
+        (s = dbuf_need(e, &e->docs, outb, "docs")) == CLS_OK && (s = dbuf_need(e, &e->freqs, outb, "freqs")) == CLS_OK) {
+        for (unsigned r = 0; r <= reps && s == CLS_OK; r++) { /* r = 0: warm-up */
+            s = enqueue_decode(e, e->d_words, e->d_blocks, tk.mem, 0, nb, &ev);
+            if (s != CLS_OK) break;
+            cl_int err = clWaitForEvents(1, &ev);
+            if (err != CL_SUCCESS) s = clx_fail("clWaitForEvents", err);
+            else if (r > 0) kernel_s[r - 1] = event_secs(ev);
+            clReleaseEvent(ev);
+        }
+    }
+    if (tk.mem) clReleaseMemObject(tk.mem);
+    free(tasks);
+    return s;
+}
+
+cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_t *freqs)
+{
+    size_t outb = (size_t)nb * e->idx->block_size * 4;
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->docs.mem, CL_TRUE, 0, outb, docs, 0, NULL, NULL));
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->freqs.mem, CL_TRUE, 0, outb, freqs, 0, NULL, NULL));
     return CLS_OK;
 }

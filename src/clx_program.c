@@ -34,8 +34,17 @@ typedef struct cache_header {
     uint64_t xxh;
 } cache_header;
 
+/* Whether file name is common.cl or one of families (NULL-terminated). */
+static int wanted(const char *name, const char *const *families)
+{
+    if (strcmp(name, "common.cl") == 0) return 1;
+    for (; *families; families++)
+        if (strcmp(name, *families) == 0) return 1;
+    return 0;
+}
+
 /* Concatenates common.cl and the family files into one source (caller frees). */
-static cls_status load_sources(char **out, size_t *len, char *note, size_t note_len)
+static cls_status load_sources(const char *const *families, char **out, size_t *len, char *note, size_t note_len)
 {
     const char *dir = getenv("CLSEARCH_KERNEL_DIR");
     size_t cap = 1, n = 0;
@@ -46,6 +55,7 @@ static cls_status load_sources(char **out, size_t *len, char *note, size_t note_
         if (!buf) return err_set(CLS_E_NOMEM, "out of memory");
         /* common.cl sorts first among the embedded names, so table order is build order */
         for (int i = 0; cls_embedded_kernels[i].name; i++) {
+            if (!wanted(cls_embedded_kernels[i].name, families)) continue;
             memcpy(buf + n, cls_embedded_kernels[i].src, cls_embedded_kernels[i].len);
             n += cls_embedded_kernels[i].len;
             buf[n++] = '\n';
@@ -54,6 +64,7 @@ static cls_status load_sources(char **out, size_t *len, char *note, size_t note_
         snprintf(note, note_len, "embedded kernels");
     } else {
         for (int i = 0; cls_embedded_kernels[i].name; i++) {
+            if (!wanted(cls_embedded_kernels[i].name, families)) continue;
             char path[4096];
             snprintf(path, sizeof path, "%s/%s", dir, cls_embedded_kernels[i].name);
             FILE *f = fopen(path, "rb");
@@ -145,14 +156,14 @@ static cls_status build_log_error(cl_program prog, cl_device_id dev, cl_int err,
     return s;
 }
 
-cls_status clx_build(cl_context ctx, const clx_device *dev, const char *options, cl_program *out,
-                     double *seconds, int *from_cache, char *note, size_t note_len)
+cls_status clx_build(cl_context ctx, const clx_device *dev, const char *const *families, const char *options,
+                     cl_program *out, double *seconds, int *from_cache, char *note, size_t note_len)
 {
     double t0 = clx_now();
     char *src = NULL;
     size_t src_len;
     char srcnote[4200];
-    cls_status s = load_sources(&src, &src_len, srcnote, sizeof srcnote);
+    cls_status s = load_sources(families, &src, &src_len, srcnote, sizeof srcnote);
     if (s != CLS_OK) return s;
     XXH64_state_t *st = XXH64_createState();
     if (!st) {

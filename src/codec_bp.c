@@ -49,7 +49,24 @@ uint32_t cdc_bp_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t 
 int cdc_bp_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out, uint32_t *used)
 {
     if (param > 32 || avail != bp_words(n, param)) return -1;
-    for (uint32_t i = 0; i < n; i++) out[i] = bp_get(w, i, param);
     *used = avail;
+    if (param == 0) {
+        memset(out, 0, (size_t)n * sizeof *out);
+        return 0;
+    }
+    /* Sequential unpacking through a 64-bit window: a word is loaded only when the next value
+     * needs its bits, so nothing past the stream's last word is read. */
+    const uint64_t mask = param == 32 ? 0xFFFFFFFFull : (1ull << param) - 1;
+    uint64_t buf = 0;
+    unsigned have = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (have < param) {
+            buf |= (uint64_t)*w++ << have;
+            have += 32;
+        }
+        out[i] = (uint32_t)(buf & mask);
+        buf >>= param;
+        have -= param;
+    }
     return 0;
 }

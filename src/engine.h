@@ -34,5 +34,12 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
  * counts and the k best (docID, score) pairs at q * k. */
 cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k,
                          uint32_t *counts, uint32_t *docs, float *out_scores);
+/* (bench) Uploads the index again, timed (*upload_s: words and block metadata, from
+ * profiling events), then decodes blocks [b0, b0 + nb) of it reps times after one warm-up
+ * run; kernel_s[r] receives each run's kernel time. Block i lands at i * block_size. */
+cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned reps, double *kernel_s,
+                            double *upload_s);
+/* (bench) Reads back what the last clx_bench_decode left (nb * block_size values each). */
+cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_t *freqs);
 /* The OpenCL engine behind e, or NULL for the reference engine. */
 clx_engine *engine_clx(cls_engine *e);

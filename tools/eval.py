@@ -7,7 +7,8 @@
 Run it with the interpreter that tools/pyenv.sh prints (a venv with pytrec-eval-terrier).
 
 Inputs (whitespace-separated, blank lines ignored, anything else malformed):
-  QRELS  qid iter docno rel          (iter ignored; rel an integer, >= LEVEL means relevant)
+  QRELS  qid iter docno rel          (iter ignored; rel an integer, >= LEVEL means relevant);
+         --qrels-format reads Cranfield's and CISI's own layouts instead (see its help)
   RUN    qid Q0 docno rank score tag (rank ignored)
 
 Semantics follow trec_eval, whose C code pytrec_eval wraps:
@@ -63,16 +64,31 @@ def read_lines(path):
         raise InputError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
-def parse_qrels(path):
+QRELS_FORMATS = {
+    # name: (fields, expected layout, function from the fields to (qid, docno, rel string))
+    "trec": (4, "qid iter docno rel", lambda f: (f[0], f[2], f[3])),
+    # Cranfield's cranqrel: grade 1 (complete answer) .. 4 (minimum interest), -1 (of no
+    # interest); as gains 4 .. 1 and 0, so binary measures count grades 1-4 as relevant.
+    "cranfield": (3, "qid docno grade", lambda f: (f[0], f[1], str(5 - int(f[2])) if f[2] != "-1" else "0")),
+    # CISI.REL: 'qid docno 0 0.000000', every listed pair relevant.
+    "cisi": (4, "qid docno 0 0.0", lambda f: (f[0], f[1], "1")),
+}
+
+
+def parse_qrels(path, fmt="trec"):
     """{qid: {docno: rel}}"""
+    nfields, layout, pick = QRELS_FORMATS[fmt]
     qrels = {}
     for n, line in enumerate(read_lines(path), 1):
         f = line.split()
         if not f:
             continue
-        if len(f) != 4:
-            raise InputError(f"{path}:{n}: expected 'qid iter docno rel', got {len(f)} fields: {line!r}")
-        qid, _, docno, rel = f
+        if len(f) != nfields:
+            raise InputError(f"{path}:{n}: expected '{layout}', got {len(f)} fields: {line!r}")
+        try:
+            qid, docno, rel = pick(f)
+        except ValueError:
+            raise InputError(f"{path}:{n}: grade {f[2]!r} is not an integer") from None
         try:
             rel = int(rel)
         except ValueError:
@@ -162,6 +178,9 @@ def main(argv=None):
                     help="average over all qrels queries, missing ones scoring 0 (trec_eval -c)")
     ap.add_argument("-l", "--level", type=int, default=1,
                     help="minimum relevance value counted as relevant (trec_eval -l; default 1)")
+    ap.add_argument("--qrels-format", choices=sorted(QRELS_FORMATS), default="trec",
+                    help="trec (default); cranfield: 'qid docno grade', grades 1-4 as gains 4-1, "
+                         "-1 as 0; cisi: 'qid docno 0 0.0', all relevant")
     ap.add_argument("--min-map", type=float, help="exit 1 if MAP is below this")
     ap.add_argument("--max-map", type=float, help="exit 1 if MAP is above this")
     args = ap.parse_args(argv)  # usage errors exit 2
@@ -190,7 +209,7 @@ def main(argv=None):
         eval_set.add("map")
 
     try:
-        qrels = parse_qrels(args.qrels)
+        qrels = parse_qrels(args.qrels, args.qrels_format)
         run, tag = parse_run(args.run)
     except InputError as e:
         fail(str(e))
