@@ -68,5 +68,6 @@ int cdc_bp_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param,
         buf >>= param;
         have -= param;
     }
-    return 0;
+    /* the last word's bits past the last value are padding, written as zeros */
+    return buf != 0 ? -1 : 0;
 }
