@@ -4,6 +4,7 @@
  * message naming the damaged part, never a crash. */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,10 @@
 
 #include "index.h"
 
-#define IDX_BLOCK 128u /* the default block size these tests build with */
+#define IDX_BLOCK 128u /* the default block size the fixed-shape tests build with */
+
+/* The layout build_model uses; the defaults except in roundtrip_every_codec. */
+static cls_build_opts g_opts = {CLS_CODEC_BP, 128, 1, 0};
 #include "testutil.h"
 
 /* Analysis without stemming or stopwords: the test controls the terms exactly. */
@@ -109,6 +113,7 @@ static char *build_model(const model *m)
 {
     cls_builder *b;
     ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
+    ck_assert_msg(cls_builder_configure(b, &g_opts) == CLS_OK, "%s", cls_last_error());
     size_t cap = 1 << 16;
     char *text = malloc(cap);
     ck_assert(text != NULL);
@@ -155,7 +160,8 @@ static void check_model(const cls_index *idx, const model *m, const char *path)
     ck_assert_uint_eq(st.num_terms, present);
     ck_assert_uint_eq(st.num_postings, postings);
     ck_assert_uint_eq(st.num_tokens, tokens);
-    ck_assert_uint_eq(st.block_size, IDX_BLOCK);
+    ck_assert_uint_eq(st.block_size, g_opts.block_size);
+    ck_assert_int_eq(st.codec, g_opts.codec);
     ck_assert(st.avg_doc_len == (m->ndocs ? (double)tokens / m->ndocs : 0.0));
     if (path) {
         struct stat sb;
@@ -186,7 +192,7 @@ static void check_model(const cls_index *idx, const model *m, const char *path)
         ck_assert_msg(c < 0 || (c == 0 && an_ < bn), "terms %u and %u out of order", i, i + 1);
     }
 
-    uint32_t docs[IDX_BLOCK], freqs[IDX_BLOCK];
+    uint32_t docs[IDX_MAX_BLOCK], freqs[IDX_MAX_BLOCK];
     uint64_t blocks_seen = 0;
     for (uint32_t t = 0; t < m->nterms; t++) {
         uint32_t id = idx_lookup(idx, m->terms[t], strlen(m->terms[t]));
@@ -199,13 +205,13 @@ static void check_model(const cls_index *idx, const model *m, const char *path)
         ck_assert_msg(id != UINT32_MAX, "term '%s' missing", m->terms[t]);
         const idx_term *e = &idx->terms[id];
         ck_assert_uint_eq(e->df, df);
-        ck_assert_uint_eq(e->num_blocks, (df + IDX_BLOCK - 1) / IDX_BLOCK);
+        ck_assert_uint_eq(e->num_blocks, (df + g_opts.block_size - 1) / g_opts.block_size);
         blocks_seen += e->num_blocks;
         uint32_t d = 0, seen = 0; /* walk the model's list alongside the decoded blocks */
         for (uint32_t j = 0; j < e->num_blocks; j++) {
             const idx_block *bl = &idx->blocks[e->first_block + j];
             uint32_t n = idx_info_count(bl->info);
-            uint32_t want_n = df - seen < IDX_BLOCK ? df - seen : IDX_BLOCK;
+            uint32_t want_n = df - seen < g_opts.block_size ? df - seen : g_opts.block_size;
             ck_assert_msg(n == want_n, "term '%s' block %u: %u postings, expected %u", m->terms[t], j, n, want_n);
             idx_decode_block(idx, e->first_block + j, docs, freqs);
             for (uint32_t i = 0; i < n; i++) {
@@ -326,6 +332,53 @@ START_TEST(roundtrip_blocks_and_stats)
     cls_index_close(b);
     remove(path);
     free(path);
+    model_free(&m);
+}
+END_TEST
+
+/* The main model in every codec and block size (and pfor depth): the same postings decode
+ * back, and a block parameter word forged with consistent checksums is refused. */
+static void rehash_all(unsigned char *img, size_t len)
+{
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) t[i].xxh = XXH64(img + t[i].offset, (size_t)t[i].size, 0);
+    memcpy(img + sizeof(idx_header), t, sizeof t);
+    idx_header h;
+    memcpy(&h, img, sizeof h);
+    h.table_xxh = XXH64(t, sizeof t, 0);
+    h.header_xxh = XXH64(&h, offsetof(idx_header, header_xxh), 0);
+    memcpy(img, &h, sizeof h);
+}
+
+START_TEST(roundtrip_every_codec)
+{
+    static const uint32_t sizes[] = {64, 128, 256, 512};
+    model m;
+    main_model(&m);
+    for (int c = 0; c < CLS_NUM_CODECS; c++)
+        for (unsigned k = 0; k < 4 + (c == CLS_CODEC_PFOR ? 3 : 0); k++) {
+            g_opts = (cls_build_opts){(cls_codec)c, k < 4 ? sizes[k] : 128, k < 4 ? 1 : k - 4 + (k > 4), 0};
+            char *path = build_model(&m);
+            cls_index *idx;
+            ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s B=%u: %s", cls_codec_name((cls_codec)c),
+                          g_opts.block_size, cls_last_error());
+            check_model(idx, &m, path);
+            /* forge block 3's docID parameter word, checksums made consistent: still refused */
+            uint64_t at = (const unsigned char *)&idx->blocks[3].dparam - (const unsigned char *)idx->map;
+            cls_index_close(idx);
+            size_t len;
+            unsigned char *img = read_all(path, &len);
+            uint32_t forged = c == CLS_CODEC_RAW ? 1 : 0xFFFFFFFFu;
+            memcpy(img + at, &forged, 4);
+            rehash_all(img, len);
+            const char *msg = bytes_fail(img, len, CLS_E_CORRUPT, "a forged parameter word");
+            ck_assert_msg(strstr(msg, "postings") || strstr(msg, "blocks"), "'%s'", msg);
+            free(img);
+            remove(path);
+            free(path);
+        }
+    g_opts = (cls_build_opts){CLS_CODEC_BP, 128, 1, 0};
     model_free(&m);
 }
 END_TEST
@@ -795,6 +848,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, roundtrip_blocks_and_stats);
     tcase_add_test(tc, roundtrip_small_shapes);
+    tcase_add_test(tc, roundtrip_every_codec);
     tcase_add_test(tc, roundtrip_zero_documents);
     tcase_add_test(tc, empty_documents_first);
     tcase_add_test(tc, builder_rejects_bad_docnos);
