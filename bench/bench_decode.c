@@ -2,11 +2,12 @@
  * decoder) and on OpenCL devices (decode_blocks), in billions of postings per second and, on
  * devices, in achieved bandwidth against the device's copy ceiling.
  *
- *   bench_decode [-d ref,cpu,gpu,P:D] [-r REPEATS] [--max-blocks N] [--ceiling GBPS] [--json FILE] INDEX...
+ *   bench_decode [-d ref,cpu,gpu,P:D] [-r REPEATS] [--ref-repeats N] [--max-blocks N] [--ceiling GBPS]
+ *                [--json FILE] INDEX...
  *
  * Each INDEX is typically the same collection built with a different --codec / --block.
  * Method: every block of the index (or the first N) is decoded as one batch, once untimed
- * (warm-up), then REPEATS times. The reference decoder is timed with a monotonic clock around
+ * (warm-up), then REPEATS times (the reference decoder: --ref-repeats times, default 3). The reference decoder is timed with a monotonic clock around
  * the whole loop (one thread); devices are timed by OpenCL profiling events around the kernel
  * alone, and the host-to-device upload of the index (words and block metadata) is timed
  * separately, also by events. Figures are medians with min and max. The device's output is
@@ -58,12 +59,13 @@ static figures summarize(double *t, unsigned n)
 int main(int argc, char **argv)
 {
     const char *devices = "ref,auto", *json_path = NULL;
-    unsigned reps = 10;
+    unsigned reps = 10, ref_reps = 3;
     uint64_t max_blocks = 0;
     double ceiling = 2800.0;
     static const struct option longs[] = {{"json", required_argument, 0, 'j'},
                                           {"max-blocks", required_argument, 0, 'n'},
                                           {"ceiling", required_argument, 0, 'c'},
+                                          {"ref-repeats", required_argument, 0, 'R'},
                                           {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "d:r:", longs, NULL)) != -1) {
@@ -72,13 +74,14 @@ int main(int argc, char **argv)
         else if (c == 'j') json_path = optarg;
         else if (c == 'n') max_blocks = strtoull(optarg, NULL, 10);
         else if (c == 'c') ceiling = atof(optarg);
+        else if (c == 'R') ref_reps = (unsigned)atoi(optarg);
         else {
             fprintf(stderr, "usage: bench_decode [-d ref,cpu,gpu,P:D] [-r REPEATS] [--max-blocks N] "
-                            "[--ceiling GBPS] [--json FILE] INDEX...\n");
+                            "[--ref-repeats N] [--ceiling GBPS] [--json FILE] INDEX...\n");
             return 2;
         }
     }
-    if (optind >= argc || reps < 1 || reps > 1000) {
+    if (optind >= argc || reps < 1 || reps > 1000 || ref_reps < 1 || ref_reps > 1000) {
         fprintf(stderr, "bench_decode: give one or more indexes; REPEATS 1..1000\n");
         return 2;
     }
@@ -109,7 +112,7 @@ int main(int argc, char **argv)
         uint32_t *dd = malloc((size_t)nb * B * 4 + 4), *df = malloc((size_t)nb * B * 4 + 4);
         if (!rd || !rf || !dd || !df) return die(CLS_E_NOMEM, "output buffers");
         /* the reference decode, also the check for every device */
-        for (unsigned r = 0; r <= reps; r++) {
+        for (unsigned r = 0; r <= ref_reps; r++) {
             double t0 = now();
             for (uint32_t b = 0; b < nb; b++) idx_decode_block(idx, b, rd + (size_t)b * B, rf + (size_t)b * B);
             if (r > 0) t[r - 1] = now() - t0;
@@ -122,7 +125,7 @@ int main(int argc, char **argv)
             const char *check = "-";
             char name[160];
             if (strcmp(dev, "ref") == 0) {
-                f = summarize(t, reps);
+                f = summarize(t, ref_reps);
                 snprintf(name, sizeof name, "ref (C, 1 thread)");
             } else {
                 cls_engine *e;

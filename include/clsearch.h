@@ -79,7 +79,13 @@ typedef enum cls_corpus_format {
     CLS_CORPUS_SMART, /* SMART (Cranfield, MED, CISI): ".I n" records; docno = n; the text is the
                        * .T, .A, .B and .W fields joined by newlines, other fields ignored */
     CLS_CORPUS_FILES  /* a folder tree (or archive) of plain-text files, one document each; docno =
-                       * the path relative to the root, bytes outside [!-~] and '%' written %XX */
+                       * the path relative to the root, bytes outside [!-~] and '%' written %XX.
+                       * A folder is walked in byte order of the path (hidden names and links to
+                       * folders skipped); an input named .tar[.gz|.bz2|.xz|.zst], .tgz, .zip, ...
+                       * is read as an archive, in archive order; *.gz files are decompressed (the
+                       * docno keeps ".gz"). Files with a NUL byte in their first 8 KiB are skipped
+                       * as binary; a file over 64 MiB is indexed up to 64 MiB. Both are counted,
+                       * never a read error: that stops the read. */
 } cls_corpus_format;
 
 /* Called once per document; a nonzero return stops the read with CLS_E_ARG. The strings are
@@ -90,10 +96,22 @@ typedef int (*cls_doc_fn)(void *user, const char *docno, size_t docno_len, const
 /* Streams every document of path (a file or a folder) to fn, in a deterministic order. */
 cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user);
 
+/* What the last cls_corpus_read or cls_corpus_read_ex of this thread passed over without
+ * failing; only CLS_CORPUS_FILES passes anything over. */
+typedef struct cls_corpus_counts {
+    uint64_t skipped_binary; /* files skipped as binary: a NUL byte in their first 8 KiB */
+    uint64_t truncated;      /* files indexed only up to their first 64 MiB */
+} cls_corpus_counts;
+void cls_corpus_last_counts(cls_corpus_counts *out);
+
 /* (advanced) Progress of a read: documents so far, input bytes consumed so far (compressed
  * bytes for compressed input) and the input's total size in bytes (0 when unknown). */
 typedef void (*cls_progress_fn)(void *user, uint64_t docs, uint64_t bytes_done, uint64_t bytes_total);
-/* (advanced) cls_corpus_read that also calls progress (when not NULL) every few documents. */
+/* (advanced) cls_corpus_read that also calls progress (when not NULL): once when the input's
+ * files are listed (bytes_total known, 0 documents), then after a document or a file whenever
+ * 0.2 s have passed since the last call, and once at the end of a successful read (every
+ * document, bytes_done == bytes_total). bytes_total is the input's size (a folder: the sum of
+ * the sizes of the files the format reads; 0 for a pipe); bytes_done never goes down. */
 cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
                               cls_progress_fn progress, void *progress_user);
 
@@ -140,7 +158,8 @@ typedef struct cls_build_opts {
     cls_codec codec;     /* default bp */
     uint32_t block_size; /* postings per block: 64, 128 (default), 256 or 512 */
     unsigned pfor_depth; /* pfor: levels of recursive exception coding, 0..3 (default 1) */
-    unsigned threads;    /* analysis threads; 0 = all cores (default) */
+    unsigned threads;    /* analysis threads; 0 = all cores (default); 1 = analyse in the calling
+                          * thread. The index file is byte-identical for any value. */
 } cls_build_opts;
 
 void cls_build_defaults(cls_build_opts *o);
@@ -150,11 +169,16 @@ typedef struct cls_builder cls_builder;
 cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out);
 /* Sets the layout and threads; before the first cls_builder_add. Checks every field. */
 cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o);
-/* Adds one document; internal docIDs are assigned in the order of these calls. */
+/* Adds one document; internal docIDs are assigned in the order of these calls. With threads > 1
+ * the document is copied and analysed later by a worker thread: a failure there (out of memory)
+ * is returned by a later cls_builder_add or by cls_builder_write, and from then on every call
+ * returns it. A bad docno is refused at once, in either mode, and the builder stays usable. */
 cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
                            size_t text_len);
-/* Writes the index to path (through a temporary name, renamed when complete). */
+/* Writes the index to path (through a temporary name, renamed when complete), after waiting for
+ * every document added to be analysed. */
 cls_status cls_builder_write(cls_builder *b, const char *path);
+/* Stops and joins the builder's threads, whatever state it is in, and frees it. */
 void cls_builder_free(cls_builder *b);
 
 /* ---- Index -------------------------------------------------------------------------------- */
@@ -191,6 +215,10 @@ void cls_index_get_stats(const cls_index *idx, cls_index_stats *st);
 const char *cls_index_docno(const cls_index *idx, uint32_t doc);
 /* The analyzer the index was built with. */
 void cls_index_analyzer(const cls_index *idx, cls_analyzer_opts *o);
+
+/* Writes idx again at path (through a temporary name) with o's codec, block size and pfor
+ * depth; documents, dictionary and postings unchanged. o->threads is ignored. */
+cls_status cls_index_recode(const cls_index *idx, const cls_build_opts *o, const char *path);
 
 /* ---- Exchange: CIFF ------------------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* Corpus reading: cls_corpus_read() dispatches on the format, and this file holds what every
  * reader shares (see corpus.h): the line reader over plain or gzip files, the folder walk that
- * fixes document order, libarchive error mapping and the callback-stop convention. */
+ * fixes document order, progress reporting, libarchive error mapping and the callback-stop
+ * convention. */
 #include "corpus.h"
 
 #include <archive.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "err.h"
 
@@ -76,6 +78,125 @@ static char *path_join(const char *a, const char *b)
     p[la] = '/';
     memcpy(p + la + 1, b, lb + 1);
     return p;
+}
+
+/* ---- Progress ---------------------------------------------------------------------------- */
+
+/* The state of one cls_corpus_read[_ex] call. The readers cannot see it through their (fn,
+ * user) arguments, so the call publishes it in a thread-local pointer while it runs (a read
+ * started from inside a callback saves and restores the outer one). */
+typedef struct read_state {
+    cls_doc_fn fn;            /* the caller's callback, when wrapped for progress */
+    void *user;
+    cls_progress_fn progress; /* NULL: no progress wanted, only the counts are kept */
+    void *progress_user;
+    uint64_t docs;
+    uint64_t total;           /* sum of the input's file sizes (0: unknown) */
+    uint64_t base;            /* bytes of the files finished so far */
+    uint64_t cur_size;        /* size of the file being read (0: unknown) */
+    FILE *f;                  /* the current file's stream, if its reader named one */
+    struct archive *a;
+    double last;              /* when progress was last called */
+    cls_corpus_counts counts;
+} read_state;
+
+static _Thread_local read_state *cur_read;
+static _Thread_local cls_corpus_counts last_counts;
+
+/* Seconds between two progress calls (besides the first and the last). */
+#define CRP_PROGRESS_INTERVAL 0.2
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void crp_progress_source(FILE *f, struct archive *a)
+{
+    if (!cur_read || !cur_read->progress) return;
+    cur_read->f = f;
+    cur_read->a = a;
+}
+
+void crp_count_skipped_binary(void)
+{
+    if (cur_read) cur_read->counts.skipped_binary++;
+}
+
+void crp_count_truncated(void)
+{
+    if (cur_read) cur_read->counts.truncated++;
+}
+
+void cls_corpus_last_counts(cls_corpus_counts *out)
+{
+    if (out) *out = last_counts;
+}
+
+/* Input bytes consumed so far: finished files plus the position in the current one (clamped to
+ * its size, so the figure never runs ahead of the total nor backwards at the next file). */
+static uint64_t bytes_done(const read_state *r)
+{
+    uint64_t pos = 0;
+    if (r->f) {
+        off_t o = ftello(r->f);
+        if (o > 0) pos = (uint64_t)o;
+    } else if (r->a) {
+        la_int64_t o = archive_filter_bytes(r->a, -1);
+        if (o > 0) pos = (uint64_t)o;
+    }
+    if (r->cur_size && pos > r->cur_size) pos = r->cur_size;
+    return r->base + pos;
+}
+
+/* Calls progress if the interval has passed (or always, if force). */
+static void progress_tick(read_state *r, int force)
+{
+    if (!r->progress) return;
+    double t = mono_now();
+    if (!force && t - r->last < CRP_PROGRESS_INTERVAL) return;
+    r->last = t;
+    r->progress(r->progress_user, r->docs, bytes_done(r), r->total);
+}
+
+/* The walk's hooks: the input's total is known once its files are listed; each file's size
+ * counts as done when the file is. */
+static void progress_start(uint64_t total)
+{
+    if (!cur_read || !cur_read->progress) return;
+    cur_read->total += total;
+    progress_tick(cur_read, 1);
+}
+
+static void progress_file_begin(uint64_t size)
+{
+    if (!cur_read || !cur_read->progress) return;
+    cur_read->cur_size = size;
+    cur_read->f = NULL;
+    cur_read->a = NULL;
+}
+
+static void progress_file_end(void)
+{
+    if (!cur_read || !cur_read->progress) return;
+    cur_read->base += cur_read->cur_size;
+    cur_read->cur_size = 0;
+    cur_read->f = NULL;
+    cur_read->a = NULL;
+    progress_tick(cur_read, 0);
+}
+
+/* Wraps the caller's document callback to count documents and call progress now and then. */
+static int progress_doc(void *user, const char *docno, size_t docno_len, const char *text,
+                        size_t text_len)
+{
+    read_state *r = user;
+    if (r->fn(r->user, docno, docno_len, text, text_len) != 0) return 1;
+    r->docs++;
+    progress_tick(r, 0);
+    return 0;
 }
 
 /* ---- Line reader ------------------------------------------------------------------------- */
@@ -209,27 +330,35 @@ void crp_lines_close(crp_lines *r)
 
 /* ---- Folder walk -------------------------------------------------------------------------- */
 
+/* A relative path and the size of the file it names (for progress). */
+typedef struct walk_file {
+    char *rel;
+    uint64_t size;
+} walk_file;
+
 typedef struct pathvec {
-    char **v;
+    walk_file *v;
     size_t n, cap;
 } pathvec;
 
-static cls_status pathvec_push(pathvec *pv, char *p)
+static cls_status pathvec_push(pathvec *pv, char *p, uint64_t size)
 {
     if (pv->n == pv->cap) {
         size_t cap = pv->cap ? pv->cap * 2 : 64;
-        char **v = realloc(pv->v, cap * sizeof *v);
+        walk_file *v = realloc(pv->v, cap * sizeof *v);
         if (!v) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
         pv->v = v;
         pv->cap = cap;
     }
-    pv->v[pv->n++] = p;
+    pv->v[pv->n].rel = p;
+    pv->v[pv->n].size = size;
+    pv->n++;
     return CLS_OK;
 }
 
 static void pathvec_free(pathvec *pv)
 {
-    for (size_t i = 0; i < pv->n; i++) free(pv->v[i]);
+    for (size_t i = 0; i < pv->n; i++) free(pv->v[i].rel);
     free(pv->v);
 }
 
@@ -237,7 +366,7 @@ static void pathvec_free(pathvec *pv)
  * or the order readdir happens to return. */
 static int cmp_paths(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const walk_file *)a)->rel, ((const walk_file *)b)->rel);
 }
 
 /* Adds the wanted regular files below root/rel (rel NULL: root itself) to pv, as paths
@@ -281,7 +410,7 @@ static cls_status collect(const char *root, const char *rel, int (*want)(const c
             /* A link to a file counts as that file; a dangling one is no file at all. */
             if (S_ISLNK(sb.st_mode) && stat(full, &sb) == 0) is_file = S_ISREG(sb.st_mode);
             if (is_file && (!want || want(de->d_name))) {
-                st = pathvec_push(pv, sub);
+                st = pathvec_push(pv, sub, sb.st_size > 0 ? (uint64_t)sb.st_size : 0);
                 if (st == CLS_OK) sub = NULL; /* owned by pv now */
             }
         }
@@ -299,7 +428,14 @@ cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn
     struct stat sb;
     if (stat(path, &sb) != 0) return err_set(CLS_E_IO, "%s: %s", path, strerror(errno));
     /* Anything but a folder is read as one file, so pipes and /dev/stdin work too. */
-    if (!S_ISDIR(sb.st_mode)) return fn(user, path, crp_basename(path));
+    if (!S_ISDIR(sb.st_mode)) {
+        uint64_t size = S_ISREG(sb.st_mode) && sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+        progress_start(size);
+        progress_file_begin(size);
+        cls_status st = fn(user, path, crp_basename(path));
+        if (st == CLS_OK) progress_file_end();
+        return st;
+    }
 
     /* "corpus/" and "corpus" name the same documents; keep messages free of "//". */
     char *root = strdup(path);
@@ -310,13 +446,19 @@ cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn
     cls_status st = collect(root, NULL, want, &pv);
     if (st == CLS_OK) {
         if (pv.n > 1) qsort(pv.v, pv.n, sizeof *pv.v, cmp_paths);
+        uint64_t total = 0;
+        for (size_t i = 0; i < pv.n; i++) total += pv.v[i].size;
+        progress_start(total);
         for (size_t i = 0; i < pv.n && st == CLS_OK; i++) {
-            char *full = strcmp(root, "/") == 0 ? path_join("", pv.v[i]) : path_join(root, pv.v[i]);
+            const char *rel = pv.v[i].rel;
+            char *full = strcmp(root, "/") == 0 ? path_join("", rel) : path_join(root, rel);
             if (!full) {
                 st = err_set(CLS_E_NOMEM, "folder walk: out of memory");
                 break;
             }
-            st = fn(user, full, pv.v[i]);
+            progress_file_begin(pv.v[i].size);
+            st = fn(user, full, rel);
+            if (st == CLS_OK) progress_file_end();
             free(full);
         }
     }
@@ -380,10 +522,8 @@ static cls_status file_visit(void *user, const char *full, const char *rel)
     return crp_read_jsonl_file(w->fmt, full, w->fn, w->user);
 }
 
-cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user)
+static cls_status dispatch(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user)
 {
-    if (!path || !*path || !fn)
-        return err_set(CLS_E_ARG, "cls_corpus_read: a path and a callback are required");
     switch (fmt) {
     case CLS_CORPUS_JSONL:
     case CLS_CORPUS_BEIR:
@@ -395,15 +535,47 @@ cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn f
     case CLS_CORPUS_HTML:
         return crp_read_html(path, fn, user);
     case CLS_CORPUS_FILES:
-        return err_set(CLS_E_ARG, "cls_corpus_read: plain-file trees are not implemented yet");
+        return crp_read_files(path, fn, user);
     }
     return err_set(CLS_E_ARG, "cls_corpus_read: unknown corpus format %d", (int)fmt);
 }
 
+cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user)
+{
+    return cls_corpus_read_ex(fmt, path, fn, user, NULL, NULL);
+}
+
+/* Progress is called once when the input's files are listed (0 documents), then after a
+ * document or a file whenever CRP_PROGRESS_INTERVAL seconds have passed since the last call,
+ * and once at the end of a successful read with every document counted and bytes_done equal
+ * to bytes_total (when the total is known). */
 cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
                               cls_progress_fn progress, void *progress_user)
 {
-    (void)progress;
-    (void)progress_user;
-    return cls_corpus_read(fmt, path, fn, user); /* progress: not yet */
+    memset(&last_counts, 0, sizeof last_counts);
+    if (!path || !*path || !fn)
+        return err_set(CLS_E_ARG, "cls_corpus_read: a path and a callback are required");
+    read_state r = {0};
+    r.progress = progress;
+    r.progress_user = progress_user;
+    read_state *outer = cur_read;
+    cur_read = &r;
+    cls_status st;
+    if (progress) {
+        r.fn = fn;
+        r.user = user;
+        r.last = mono_now();
+        st = dispatch(fmt, path, progress_doc, &r);
+    } else {
+        st = dispatch(fmt, path, fn, user);
+    }
+    cur_read = outer;
+    last_counts = r.counts;
+    if (st == CLS_OK && progress) {
+        r.f = NULL;
+        r.a = NULL;
+        r.cur_size = 0;
+        progress(progress_user, r.docs, r.base > r.total ? r.base : r.total, r.total);
+    }
+    return st;
 }

@@ -1,11 +1,13 @@
 /* Private helpers shared by the corpus and topics readers (corpus.c, corpus_jsonl.c,
- * corpus_html.c, corpus_trec.c, corpus_smart.c, topics.c): a line reader that hides whether a file is plain or gzip-compressed,
- * a deterministic folder walk, libarchive error mapping and the callback-stop convention.
- * Nothing here is part of the public API. */
+ * corpus_html.c, corpus_trec.c, corpus_smart.c, corpus_files.c, topics.c): a line reader that
+ * hides whether a file is plain or gzip-compressed, a deterministic folder walk, progress
+ * reporting, libarchive error mapping and the callback-stop convention.
+ * Nothing here is part of the public API (cls_corpus_last_counts excepted: see below). */
 #ifndef CLS_CORPUS_H
 #define CLS_CORPUS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "clsearch.h"
@@ -66,9 +68,25 @@ void crp_lines_close(crp_lines *r);
  * single file, its base name). A status other than CLS_OK stops the walk and is returned. */
 typedef cls_status (*crp_file_fn)(void *user, const char *full, const char *rel);
 /* If path is a folder: every regular file below it (recursively; names starting with '.' and
- * symbolic links to folders are skipped) for which want(name) is nonzero (NULL: all), in
- * byte order of the relative path. Otherwise path itself, whatever its name. */
+ * symbolic links to folders are skipped; a link to a file counts as that file) for which
+ * want(name) is nonzero (NULL: all), in byte order of the relative path. Otherwise path itself,
+ * whatever its name. Every corpus read goes through exactly one crp_walk per input path: it is
+ * where the input's total size (the sum of the wanted files' sizes) and the bytes of finished
+ * files are counted for cls_corpus_read_ex's progress. */
 cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn fn, void *user);
+
+/* ---- Progress and counts ------------------------------------------------------------------- */
+
+/* While cls_corpus_read_ex runs with a progress callback in this thread, a reader that streams
+ * a large input (a JSONL file, an archive) names the open stream of the current file here, so
+ * that progress can say how far into the file the read is: f's position, or the compressed
+ * bytes a has consumed (archive_filter_bytes(a, -1)). (NULL, NULL) before closing the stream.
+ * A reader that reads a whole file before emitting its document needs none: the walk counts
+ * the file's size when the file is done. No effect when no progress was asked for. */
+void crp_progress_source(FILE *f, struct archive *a);
+/* Count a file passed over as binary, or cut at the size limit, in this thread's read. */
+void crp_count_skipped_binary(void);
+void crp_count_truncated(void);
 
 /* ---- libarchive ---------------------------------------------------------------------------- */
 
@@ -91,6 +109,11 @@ cls_status crp_read_jsonl_file(cls_corpus_format fmt, const char *path, cls_doc_
                                void *user);
 /* A folder, archive or single HTML file. */
 cls_status crp_read_html(const char *path, cls_doc_fn fn, void *user);
+/* Largest plain-file document (CLS_CORPUS_FILES): a longer file is indexed up to this many bytes
+ * and counted as truncated; a source or documentation tree's text files are far smaller. */
+#define CRP_FILES_MAX_DOC ((size_t)64 << 20)
+/* A folder tree, archive or single file of plain text (CLS_CORPUS_FILES; see corpus_files.c). */
+cls_status crp_read_files(const char *path, cls_doc_fn fn, void *user);
 /* One TREC SGML file (plain or .gz) of <DOC> ... </DOC> documents. */
 cls_status crp_read_trec_file(const char *path, cls_doc_fn fn, void *user);
 /* One SMART file (plain or .gz) of ".I n" records (Cranfield, MED, CISI). */

@@ -335,6 +335,7 @@ static cls_status html_archive(html_ctx *c, const char *path)
         archive_read_free(a);
         return st;
     }
+    crp_progress_source(NULL, a);
     for (;;) {
         struct archive_entry *e;
         int rc = archive_read_next_header(a, &e);
@@ -375,22 +376,23 @@ static cls_status html_archive(html_ctx *c, const char *path)
         if (st == CLS_OK) st = emit_html(c, name, len, where);
         if (st != CLS_OK) break;
     }
+    crp_progress_source(NULL, NULL);
     archive_read_free(a);
     return st;
+}
+
+/* One file of the walk: an HTML file (any file of a folder, which the walk filtered), or an
+ * archive of them (a single input not named .html or .htm). */
+static cls_status html_visit(void *user, const char *full, const char *rel)
+{
+    if (want_html(full)) return html_file(user, full, rel);
+    return html_archive(user, full);
 }
 
 cls_status crp_read_html(const char *path, cls_doc_fn fn, void *user)
 {
     html_ctx c = {fn, user, NULL, 0};
-    struct stat sb;
-    cls_status st;
-    if (stat(path, &sb) != 0) return err_set(CLS_E_IO, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode))
-        st = crp_walk(path, want_html, html_file, &c);
-    else if (want_html(path))
-        st = html_file(&c, path, crp_basename(path));
-    else
-        st = html_archive(&c, path);
+    cls_status st = crp_walk(path, want_html, html_visit, &c);
     free(c.buf);
     return st;
 }

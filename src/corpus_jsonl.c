@@ -169,6 +169,7 @@ cls_status crp_read_jsonl_file(cls_corpus_format fmt, const char *path, cls_doc_
     jsonl_state st = {.fmt = fmt};
     cls_status s = crp_lines_open(&st.r, path);
     if (s != CLS_OK) return s;
+    crp_progress_source(st.r.f, st.r.a);
     for (;;) {
         size_t len;
         int got;
@@ -176,6 +177,7 @@ cls_status crp_read_jsonl_file(cls_corpus_format fmt, const char *path, cls_doc_
         if (crp_is_blank(st.r.line, len)) continue;
         if ((s = handle_line(&st, st.r.line, len, fn, user)) != CLS_OK) break;
     }
+    crp_progress_source(NULL, NULL);
     crp_lines_close(&st.r);
     free(st.joined);
     return s;

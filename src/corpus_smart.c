@@ -110,6 +110,7 @@ cls_status crp_read_smart_file(const char *path, cls_doc_fn fn, void *user)
     smart_state s = {0};
     cls_status st = crp_lines_open(&s.r, path);
     if (st != CLS_OK) return st;
+    crp_progress_source(s.r.f, s.r.a);
     for (;;) {
         size_t len;
         int got;
@@ -117,6 +118,7 @@ cls_status crp_read_smart_file(const char *path, cls_doc_fn fn, void *user)
         if ((st = handle_line(&s, s.r.line, len, fn, user)) != CLS_OK) break;
     }
     if (st == CLS_OK) st = finish(&s, fn, user);
+    crp_progress_source(NULL, NULL);
     crp_lines_close(&s.r);
     free(s.docno.p);
     free(s.text.p);

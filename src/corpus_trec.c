@@ -99,6 +99,7 @@ cls_status crp_read_trec_file(const char *path, cls_doc_fn fn, void *user)
     trec_state s = {0};
     cls_status st = crp_lines_open(&s.r, path);
     if (st != CLS_OK) return st;
+    crp_progress_source(s.r.f, s.r.a);
     for (;;) {
         size_t len;
         int got;
@@ -108,6 +109,7 @@ cls_status crp_read_trec_file(const char *path, cls_doc_fn fn, void *user)
     if (st == CLS_OK && s.in_doc)
         st = err_set(CLS_E_FORMAT, "%s:%lu: <DOC> has no </DOC> (file ends at line %lu)", path,
                      s.doc_line, s.r.lineno);
+    crp_progress_source(NULL, NULL);
     crp_lines_close(&s.r);
     free(s.body.p);
     free(s.docno.p);

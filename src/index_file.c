@@ -1,6 +1,7 @@
 /* Index files: writing (temporary name, then rename) and opening (map, then verify every
  * section's bounds, checksum and internal consistency before anything reads it, so a damaged
  * or foreign file is a clear error and never an out-of-bounds read on the host or device). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "index_file.h"
 
 #include <errno.h>
@@ -65,19 +66,41 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
     h.table_xxh = XXH64(table, sizeof table, 0);
     h.header_xxh = XXH64(&h, offsetof(idx_header, header_xxh), 0);
 
+    /* The file is written beside its final name and renamed over it, so the name must be a
+     * regular file or nothing: a link is resolved first (the link stays, its target is
+     * replaced) and anything else (a device, a folder) is refused, never renamed over. */
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return err_set(CLS_E_IO, "%s exists and is not a regular file: an index is written only to a file", path);
+    char *real = NULL;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            real = realpath(path, NULL);
+            if (!real) return err_set(CLS_E_IO, "%s: a link whose target cannot be resolved: %s", path, strerror(errno));
+            path = real;
+            if (stat(path, &st) != 0) st.st_mode = S_IFREG; /* resolved but absent: create it */
+        }
+        if (!S_ISREG(st.st_mode)) {
+            cls_status s = err_set(CLS_E_IO, "%s exists and is not a regular file: an index is written only to a file", path);
+            free(real);
+            return s;
+        }
+    }
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
-    if (!tmp) return err_set(CLS_E_NOMEM, "writing %s: out of memory", path);
+    if (!tmp) {
+        free(real);
+        return err_set(CLS_E_NOMEM, "writing index: out of memory");
+    }
     snprintf(tmp, plen + 32, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         cls_status s = err_set(CLS_E_IO, "cannot create a temporary file beside %s: %s", path, strerror(errno));
         free(tmp);
+        free(real);
         return s;
     }
+    mode_t mask = umask(0); /* mkstemp makes 0600; an index gets what any new file would */
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
     FILE *f = fdopen(fd, "wb");
     static const char zeros[IDX_ALIGN];
     int ok = f != NULL && write_all(f, &h, sizeof h) && write_all(f, table, sizeof table);
@@ -101,6 +124,7 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
         s = err_set(CLS_E_IO, "writing %s: %s", path, strerror(saved));
     }
     free(tmp);
+    free(real);
     return s;
 }
 

@@ -1,12 +1,14 @@
 /* Corpus and topics readers: JSONL / BEIR / gzip, HTML folders and archives (markup removal,
- * entities, order), TREC SGML and SMART corpora, TSV, Anserini, TREC, SMART and Million Query
- * topics, and the failures each must report. */
+ * entities, order), TREC SGML and SMART corpora, plain-file trees and archives, progress
+ * reporting, TSV, Anserini, TREC, SMART and Million Query topics, and the failures each must
+ * report; and the threaded index builder (byte-identical files, errors from worker threads). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clsearch.h"
@@ -533,6 +535,619 @@ START_TEST(cacm_tarball)
 }
 END_TEST
 
+/* ---- Plain-file trees (CLS_CORPUS_FILES) ------------------------------------------------------ */
+
+/* A progress recorder: every call, checked for order. */
+typedef struct prog_rec {
+    unsigned calls;
+    uint64_t docs, done, total;
+    int backwards;   /* docs or bytes_done went down, or bytes_done passed a known total */
+    int mid;         /* a call with 0 < bytes_done < bytes_total */
+    unsigned sleep_us; /* per document, to make intermediate calls happen */
+    coll docs_coll;
+} prog_rec;
+
+static void on_prog(void *user, uint64_t docs, uint64_t done, uint64_t total)
+{
+    prog_rec *p = user;
+    if (p->calls && (docs < p->docs || done < p->done)) p->backwards = 1;
+    if (total && done > total) p->backwards = 1;
+    if (done > 0 && done < total) p->mid = 1;
+    p->calls++;
+    p->docs = docs;
+    p->done = done;
+    p->total = total;
+}
+
+static int on_doc_slow(void *user, const char *docno, size_t dl, const char *text, size_t tl)
+{
+    prog_rec *p = user;
+    if (p->sleep_us) {
+        struct timespec ts = {0, (long)p->sleep_us * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return on_doc(&p->docs_coll, docno, dl, text, tl);
+}
+
+/* The tree: name, content (binary ones hold NUL bytes, so lengths are explicit). */
+typedef struct tree_file {
+    const char *rel;
+    const char *data;
+    size_t len;
+    const char *docno; /* expected docno; NULL: skipped */
+} tree_file;
+
+#define TF(rel, s, docno) {rel, s, sizeof s - 1, docno}
+static const tree_file tree_files[] = {
+    TF("a.txt", "alpha beta", "a.txt"),
+    TF("bin.dat", "\x7f" "ELF\0\0\0binary", NULL),
+    TF("caf\xc3\xa9.txt", "coffee", "caf%C3%A9.txt"),
+    TF("empty.txt", "", "empty.txt"),
+    TF("sub/50%.txt", "fifty percent", "sub/50%25.txt"),
+    TF("sub/dir/deep.md", "deep\ntext", "sub/dir/deep.md"),
+    TF("sub/with space.txt", "spaced name", "sub/with%20space.txt"),
+    TF(".hidden/x.txt", "hidden words", NULL),
+    TF("sub/.dotfile", "hidden too", NULL),
+};
+#define NTREE (sizeof tree_files / sizeof tree_files[0])
+
+static void write_bytes_in(const char *dir, const char *rel, const char *data, size_t len)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    char *slash = strrchr(p, '/');
+    *slash = '\0';
+    mkdir_p(p);
+    *slash = '/';
+    tu_write_file(p, data, len);
+}
+
+/* Reads a whole file into fresh memory. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "open %s", path);
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    for (size_t k; (k = fread(b + n, 1, cap - n, f)) > 0;) {
+        n += k;
+        if (n == cap) b = realloc(b, cap *= 2);
+        ck_assert(b != NULL);
+    }
+    fclose(f);
+    *len = n;
+    return b;
+}
+
+/* Builds the tree of tree_files plus z.rst.gz (gzip of "gzipped words") and late-nul.txt (a NUL
+ * past the first 8 KiB: text). Returns the folder. */
+static const char *make_tree(void)
+{
+    const char *d = tu_tmp_path("ftree");
+    mkdir_p(d);
+    for (size_t i = 0; i < NTREE; i++) write_bytes_in(d, tree_files[i].rel, tree_files[i].data, tree_files[i].len);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/z.rst", d);
+    tu_write_file(p, "gzipped words", 13);
+    gzip_file(p);
+    remove(p);
+    static char late[9001];
+    memset(late, 'x', sizeof late);
+    late[4] = ' ';
+    late[9000] = '\0';
+    write_bytes_in(d, "late-nul.txt", late, sizeof late);
+    return d;
+}
+
+/* Expected documents of the folder, in byte order of the path. */
+static const char *const tree_docnos[] = {"a.txt",       "caf%C3%A9.txt",   "empty.txt",
+                                          "late-nul.txt", "sub/50%25.txt",  "sub/dir/deep.md",
+                                          "sub/with%20space.txt", "z.rst.gz"};
+#define NDOCS (sizeof tree_docnos / sizeof tree_docnos[0])
+
+static void check_tree_docs(const coll *c, const char *what)
+{
+    ck_assert_msg(c->n == NDOCS, "%s: %zu documents, want %zu", what, c->n, NDOCS);
+    for (size_t i = 0; i < NDOCS; i++)
+        ck_assert_msg(strcmp(c->ids[i], tree_docnos[i]) == 0, "%s: doc %zu is %s, want %s", what, i, c->ids[i],
+                      tree_docnos[i]);
+    ck_assert_str_eq(c->texts[0], "alpha beta");
+    ck_assert_str_eq(c->texts[1], "coffee");
+    ck_assert_str_eq(c->texts[2], "");
+    ck_assert_uint_eq(strlen(c->texts[3]), 9000); /* dupn stops at the NUL: the text went on */
+    ck_assert_str_eq(c->texts[4], "fifty percent");
+    ck_assert_str_eq(c->texts[5], "deep\ntext");
+    ck_assert_str_eq(c->texts[6], "spaced name");
+    ck_assert_str_eq(c->texts[7], "gzipped words");
+}
+
+START_TEST(files_folder)
+{
+    const char *d = make_tree();
+    /* A link to a file is that file; a link to a folder (here a cycle) is not followed. */
+    char p[4200], q[4200];
+    snprintf(p, sizeof p, "%s/sub/link.txt", d);
+    ck_assert_int_eq(symlink("../a.txt", p), 0);
+    snprintf(q, sizeof q, "%s/sub/loop", d);
+    ck_assert_int_eq(symlink("..", q), 0);
+
+    prog_rec pr = {0};
+    ck_assert_msg(cls_corpus_read_ex(CLS_CORPUS_FILES, d, on_doc_slow, &pr, on_prog, &pr) == CLS_OK, "%s",
+                  cls_last_error());
+    cls_corpus_counts counts;
+    cls_corpus_last_counts(&counts);
+    ck_assert_uint_eq(counts.skipped_binary, 1);
+    ck_assert_uint_eq(counts.truncated, 0);
+    /* sub/link.txt sorts between sub/dir/deep.md and sub/with space.txt */
+    coll *c = &pr.docs_coll;
+    ck_assert_uint_eq(c->n, NDOCS + 1);
+    ck_assert_str_eq(c->ids[6], "sub/link.txt");
+    ck_assert_str_eq(c->texts[6], "alpha beta");
+    free(c->ids[6]);
+    free(c->texts[6]);
+    memmove(c->ids + 6, c->ids + 7, (c->n - 7) * sizeof *c->ids);
+    memmove(c->texts + 6, c->texts + 7, (c->n - 7) * sizeof *c->texts);
+    c->n--;
+    check_tree_docs(c, "folder");
+    /* Progress: a first call, a last one with every document and every byte. */
+    ck_assert_uint_ge(pr.calls, 2);
+    ck_assert(!pr.backwards);
+    ck_assert_uint_eq(pr.docs, NDOCS + 1);
+    ck_assert_uint_gt(pr.total, 9000);
+    ck_assert_uint_eq(pr.done, pr.total);
+    coll_free(c);
+
+    /* Plain cls_corpus_read: the same documents; the counts are per call. */
+    remove(p);
+    coll c2 = {0};
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, d, on_doc, &c2), CLS_OK);
+    check_tree_docs(&c2, "folder, no progress");
+    coll_free(&c2);
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_JSONL, "/nonexistent/x", on_doc, &c2), CLS_E_IO);
+    cls_corpus_last_counts(&counts);
+    ck_assert_uint_eq(counts.skipped_binary, 0);
+
+    /* A single file: its base name; a single .gz: decompressed, the name kept. */
+    snprintf(p, sizeof p, "%s/sub/with space.txt", d);
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, p, on_doc, &c2), CLS_OK);
+    ck_assert_uint_eq(c2.n, 1);
+    ck_assert_str_eq(c2.ids[0], "with%20space.txt");
+    coll_free(&c2);
+    snprintf(p, sizeof p, "%s/z.rst.gz", d);
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, p, on_doc, &c2), CLS_OK);
+    ck_assert_uint_eq(c2.n, 1);
+    ck_assert_str_eq(c2.ids[0], "z.rst.gz");
+    ck_assert_str_eq(c2.texts[0], "gzipped words");
+    coll_free(&c2);
+}
+END_TEST
+
+/* The tree again as an archive written by libarchive: "./"-prefixed names, a folder entry, a
+ * hidden entry, a symbolic link and a hard link (both skipped), the .gz kept compressed. */
+static void write_tree_archive(const char *dir, const char *path, const char *format, int gz)
+{
+    struct archive *a = archive_write_new();
+    ck_assert(a != NULL);
+    ck_assert_int_eq(archive_write_set_format_by_name(a, format), ARCHIVE_OK);
+    if (gz) ck_assert_int_eq(archive_write_add_filter_gzip(a), ARCHIVE_OK);
+    ck_assert_int_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
+    static const char *const rels[] = {"./", "./a.txt", "./bin.dat", "./caf\xc3\xa9.txt", "./empty.txt",
+                                       "./late-nul.txt", "./.hidden/x.txt", "./sub/50%.txt", "./sub/dir/deep.md",
+                                       "./sub/with space.txt", "./sub/.dotfile", "./symlink", "./hardlink",
+                                       "./z.rst.gz"};
+    for (size_t i = 0; i < sizeof rels / sizeof rels[0]; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, rels[i]);
+        archive_entry_set_perm(e, 0644);
+        char *data = NULL;
+        size_t len = 0;
+        if (strcmp(rels[i], "./") == 0) {
+            archive_entry_set_filetype(e, AE_IFDIR);
+        } else if (strcmp(rels[i], "./symlink") == 0) {
+            archive_entry_set_filetype(e, AE_IFLNK);
+            archive_entry_set_symlink(e, "a.txt");
+        } else if (strcmp(rels[i], "./hardlink") == 0) {
+            archive_entry_free(e);
+            if (strcmp(format, "zip") == 0) continue; /* zip has no hard links */
+            e = archive_entry_new();
+            archive_entry_set_pathname(e, rels[i]);
+            archive_entry_set_perm(e, 0644);
+            archive_entry_set_filetype(e, AE_IFREG);
+            archive_entry_set_hardlink(e, "./a.txt");
+        } else {
+            char p[4200];
+            snprintf(p, sizeof p, "%s/%s", dir, rels[i] + 2);
+            data = slurp(p, &len);
+            archive_entry_set_filetype(e, AE_IFREG);
+            archive_entry_set_size(e, (la_int64_t)len);
+        }
+        /* (a warning: the C locale cannot convert the non-ASCII name; the bytes go in as they are) */
+        ck_assert_int_ge(archive_write_header(a, e), ARCHIVE_WARN);
+        if (len) ck_assert_int_eq(archive_write_data(a, data, len), (la_ssize_t)len);
+        free(data);
+        archive_entry_free(e);
+    }
+    ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+}
+
+START_TEST(files_archives)
+{
+    const char *d = make_tree();
+    static const struct {
+        const char *suffix, *format;
+        int gz;
+    } kinds[] = {{".tar.gz", "gnutar", 1}, {".tgz", "pax", 1}, {".tar", "gnutar", 0}, {".zip", "zip", 0}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s%s", tu_tmp_path("ftree"), kinds[k].suffix);
+        write_tree_archive(d, path, kinds[k].format, kinds[k].gz);
+        prog_rec pr = {0};
+        ck_assert_msg(cls_corpus_read_ex(CLS_CORPUS_FILES, path, on_doc_slow, &pr, on_prog, &pr) == CLS_OK,
+                      "%s: %s", path, cls_last_error());
+        check_tree_docs(&pr.docs_coll, path);
+        cls_corpus_counts counts;
+        cls_corpus_last_counts(&counts);
+        ck_assert_uint_eq(counts.skipped_binary, 1);
+        struct stat sb;
+        ck_assert_int_eq(stat(path, &sb), 0);
+        ck_assert_uint_eq(pr.total, (uint64_t)sb.st_size);
+        ck_assert_uint_eq(pr.done, pr.total);
+        ck_assert(!pr.backwards);
+        coll_free(&pr.docs_coll);
+        remove(path);
+    }
+
+    /* The folder tree as `tar` makes it, when there is one: the same documents. */
+    char path[4200], cmd[9000];
+    snprintf(path, sizeof path, "%s.tar.xz", tu_tmp_path("ftree"));
+    snprintf(cmd, sizeof cmd, "tar --sort=name -C '%s' -cJf '%s' . 2>/dev/null", d, path);
+    if (system(cmd) == 0) {
+        coll c = {0};
+        ck_assert_msg(cls_corpus_read(CLS_CORPUS_FILES, path, on_doc, &c) == CLS_OK, "%s", cls_last_error());
+        check_tree_docs(&c, path);
+        coll_free(&c);
+    } else {
+        fprintf(stderr, "SKIP: no GNU tar with xz for %s\n", path);
+    }
+    remove(path);
+}
+END_TEST
+
+START_TEST(files_failures)
+{
+    const char *d = tu_tmp_path("ffail");
+    mkdir_p(d);
+    coll c = {0};
+    /* A damaged gzip file stops the read with its path: nothing is skipped silently. */
+    static char words[200000];
+    uint64_t seed = 7;
+    for (size_t i = 0; i < sizeof words; i++) words[i] = (tu_rand(&seed) % 7 == 0) ? ' ' : (char)('a' + tu_rand(&seed) % 26);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/b.txt", d);
+    tu_write_file(p, words, sizeof words);
+    const char *gz = gzip_file(p);
+    remove(p);
+    size_t len;
+    char *bytes = slurp(gz, &len);
+    tu_write_file(gz, bytes, len / 2); /* cut in the middle */
+    free(bytes);
+    write_in(d, "a.txt", "fine");
+    cls_status st = cls_corpus_read(CLS_CORPUS_FILES, d, on_doc, &c);
+    ck_assert_msg(st == CLS_E_FORMAT || st == CLS_E_IO, "status %d: %s", (int)st, cls_last_error());
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), "b.txt.gz"));
+    ck_assert_uint_eq(c.n, 1);
+    coll_free(&c);
+    remove(gz);
+
+    /* An unreadable file (not for root, who reads everything). */
+    if (geteuid() != 0) {
+        snprintf(p, sizeof p, "%s/secret.txt", d);
+        tu_write_file(p, "x", 1);
+        ck_assert_int_eq(chmod(p, 0), 0);
+        ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, d, on_doc, &c), CLS_E_IO);
+        ck_assert_ptr_nonnull(strstr(cls_last_error(), "secret.txt"));
+        coll_free(&c);
+        remove(p);
+    }
+
+    /* Missing input, damaged archive. */
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, "/nonexistent/tree", on_doc, &c), CLS_E_IO);
+    char junk[4200];
+    snprintf(junk, sizeof junk, "%s.tar.gz", tu_tmp_path("junk")); /* the suffix makes it an archive */
+    tu_write_file(junk, "not an archive at all\n", 22);
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, junk, on_doc, &c), CLS_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), junk));
+    ck_assert_uint_eq(c.n, 0);
+
+    /* Over 64 MiB: indexed up to the cap and counted. The text is 8 KiB of words, then a hole
+     * (NUL bytes past the sniffed prefix), so the file costs no disk. */
+    snprintf(p, sizeof p, "%s/huge.log", d);
+    FILE *f = fopen(p, "wb");
+    ck_assert(f != NULL);
+    ck_assert_int_eq(fwrite(words, 1, 8192, f), 8192);
+    ck_assert_int_eq(ftruncate(fileno(f), (off_t)CRP_FILES_MAX_DOC + 5), 0);
+    fclose(f);
+    prog_rec pr = {0};
+    ck_assert_int_eq(cls_corpus_read_ex(CLS_CORPUS_FILES, p, on_doc_slow, &pr, on_prog, &pr), CLS_OK);
+    cls_corpus_counts counts;
+    cls_corpus_last_counts(&counts);
+    ck_assert_uint_eq(counts.truncated, 1);
+    ck_assert_uint_eq(pr.docs_coll.n, 1);
+    ck_assert_uint_eq(pr.done, CRP_FILES_MAX_DOC + 5);
+    coll_free(&pr.docs_coll);
+    remove(p);
+}
+END_TEST
+
+/* Progress inside a single large file: the position comes from the open stream. */
+START_TEST(progress_in_file)
+{
+    const char *p = tu_tmp_path("prog.jsonl");
+    FILE *f = fopen(p, "wb");
+    ck_assert(f != NULL);
+    uint64_t seed = 11;
+    for (int d = 0; d < 300; d++) {
+        fprintf(f, "{\"id\": \"d%d\", \"contents\": \"", d);
+        for (int i = 0; i < 2000; i++) fputc(i % 6 == 5 ? ' ' : 'a' + (int)(tu_rand(&seed) % 26), f);
+        fputs("\"}\n", f);
+    }
+    fclose(f);
+    struct stat sb;
+    ck_assert_int_eq(stat(p, &sb), 0);
+    prog_rec pr = {.sleep_us = 1500};
+    ck_assert_int_eq(cls_corpus_read_ex(CLS_CORPUS_JSONL, p, on_doc_slow, &pr, on_prog, &pr), CLS_OK);
+    ck_assert_uint_eq(pr.docs_coll.n, 300);
+    ck_assert_uint_ge(pr.calls, 3);
+    ck_assert(pr.mid);
+    ck_assert(!pr.backwards);
+    ck_assert_uint_eq(pr.total, (uint64_t)sb.st_size);
+    ck_assert_uint_eq(pr.done, pr.total);
+    ck_assert_uint_eq(pr.docs, 300);
+    coll_free(&pr.docs_coll);
+
+    /* gzip: compressed bytes. */
+    const char *gz = gzip_file(p);
+    ck_assert_int_eq(stat(gz, &sb), 0);
+    pr = (prog_rec){.sleep_us = 1500};
+    ck_assert_int_eq(cls_corpus_read_ex(CLS_CORPUS_JSONL, gz, on_doc_slow, &pr, on_prog, &pr), CLS_OK);
+    ck_assert_uint_ge(pr.calls, 3);
+    ck_assert(pr.mid);
+    ck_assert(!pr.backwards);
+    ck_assert_uint_eq(pr.total, (uint64_t)sb.st_size);
+    ck_assert_uint_eq(pr.done, pr.total);
+    coll_free(&pr.docs_coll);
+
+    /* An HTML folder: one file at a time. */
+    const char *d = tu_tmp_path("proghtml");
+    write_in(d, "a.html", "<p>one</p>");
+    write_in(d, "b.htm", "<p>two</p>");
+    write_in(d, "skip.txt", "not counted");
+    pr = (prog_rec){0};
+    ck_assert_int_eq(cls_corpus_read_ex(CLS_CORPUS_HTML, d, on_doc_slow, &pr, on_prog, &pr), CLS_OK);
+    ck_assert_uint_eq(pr.docs, 2);
+    ck_assert_uint_eq(pr.total, 20);
+    ck_assert_uint_eq(pr.done, 20);
+    coll_free(&pr.docs_coll);
+    remove(p);
+    remove(gz);
+}
+END_TEST
+
+typedef struct docno_check {
+    uint64_t n, text;
+    int bad;
+    char first_bad[256];
+} docno_check;
+
+static int on_real_doc(void *user, const char *docno, size_t dl, const char *text, size_t tl)
+{
+    docno_check *c = user;
+    (void)text;
+    c->n++;
+    c->text += tl;
+    for (size_t i = 0; i < dl; i++)
+        if ((unsigned char)docno[i] < '!' || (unsigned char)docno[i] > '~') {
+            if (!c->bad) snprintf(c->first_bad, sizeof c->first_bad, "%.*s", (int)dl, docno);
+            c->bad = 1;
+        }
+    return 0;
+}
+
+/* A real documentation tree, when this machine has one. */
+START_TEST(files_real_tree)
+{
+    const char *d = "/usr/share/doc";
+    struct stat sb;
+    if (stat(d, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "SKIP: %s is absent\n", d);
+        return;
+    }
+    docno_check c = {0};
+    prog_rec pr = {0};
+    cls_status st = cls_corpus_read_ex(CLS_CORPUS_FILES, d, on_real_doc, &c, on_prog, &pr);
+    ck_assert_msg(st == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(!c.bad, "docno %s holds a byte outside '!'..'~'", c.first_bad);
+    ck_assert_uint_gt(c.n, 0);
+    ck_assert(!pr.backwards);
+    ck_assert_uint_eq(pr.docs, c.n);
+    ck_assert_uint_eq(pr.done, pr.total);
+    cls_corpus_counts counts;
+    cls_corpus_last_counts(&counts);
+    fprintf(stderr, "%s: %llu documents, %.1f MB of input, %.1f MB of text, %llu binary files skipped\n", d,
+            (unsigned long long)c.n, (double)pr.total / 1e6, (double)c.text / 1e6,
+            (unsigned long long)counts.skipped_binary);
+}
+END_TEST
+
+/* ---- Threaded index building ------------------------------------------------------------------- */
+
+/* Test hook of index_build.c: a worker thread fails on the doc-th document (0: never). */
+void idx_build_test_fail_at(uint64_t doc);
+
+/* A synthetic collection: n documents of Zipf-ish words, a few empty ones and a few over a batch
+ * (1 MiB), so batches fill by bytes and by count. */
+static cls_status build_synthetic(unsigned threads, uint32_t n, const char *path, uint32_t *added)
+{
+    cls_builder *b;
+    cls_analyzer_opts an;
+    cls_analyzer_defaults(&an);
+    ck_assert_int_eq(cls_builder_create(&an, &b), CLS_OK);
+    cls_build_opts o;
+    cls_build_defaults(&o);
+    o.threads = threads;
+    ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
+    uint64_t seed = 42;
+    size_t cap = 3 << 20;
+    char *text = malloc(cap);
+    ck_assert(text != NULL);
+    cls_status st = CLS_OK;
+    *added = 0;
+    for (uint32_t d = 0; d < n && st == CLS_OK; d++) {
+        size_t words = d % 997 == 5 ? 0 : d % 4001 == 7 ? 100000 : 5 + tu_rand(&seed) % 120, len = 0;
+        for (size_t w = 0; w < words; w++) {
+            uint64_t r = tu_rand(&seed);
+            unsigned rank = (unsigned)(1 + (r % 1000) * (r % 1000) * (r % 50)); /* skewed */
+            len += (size_t)snprintf(text + len, cap - len, "w%xs%s ", rank, (r >> 40) % 3 ? "ing" : "");
+        }
+        char docno[32];
+        int dl = snprintf(docno, sizeof docno, "doc-%u", d);
+        st = cls_builder_add(b, docno, (size_t)dl, text, len);
+        if (st == CLS_OK) ++*added;
+    }
+    free(text);
+    if (st == CLS_OK) st = cls_builder_write(b, path);
+    cls_builder_free(b);
+    return st;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    int same = la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+START_TEST(threads_byte_identical)
+{
+    const char *p1 = tu_tmp_path("t1.idx");
+    char paths[3][4200];
+    uint32_t added;
+    ck_assert_msg(build_synthetic(1, 30000, p1, &added) == CLS_OK, "%s", cls_last_error());
+    static const unsigned th[] = {2, 4, 7};
+    for (int i = 0; i < 3; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s", tu_tmp_path("tn.idx"));
+        ck_assert_msg(build_synthetic(th[i], 30000, paths[i], &added) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(same_file(p1, paths[i]), "index with %u threads differs from the serial one", th[i]);
+        remove(paths[i]);
+    }
+    cls_index *idx;
+    ck_assert_int_eq(cls_index_open(p1, &idx), CLS_OK);
+    cls_index_stats s;
+    cls_index_get_stats(idx, &s);
+    ck_assert_uint_eq(s.num_docs, 30000);
+    ck_assert_str_eq(cls_index_docno(idx, 29999), "doc-29999");
+    cls_index_close(idx);
+    remove(p1);
+
+    /* The files reader and the CACM tarball, through the command: 1 and 4 threads. */
+    const char *d = make_tree(), *cacm = tu_data_path("cacm/cacm.tar.gz");
+    const char *i1 = tu_tmp_path("f1.idx"), *i4 = tu_tmp_path("f4.idx"), *err;
+    char args[9000];
+    for (int k = 0; k < (cacm ? 2 : 1); k++) {
+        const char *fmt = k ? "html" : "files", *in = k ? cacm : d;
+        snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 1 -q", fmt, i1, in);
+        ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
+        snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 4 -v --codec pfor --pfor-depth 2 --block 256",
+                 fmt, i4, in);
+        ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
+        ck_assert_ptr_nonnull(strstr(err, "4 threads"));
+        if (!k) ck_assert_ptr_nonnull(strstr(err, "skipped 1 binary file"));
+        snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 4 -q", fmt, i4, in);
+        ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
+        ck_assert_str_eq(err, ""); /* not a terminal, -q: nothing at all */
+        ck_assert_msg(same_file(i1, i4), "%s: 1 and 4 threads differ", in);
+    }
+    remove(i1);
+    remove(i4);
+}
+END_TEST
+
+START_TEST(threads_errors)
+{
+    const char *p = tu_tmp_path("terr.idx");
+    uint32_t added;
+    /* A worker's failure reaches the calling thread: a later add or the write reports it, with
+     * its message, and the builder is freed cleanly (workers joined) after it. */
+    idx_build_test_fail_at(5000);
+    cls_status st = build_synthetic(3, 20000, p, &added);
+    idx_build_test_fail_at(0);
+    ck_assert_int_eq(st, CLS_E_NOMEM);
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), "test fault"));
+    ck_assert_uint_ge(added, 5000);
+    ck_assert(access(p, F_OK) != 0);
+    /* Failing in the last, partial batch: the write reports it. */
+    idx_build_test_fail_at(300);
+    st = build_synthetic(2, 300, p, &added);
+    idx_build_test_fail_at(0);
+    ck_assert_int_eq(st, CLS_E_NOMEM);
+    ck_assert_uint_eq(added, 300);
+    ck_assert(access(p, F_OK) != 0);
+
+    /* Every later call keeps refusing; free without write, with batches in flight. */
+    cls_builder *b;
+    idx_build_test_fail_at(1);
+    ck_assert_int_eq(cls_builder_create(NULL, &b), CLS_OK);
+    idx_build_test_fail_at(0);
+    cls_build_opts o;
+    cls_build_defaults(&o);
+    o.threads = 2;
+    ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
+    static char text[600000];
+    memset(text, 'a', sizeof text);
+    for (size_t i = 0; i < sizeof text; i += 7) text[i] = ' ';
+    int failed = 0;
+    for (int i = 0; i < 20 && !failed; i++) failed = cls_builder_add(b, "d", 1, text, sizeof text) != CLS_OK;
+    if (!failed) failed = cls_builder_write(b, p) != CLS_OK;
+    ck_assert(failed);
+    ck_assert_int_eq(cls_builder_add(b, "e", 1, "x", 1), CLS_E_NOMEM);
+    ck_assert_int_eq(cls_builder_write(b, p), CLS_E_NOMEM);
+    cls_builder_free(b);
+
+    /* In flight at free, no failure. */
+    ck_assert_int_eq(cls_builder_create(NULL, &b), CLS_OK);
+    ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(cls_builder_add(b, "d", 1, text, sizeof text), CLS_OK);
+    /* configure refuses once documents were added, even while none is inverted yet */
+    ck_assert_int_eq(cls_builder_configure(b, &o), CLS_E_ARG);
+    /* a bad docno is refused on the spot and changes nothing */
+    ck_assert_int_eq(cls_builder_add(b, "a b", 3, "x", 1), CLS_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), "document 11"));
+    cls_builder_free(b);
+    o.threads = 1025;
+    ck_assert_int_eq(cls_builder_create(NULL, &b), CLS_OK);
+    ck_assert_int_eq(cls_builder_configure(b, &o), CLS_E_ARG);
+    cls_builder_free(b);
+
+    /* The command's new options: bad values exit 1 with a message. */
+    const char *d = make_tree(), *err;
+    char args[9000];
+    static const struct {
+        const char *opt, *msg;
+    } bad[] = {{"--threads 0", "--threads"}, {"--threads x", "--threads"}, {"--codec zip", "codec"},
+               {"--block 100", "block size 100"}, {"--block -1", "--block"}, {"--pfor-depth 9", "pfor depth 9"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "index -c files -o '%s' '%s' %s", p, d, bad[i].opt);
+        ck_assert_msg(tu_run_cli(args, &err) == 1, "%s: exit status", bad[i].opt);
+        ck_assert_msg(strstr(err, bad[i].msg) != NULL, "%s: %s", bad[i].opt, err);
+        ck_assert(access(p, F_OK) != 0);
+    }
+}
+END_TEST
+
 /* ---- Topics ---------------------------------------------------------------------------------- */
 
 START_TEST(topics_tsv)
@@ -894,6 +1509,13 @@ static Suite *corpus_suite(void)
     tcase_add_test(tc, html_oversized_file);
     tcase_add_test(tc, html_archives);
     tcase_add_test(tc, cacm_tarball);
+    tcase_add_test(tc, files_folder);
+    tcase_add_test(tc, files_archives);
+    tcase_add_test(tc, files_failures);
+    tcase_add_test(tc, progress_in_file);
+    tcase_add_test(tc, files_real_tree);
+    tcase_add_test(tc, threads_byte_identical);
+    tcase_add_test(tc, threads_errors);
     tcase_add_test(tc, topics_tsv);
     tcase_add_test(tc, topics_tsv_malformed);
     tcase_add_test(tc, topics_anserini);

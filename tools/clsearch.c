@@ -1,11 +1,14 @@
 /* clsearch: the command line, a thin layer over libclsearch (include/clsearch.h).
  *
  *   clsearch devices [-v]
- *   clsearch index -c {jsonl,beir,html,trec,smart} -o INDEX INPUT...
+ *   clsearch index -c {jsonl,beir,html,trec,smart,files} -o INDEX INPUT... [options]
  *   clsearch search -x INDEX -q TOPICS [options]
- *   clsearch stats INDEX
+ *   clsearch stats INDEX [--codecs]
+ *   clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]
  *   clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--seed S]
  *   clsearch compare RUN_A RUN_B
+ *   clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] [--pfor-depth D] [analyzer options]
+ *   clsearch ciff-export INDEX -o FILE.ciff [--description TEXT]
  *
  * Exit status: 0 success, 1 failure (the message says what and where), 2 bad usage. */
 #define _DEFAULT_SOURCE /* getopt_long */
@@ -109,7 +112,15 @@ static int cmd_devices(int argc, char **argv)
 typedef struct index_ctx {
     cls_builder *b;
     unsigned long long docs;
+    uint64_t text_bytes;   /* document text handed to the builder */
     cls_status err;
+    /* progress */
+    int show;              /* draw the progress line: stderr is a terminal and no -q */
+    int drawn;             /* a progress line is on the screen */
+    double t0, t_input, last_draw;
+    uint64_t bytes_before; /* input bytes of the inputs already read */
+    uint64_t bytes_done;   /* of the current input */
+    int input, ninputs;
 } index_ctx;
 
 static int on_doc(void *user, const char *docno, size_t dl, const char *text, size_t tl)
@@ -118,59 +129,168 @@ static int on_doc(void *user, const char *docno, size_t dl, const char *text, si
     c->err = cls_builder_add(c->b, docno, dl, text, tl);
     if (c->err != CLS_OK) return 1;
     c->docs++;
+    c->text_bytes += tl;
     return 0;
+}
+
+/* "m:ss" or "h:mm:ss". */
+static void fmt_duration(char *buf, size_t n, double s)
+{
+    unsigned long t = s < 0 ? 0 : (unsigned long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%lu:%02lu:%02lu", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, n, "%lu:%02lu", t / 60, t % 60);
+}
+
+/* One line, redrawn in place: documents, input MB and MB/s since the start, and for the current
+ * input its percentage and the time left at its rate so far. */
+static void on_progress(void *user, uint64_t docs, uint64_t done, uint64_t total)
+{
+    index_ctx *c = user;
+    (void)docs; /* c->docs counts every input's documents */
+    c->bytes_done = done;
+    if (!c->show) return;
+    double t = now();
+    if (t - c->last_draw < 0.1 && !(total && done >= total)) return;
+    c->last_draw = t;
+    double el = t - c->t0, mb = (double)(c->bytes_before + done) / 1e6;
+    fprintf(stderr, "\r%llu documents  %.1f MB  %.1f MB/s", c->docs, mb, el > 0 ? mb / el : 0.0);
+    if (total) {
+        fprintf(stderr, "  %5.1f%%", 100.0 * (double)done / (double)total);
+        if (c->ninputs > 1) fprintf(stderr, " of input %d/%d", c->input, c->ninputs);
+        double in_el = t - c->t_input;
+        if (done > 0 && done < total && in_el > 0.5) {
+            char eta[32];
+            fmt_duration(eta, sizeof eta, in_el * (double)(total - done) / (double)done);
+            fprintf(stderr, "  ETA %s", eta);
+        }
+    }
+    fputs("\033[K", stderr); /* clear what a longer previous line left */
+    fflush(stderr);
+    c->drawn = 1;
+}
+
+static int index_fail(index_ctx *c, cls_status s, const char *what)
+{
+    if (c->drawn) fputc('\n', stderr);
+    c->drawn = 0;
+    cls_builder_free(c->b);
+    return fail(s, what);
 }
 
 static int cmd_index(int argc, char **argv)
 {
     const char *fmt = NULL, *out = NULL;
-    int verbose = 0, opt;
+    int verbose = 0, quiet = 0, opt;
+    unsigned long long v;
     cls_analyzer_opts an;
     cls_analyzer_defaults(&an);
+    cls_build_opts bo;
+    cls_build_defaults(&bo);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    bo.threads = cores < 1 ? 1u : cores > 1024 ? 1024u : (unsigned)cores;
     static const struct option lo[] = {{"collection", required_argument, 0, 'c'}, {"output", required_argument, 0, 'o'},
                                        {"no-stem", no_argument, 0, 1}, {"no-stopwords", no_argument, 0, 2},
                                        {"no-lowercase", no_argument, 0, 3}, {"no-possessive", no_argument, 0, 4},
-                                       {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
-    while ((opt = getopt_long(argc, argv, "c:o:v", lo, NULL)) != -1) {
+                                       {"threads", required_argument, 0, 5}, {"codec", required_argument, 0, 6},
+                                       {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
+                                       {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
+    cls_status s;
+    while ((opt = getopt_long(argc, argv, "c:o:vq", lo, NULL)) != -1) {
         switch (opt) {
         case 'c': fmt = optarg; break;
         case 'o': out = optarg; break;
         case 'v': verbose = 1; break;
+        case 'q': quiet = 1; break;
         case 1: an.stem = 0; break;
         case 2: an.stopwords = 0; break;
         case 3: an.lowercase = 0; break;
         case 4: an.possessive = 0; break;
+        case 5:
+            if (!parse_u64(optarg, 1, 1024, &v)) {
+                fprintf(stderr, "%s: index: --threads takes a number from 1 to 1024, not '%s'\n", prog, optarg);
+                return 1;
+            }
+            bo.threads = (unsigned)v;
+            break;
+        case 6:
+            if ((s = cls_codec_parse(optarg, &bo.codec)) != CLS_OK) return fail(s, "index --codec");
+            break;
+        case 7:
+            if (!parse_u64(optarg, 1, 1u << 20, &v)) {
+                fprintf(stderr, "%s: index: --block takes 64, 128, 256 or 512, not '%s'\n", prog, optarg);
+                return 1;
+            }
+            bo.block_size = (uint32_t)v;
+            break;
+        case 8:
+            if (!parse_u64(optarg, 0, 1000, &v)) {
+                fprintf(stderr, "%s: index: --pfor-depth takes a number from 0 to 3, not '%s'\n", prog, optarg);
+                return 1;
+            }
+            bo.pfor_depth = (unsigned)v;
+            break;
         default: return usage_error("index: unknown option%s", "");
         }
     }
     cls_corpus_format cf;
-    if (!fmt) return usage_error("index: -c {jsonl,beir,html,trec,smart} is required%s", "");
+    if (!fmt) return usage_error("index: -c {jsonl,beir,html,trec,smart,files} is required%s", "");
     if (strcmp(fmt, "jsonl") == 0) cf = CLS_CORPUS_JSONL;
     else if (strcmp(fmt, "beir") == 0) cf = CLS_CORPUS_BEIR;
     else if (strcmp(fmt, "html") == 0) cf = CLS_CORPUS_HTML;
     else if (strcmp(fmt, "trec") == 0) cf = CLS_CORPUS_TREC;
     else if (strcmp(fmt, "smart") == 0) cf = CLS_CORPUS_SMART;
-    else return usage_error("index: unknown collection format '%s' (jsonl, beir, html, trec, smart)", fmt);
+    else if (strcmp(fmt, "files") == 0) cf = CLS_CORPUS_FILES;
+    else return usage_error("index: unknown collection format '%s' (jsonl, beir, html, trec, smart, files)", fmt);
     if (!out) return usage_error("index: -o INDEX is required%s", "");
     if (optind >= argc) return usage_error("index: no INPUT given%s", "");
     index_ctx c = {0};
-    cls_status s = cls_builder_create(&an, &c.b);
+    s = cls_builder_create(&an, &c.b);
     if (s != CLS_OK) return fail(s, "index");
-    double t0 = now();
+    if ((s = cls_builder_configure(c.b, &bo)) != CLS_OK) return index_fail(&c, s, "index");
+    c.show = !quiet && isatty(2);
+    c.ninputs = argc - optind;
+    c.t0 = now();
+    cls_corpus_counts counts = {0, 0};
     for (int i = optind; i < argc; i++) {
-        s = cls_corpus_read(cf, argv[i], on_doc, &c);
+        c.input = i - optind + 1;
+        c.t_input = now();
+        c.bytes_done = 0;
+        s = cls_corpus_read_ex(cf, argv[i], on_doc, &c, on_progress, &c);
         if (c.err != CLS_OK) s = c.err;
         if (s != CLS_OK) {
-            cls_builder_free(c.b);
             char what[4200];
             snprintf(what, sizeof what, "indexing %s (nothing written)", argv[i]);
-            return fail(s, what);
+            return index_fail(&c, s, what);
         }
+        c.bytes_before += c.bytes_done;
+        cls_corpus_counts one;
+        cls_corpus_last_counts(&one);
+        counts.skipped_binary += one.skipped_binary;
+        counts.truncated += one.truncated;
     }
+    double t_read = now() - c.t0;
     s = cls_builder_write(c.b, out);
+    if (s != CLS_OK) return index_fail(&c, s, "writing the index");
     cls_builder_free(c.b);
-    if (s != CLS_OK) return fail(s, "writing the index");
-    if (verbose) fprintf(stderr, "indexed %llu documents in %.2f s into %s\n", c.docs, now() - t0, out);
+    double el = now() - c.t0, mb = (double)c.bytes_before / 1e6;
+    if (c.drawn) fputc('\n', stderr);
+    char skipped[128] = "";
+    if (counts.skipped_binary)
+        snprintf(skipped, sizeof skipped, "; skipped %llu binary file%s", (unsigned long long)counts.skipped_binary,
+                 counts.skipped_binary == 1 ? "" : "s");
+    if (counts.truncated)
+        snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "; indexed %llu file%s only up to 64 MiB",
+                 (unsigned long long)counts.truncated, counts.truncated == 1 ? "" : "s");
+    if (c.show || verbose) {
+        fprintf(stderr, "indexed %llu documents, %.1f MB of input (%.1f MB of text) in %.2f s: %.1f MB/s, %u thread%s%s\n",
+                c.docs, mb, (double)c.text_bytes / 1e6, el, el > 0 ? mb / el : 0.0, bo.threads,
+                bo.threads == 1 ? "" : "s", skipped);
+        if (verbose)
+            fprintf(stderr, "reading and analysis %.2f s, inverting and writing %.2f s, index %s (%s, block %u)\n",
+                    t_read, el - t_read, out, cls_codec_name(bo.codec), bo.block_size);
+    } else if (*skipped && !quiet) {
+        fprintf(stderr, "%s: note: %s\n", prog, skipped + 2);
+    }
     return 0;
 }
 
@@ -383,24 +503,98 @@ done:
 
 /* ---- stats, generate, compare ------------------------------------------------------------- */
 
+/* One size line: bits per docID and per frequency over the postings, metadata per posting. */
+static void print_sizes(const char *label, const cls_index_stats *st)
+{
+    double P = st->num_postings ? (double)st->num_postings : 1.0;
+    printf("%-14s %6u %9.3f %9.3f %9.3f %9.3f %14llu\n", label, st->block_size, (double)st->doc_bits / P,
+           (double)st->freq_bits / P, 8.0 * (double)st->meta_bytes / P,
+           (8.0 * (double)st->postings_bytes + 8.0 * (double)st->meta_bytes) / P,
+           (unsigned long long)(st->postings_bytes + st->meta_bytes));
+}
+
 static int cmd_stats(int argc, char **argv)
 {
-    if (argc != 2) return usage_error("stats: usage: clsearch stats INDEX%s", "");
+    const char *path = NULL;
+    int all = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--codecs") == 0) all = 1;
+        else if (argv[i][0] == '-' || path) return usage_error("stats: usage: clsearch stats INDEX [--codecs]%s", "");
+        else path = argv[i];
+    }
+    if (!path) return usage_error("stats: usage: clsearch stats INDEX [--codecs]%s", "");
     cls_index *idx;
-    cls_status s = cls_index_open(argv[1], &idx);
+    cls_status s = cls_index_open(path, &idx);
     if (s != CLS_OK) return fail(s, "opening the index");
     cls_index_stats st;
     cls_index_get_stats(idx, &st);
     cls_analyzer_opts an;
     cls_index_analyzer(idx, &an);
     printf("documents        %u\nterms            %u\npostings         %llu\ntokens           %llu\n"
-           "avg doc length   %.2f\nblock size       %u\npostings bytes   %llu (%.2f bits per posting)\nfile bytes       %llu\n"
-           "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n",
+           "avg doc length   %.2f\ncodec            %s (block size %u",
            st.num_docs, st.num_terms, (unsigned long long)st.num_postings, (unsigned long long)st.num_tokens,
-           st.avg_doc_len, st.block_size, (unsigned long long)st.postings_bytes,
+           st.avg_doc_len, cls_codec_name(st.codec), st.block_size);
+    if (st.codec == CLS_CODEC_PFOR) printf(", exception depth %u", st.pfor_depth);
+    printf(")\nblocks           %llu\npostings bytes   %llu (%.2f bits per posting)\nfile bytes       %llu\n"
+           "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n\n",
+           (unsigned long long)st.num_blocks, (unsigned long long)st.postings_bytes,
            st.num_postings ? 8.0 * (double)st.postings_bytes / (double)st.num_postings : 0.0,
            (unsigned long long)st.file_bytes, an.possessive, an.lowercase, an.stopwords, an.stem);
+    printf("%-14s %6s %9s %9s %9s %9s %14s\n", "codec", "block", "bits/doc", "bits/freq", "meta/post", "total/post",
+           "bytes");
+    char label[32];
+    snprintf(label, sizeof label, "%s%s", cls_codec_name(st.codec), all ? " (this)" : "");
+    print_sizes(label, &st);
+    /* --codecs: what every codec and block size would take, re-encoded from this index */
+    static const uint32_t sizes[] = {64, 128, 256, 512};
+    for (int c = 0; all && c < CLS_NUM_CODECS; c++)
+        for (int k = 0; k < 4; k++) {
+            cls_index_stats cs;
+            if ((s = cls_index_codec_stats(idx, (cls_codec)c, sizes[k], 1, &cs)) != CLS_OK) {
+                cls_index_close(idx);
+                return fail(s, "re-encoding");
+            }
+            print_sizes(cls_codec_name((cls_codec)c), &cs);
+        }
     cls_index_close(idx);
+    return 0;
+}
+
+static int cmd_recode(int argc, char **argv)
+{
+    static const struct option lo[] = {{"output", required_argument, 0, 'o'}, {"codec", required_argument, 0, 1},
+                                       {"block", required_argument, 0, 2}, {"pfor-depth", required_argument, 0, 3},
+                                       {0, 0, 0, 0}};
+    const char *out = NULL;
+    cls_build_opts o;
+    cls_build_defaults(&o);
+    cls_status s;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
+        char *end;
+        unsigned long v;
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 1:
+            if ((s = cls_codec_parse(optarg, &o.codec)) != CLS_OK) return fail(s, "recode --codec");
+            break;
+        case 2:
+        case 3:
+            v = strtoul(optarg, &end, 10);
+            if (*optarg == '\0' || *end || v > 4096) return usage_error("recode: bad number '%s'", optarg);
+            if (c == 2) o.block_size = (uint32_t)v; else o.pfor_depth = (unsigned)v;
+            break;
+        default: return usage_error("recode: usage: clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]%s", "");
+        }
+    }
+    if (!out || optind != argc - 1)
+        return usage_error("recode: usage: clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]%s", "");
+    cls_index *idx;
+    if ((s = cls_index_open(argv[optind], &idx)) != CLS_OK) return fail(s, "opening the index");
+    s = cls_index_recode(idx, &o, out);
+    cls_index_close(idx);
+    if (s != CLS_OK) return fail(s, "recoding");
     return 0;
 }
 
@@ -502,17 +696,110 @@ static int cmd_compare(int argc, char **argv)
     return rc;
 }
 
+/* ---- CIFF ------------------------------------------------------------------------------------ */
+
+static int cmd_ciff_import(int argc, char **argv)
+{
+    static const char *use = "ciff-import: usage: clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] "
+                             "[--pfor-depth D] [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]%s";
+    static const struct option lo[] = {{"output", required_argument, 0, 'o'}, {"codec", required_argument, 0, 1},
+                                       {"block", required_argument, 0, 2}, {"pfor-depth", required_argument, 0, 3},
+                                       {"no-stem", no_argument, 0, 4}, {"no-stopwords", no_argument, 0, 5},
+                                       {"no-lowercase", no_argument, 0, 6}, {"no-possessive", no_argument, 0, 7},
+                                       {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
+    const char *out = NULL;
+    int verbose = 0, opt;
+    unsigned long long v;
+    cls_analyzer_opts an;
+    cls_analyzer_defaults(&an);
+    cls_build_opts o;
+    cls_build_defaults(&o);
+    while ((opt = getopt_long(argc, argv, "o:v", lo, NULL)) != -1) {
+        switch (opt) {
+        case 'o': out = optarg; break;
+        case 'v': verbose = 1; break;
+        case 1:
+            if (cls_codec_parse(optarg, &o.codec) != CLS_OK) return usage_error("ciff-import: %s", cls_last_error());
+            break;
+        case 2:
+            if (!parse_u64(optarg, 1, 1u << 20, &v)) return usage_error("ciff-import: --block takes 64, 128, 256 or 512, not '%s'", optarg);
+            o.block_size = (uint32_t)v;
+            break;
+        case 3:
+            if (!parse_u64(optarg, 0, 1000, &v)) return usage_error("ciff-import: --pfor-depth takes 0 to 3, not '%s'", optarg);
+            o.pfor_depth = (unsigned)v;
+            break;
+        case 4: an.stem = 0; break;
+        case 5: an.stopwords = 0; break;
+        case 6: an.lowercase = 0; break;
+        case 7: an.possessive = 0; break;
+        default: return usage_error(use, "");
+        }
+    }
+    if (!out || optind != argc - 1) return usage_error(use, "");
+    double t0 = now();
+    cls_status s = cls_ciff_import(argv[optind], &an, &o, out);
+    if (s != CLS_OK) return fail(s, "importing CIFF (nothing written)");
+    if (verbose) fprintf(stderr, "imported %s into %s in %.2f s\n", argv[optind], out, now() - t0);
+    return 0;
+}
+
+static int cmd_ciff_export(int argc, char **argv)
+{
+    static const char *use = "ciff-export: usage: clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v]%s";
+    static const struct option lo[] = {{"output", required_argument, 0, 'o'}, {"description", required_argument, 0, 1},
+                                       {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
+    const char *out = NULL, *desc = NULL;
+    int verbose = 0, opt;
+    while ((opt = getopt_long(argc, argv, "o:v", lo, NULL)) != -1) {
+        switch (opt) {
+        case 'o': out = optarg; break;
+        case 'v': verbose = 1; break;
+        case 1: desc = optarg; break;
+        default: return usage_error(use, "");
+        }
+    }
+    if (!out || optind != argc - 1) return usage_error(use, "");
+    double t0 = now();
+    cls_index *idx;
+    cls_status s = cls_index_open(argv[optind], &idx);
+    if (s != CLS_OK) return fail(s, "opening the index");
+    char dflt[4200];
+    if (!desc) {
+        snprintf(dflt, sizeof dflt, "clsearch %s export of %s", cls_version(), argv[optind]);
+        desc = dflt;
+    }
+    s = cls_ciff_export(idx, out, desc);
+    cls_index_close(idx);
+    if (s != CLS_OK) return fail(s, "exporting CIFF");
+    if (verbose) fprintf(stderr, "exported %s to %s in %.2f s\n", argv[optind], out, now() - t0);
+    return 0;
+}
+
 static void help(void)
 {
     printf("clsearch %s: query processing on OpenCL devices\n\n"
            "  clsearch devices [-v]                       list OpenCL platforms and devices\n"
-           "  clsearch index -c {jsonl,beir,html,trec,smart} -o INDEX INPUT...\n"
-           "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
+           "  clsearch index -c {jsonl,beir,html,trec,smart,files} -o INDEX INPUT...\n"
+           "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
+           "                  [--threads N] [--codec raw|bp|pfor|optpfd|rice] [--block 64|128|256|512]\n"
+           "                  [--pfor-depth 0..3] [-q] [-v]\n"
+           "                  files: a folder tree, archive (.tar[.gz|.xz|...], .zip) or file of plain text,\n"
+           "                  docno = relative path (%%XX-escaped), *.gz decompressed, binary files skipped;\n"
+           "                  --threads: analysis threads (default: all cores); -q: no progress line\n"
+           "                  (shown when stderr is a terminal); -v: summary and timings\n"
            "  clsearch search -x INDEX -q TOPICS [-f {auto,tsv,anserini,trec,smart,mq}] [-k K] [-m {and,or}]\n"
            "                  [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [-v]\n"
            "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto)\n"
-           "  clsearch stats INDEX\n"
+           "  clsearch stats INDEX [--codecs]             sizes; --codecs: every codec and block size\n"
+           "  clsearch recode INDEX -o OUT [--codec raw|bp|pfor|optpfd|rice] [--block 64|128|256|512]\n"
+           "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"
            "  clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
+           "  clsearch ciff-import FILE.ciff[.gz] -o INDEX [--codec C] [--block N] [--pfor-depth D]\n"
+           "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
+           "                  CIFF (Anserini, PISA, Lucene) to an index; the analyzer flags are what\n"
+           "                  queries will use, so give those the CIFF's terms were made with\n"
+           "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v]\n"
            "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n\n"
            "Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
            "(kernel sources instead of the embedded ones).\n",
@@ -532,8 +819,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "index") == 0) return cmd_index(argc, argv);
     if (strcmp(cmd, "search") == 0) return cmd_search(argc, argv);
     if (strcmp(cmd, "stats") == 0) return cmd_stats(argc, argv);
+    if (strcmp(cmd, "recode") == 0) return cmd_recode(argc, argv);
     if (strcmp(cmd, "generate") == 0) return cmd_generate(argc, argv);
     if (strcmp(cmd, "compare") == 0) return cmd_compare(argc, argv);
+    if (strcmp(cmd, "ciff-import") == 0) return cmd_ciff_import(argc, argv);
+    if (strcmp(cmd, "ciff-export") == 0) return cmd_ciff_export(argc, argv);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         help();
         return 0;

@@ -5,7 +5,8 @@ set -eu
 # Machines without a package registry (a prepared GPU host) set CLSEARCH_NO_DEPS=1.
 [ "${CLSEARCH_NO_DEPS:-0}" = 1 ] && exit 0
 pkgs="gcc make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
-      libcjson-dev libarchive-dev libxxhash-dev libstemmer-dev check libsubunit-dev
+      libcjson-dev libarchive-dev libxxhash-dev libstemmer-dev libprotobuf-c-dev protobuf-c-compiler
+      check libsubunit-dev
       python3 python3-venv ca-certificates"
 missing=""
 for p in $pkgs; do

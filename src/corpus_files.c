@@ -1,0 +1,385 @@
+/* Plain-file trees (CLS_CORPUS_FILES): a source tree, a documentation tree, one document per
+ * file.
+ *
+ * Input: a folder (walked recursively by crp_walk, in byte order of the relative path; hidden
+ * names starting with '.' are skipped, links to files are read as those files, links to folders
+ * are not followed, so link cycles cannot occur); an archive (.tar, .tar.gz, .tgz, .tar.bz2,
+ * .tbz2, .tar.xz, .txz, .tar.zst, .zip, .7z, .cpio: anything libarchive reads, in archive order,
+ * with the same hidden-name rule applied to every component of an entry's path); or a single
+ * file, whose docno is its base name. Only the top-level input is opened as an archive: an
+ * archive inside a folder is a file like any other (and, being binary, skipped).
+ *
+ * A file named *.gz (in a folder, in an archive, or given alone) is decompressed and its text
+ * is the decompressed bytes; its docno keeps the ".gz", so that a docno is always the real
+ * relative path of a file (and "a.txt" beside "a.txt.gz" cannot make two equal docnos).
+ *
+ * Docno: the path relative to the root (for an archive: the entry's path without a leading
+ * "./" or "/"), with every byte outside '!'..'~' and every '%' written as %XX (uppercase hex), so
+ * "my notes/é.txt" is "my%20notes/%C3%A9.txt" and a docno never holds white space.
+ *
+ * Skipped, and counted (cls_corpus_last_counts): files with a NUL byte in their first 8 KiB
+ * (binary: images, object files, archives, UTF-16 text). Reading stops at the first 8 KiB of
+ * such a file. An empty file is a document with no text. Hard-link entries of an archive
+ * without data of their own (their content is stored under the name they link to) are
+ * skipped without counting.
+ *
+ * Memory: one file at a time. A file longer than CRP_FILES_MAX_DOC (64 MiB) is indexed up to
+ * that many bytes and counted as truncated; no text file of a source or documentation tree comes
+ * near it, so this only guards against a huge log or data file taking the whole memory.
+ *
+ * Failures are never skipped: a file that cannot be opened or read, or a damaged archive or gzip
+ * stream, stops the read with its path. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "corpus.h"
+#include "err.h"
+
+#define SNIFF_BYTES 8192u        /* a NUL byte in this prefix marks a file as binary */
+#define CHUNK (64u * 1024u)      /* libarchive block size, and the first read of a file */
+
+typedef struct files_ctx {
+    cls_doc_fn fn;
+    void *user;
+    int top_is_dir;     /* the input is a folder (else a single file or an archive) */
+    char *buf;          /* the document being read, reused: at most CRP_FILES_MAX_DOC + 1 */
+    size_t cap;
+    crp_buf docno;      /* the encoded docno */
+    char *chunk;        /* gzip inside an archive: compressed bytes handed to the inner reader */
+} files_ctx;
+
+/* ---- Sources: a plain file, or the data of a libarchive handle ------------------------------ */
+
+typedef struct src {
+    FILE *f;
+    struct archive *a;
+} src;
+
+/* Bytes read (0 at the end) or -1 on error (errno for f, the archive's error for a). A source
+ * with neither is empty. */
+static long long src_read(src *s, char *dst, size_t n)
+{
+    if (!s->a && !s->f) return 0;
+    if (s->f) {
+        size_t k = fread(dst, 1, n, s->f);
+        if (k == 0 && ferror(s->f)) return -1;
+        return (long long)k;
+    }
+    la_ssize_t k = archive_read_data(s->a, dst, n);
+    return k < 0 ? -1 : (long long)k;
+}
+
+static cls_status src_error(src *s, const char *where)
+{
+    if (s->f) return err_set(CLS_E_IO, "read %s: %s", where, strerror(errno));
+    return crp_archive_error(s->a, where);
+}
+
+/* A gzip stream as one unnamed raw entry (as crp_lines_open reads .gz). The empty format lets a
+ * zero-byte file be an empty document rather than an unrecognised one. */
+static struct archive *gz_new(void)
+{
+    struct archive *a = archive_read_new();
+    if (!a) return NULL;
+    archive_read_support_filter_gzip(a);
+    archive_read_support_format_raw(a);
+    archive_read_support_format_empty(a);
+    return a;
+}
+
+/* Moves a freshly opened gzip reader to its data; *empty when there is none. */
+static cls_status gz_start(struct archive *a, const char *where, int *empty)
+{
+    struct archive_entry *e;
+    int rc = archive_read_next_header(a, &e);
+    *empty = rc == ARCHIVE_EOF;
+    if (rc == ARCHIVE_EOF || rc == ARCHIVE_OK) return CLS_OK;
+    return crp_archive_error(a, where);
+}
+
+/* The inner reader of a .gz entry inside an archive pulls compressed bytes from the outer one. */
+typedef struct nested {
+    struct archive *outer;
+    char *chunk;
+} nested;
+
+static la_ssize_t nested_read(struct archive *inner, void *client, const void **buf)
+{
+    nested *n = client;
+    la_ssize_t k = archive_read_data(n->outer, n->chunk, CHUNK);
+    if (k < 0) {
+        const char *msg = archive_error_string(n->outer);
+        archive_set_error(inner, archive_errno(n->outer), "%s", msg ? msg : "read error");
+        return -1;
+    }
+    *buf = n->chunk;
+    return k;
+}
+
+/* ---- One document --------------------------------------------------------------------------- */
+
+static cls_status grow_buf(files_ctx *c, size_t want, const char *where)
+{
+    if (want <= c->cap) return CLS_OK;
+    char *p = realloc(c->buf, want);
+    if (!p) return err_set(CLS_E_NOMEM, "%s: out of memory for %zu bytes", where, want);
+    c->buf = p;
+    c->cap = want;
+    return CLS_OK;
+}
+
+/* Reads the stream into c->buf: its first SNIFF_BYTES, which decide whether it is binary (then
+ * reading stops, *binary is set), then the rest, up to CRP_FILES_MAX_DOC bytes (more sets
+ * *truncated and is not read). hint: the expected size (0: unknown), to size the buffer once. */
+static cls_status read_doc(files_ctx *c, src *s, uint64_t hint, const char *where, size_t *len,
+                           int *binary, int *truncated)
+{
+    const size_t limit = CRP_FILES_MAX_DOC + 1; /* one byte past the cap tells of truncation */
+    size_t n = 0;
+    *binary = *truncated = 0;
+    cls_status st = grow_buf(c, CHUNK, where);
+    if (st != CLS_OK) return st;
+    /* The sniffed prefix. */
+    while (n < SNIFF_BYTES) {
+        long long k = src_read(s, c->buf + n, SNIFF_BYTES - n);
+        if (k < 0) return src_error(s, where);
+        if (k == 0) break;
+        n += (size_t)k;
+    }
+    if (memchr(c->buf, '\0', n)) {
+        *binary = 1;
+        *len = 0;
+        return CLS_OK;
+    }
+    if (n == SNIFF_BYTES) {
+        /* The rest, into a buffer sized from the hint (+1: the final empty read needs room),
+         * then doubled as needed; the buffer never grows past limit. */
+        if (hint && (st = grow_buf(c, hint < limit - 1 ? (size_t)hint + 1 : limit, where)) != CLS_OK)
+            return st;
+        for (;;) {
+            if (n == c->cap) {
+                if (c->cap >= limit) break; /* limit bytes read: more than the cap */
+                st = grow_buf(c, c->cap > limit / 2 ? limit : c->cap * 2, where);
+                if (st != CLS_OK) return st;
+            }
+            long long k = src_read(s, c->buf + n, c->cap - n);
+            if (k < 0) return src_error(s, where);
+            if (k == 0) break;
+            n += (size_t)k;
+        }
+    }
+    if (n > CRP_FILES_MAX_DOC) {
+        n = CRP_FILES_MAX_DOC;
+        *truncated = 1;
+    }
+    *len = n;
+    return CLS_OK;
+}
+
+/* rel with bytes outside '!'..'~' and '%' percent-encoded, into c->docno. */
+static cls_status encode_docno(files_ctx *c, const char *rel)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    c->docno.n = 0;
+    for (const unsigned char *p = (const unsigned char *)rel; *p; p++) {
+        char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+        int plain = *p >= '!' && *p <= '~' && *p != '%';
+        cls_status st = plain ? crp_buf_add(&c->docno, (const char *)p, 1)
+                              : crp_buf_add(&c->docno, esc, 3);
+        if (st != CLS_OK) return st;
+    }
+    return CLS_OK;
+}
+
+/* Reads one file's text from s and hands it to the caller under rel, or counts it skipped. */
+static cls_status emit_from(files_ctx *c, src *s, uint64_t hint, const char *rel,
+                            const char *where)
+{
+    size_t len = 0;
+    int binary, truncated;
+    cls_status st = read_doc(c, s, hint, where, &len, &binary, &truncated);
+    if (st != CLS_OK) return st;
+    if (binary) {
+        crp_count_skipped_binary();
+        return CLS_OK;
+    }
+    if (truncated) crp_count_truncated();
+    if ((st = encode_docno(c, rel)) != CLS_OK) return st;
+    if (c->docno.n == 0) return err_set(CLS_E_FORMAT, "%s: empty document name", where);
+    return crp_emit_doc(c->fn, c->user, c->docno.p, c->docno.n, c->buf, len);
+}
+
+/* ---- Files and archives ---------------------------------------------------------------------- */
+
+/* A file of the tree (or the single input file): plain, or gzip if named *.gz. */
+static cls_status files_file(files_ctx *c, const char *full, const char *rel)
+{
+    if (crp_has_suffix(full, ".gz")) {
+        struct archive *a = gz_new();
+        if (!a) return err_set(CLS_E_NOMEM, "%s: out of memory", full);
+        cls_status st = CLS_OK;
+        int empty = 0;
+        if (archive_read_open_filename(a, full, CHUNK) != ARCHIVE_OK)
+            st = crp_archive_error(a, full);
+        else
+            st = gz_start(a, full, &empty);
+        if (st == CLS_OK) {
+            src s = {NULL, empty ? NULL : a};
+            crp_progress_source(NULL, a);
+            st = emit_from(c, &s, 0, rel, full);
+            crp_progress_source(NULL, NULL);
+        }
+        archive_read_free(a);
+        return st;
+    }
+    FILE *f = fopen(full, "rb");
+    if (!f) return err_set(CLS_E_IO, "open %s: %s", full, strerror(errno));
+    struct stat sb;
+    uint64_t hint = 0;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0)
+        hint = (uint64_t)sb.st_size;
+    src s = {f, NULL};
+    cls_status st = emit_from(c, &s, hint, rel, full);
+    fclose(f);
+    return st;
+}
+
+/* Names libarchive reads as archives (compressed or not) when given as the input itself. */
+static int is_archive_name(const char *name)
+{
+    static const char *const suffixes[] = {".tar",  ".tar.gz", ".tgz",     ".tar.bz2", ".tbz2",
+                                           ".tbz",  ".tar.xz", ".txz",     ".tar.zst", ".tzst",
+                                           ".tar.lz", ".tar.lzma", ".zip", ".7z",      ".cpio"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (crp_has_suffix(name, suffixes[i])) return 1;
+    return 0;
+}
+
+/* The entry path without leading "/" and "./", or NULL if any component is hidden (starts with
+ * '.', which includes ".." and macOS "._X" resource forks), as the folder walk skips them. */
+static const char *entry_rel(const char *name)
+{
+    for (;;) {
+        if (name[0] == '/') name++;
+        else if (name[0] == '.' && name[1] == '/') name += 2;
+        else break;
+    }
+    for (const char *p = name; *p;) {
+        if (*p == '.') return NULL;
+        const char *slash = strchr(p, '/');
+        if (!slash) break;
+        p = slash + 1;
+    }
+    return name;
+}
+
+static cls_status files_archive(files_ctx *c, const char *path)
+{
+    struct archive *a = archive_read_new();
+    if (!a) return err_set(CLS_E_NOMEM, "%s: out of memory", path);
+    /* Format and compression are recognised from the content, not the name. */
+    archive_read_support_filter_all(a);
+    archive_read_support_format_all(a);
+    cls_status st = CLS_OK;
+    if (archive_read_open_filename(a, path, CHUNK) != ARCHIVE_OK) {
+        st = crp_archive_error(a, path);
+        archive_read_free(a);
+        return st;
+    }
+    crp_progress_source(NULL, a);
+    char *where = NULL;
+    size_t where_cap = 0;
+    for (;;) {
+        struct archive_entry *e;
+        int rc = archive_read_next_header(a, &e);
+        if (rc == ARCHIVE_EOF) break;
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
+            st = crp_archive_error(a, path);
+            break;
+        }
+        if (archive_entry_filetype(e) != AE_IFREG) continue;
+        /* A hard link stores no data (tar): its content is under the name it links to. (pax
+         * may store data with one; then it is a file like any other.) */
+        int has_data = archive_entry_size_is_set(e) && archive_entry_size(e) > 0;
+        if (archive_entry_hardlink(e) && !has_data) continue;
+        const char *name = archive_entry_pathname(e);
+        if (!name) name = archive_entry_pathname_utf8(e);
+        if (!name) {
+            st = err_set(CLS_E_FORMAT, "%s: an entry has an unreadable name", path);
+            break;
+        }
+        const char *rel = entry_rel(name);
+        if (!rel || !*rel) continue;
+        /* "archive:entry" locates a failure inside the archive. */
+        size_t wl = strlen(path) + 1 + strlen(name) + 1;
+        if (wl > where_cap) {
+            char *w = realloc(where, wl);
+            if (!w) {
+                st = err_set(CLS_E_NOMEM, "%s: out of memory", path);
+                break;
+            }
+            where = w;
+            where_cap = wl;
+        }
+        snprintf(where, wl, "%s:%s", path, name);
+        uint64_t hint = 0;
+        if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
+            hint = (uint64_t)archive_entry_size(e);
+
+        if (!crp_has_suffix(rel, ".gz")) {
+            src s = {NULL, a};
+            st = emit_from(c, &s, hint, rel, where);
+        } else {
+            /* A gzip file inside the archive: a second reader over the entry's data. */
+            if (!c->chunk && !(c->chunk = malloc(CHUNK))) {
+                st = err_set(CLS_E_NOMEM, "%s: out of memory", where);
+                break;
+            }
+            nested nn = {a, c->chunk};
+            struct archive *in = gz_new();
+            int empty = 0;
+            if (!in) {
+                st = err_set(CLS_E_NOMEM, "%s: out of memory", where);
+            } else if (archive_read_open(in, &nn, NULL, nested_read, NULL) != ARCHIVE_OK) {
+                st = crp_archive_error(in, where);
+            } else if ((st = gz_start(in, where, &empty)) == CLS_OK) {
+                src s = {NULL, empty ? NULL : in};
+                st = emit_from(c, &s, 0, rel, where);
+            }
+            if (in) archive_read_free(in);
+        }
+        if (st != CLS_OK) break;
+    }
+    crp_progress_source(NULL, NULL);
+    free(where);
+    archive_read_free(a);
+    return st;
+}
+
+/* One file of the walk: a file of the folder, or the single input (an archive if so named). */
+static cls_status files_visit(void *user, const char *full, const char *rel)
+{
+    files_ctx *c = user;
+    if (!c->top_is_dir && is_archive_name(full)) return files_archive(c, full);
+    return files_file(c, full, rel);
+}
+
+cls_status crp_read_files(const char *path, cls_doc_fn fn, void *user)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return err_set(CLS_E_IO, "%s: %s", path, strerror(errno));
+    files_ctx c = {0};
+    c.fn = fn;
+    c.user = user;
+    c.top_is_dir = S_ISDIR(sb.st_mode);
+    cls_status st = crp_walk(path, NULL, files_visit, &c);
+    free(c.buf);
+    free(c.docno.p);
+    free(c.chunk);
+    return st;
+}

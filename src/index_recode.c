@@ -1,0 +1,50 @@
+/* Rewriting an index in another codec or block size (cls_index_recode): every list is decoded
+ * with the reference decoder and handed, with the documents and dictionary as they are, to the
+ * same writer the builder uses. No text is read again. */
+#include <stdlib.h>
+
+#include "err.h"
+#include "index.h"
+#include "index_write.h"
+
+cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const char *path)
+{
+    if (!x || !o || !path) return err_set(CLS_E_ARG, "cls_index_recode: NULL argument");
+    cls_status s = idx_check_opts(o);
+    if (s != CLS_OK) return s;
+    uint32_t *docs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
+    uint32_t *freqs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
+    uint64_t *start = malloc(((size_t)x->num_terms + 1) * sizeof *start);
+    if (!docs || !freqs || !start) {
+        free(docs), free(freqs), free(start);
+        return err_set(CLS_E_NOMEM, "recoding: out of memory for %llu postings", (unsigned long long)x->num_postings);
+    }
+    uint64_t at = 0;
+    for (uint32_t t = 0; t < x->num_terms; t++) {
+        start[t] = at;
+        const idx_term *e = &x->terms[t];
+        for (uint32_t j = 0; j < e->num_blocks; j++) {
+            uint64_t b = (uint64_t)e->first_block + j;
+            idx_decode_block(x, b, docs + at, freqs + at);
+            at += idx_info_count(x->blocks[b].info);
+        }
+    }
+    start[x->num_terms] = at;
+    idx_lists l = {
+        .analyzer = x->analyzer,
+        .num_docs = x->num_docs,
+        .doclen = x->doclen,
+        .docno_off = x->docno_off,
+        .docno_blob = x->docno_blob,
+        .docno_blob_len = x->docno_off[x->num_docs],
+        .num_terms = x->num_terms,
+        .term_off = x->term_off,
+        .term_blob = x->term_blob,
+        .list_start = start,
+        .docs = docs,
+        .freqs = freqs,
+    };
+    s = idx_write_lists(path, &l, o);
+    free(docs), free(freqs), free(start);
+    return s;
+}
