@@ -17,7 +17,7 @@ out=$build/bench/decode-$docs
 mkdir -p "$out"
 json=$build/bench/decode.jsonl
 : >"$json"
-echo "commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo "${CLSEARCH_COMMIT:-unknown}"), $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n), $docs generated documents"
+echo "commit ${CLSEARCH_COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n), $docs generated documents"
 [ -f "$out/gen/corpus.jsonl" ] || "$cls" generate -o "$out/gen" --docs "$docs" --queries 10 >/dev/null
 t0=$(date +%s.%N)
 [ -f "$out/bp.128.idx" ] || "$cls" index -q -c jsonl -o "$out/bp.128.idx" "$out/gen/corpus.jsonl"

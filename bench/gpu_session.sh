@@ -11,13 +11,13 @@ out=${OUT:-gpu-out}
 mkdir -p "$out"
 export CLSEARCH_NO_DEPS=1 CTEST_OUTPUT_ON_FAILURE=1
 {
-  echo "== host: $(uname -n) $(date -u +%Y-%m-%dT%H:%MZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo "${CLSEARCH_COMMIT:-?}")"
+  echo "== host: $(uname -n) $(date -u +%Y-%m-%dT%H:%MZ) commit ${CLSEARCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "?")}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
   rm -rf build # build outputs left from an earlier copy may look newer than the sources
   cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLSEARCH_CIFF=OFF ${CLS_DATA_DIR:+-DCLSEARCH_DATA_DIR=$CLS_DATA_DIR} >/dev/null && cmake --build build -j"$(nproc)" 2>&1 | grep -E "error|warning" 
   build/clsearch devices
   echo "== kernel tests on the GPU"
-  (cd build && CLS_TEST_DEVICE=gpu ctest -R test_kernels --output-on-failure)
+  (cd build && CLS_TEST_DEVICE=gpu CLS_TEST_FULL=1 ctest -R test_kernels --output-on-failure)
   devs=$(build/clsearch devices | sed -n 's/^  device \([0-9]*:[0-9]*\) .*/\1/p' | paste -sd, -)
   echo "== decode benchmark"
   bench/decode.sh build "$devs" "${DECODE_DOCS:-2000000}" 10

@@ -14,7 +14,7 @@ mkdir -p "$out"
 json=$out/qps.jsonl
 : >"$json"
 data=${CLS_DATA_DIR:-$src/../shared/data}
-echo "commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo "${CLSEARCH_COMMIT:-unknown}"), $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n)"
+echo "commit ${CLSEARCH_COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n)"
 if [ -f "$data/cacm/cacm.tar.gz" ]; then
   "$cls" index -c html -o "$out/cacm.idx" "$data/cacm/cacm.tar.gz"
   for m in or and; do

@@ -13,7 +13,7 @@ cls=$build/clsearch
 data=${CLS_DATA_DIR:-$src/../shared/data}
 out=$build/bench/sizes
 mkdir -p "$out"
-echo "commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n)"
+echo "commit ${CLSEARCH_COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n)"
 one() { # name format input...
   local name=$1 fmt=$2
   shift 2
