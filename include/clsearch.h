@@ -78,6 +78,11 @@ typedef enum cls_corpus_format {
                        * the rest of the <DOC> element with tags removed */
     CLS_CORPUS_SMART, /* SMART (Cranfield, MED, CISI): ".I n" records; docno = n; the text is the
                        * .T, .A, .B and .W fields joined by newlines, other fields ignored */
+                      /* JSONL, BEIR, TREC and SMART: a file, plain or *.gz; a folder of them
+                       * (every file, byte order of the path, hidden names skipped); or an archive
+                       * named .tar[.gz|.bz2|.xz|.zst], .tgz, .tbz2, .txz, .zip, ... (given alone
+                       * or met in the folder), whose regular entries are read as such files in
+                       * archive order (hidden names skipped; *.gz entries decompressed). */
     CLS_CORPUS_FILES  /* a folder tree (or archive) of plain-text files, one document each; docno =
                        * the path relative to the root, bytes outside [!-~] and '%' written %XX.
                        * A folder is walked in byte order of the path (hidden names and links to

@@ -1,7 +1,7 @@
 /* Corpus reading: cls_corpus_read() dispatches on the format, and this file holds what every
- * reader shares (see corpus.h): the line reader over plain or gzip files, the folder walk that
- * fixes document order, progress reporting, libarchive error mapping and the callback-stop
- * convention. */
+ * reader shares (see corpus.h): the line reader over plain or gzip files and archive entries,
+ * the folder walk that fixes document order, archive opening and iteration, progress
+ * reporting, libarchive error mapping and the callback-stop convention. */
 #include "corpus.h"
 
 #include <archive.h>
@@ -236,6 +236,57 @@ cls_status crp_lines_open(crp_lines *r, const char *path)
     return st;
 }
 
+/* The inner reader of a .gz entry pulls compressed bytes from the caller's archive. */
+static la_ssize_t entry_gz_read(struct archive *inner, void *client, const void **buf)
+{
+    crp_lines *r = client;
+    la_ssize_t k = archive_read_data(r->outer, r->zchunk, CRP_CHUNK);
+    if (k < 0) {
+        const char *msg = archive_error_string(r->outer);
+        archive_set_error(inner, archive_errno(r->outer), "%s", msg ? msg : "read error");
+        return -1;
+    }
+    *buf = r->zchunk;
+    return k;
+}
+
+cls_status crp_lines_open_entry(crp_lines *r, struct archive *a, const char *where)
+{
+    memset(r, 0, sizeof *r);
+    r->path = where;
+    r->chunk = malloc(CRP_CHUNK);
+    if (!r->chunk) return err_set(CLS_E_NOMEM, "reading %s: out of memory", where);
+    if (!crp_has_suffix(where, ".gz")) {
+        r->a = a;
+        r->borrowed = 1;
+        return CLS_OK;
+    }
+    /* As crp_lines_open reads a .gz file, but over the entry's data. */
+    r->outer = a;
+    r->zchunk = malloc(CRP_CHUNK);
+    r->a = archive_read_new();
+    if (!r->a || !r->zchunk) {
+        crp_lines_close(r);
+        return err_set(CLS_E_NOMEM, "reading %s: out of memory", where);
+    }
+    archive_read_support_filter_gzip(r->a);
+    archive_read_support_format_raw(r->a);
+    archive_read_support_format_empty(r->a);
+    struct archive_entry *e;
+    cls_status st = CLS_OK;
+    if (archive_read_open(r->a, r, NULL, entry_gz_read, NULL) != ARCHIVE_OK) {
+        st = crp_archive_error(r->a, where);
+    } else {
+        int rc = archive_read_next_header(r->a, &e);
+        if (rc == ARCHIVE_EOF)
+            r->eof = 1;
+        else if (rc != ARCHIVE_OK)
+            st = crp_archive_error(r->a, where);
+    }
+    if (st != CLS_OK) crp_lines_close(r);
+    return st;
+}
+
 /* Appends n bytes to r->line (keeping room for the NUL). */
 static cls_status line_append(crp_lines *r, size_t used, const char *p, size_t n)
 {
@@ -322,9 +373,10 @@ cls_status crp_lines_next(crp_lines *r, size_t *len, int *got)
 void crp_lines_close(crp_lines *r)
 {
     if (r->f) fclose(r->f);
-    if (r->a) archive_read_free(r->a);
+    if (r->a && !r->borrowed) archive_read_free(r->a);
     free(r->line);
     free(r->chunk);
+    free(r->zchunk);
     memset(r, 0, sizeof *r);
 }
 
@@ -482,6 +534,118 @@ cls_status crp_archive_error(struct archive *a, const char *path)
     return err_set(CLS_E_FORMAT, "%s: %s", path, msg);
 }
 
+int crp_is_archive_name(const char *name)
+{
+    static const char *const suffixes[] = {".tar",  ".tar.gz", ".tgz",     ".tar.bz2", ".tbz2",
+                                           ".tbz",  ".tar.xz", ".txz",     ".tar.zst", ".tzst",
+                                           ".tar.lz", ".tar.lzma", ".zip", ".7z",      ".cpio"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (crp_has_suffix(name, suffixes[i])) return 1;
+    return 0;
+}
+
+cls_status crp_archive_open(const char *path, struct archive **out)
+{
+    *out = NULL;
+    struct archive *a = archive_read_new();
+    if (!a) return err_set(CLS_E_NOMEM, "%s: out of memory", path);
+    archive_read_support_filter_all(a);
+    archive_read_support_format_all(a);
+    if (archive_read_open_filename(a, path, CRP_CHUNK) != ARCHIVE_OK) {
+        cls_status st = crp_archive_error(a, path);
+        archive_read_free(a);
+        return st;
+    }
+    *out = a;
+    return CLS_OK;
+}
+
+/* The entry path without leading "/" and "./", or NULL if any component is hidden. */
+static const char *entry_rel(const char *name)
+{
+    for (;;) {
+        if (name[0] == '/') name++;
+        else if (name[0] == '.' && name[1] == '/') name += 2;
+        else break;
+    }
+    for (const char *p = name; *p;) {
+        if (*p == '.') return NULL;
+        const char *slash = strchr(p, '/');
+        if (!slash) break;
+        p = slash + 1;
+    }
+    return name;
+}
+
+cls_status crp_archive_next(struct archive *a, const char *path, struct archive_entry **e,
+                            const char **name, const char **rel, int *got)
+{
+    *got = 0;
+    for (;;) {
+        int rc = archive_read_next_header(a, e);
+        if (rc == ARCHIVE_EOF) return CLS_OK;
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) return crp_archive_error(a, path);
+        if (archive_entry_filetype(*e) != AE_IFREG) continue;
+        /* A hard link stores no data (tar): its content is under the name it links to. (pax
+         * may store data with one; then it is a file like any other.) */
+        int has_data = archive_entry_size_is_set(*e) && archive_entry_size(*e) > 0;
+        if (archive_entry_hardlink(*e) && !has_data) continue;
+        *name = archive_entry_pathname(*e);
+        if (!*name) *name = archive_entry_pathname_utf8(*e);
+        if (!*name) return err_set(CLS_E_FORMAT, "%s: an entry has an unreadable name", path);
+        *rel = entry_rel(*name);
+        if (!*rel || !**rel) continue;
+        *got = 1;
+        return CLS_OK;
+    }
+}
+
+/* ---- Line-oriented inputs ------------------------------------------------------------------- */
+
+/* Every entry of the archive at path through fn, each as lines named "path:entry". */
+static cls_status read_lines_archive(const char *path, crp_lines_fn fn, void *user)
+{
+    struct archive *a;
+    cls_status st = crp_archive_open(path, &a);
+    if (st != CLS_OK) return st;
+    /* Progress follows the archive's compressed bytes across all its entries. */
+    crp_progress_source(NULL, a);
+    crp_buf where = {0};
+    for (;;) {
+        struct archive_entry *e;
+        const char *name, *rel;
+        int got;
+        if ((st = crp_archive_next(a, path, &e, &name, &rel, &got)) != CLS_OK || !got) break;
+        where.n = 0;
+        if ((st = crp_buf_add(&where, path, strlen(path))) != CLS_OK ||
+            (st = crp_buf_add(&where, ":", 1)) != CLS_OK ||
+            (st = crp_buf_add(&where, name, strlen(name))) != CLS_OK)
+            break;
+        crp_lines r;
+        if ((st = crp_lines_open_entry(&r, a, where.p)) != CLS_OK) break;
+        st = fn(user, &r);
+        crp_lines_close(&r);
+        if (st != CLS_OK) break;
+    }
+    crp_progress_source(NULL, NULL);
+    free(where.p);
+    archive_read_free(a);
+    return st;
+}
+
+cls_status crp_read_lines_input(const char *path, crp_lines_fn fn, void *user)
+{
+    if (crp_is_archive_name(path)) return read_lines_archive(path, fn, user);
+    crp_lines r;
+    cls_status st = crp_lines_open(&r, path);
+    if (st != CLS_OK) return st;
+    crp_progress_source(r.f, r.a);
+    st = fn(user, &r);
+    crp_progress_source(NULL, NULL);
+    crp_lines_close(&r);
+    return st;
+}
+
 /* ---- Callbacks ------------------------------------------------------------------------------ */
 
 /* The detail is cleared before each call so that an empty one afterwards means the callback
@@ -506,20 +670,26 @@ cls_status crp_emit_topic(cls_topic_fn fn, void *user, const char *qid, const ch
 /* ---- Dispatch -------------------------------------------------------------------------------- */
 
 /* The line-oriented formats (JSONL, BEIR, TREC, SMART) read a file or every file of a folder,
- * one file at a time. */
+ * one file at a time; a file named as an archive (crp_is_archive_name), given alone or met in
+ * the folder, is read entry by entry in archive order. */
 typedef struct file_walk {
     cls_corpus_format fmt;
     cls_doc_fn fn;
     void *user;
 } file_walk;
 
-static cls_status file_visit(void *user, const char *full, const char *rel)
+static cls_status lines_visit(void *user, crp_lines *r)
 {
     const file_walk *w = user;
+    if (w->fmt == CLS_CORPUS_TREC) return crp_read_trec_lines(r, w->fn, w->user);
+    if (w->fmt == CLS_CORPUS_SMART) return crp_read_smart_lines(r, w->fn, w->user);
+    return crp_read_jsonl_lines(w->fmt, r, w->fn, w->user);
+}
+
+static cls_status file_visit(void *user, const char *full, const char *rel)
+{
     (void)rel;
-    if (w->fmt == CLS_CORPUS_TREC) return crp_read_trec_file(full, w->fn, w->user);
-    if (w->fmt == CLS_CORPUS_SMART) return crp_read_smart_file(full, w->fn, w->user);
-    return crp_read_jsonl_file(w->fmt, full, w->fn, w->user);
+    return crp_read_lines_input(full, lines_visit, user);
 }
 
 static cls_status dispatch(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user)

@@ -12,7 +12,8 @@
 
 #include "clsearch.h"
 
-struct archive; /* libarchive's handle; only corpus*.c include <archive.h> */
+struct archive; /* libarchive's handles; only corpus*.c include <archive.h> */
+struct archive_entry;
 
 /* Largest single HTML document accepted: a file's whole text is held in memory at once, so an
  * absurd entry (or a damaged archive header claiming one) is rejected instead of allocated. */
@@ -40,13 +41,17 @@ cls_status crp_buf_add(crp_buf *b, const char *s, size_t n);
 
 /* ---- Line reader ------------------------------------------------------------------------- */
 
-/* Reads a file line by line without holding more than one line in memory. A name ending in
- * ".gz" is decompressed through libarchive (raw format + gzip filter); anything else goes
- * through getline. Lines may be arbitrarily long. */
+/* Reads a file, or one entry of an archive, line by line without holding more than one line in
+ * memory. A name ending in ".gz" is decompressed through libarchive (raw format + gzip filter);
+ * anything else goes through getline (a file) or straight from the archive (an entry). Lines
+ * may be arbitrarily long. */
 typedef struct crp_lines {
-    const char *path;       /* for messages; not owned */
+    const char *path;       /* for messages ("file", or "archive:entry"); not owned */
     FILE *f;                /* plain file, or NULL */
-    struct archive *a;      /* compressed file, or NULL */
+    struct archive *a;      /* decompressed bytes come from here, or NULL */
+    int borrowed;           /* a is the caller's archive (an uncompressed entry): not freed */
+    struct archive *outer;  /* a .gz entry: the caller's archive a decompresses from */
+    char *zchunk;           /* a .gz entry: compressed bytes passed from outer to a */
     char *line;             /* current line, NUL-terminated, newline stripped */
     size_t cap;             /* allocated size of line */
     char *chunk;            /* decompressed bytes not yet split into lines (archive only) */
@@ -57,10 +62,23 @@ typedef struct crp_lines {
 
 /* Opens path; CLS_E_IO naming the path if it cannot be opened. */
 cls_status crp_lines_open(crp_lines *r, const char *path);
+/* Opens the data of the entry whose header archive_read_next_header(a, ...) last returned, as
+ * lines named where ("archive:entry", kept by the caller while r is open). An entry named *.gz
+ * is decompressed (a second reader pulling from a). r never frees a; crp_lines_close(r) before
+ * moving a to its next entry. */
+cls_status crp_lines_open_entry(crp_lines *r, struct archive *a, const char *where);
 /* Next line into r->line (length *len, trailing "\n" or "\r\n" removed, NUL-terminated; the
  * line may itself contain NUL bytes). *got is 0 at end of file. */
 cls_status crp_lines_next(crp_lines *r, size_t *len, int *got);
 void crp_lines_close(crp_lines *r);
+
+/* A parser over an open line reader (one file, or one archive entry). */
+typedef cls_status (*crp_lines_fn)(void *user, crp_lines *r);
+/* Runs fn over path's lines: if crp_is_archive_name(path), over every entry of the archive that
+ * crp_archive_next yields, in archive order, each its own crp_lines named "path:entry" (an empty
+ * archive is no lines, not an error); otherwise over the file itself (plain or .gz). Names the
+ * progress source (the file, or the archive's compressed bytes). */
+cls_status crp_read_lines_input(const char *path, crp_lines_fn fn, void *user);
 
 /* ---- Folder walk -------------------------------------------------------------------------- */
 
@@ -93,6 +111,22 @@ void crp_count_truncated(void);
 /* Maps the last libarchive failure on a to a status and message naming path: a missing or
  * unreadable file is CLS_E_IO, an unrecognised or damaged one CLS_E_FORMAT. */
 cls_status crp_archive_error(struct archive *a, const char *path);
+/* Names libarchive reads as archives (.tar, .tar.gz, .tgz, .tar.bz2, .tbz2, .tbz, .tar.xz, .txz,
+ * .tar.zst, .tzst, .tar.lz, .tar.lzma, .zip, .7z, .cpio; ASCII case-insensitive). */
+int crp_is_archive_name(const char *name);
+/* Opens path for reading as an archive of any format and compression libarchive knows (both
+ * recognised from the content, not the name); *out is freed by the caller with
+ * archive_read_free. An unopenable file or unrecognised content: crp_archive_error. */
+cls_status crp_archive_open(const char *path, struct archive **out);
+/* Moves a to its next entry that is read as a file, in archive order: directories, links and
+ * other non-regular entries, hard links without data of their own (their content is stored
+ * under the name they link to) and entries with a hidden path component (starting with '.',
+ * which includes ".." and macOS "._X" resource forks, as the folder walk skips them) are passed
+ * over. *name: the entry's path as stored (for messages); *rel: the same without leading "/"
+ * and "./", never empty. *got is 0 at the end. A damaged archive: crp_archive_error naming
+ * path. */
+cls_status crp_archive_next(struct archive *a, const char *path, struct archive_entry **e,
+                            const char **name, const char **rel, int *got);
 
 /* ---- Callbacks ------------------------------------------------------------------------------ */
 
@@ -104,9 +138,11 @@ cls_status crp_emit_topic(cls_topic_fn fn, void *user, const char *qid, const ch
 
 /* ---- Format readers -------------------------------------------------------------------------- */
 
-/* One JSONL or BEIR file (plain or .gz). */
-cls_status crp_read_jsonl_file(cls_corpus_format fmt, const char *path, cls_doc_fn fn,
-                               void *user);
+/* The line-oriented formats over one open line reader (a file or an archive entry; see
+ * crp_read_lines_input): every record of it to fn. Messages name r->path and the line. */
+cls_status crp_read_jsonl_lines(cls_corpus_format fmt, crp_lines *r, cls_doc_fn fn, void *user);
+cls_status crp_read_trec_lines(crp_lines *r, cls_doc_fn fn, void *user);
+cls_status crp_read_smart_lines(crp_lines *r, cls_doc_fn fn, void *user);
 /* A folder, archive or single HTML file. */
 cls_status crp_read_html(const char *path, cls_doc_fn fn, void *user);
 /* Largest plain-file document (CLS_CORPUS_FILES): a longer file is indexed up to this many bytes
@@ -114,10 +150,6 @@ cls_status crp_read_html(const char *path, cls_doc_fn fn, void *user);
 #define CRP_FILES_MAX_DOC ((size_t)64 << 20)
 /* A folder tree, archive or single file of plain text (CLS_CORPUS_FILES; see corpus_files.c). */
 cls_status crp_read_files(const char *path, cls_doc_fn fn, void *user);
-/* One TREC SGML file (plain or .gz) of <DOC> ... </DOC> documents. */
-cls_status crp_read_trec_file(const char *path, cls_doc_fn fn, void *user);
-/* One SMART file (plain or .gz) of ".I n" records (Cranfield, MED, CISI). */
-cls_status crp_read_smart_file(const char *path, cls_doc_fn fn, void *user);
 /* SMART field marker: if line[0..len) is "." + letter, alone or followed by white space, the
  * letter in uppercase ('I', 'T', 'W', ...); else 0. Text lines such as ".5 mm" or ".NET" are
  * not markers. *rest receives what follows the letter on the line. */

@@ -249,72 +249,19 @@ static cls_status files_file(files_ctx *c, const char *full, const char *rel)
     return st;
 }
 
-/* Names libarchive reads as archives (compressed or not) when given as the input itself. */
-static int is_archive_name(const char *name)
-{
-    static const char *const suffixes[] = {".tar",  ".tar.gz", ".tgz",     ".tar.bz2", ".tbz2",
-                                           ".tbz",  ".tar.xz", ".txz",     ".tar.zst", ".tzst",
-                                           ".tar.lz", ".tar.lzma", ".zip", ".7z",      ".cpio"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
-        if (crp_has_suffix(name, suffixes[i])) return 1;
-    return 0;
-}
-
-/* The entry path without leading "/" and "./", or NULL if any component is hidden (starts with
- * '.', which includes ".." and macOS "._X" resource forks), as the folder walk skips them. */
-static const char *entry_rel(const char *name)
-{
-    for (;;) {
-        if (name[0] == '/') name++;
-        else if (name[0] == '.' && name[1] == '/') name += 2;
-        else break;
-    }
-    for (const char *p = name; *p;) {
-        if (*p == '.') return NULL;
-        const char *slash = strchr(p, '/');
-        if (!slash) break;
-        p = slash + 1;
-    }
-    return name;
-}
-
 static cls_status files_archive(files_ctx *c, const char *path)
 {
-    struct archive *a = archive_read_new();
-    if (!a) return err_set(CLS_E_NOMEM, "%s: out of memory", path);
-    /* Format and compression are recognised from the content, not the name. */
-    archive_read_support_filter_all(a);
-    archive_read_support_format_all(a);
-    cls_status st = CLS_OK;
-    if (archive_read_open_filename(a, path, CHUNK) != ARCHIVE_OK) {
-        st = crp_archive_error(a, path);
-        archive_read_free(a);
-        return st;
-    }
+    struct archive *a;
+    cls_status st = crp_archive_open(path, &a);
+    if (st != CLS_OK) return st;
     crp_progress_source(NULL, a);
     char *where = NULL;
     size_t where_cap = 0;
     for (;;) {
         struct archive_entry *e;
-        int rc = archive_read_next_header(a, &e);
-        if (rc == ARCHIVE_EOF) break;
-        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
-            st = crp_archive_error(a, path);
-            break;
-        }
-        if (archive_entry_filetype(e) != AE_IFREG) continue;
-        /* A hard link stores no data (tar): its content is under the name it links to. (pax
-         * may store data with one; then it is a file like any other.) */
-        int has_data = archive_entry_size_is_set(e) && archive_entry_size(e) > 0;
-        if (archive_entry_hardlink(e) && !has_data) continue;
-        const char *name = archive_entry_pathname(e);
-        if (!name) name = archive_entry_pathname_utf8(e);
-        if (!name) {
-            st = err_set(CLS_E_FORMAT, "%s: an entry has an unreadable name", path);
-            break;
-        }
-        const char *rel = entry_rel(name);
-        if (!rel || !*rel) continue;
+        const char *name, *rel;
+        int got;
+        if ((st = crp_archive_next(a, path, &e, &name, &rel, &got)) != CLS_OK || !got) break;
         /* "archive:entry" locates a failure inside the archive. */
         size_t wl = strlen(path) + 1 + strlen(name) + 1;
         if (wl > where_cap) {
@@ -365,7 +312,7 @@ static cls_status files_archive(files_ctx *c, const char *path)
 static cls_status files_visit(void *user, const char *full, const char *rel)
 {
     files_ctx *c = user;
-    if (!c->top_is_dir && is_archive_name(full)) return files_archive(c, full);
+    if (!c->top_is_dir && crp_is_archive_name(full)) return files_archive(c, full);
     return files_file(c, full, rel);
 }
 

@@ -324,17 +324,9 @@ static cls_status html_file(void *user, const char *full, const char *rel)
 
 static cls_status html_archive(html_ctx *c, const char *path)
 {
-    struct archive *a = archive_read_new();
-    if (!a) return err_set(CLS_E_NOMEM, "%s: out of memory", path);
-    /* Format and compression are recognised from the content, not the name. */
-    archive_read_support_filter_all(a);
-    archive_read_support_format_all(a);
-    cls_status st = CLS_OK;
-    if (archive_read_open_filename(a, path, 64 * 1024) != ARCHIVE_OK) {
-        st = crp_archive_error(a, path);
-        archive_read_free(a);
-        return st;
-    }
+    struct archive *a;
+    cls_status st = crp_archive_open(path, &a);
+    if (st != CLS_OK) return st;
     crp_progress_source(NULL, a);
     for (;;) {
         struct archive_entry *e;

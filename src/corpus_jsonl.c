@@ -1,7 +1,10 @@
 /* JSON-lines corpora: Pyserini's JsonCollection ({"id", "contents"}) and BEIR's corpus.jsonl
  * ({"_id", "title", "text"}). One object per line, streamed a line at a time so corpora far
  * larger than memory can be indexed; any malformed line stops the read with its line number,
- * because silently skipping documents would change every later internal docID. */
+ * because silently skipping documents would change every later internal docID. A file may be
+ * plain or .gz, or a tar/zip archive (.tar[.gz|.bz2|.xz|.zst], .tgz, .zip, ...) whose entries
+ * are each read as such a file, in archive order (crp_read_lines_input); messages then name
+ * "archive:entry:line". */
 #include <cJSON.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,10 +14,10 @@
 #include "corpus.h"
 #include "err.h"
 
-/* Per-file state: the line reader plus a reusable buffer for BEIR's title + "\n" + text. */
+/* Per-file (or per-entry) state: the line reader plus a reusable buffer for BEIR's title + "\n" + text. */
 typedef struct jsonl_state {
     cls_corpus_format fmt;
-    crp_lines r;
+    crp_lines *r;
     char *joined;
     size_t joined_cap;
 } jsonl_state;
@@ -34,7 +37,7 @@ static void neutralize_nul_escapes(char *s, size_t n)
 
 static cls_status bad_line(const jsonl_state *st, const char *reason)
 {
-    return err_set(CLS_E_FORMAT, "%s:%lu: %s", st->r.path, st->r.lineno, reason);
+    return err_set(CLS_E_FORMAT, "%s:%lu: %s", st->r->path, st->r->lineno, reason);
 }
 
 /* The document identifier as text into buf (numbers must be exact integers: a rounded id would
@@ -148,7 +151,7 @@ static cls_status handle_line(jsonl_state *st, char *line, size_t len, cls_doc_f
     if (tl + 1 + xl > st->joined_cap) {
         char *p = realloc(st->joined, tl + 1 + xl);
         if (!p) {
-            s = err_set(CLS_E_NOMEM, "%s:%lu: out of memory", st->r.path, st->r.lineno);
+            s = err_set(CLS_E_NOMEM, "%s:%lu: out of memory", st->r->path, st->r->lineno);
             goto done;
         }
         st->joined = p;
@@ -163,22 +166,17 @@ done:
     return s;
 }
 
-cls_status crp_read_jsonl_file(cls_corpus_format fmt, const char *path, cls_doc_fn fn,
-                               void *user)
+cls_status crp_read_jsonl_lines(cls_corpus_format fmt, crp_lines *r, cls_doc_fn fn, void *user)
 {
-    jsonl_state st = {.fmt = fmt};
-    cls_status s = crp_lines_open(&st.r, path);
-    if (s != CLS_OK) return s;
-    crp_progress_source(st.r.f, st.r.a);
+    jsonl_state st = {.fmt = fmt, .r = r};
+    cls_status s;
     for (;;) {
         size_t len;
         int got;
-        if ((s = crp_lines_next(&st.r, &len, &got)) != CLS_OK || !got) break;
-        if (crp_is_blank(st.r.line, len)) continue;
-        if ((s = handle_line(&st, st.r.line, len, fn, user)) != CLS_OK) break;
+        if ((s = crp_lines_next(r, &len, &got)) != CLS_OK || !got) break;
+        if (crp_is_blank(r->line, len)) continue;
+        if ((s = handle_line(&st, r->line, len, fn, user)) != CLS_OK) break;
     }
-    crp_progress_source(NULL, NULL);
-    crp_lines_close(&st.r);
     free(st.joined);
     return s;
 }

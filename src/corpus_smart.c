@@ -3,8 +3,10 @@
  * .B bibliography, .W words, .X cross-references, ...). The docno is n as written; the text is
  * the .T, .A, .B and .W fields in file order, joined by newlines. Other fields are dropped:
  * CISI's .X lists citing documents by number, which would index digits as words. Read a line
- * at a time (plain or .gz), one record in memory at a time; malformed input stops the read with
- * its line number, since a skipped record would shift every later internal docID. */
+ * at a time (plain or .gz, or every entry of a tar/zip archive, each as a file, in archive
+ * order: see crp_read_lines_input), one record in memory at a time (a record cannot span two
+ * files or entries); malformed input stops the read with its line number, since a skipped
+ * record would shift every later internal docID. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +41,7 @@ int crp_smart_id(const char *rest, size_t n, const char **id, size_t *id_len)
 static int kept_field(int c) { return c == 'T' || c == 'A' || c == 'B' || c == 'W'; }
 
 typedef struct smart_state {
-    crp_lines r;
+    crp_lines *r;
     crp_buf docno, text;
     int open;               /* a record has begun */
     int field;              /* marker letter of the current field, 0 before the first */
@@ -51,7 +53,7 @@ static cls_status add_line(smart_state *s, const char *p, size_t n)
     cls_status st = crp_buf_add(&s->text, p, n);
     if (st == CLS_OK) st = crp_buf_add(&s->text, "\n", 1);
     if (st == CLS_OK && s->text.n > CRP_MAX_DOC_BYTES)
-        st = err_set(CLS_E_FORMAT, "%s:%lu: record .I %s is larger than %zu bytes", s->r.path,
+        st = err_set(CLS_E_FORMAT, "%s:%lu: record .I %s is larger than %zu bytes", s->r->path,
                      s->rec_line, s->docno.p, CRP_MAX_DOC_BYTES);
     return st;
 }
@@ -76,12 +78,12 @@ static cls_status handle_line(smart_state *s, const char *line, size_t len, cls_
         size_t id_len;
         if (!crp_smart_id(rest, rest_len, &id, &id_len))
             return err_set(CLS_E_FORMAT, "%s:%lu: \".I\" must be followed by a record number",
-                           s->r.path, s->r.lineno);
+                           s->r->path, s->r->lineno);
         cls_status st = finish(s, fn, user);
         if (st != CLS_OK) return st;
         s->open = 1;
         s->field = 0;
-        s->rec_line = s->r.lineno;
+        s->rec_line = s->r->lineno;
         s->docno.n = 0;
         s->text.n = 0;
         return crp_buf_add(&s->docno, id, id_len);
@@ -89,7 +91,7 @@ static cls_status handle_line(smart_state *s, const char *line, size_t len, cls_
     if (!s->open) {
         if (crp_is_blank(line, len)) return CLS_OK;
         return err_set(CLS_E_FORMAT, "%s:%lu: text before the first \".I\" record (not a SMART "
-                       "file?)", s->r.path, s->r.lineno);
+                       "file?)", s->r->path, s->r->lineno);
     }
     if (m) {
         s->field = m;
@@ -100,26 +102,22 @@ static cls_status handle_line(smart_state *s, const char *line, size_t len, cls_
     if (!s->field) {
         if (crp_is_blank(line, len)) return CLS_OK;
         return err_set(CLS_E_FORMAT, "%s:%lu: text in record .I %s before any field marker",
-                       s->r.path, s->r.lineno, s->docno.p);
+                       s->r->path, s->r->lineno, s->docno.p);
     }
     return kept_field(s->field) ? add_line(s, line, len) : CLS_OK;
 }
 
-cls_status crp_read_smart_file(const char *path, cls_doc_fn fn, void *user)
+cls_status crp_read_smart_lines(crp_lines *r, cls_doc_fn fn, void *user)
 {
-    smart_state s = {0};
-    cls_status st = crp_lines_open(&s.r, path);
-    if (st != CLS_OK) return st;
-    crp_progress_source(s.r.f, s.r.a);
+    smart_state s = {.r = r};
+    cls_status st;
     for (;;) {
         size_t len;
         int got;
-        if ((st = crp_lines_next(&s.r, &len, &got)) != CLS_OK || !got) break;
-        if ((st = handle_line(&s, s.r.line, len, fn, user)) != CLS_OK) break;
+        if ((st = crp_lines_next(r, &len, &got)) != CLS_OK || !got) break;
+        if ((st = handle_line(&s, r->line, len, fn, user)) != CLS_OK) break;
     }
     if (st == CLS_OK) st = finish(&s, fn, user);
-    crp_progress_source(NULL, NULL);
-    crp_lines_close(&s.r);
     free(s.docno.p);
     free(s.text.p);
     return st;

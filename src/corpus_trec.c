@@ -2,8 +2,9 @@
  * <DOC> <DOCNO> id </DOCNO> ... </DOC> elements, many per file. The docno is the DOCNO
  * element's content, trimmed; the text is everything else inside <DOC>, with tags removed and
  * entities decoded by the HTML helper (the inner tags, <TEXT>, <HEADLINE>, <P>, ..., differ per
- * collection, and all of them are markup). Files are read a line at a time (plain or .gz) and
- * one document is held in memory at a time. Anything malformed stops the read with the line
+ * collection, and all of them are markup). Files are read a line at a time (plain or .gz, or
+ * every entry of a tar/zip archive, each as a file, in archive order: see crp_read_lines_input)
+ * and one document is held in memory at a time; a <DOC> cannot span two files or entries. Anything malformed stops the read with the line
  * where the document began or went wrong: a dropped document would shift every later docID. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #include "err.h"
 
 typedef struct trec_state {
-    crp_lines r;
+    crp_lines *r;
     crp_buf body;           /* raw content of the open <DOC>, lines joined by "\n" */
     crp_buf docno;
     int in_doc;
@@ -27,20 +28,20 @@ static cls_status finish_doc(trec_state *s, cls_doc_fn fn, void *user)
     size_t n = s->body.n;
     const char *open = b ? crp_find_tag(b, n, "<DOCNO>") : NULL;
     if (!open)
-        return err_set(CLS_E_FORMAT, "%s:%lu: <DOC> without <DOCNO>", s->r.path, s->doc_line);
+        return err_set(CLS_E_FORMAT, "%s:%lu: <DOC> without <DOCNO>", s->r->path, s->doc_line);
     const char *id = open + 7;
     const char *close = crp_find_tag(id, n - (size_t)(id - b), "</DOCNO>");
     if (!close)
         return err_set(CLS_E_FORMAT, "%s:%lu: <DOCNO> of the <DOC> here has no </DOCNO>",
-                       s->r.path, s->doc_line);
+                       s->r->path, s->doc_line);
     const char *after = close + 8;
     if (crp_find_tag(after, n - (size_t)(after - b), "<DOCNO>"))
-        return err_set(CLS_E_FORMAT, "%s:%lu: <DOC> with two <DOCNO> elements", s->r.path,
+        return err_set(CLS_E_FORMAT, "%s:%lu: <DOC> with two <DOCNO> elements", s->r->path,
                        s->doc_line);
     const char *ide = close;
     CRP_TRIM(id, ide);
     if (id == ide)
-        return err_set(CLS_E_FORMAT, "%s:%lu: empty <DOCNO>", s->r.path, s->doc_line);
+        return err_set(CLS_E_FORMAT, "%s:%lu: empty <DOCNO>", s->r->path, s->doc_line);
     s->docno.n = 0;
     cls_status st = crp_buf_add(&s->docno, id, (size_t)(ide - id));
     if (st != CLS_OK) return st;
@@ -65,11 +66,11 @@ static cls_status handle_line(trec_state *s, const char *line, size_t len, cls_d
         if (!s->in_doc) {
             const char *t = crp_find_tag(p, rest, "<DOC>");
             if (!crp_is_blank(p, t ? (size_t)(t - p) : rest))
-                return err_set(CLS_E_FORMAT, "%s:%lu: text outside <DOC> ... </DOC>", s->r.path,
-                               s->r.lineno);
+                return err_set(CLS_E_FORMAT, "%s:%lu: text outside <DOC> ... </DOC>", s->r->path,
+                               s->r->lineno);
             if (!t) return CLS_OK;
             s->in_doc = 1;
-            s->doc_line = s->r.lineno;
+            s->doc_line = s->r->lineno;
             s->body.n = 0;
             p = t + 5;
             continue;
@@ -77,13 +78,13 @@ static cls_status handle_line(trec_state *s, const char *line, size_t len, cls_d
         const char *close = crp_find_tag(p, rest, "</DOC>");
         if (crp_find_tag(p, close ? (size_t)(close - p) : rest, "<DOC>"))
             return err_set(CLS_E_FORMAT, "%s:%lu: <DOC> inside the <DOC> opened at line %lu "
-                           "(missing </DOC>?)", s->r.path, s->r.lineno, s->doc_line);
+                           "(missing </DOC>?)", s->r->path, s->r->lineno, s->doc_line);
         cls_status st = crp_buf_add(&s->body, p, close ? (size_t)(close - p) : rest);
         if (st == CLS_OK && !close) st = crp_buf_add(&s->body, "\n", 1);
         if (st != CLS_OK) return st;
         if (s->body.n > CRP_MAX_DOC_BYTES)
             return err_set(CLS_E_FORMAT, "%s:%lu: <DOC> larger than %zu bytes (missing </DOC>?)",
-                           s->r.path, s->doc_line, CRP_MAX_DOC_BYTES);
+                           s->r->path, s->doc_line, CRP_MAX_DOC_BYTES);
         if (!close) return CLS_OK;
         s->in_doc = 0;
         if ((st = finish_doc(s, fn, user)) != CLS_OK) return st;
@@ -94,23 +95,19 @@ static cls_status handle_line(trec_state *s, const char *line, size_t len, cls_d
     return CLS_OK;
 }
 
-cls_status crp_read_trec_file(const char *path, cls_doc_fn fn, void *user)
+cls_status crp_read_trec_lines(crp_lines *r, cls_doc_fn fn, void *user)
 {
-    trec_state s = {0};
-    cls_status st = crp_lines_open(&s.r, path);
-    if (st != CLS_OK) return st;
-    crp_progress_source(s.r.f, s.r.a);
+    trec_state s = {.r = r};
+    cls_status st;
     for (;;) {
         size_t len;
         int got;
-        if ((st = crp_lines_next(&s.r, &len, &got)) != CLS_OK || !got) break;
-        if ((st = handle_line(&s, s.r.line, len, fn, user)) != CLS_OK) break;
+        if ((st = crp_lines_next(r, &len, &got)) != CLS_OK || !got) break;
+        if ((st = handle_line(&s, r->line, len, fn, user)) != CLS_OK) break;
     }
     if (st == CLS_OK && s.in_doc)
-        st = err_set(CLS_E_FORMAT, "%s:%lu: <DOC> has no </DOC> (file ends at line %lu)", path,
-                     s.doc_line, s.r.lineno);
-    crp_progress_source(NULL, NULL);
-    crp_lines_close(&s.r);
+        st = err_set(CLS_E_FORMAT, "%s:%lu: <DOC> has no </DOC> (file ends at line %lu)", r->path,
+                     s.doc_line, r->lineno);
     free(s.body.p);
     free(s.docno.p);
     return st;

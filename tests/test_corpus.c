@@ -1,7 +1,8 @@
 /* Corpus and topics readers: JSONL / BEIR / gzip, HTML folders and archives (markup removal,
- * entities, order), TREC SGML and SMART corpora, plain-file trees and archives, progress
- * reporting, TSV, Anserini, TREC, SMART and Million Query topics, and the failures each must
- * report; and the threaded index builder (byte-identical files, errors from worker threads). */
+ * entities, order), TREC SGML and SMART corpora, plain-file trees and archives, the line formats
+ * inside tar and zip archives, progress reporting, TSV, Anserini, TREC, SMART and Million Query
+ * topics, and the failures each must report; and the threaded index builder (byte-identical
+ * files, errors from worker threads). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdio.h>
@@ -1379,6 +1380,234 @@ START_TEST(smart_collections)
 }
 END_TEST
 
+/* ---- Line formats inside archives ------------------------------------------------------------ */
+
+/* Writes an archive (format "gnutar" or "zip", gzip-compressed if gz) holding, in the order
+ * given, the files rels[] of dir under the same names; a name ending in '/' is a folder entry,
+ * and "__MACOSX/._x" a hidden entry of junk (macOS resource fork) that must be passed over. */
+static void write_lines_archive(const char *path, const char *format, int gz, const char *dir,
+                                const char *const *rels, size_t n)
+{
+    struct archive *a = archive_write_new();
+    ck_assert(a != NULL);
+    ck_assert_int_eq(archive_write_set_format_by_name(a, format), ARCHIVE_OK);
+    if (gz) ck_assert_int_eq(archive_write_add_filter_gzip(a), ARCHIVE_OK);
+    ck_assert_int_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, rels[i]);
+        archive_entry_set_perm(e, 0644);
+        char *data = NULL;
+        size_t len = 0;
+        if (rels[i][strlen(rels[i]) - 1] == '/') {
+            archive_entry_set_filetype(e, AE_IFDIR);
+        } else {
+            if (strncmp(rels[i], "__MACOSX/", 9) == 0) {
+                data = dupn("junk, not a record\n", 19);
+                len = 19;
+            } else {
+                char p[4200];
+                snprintf(p, sizeof p, "%s/%s", dir, rels[i]);
+                data = slurp(p, &len);
+            }
+            archive_entry_set_filetype(e, AE_IFREG);
+            archive_entry_set_size(e, (la_int64_t)len);
+        }
+        ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+        if (len) ck_assert_int_eq(archive_write_data(a, data, len), (la_ssize_t)len);
+        free(data);
+        archive_entry_free(e);
+    }
+    ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+}
+
+static void coll_eq(const coll *got, const coll *want, const char *what)
+{
+    ck_assert_msg(got->n == want->n, "%s: %zu documents, want %zu", what, got->n, want->n);
+    for (size_t i = 0; i < want->n; i++) {
+        ck_assert_msg(strcmp(got->ids[i], want->ids[i]) == 0, "%s: doc %zu is %s, want %s", what,
+                      i, got->ids[i], want->ids[i]);
+        ck_assert_msg(strcmp(got->texts[i], want->texts[i]) == 0, "%s: text of %s differs", what,
+                      want->ids[i]);
+    }
+}
+
+static const struct {
+    const char *suffix, *format;
+    int gz;
+} line_kinds[] = {{".tar.gz", "gnutar", 1}, {".zip", "zip", 0}, {".tar", "pax", 0}};
+
+/* One line format: two files (one in a folder) and a gzip file, packed with a folder entry and a
+ * hidden entry, read as the same files one by one in archive order; the archive inside a
+ * folder; progress over the archive's bytes; a malformed line inside an entry (plain and .gz)
+ * named "archive:entry:line". */
+static void check_lines_archive(cls_corpus_format fmt, const char *tag, const char *first,
+                                const char *second, const char *third, const char *bad,
+                                const char *bad_needle)
+{
+    char dir[4200], p[4300];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path(tag));
+    write_in(dir, "z-first.txt", first);
+    write_in(dir, "sub/a-second.txt", second);
+    write_in(dir, "sub/c-third", third);
+    snprintf(p, sizeof p, "%s/sub/c-third", dir);
+    gzip_file(p);
+    write_in(dir, "sub/bad.txt", bad);
+    snprintf(p, sizeof p, "%s/sub/bad.txt", dir);
+    gzip_file(p);
+
+    /* The expected stream: the files read one by one, in archive order. */
+    static const char *const order[] = {"z-first.txt", "sub/a-second.txt", "sub/c-third.gz"};
+    coll want = {0};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, order[i]);
+        ck_assert_msg(cls_corpus_read(fmt, p, on_doc, &want) == CLS_OK, "%s: %s", p,
+                      cls_last_error());
+    }
+    ck_assert_uint_ge(want.n, 4);
+
+    static const char *const rels[] = {"z-first.txt", "sub/", "sub/a-second.txt",
+                                       "__MACOSX/._z-first.txt", "sub/c-third.gz"};
+    for (size_t k = 0; k < sizeof line_kinds / sizeof line_kinds[0]; k++) {
+        char path[4300];
+        snprintf(path, sizeof path, "%s%s", tu_tmp_path(tag), line_kinds[k].suffix);
+        write_lines_archive(path, line_kinds[k].format, line_kinds[k].gz, dir, rels, 5);
+        prog_rec pr = {0};
+        ck_assert_msg(cls_corpus_read_ex(fmt, path, on_doc_slow, &pr, on_prog, &pr) == CLS_OK,
+                      "%s: %s", path, cls_last_error());
+        coll_eq(&pr.docs_coll, &want, path);
+        struct stat sb;
+        ck_assert_int_eq(stat(path, &sb), 0);
+        ck_assert_uint_eq(pr.total, (uint64_t)sb.st_size);
+        ck_assert_uint_eq(pr.done, pr.total);
+        ck_assert_uint_eq(pr.docs, want.n);
+        ck_assert(!pr.backwards);
+        coll_free(&pr.docs_coll);
+        cls_corpus_counts counts;
+        cls_corpus_last_counts(&counts);
+        ck_assert_uint_eq(counts.skipped_binary, 0);
+        ck_assert_uint_eq(counts.truncated, 0);
+
+        /* Met in a folder walk, the archive is read the same way. */
+        char in_dir[4400], moved[4500];
+        snprintf(in_dir, sizeof in_dir, "%s-in", path);
+        mkdir_p(in_dir);
+        snprintf(moved, sizeof moved, "%s/c%s", in_dir, line_kinds[k].suffix);
+        ck_assert_int_eq(rename(path, moved), 0);
+        coll c = {0};
+        ck_assert_msg(cls_corpus_read(fmt, in_dir, on_doc, &c) == CLS_OK, "%s: %s", in_dir,
+                      cls_last_error());
+        coll_eq(&c, &want, in_dir);
+        coll_free(&c);
+
+        /* A malformed line inside an entry, plain or gzip-compressed. */
+        static const char *const bads[][2] = {{"sub/", "sub/bad.txt"}, {"sub/", "sub/bad.txt.gz"}};
+        for (size_t b = 0; b < 2; b++) {
+            const char *brels[] = {"z-first.txt", bads[b][0], bads[b][1]};
+            write_lines_archive(path, line_kinds[k].format, line_kinds[k].gz, dir, brels, 3);
+            char needle[8800];
+            snprintf(needle, sizeof needle, "%s:%s%s", path, bads[b][1], bad_needle);
+            ck_assert_int_eq(cls_corpus_read(fmt, path, on_doc, &c), CLS_E_FORMAT);
+            ck_assert_msg(strstr(cls_last_error(), needle) != NULL, "got \"%s\", want \"%s\"",
+                          cls_last_error(), needle);
+            coll_free(&c);
+        }
+        remove(path);
+    }
+    coll_free(&want);
+}
+
+START_TEST(lines_archives)
+{
+    check_lines_archive(CLS_CORPUS_JSONL, "ljsonl",
+                        "{\"id\":\"z1\",\"contents\":\"zed one\"}\n\n{\"id\":2,\"contents\":\"two\"}\n",
+                        "\xEF\xBB\xBF{\"id\":\"a1\",\"contents\":\"alpha\"}\r\n",
+                        "{\"id\":\"c1\",\"contents\":\"gzipped\"}\n",
+                        "{\"id\":\"g\",\"contents\":\"good\"}\n{\"id\":\"x\"\n",
+                        ":2: not valid JSON");
+    check_lines_archive(CLS_CORPUS_BEIR, "lbeir",
+                        "{\"_id\":\"z1\",\"title\":\"T\",\"text\":\"zed\"}\n"
+                        "{\"_id\":\"z2\",\"title\":\"\",\"text\":\"two\"}\n",
+                        "{\"_id\":\"a1\",\"text\":\"alpha\"}\n",
+                        "{\"_id\":\"c1\",\"title\":\"G\",\"text\":\"gzipped\"}\n",
+                        "{\"_id\":\"g\",\"text\":\"good\"}\n{\"_id\":\"b\"}\n",
+                        ":2: missing \"text\"");
+    check_lines_archive(CLS_CORPUS_TREC, "ltrec",
+                        "<DOC><DOCNO>z1</DOCNO>zed &amp; one</DOC>\n<DOC>\n<DOCNO>z2</DOCNO>\n"
+                        "two\n</DOC>\n",
+                        "<DOC>\n<DOCNO> a1 </DOCNO>\n<TEXT>alpha</TEXT>\n</DOC>\n",
+                        "<DOC><DOCNO>c1</DOCNO>gzipped</DOC>\n",
+                        "<DOC><DOCNO>g</DOCNO>good</DOC>\nstray\n", ":2: text outside <DOC>");
+    check_lines_archive(CLS_CORPUS_SMART, "lsmart", ".I 1\n.T\nzed\n.W\none\n.I 2\n.W\ntwo\n",
+                        ".I 3\n.W\nalpha\n", ".I 4\n.W\ngzipped\n", ".I 1\n.W\nx\n.I 2a\n",
+                        ":4: \".I\" must be followed");
+}
+END_TEST
+
+START_TEST(lines_archive_edges)
+{
+    /* An empty archive is an empty corpus, as for -c files. */
+    char path[4300];
+    snprintf(path, sizeof path, "%s.tar.gz", tu_tmp_path("lempty"));
+    write_lines_archive(path, "gnutar", 1, "", NULL, 0);
+    coll c = {0};
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_TREC, path, on_doc, &c), CLS_OK);
+    ck_assert_uint_eq(c.n, 0);
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, path, on_doc, &c), CLS_OK);
+    ck_assert_uint_eq(c.n, 0);
+
+    /* Not an archive, and a damaged one: CLS_E_FORMAT naming the path. */
+    const char *junk = write_tmp("ljunk.zip", "this is not a zip file\n");
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_JSONL, junk, on_doc, &c), CLS_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), junk));
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("ldamaged"));
+    static char big[300000];
+    uint64_t seed = 11;
+    size_t n = 0;
+    while (n + 64 < sizeof big) {
+        n += (size_t)snprintf(big + n, sizeof big - n, ".I %zu\n.W\n", n);
+        for (int i = 0; i < 40; i++) big[n++] = (char)('a' + tu_rand(&seed) % 26);
+        big[n++] = '\n';
+    }
+    big[n] = '\0';
+    write_in(dir, "big.all", big);
+    static const char *const rels[] = {"big.all"};
+    snprintf(path, sizeof path, "%s.tar.gz", tu_tmp_path("ldamaged"));
+    write_lines_archive(path, "gnutar", 1, dir, rels, 1);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(truncate(path, sb.st_size / 2), 0);
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_SMART, path, on_doc, &c), CLS_E_FORMAT);
+    ck_assert_msg(strstr(cls_last_error(), path) != NULL, "%s", cls_last_error());
+    coll_free(&c);
+    remove(path);
+}
+END_TEST
+
+START_TEST(med_in_tarball)
+{
+    const char *med = tu_data_path("med/MED.ALL");
+    if (!med) return;
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s", tu_data_path("med"));
+    snprintf(path, sizeof path, "%s.tar.gz", tu_tmp_path("med"));
+    static const char *const rels[] = {"MED.ALL"};
+    write_lines_archive(path, "gnutar", 1, dir, rels, 1);
+    coll want = {0}, got = {0};
+    ck_assert_msg(cls_corpus_read(CLS_CORPUS_SMART, med, on_doc, &want) == CLS_OK, "%s",
+                  cls_last_error());
+    ck_assert_msg(cls_corpus_read(CLS_CORPUS_SMART, path, on_doc, &got) == CLS_OK, "%s",
+                  cls_last_error());
+    ck_assert_uint_eq(want.n, 1033);
+    coll_eq(&got, &want, path);
+    coll_free(&want);
+    coll_free(&got);
+    remove(path);
+}
+END_TEST
+
 /* ---- TREC, SMART and Million Query topics ------------------------------------------------- */
 
 START_TEST(topics_trec)
@@ -1524,6 +1753,9 @@ static Suite *corpus_suite(void)
     tcase_add_test(tc, trec_corpus_malformed);
     tcase_add_test(tc, smart_corpus);
     tcase_add_test(tc, smart_collections);
+    tcase_add_test(tc, lines_archives);
+    tcase_add_test(tc, lines_archive_edges);
+    tcase_add_test(tc, med_in_tarball);
     tcase_add_test(tc, topics_trec);
     tcase_add_test(tc, topics_smart);
     tcase_add_test(tc, topics_mq);
