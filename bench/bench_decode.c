@@ -1,9 +1,9 @@
-/* bench_decode: how fast each codec's blocks decode, on one CPU core (the plain-C reference
+/* decode suite: how fast each codec's blocks decode, on one CPU core (the plain-C reference
  * decoder) and on OpenCL devices (decode_blocks), in billions of postings per second and, on
  * devices, in achieved bandwidth against the device's copy ceiling.
  *
- *   bench_decode [-d ref,cpu,gpu,P:D] [-r REPEATS] [--ref-repeats N] [--max-blocks N] [--ceiling GBPS]
- *                [--json FILE] INDEX...
+ *   clsearch bench decode [-d ref,cpu,gpu,P:D] [-r REPEATS] [--ref-repeats N] [--max-blocks N]
+ *                         [--ceiling GBPS] [--json FILE] INDEX...
  *
  * Each INDEX is typically the same collection built with a different --codec / --block.
  * Method: every block of the index (or the first N) is decoded as one batch, once untimed
@@ -15,7 +15,8 @@
  *
  * Bytes counted for bandwidth, per run: read = the blocks' compressed words + 32 bytes of
  * metadata + 8 bytes of task per block; written = 8 bytes per posting (docID and frequency).
- * The ceiling defaults to 2800 GB/s, a plain OpenCL copy kernel on the H100 (read + written). */
+ * The ceiling defaults to 2800 GB/s, a plain OpenCL copy kernel on the H100 (read + written);
+ * `clsearch bench copy` measures it on any device. */
 #define _DEFAULT_SOURCE
 #include <getopt.h>
 #include <stdio.h>
@@ -23,26 +24,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "clsearch.h"
 #include "engine.h"
 #include "index.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int die(cls_status s, const char *what)
 {
-    fprintf(stderr, "bench_decode: %s: %s: %s\n", what, cls_status_str(s), cls_last_error());
+    fprintf(stderr, "clsearch bench decode: %s: %s: %s\n", what, cls_status_str(s), cls_last_error());
     return 1;
 }
 
@@ -52,11 +41,11 @@ typedef struct figures {
 
 static figures summarize(double *t, unsigned n)
 {
-    qsort(t, n, sizeof *t, cmp_double);
+    bench_sort(t, n);
     return (figures){t[n / 2], t[0], t[n - 1]};
 }
 
-int main(int argc, char **argv)
+int bench_decode(int argc, char **argv)
 {
     const char *devices = "ref,auto", *json_path = NULL;
     unsigned reps = 10, ref_reps = 3;
@@ -68,6 +57,7 @@ int main(int argc, char **argv)
                                           {"ref-repeats", required_argument, 0, 'R'},
                                           {0, 0, 0, 0}};
     int c;
+    optind = 1;
     while ((c = getopt_long(argc, argv, "d:r:", longs, NULL)) != -1) {
         if (c == 'd') devices = optarg;
         else if (c == 'r') reps = (unsigned)atoi(optarg);
@@ -76,20 +66,21 @@ int main(int argc, char **argv)
         else if (c == 'c') ceiling = atof(optarg);
         else if (c == 'R') ref_reps = (unsigned)atoi(optarg);
         else {
-            fprintf(stderr, "usage: bench_decode [-d ref,cpu,gpu,P:D] [-r REPEATS] [--max-blocks N] "
+            fprintf(stderr, "usage: clsearch bench decode [-d ref,cpu,gpu,P:D] [-r REPEATS] [--max-blocks N] "
                             "[--ref-repeats N] [--ceiling GBPS] [--json FILE] INDEX...\n");
             return 2;
         }
     }
     if (optind >= argc || reps < 1 || reps > 1000 || ref_reps < 1 || ref_reps > 1000) {
-        fprintf(stderr, "bench_decode: give one or more indexes; REPEATS 1..1000\n");
+        fprintf(stderr, "clsearch bench decode: give one or more indexes; REPEATS 1..1000\n");
         return 2;
     }
-    FILE *json = json_path ? fopen(json_path, "w") : NULL;
+    FILE *json = json_path ? fopen(json_path, "a") : NULL;
     if (json_path && !json) {
         perror(json_path);
         return 1;
     }
+    printf("decode suite: commit %s, %s\n", bench_commit(), bench_when());
     printf("%-8s %5s %12s %7s  %-28s %9s %9s %9s %8s %9s %7s %9s %8s %s\n", "codec", "block", "postings", "bits/p",
            "engine", "med ms", "min ms", "max ms", "Gpost/s", "GB/s", "%ceil", "up ms", "up GB/s", "check");
     double *t = malloc((reps + 1) * sizeof *t);
@@ -113,9 +104,9 @@ int main(int argc, char **argv)
         if (!rd || !rf || !dd || !df) return die(CLS_E_NOMEM, "output buffers");
         /* the reference decode, also the check for every device */
         for (unsigned r = 0; r <= ref_reps; r++) {
-            double t0 = now();
+            double t0 = bench_now();
             for (uint32_t b = 0; b < nb; b++) idx_decode_block(idx, b, rd + (size_t)b * B, rf + (size_t)b * B);
-            if (r > 0) t[r - 1] = now() - t0;
+            if (r > 0) t[r - 1] = bench_now() - t0;
         }
         char list[512];
         snprintf(list, sizeof list, "%s", devices);
@@ -158,10 +149,10 @@ int main(int argc, char **argv)
             else printf("%9s %8s %s\n", "-", "-", check);
             if (json)
                 fprintf(json,
-                        "{\"index\":\"%s\",\"codec\":\"%s\",\"block\":%u,\"postings\":%llu,\"bits_per_posting\":%.4f,"
+                        "{\"suite\":\"decode\",\"commit\":\"%s\",\"when\":\"%s\",\"index\":\"%s\",\"codec\":\"%s\",\"block\":%u,\"postings\":%llu,\"bits_per_posting\":%.4f,"
                         "\"engine\":\"%s\",\"median_s\":%.9f,\"min_s\":%.9f,\"max_s\":%.9f,\"gpostings_per_s\":%.4f,"
                         "\"gbytes_per_s\":%.3f,\"ceiling_gbytes_per_s\":%.1f,\"upload_s\":%.9f,\"check\":\"%s\"}\n",
-                        argv[a], cls_codec_name(idx->codec), B, (unsigned long long)postings, bits, dev, f.med, f.min,
+                        bench_commit(), bench_when(), argv[a], cls_codec_name(idx->codec), B, (unsigned long long)postings, bits, dev, f.med, f.min,
                         f.max, gp, is_dev ? gbs : 0.0, ceiling, up, check);
             fflush(stdout);
         }

@@ -9,7 +9,7 @@
 set -euo pipefail
 build=${1:?usage: bench/decode.sh BUILD_DIR [DEVICES] [DOCS] [REPEATS]}
 src=$(cd "$(dirname "$0")/.." && pwd)
-cls=$build/clsearch bd=$build/bench/bench_decode
+cls=$build/clsearch
 devices=${2:-$("$cls" devices | sed -n 's/^  device \([0-9]*:[0-9]*\) .*/\1/p' | paste -sd, -)}
 docs=${3:-200000}
 repeats=${4:-10}
@@ -28,4 +28,4 @@ for v in raw:128 pfor:128 optpfd:128 rice:128 bp:64 bp:256 bp:512; do
   [ -f "$out/$c.$b.idx" ] || "$cls" recode "$out/bp.128.idx" -o "$out/$c.$b.idx" --codec "$c" --block "$b"
   idx+=("$out/$c.$b.idx")
 done
-"$bd" -d "ref${devices:+,$devices}" -r "$repeats" --json "$json" "${idx[@]}"
+"$cls" bench decode -d "ref${devices:+,$devices}" -r "$repeats" --json "$json" "${idx[@]}"

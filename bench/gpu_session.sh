@@ -30,6 +30,8 @@ export CLSEARCH_NO_DEPS=1 CTEST_OUTPUT_ON_FAILURE=1
     cmp /tmp/large.1.idx /tmp/large.16.idx && echo "1 and 16 threads: identical index files"
   fi
   devs=$(build/clsearch devices | sed -n 's/^  device \([0-9]*:[0-9]*\) .*/\1/p' | paste -sd, -)
+  echo "== copy ceiling"
+  build/clsearch bench copy --json build/bench/copy.jsonl
   if [ "${SKIP_DECODE:-0}" = 1 ]; then echo "== decode benchmark skipped"; else
   echo "== decode benchmark"
   bench/decode.sh build "$devs" "${DECODE_DOCS:-2000000}" 10; fi
@@ -43,4 +45,4 @@ export CLSEARCH_NO_DEPS=1 CTEST_OUTPUT_ON_FAILURE=1
     tools/quickstart.sh
   fi
 } 2>&1 | tee "$out/gpu_session.log"
-cp build/bench/qps.jsonl build/bench/decode.jsonl "$out/" 2>/dev/null || true
+cp build/bench/qps.jsonl build/bench/decode.jsonl build/bench/copy.jsonl "$out/" 2>/dev/null || true

@@ -7,6 +7,7 @@
  *   clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]
  *   clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--seed S]
  *   clsearch compare RUN_A RUN_B
+ *   clsearch bench {copy,decode} [options]
  *   clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] [--pfor-depth D] [analyzer options]
  *   clsearch ciff-export INDEX -o FILE.ciff [--description TEXT]
  *
@@ -21,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "clsearch.h"
 
 static const char *prog = "clsearch";
@@ -800,7 +802,11 @@ static void help(void)
            "                  CIFF (Anserini, PISA, Lucene) to an index; the analyzer flags are what\n"
            "                  queries will use, so give those the CIFF's terms were made with\n"
            "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v]\n"
-           "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n\n"
+           "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"
+           "  clsearch bench copy [-d DEVICES] [-r N] [--mib N] [--json FILE]\n"
+           "                  the devices' memory-bandwidth ceiling (copy kernel, bytes read + written)\n"
+           "  clsearch bench decode [-d ref,DEVICES] [-r N] [--ceiling GBPS] [--json FILE] INDEX...\n"
+           "                  decoding speed of every block of each index, checked against ref\n\n"
            "Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
            "(kernel sources instead of the embedded ones).\n",
            cls_version());
@@ -824,6 +830,12 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "compare") == 0) return cmd_compare(argc, argv);
     if (strcmp(cmd, "ciff-import") == 0) return cmd_ciff_import(argc, argv);
     if (strcmp(cmd, "ciff-export") == 0) return cmd_ciff_export(argc, argv);
+    if (strcmp(cmd, "bench") == 0) {
+        if (argc < 2) return usage_error("bench: usage: clsearch bench {copy,decode} [options]%s", "");
+        if (strcmp(argv[1], "copy") == 0) return bench_copy(argc - 1, argv + 1);
+        if (strcmp(argv[1], "decode") == 0) return bench_decode(argc - 1, argv + 1);
+        return usage_error("bench: unknown suite '%s' (copy, decode)", argv[1]);
+    }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         help();
         return 0;
