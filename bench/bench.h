@@ -9,6 +9,9 @@ int bench_copy(int argc, char **argv);
 /* decode: every block of given indexes, reference decoder and devices (bench_decode.c). */
 int bench_decode(int argc, char **argv);
 
+/* e2e: query batches through the whole engine, by batch size (bench_e2e.c). */
+int bench_e2e(int argc, char **argv);
+
 /* Shared by the suites (bench_util.c). */
 double bench_now(void);                          /* monotonic seconds */
 void bench_sort(double *v, unsigned n);          /* ascending */

@@ -1,0 +1,208 @@
+/* e2e suite: query batches through the whole engine, the throughput-versus-response-time
+ * trade-off of batching.
+ *
+ *   clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]
+ *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]
+ *
+ * For every engine, mode, k and batch size B, the topics are cut into chunks of B queries taken
+ * in turn around the topic list (so consecutive chunks hold different queries and the caches
+ * cannot keep one batch's lists), each chunk analysed outside the timing, then searched with
+ * one cls_engine_search, timed with a monotonic clock. One untimed chunk warms up; then chunks
+ * run until S seconds (default 1) have been spent, at least 3 and at most 1000 of them.
+ *
+ * Reported per configuration: queries per second (B / median chunk time); per-query latency
+ * p50, p95 and p99, where a query's latency is its chunk's time (every query of a batch waits
+ * for the whole batch); and, from OpenCL profiling events, the medians per chunk of the
+ * host-to-device transfer, the kernels and the device-to-host transfer. Results are not
+ * compared here: the tests and bench_qps compare every engine with the reference engine. */
+#define _DEFAULT_SOURCE
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "clsearch.h"
+
+typedef struct topic_list {
+    char **qid, **text;
+    size_t n, cap;
+} topic_list;
+
+static int on_topic(void *u, const char *qid, const char *text)
+{
+    topic_list *t = u;
+    if (t->n == t->cap) {
+        size_t c = t->cap ? 2 * t->cap : 1024;
+        char **a = realloc(t->qid, c * sizeof *a), **b = a ? realloc(t->text, c * sizeof *b) : NULL;
+        if (a) t->qid = a;
+        if (!b) return 1;
+        t->text = b;
+        t->cap = c;
+    }
+    t->qid[t->n] = strdup(qid);
+    t->text[t->n] = strdup(text);
+    if (!t->qid[t->n] || !t->text[t->n]) return 1;
+    t->n++;
+    return 0;
+}
+
+static int failed(cls_status s, const char *what)
+{
+    fprintf(stderr, "clsearch bench e2e: %s: %s: %s\n", what, cls_status_str(s), cls_last_error());
+    return 1;
+}
+
+/* Parses a comma list of unsigned numbers into v (at most max); returns the count, 0 if bad. */
+static unsigned parse_list(const char *s, unsigned long *v, unsigned max)
+{
+    unsigned n = 0;
+    while (*s && n < max) {
+        char *end;
+        unsigned long x = strtoul(s, &end, 10);
+        if (end == s || (*end && *end != ',')) return 0;
+        v[n++] = x;
+        s = *end ? end + 1 : end;
+    }
+    return *s ? 0 : n;
+}
+
+static double pct(const double *sorted, unsigned n, double p)
+{
+    unsigned i = (unsigned)(p * (n - 1) + 0.5);
+    return sorted[i < n ? i : n - 1];
+}
+
+int bench_e2e(int argc, char **argv)
+{
+    const char *index = NULL, *topics = NULL, *devices = "ref,auto", *modes = "or,and", *json_path = NULL;
+    unsigned long ks[16], bs[32];
+    unsigned nk = parse_list("10,100,1000", ks, 16), nb = parse_list("1,16,256,1024,4096,16384", bs, 32);
+    double seconds = 1.0;
+    static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"seconds", required_argument, 0, 's'},
+                                          {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "x:q:d:m:k:b:", longs, NULL)) != -1) {
+        switch (c) {
+        case 'x': index = optarg; break;
+        case 'q': topics = optarg; break;
+        case 'd': devices = optarg; break;
+        case 'm': modes = optarg; break;
+        case 'k': nk = parse_list(optarg, ks, 16); break;
+        case 'b': nb = parse_list(optarg, bs, 32); break;
+        case 'j': json_path = optarg; break;
+        case 's': seconds = atof(optarg); break;
+        default: nk = 0;
+        }
+    }
+    int bad = !index || !topics || !nk || !nb || optind != argc || !(seconds > 0 && seconds <= 3600);
+    for (unsigned i = 0; i < nk && !bad; i++) bad = ks[i] < 1 || ks[i] > CLS_MAX_K;
+    for (unsigned i = 0; i < nb && !bad; i++) bad = bs[i] < 1 || bs[i] > 1000000;
+    if (bad) {
+        fprintf(stderr, "usage: clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]\n"
+                        "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n");
+        return 2;
+    }
+    cls_index *idx;
+    cls_status s = cls_index_open(index, &idx);
+    if (s != CLS_OK) return failed(s, index);
+    topic_list tl = {0};
+    if ((s = cls_topics_read(cls_topics_detect(topics), topics, on_topic, &tl)) != CLS_OK) return failed(s, topics);
+    if (tl.n == 0) {
+        fprintf(stderr, "clsearch bench e2e: %s holds no topics\n", topics);
+        return 1;
+    }
+    FILE *json = json_path ? fopen(json_path, "a") : NULL;
+    if (json_path && !json) {
+        perror(json_path);
+        return 1;
+    }
+    cls_index_stats st;
+    cls_index_get_stats(idx, &st);
+    printf("e2e suite: commit %s, %s; index %s (%u docs, %llu postings, %s); %zu topics from %s; %.1f s per row\n",
+           bench_commit(), bench_when(), index, st.num_docs, (unsigned long long)st.num_postings,
+           cls_codec_name(st.codec), tl.n, topics, seconds);
+    printf("%-6s %-3s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s\n", "engine", "mode", "k", "batch", "chunks", "qps",
+           "p50 ms", "p95 ms", "p99 ms", "H2D ms", "kern ms", "D2H ms");
+    cls_batch *batch;
+    cls_results *res;
+    if ((s = cls_batch_create(idx, &batch)) != CLS_OK || (s = cls_results_create(&res)) != CLS_OK)
+        return failed(s, "setting up");
+    enum { MAXCH = 1000 };
+    double *t = malloc(MAXCH * sizeof *t), *up = malloc(MAXCH * sizeof *up), *kern = malloc(MAXCH * sizeof *kern),
+           *down = malloc(MAXCH * sizeof *down);
+    char *dl = strdup(devices), *ml = strdup(modes);
+    if (!t || !up || !kern || !down || !dl || !ml) return failed(CLS_E_NOMEM, "setting up");
+    int rc = 0;
+    size_t next = 0; /* the topic the next chunk starts at, carried across rows */
+    for (char *sd = NULL, *dev = strtok_r(dl, ",", &sd); dev; dev = strtok_r(NULL, ",", &sd)) {
+        cls_engine *e;
+        if ((s = cls_engine_create(idx, dev, &e)) != CLS_OK) return failed(s, dev);
+        char mcopy[64];
+        snprintf(mcopy, sizeof mcopy, "%s", ml);
+        for (char *sm = NULL, *mode = strtok_r(mcopy, ",", &sm); mode; mode = strtok_r(NULL, ",", &sm)) {
+            cls_search_params p;
+            cls_search_defaults(&p);
+            if (strcmp(mode, "and") == 0) p.mode = CLS_MODE_AND;
+            else if (strcmp(mode, "or") == 0) p.mode = CLS_MODE_OR;
+            else return failed(CLS_E_ARG, "-m takes or, and");
+            for (unsigned ki = 0; ki < nk; ki++)
+                for (unsigned bi = 0; bi < nb; bi++) {
+                    p.k = (uint32_t)ks[ki];
+                    size_t B = bs[bi];
+                    unsigned n = 0;
+                    double spent = 0;
+                    for (int chunk = -1; chunk < MAXCH && (chunk < 3 || spent < seconds); chunk++) {
+                        cls_batch_clear(batch);
+                        for (size_t i = 0; i < B; i++, next = (next + 1) % tl.n)
+                            if ((s = cls_batch_add(batch, tl.qid[next], tl.text[next])) != CLS_OK)
+                                return failed(s, "analysing a query");
+                        double a = bench_now();
+                        s = cls_engine_search(e, batch, &p, res);
+                        double dt = bench_now() - a;
+                        if (s != CLS_OK) return failed(s, dev);
+                        if (chunk < 0) continue; /* warm-up */
+                        cls_profile pf;
+                        cls_engine_profile(e, &pf);
+                        t[n] = dt;
+                        up[n] = pf.upload_s;
+                        kern[n] = pf.decode_s + pf.intersect_s + pf.score_s + pf.topk_s;
+                        down[n] = pf.download_s;
+                        n++;
+                        spent += dt;
+                    }
+                    bench_sort(t, n);
+                    bench_sort(up, n);
+                    bench_sort(kern, n);
+                    bench_sort(down, n);
+                    double med = t[n / 2];
+                    printf("%-6s %-3s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f\n", dev, mode, p.k, B,
+                           n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
+                           up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3);
+                    fflush(stdout);
+                    if (json) {
+                        const char *d = cls_engine_describe(e);
+                        int len = (int)strcspn(d, "\n");
+                        fprintf(json,
+                                "{\"suite\":\"e2e\",\"commit\":\"%s\",\"when\":\"%s\",\"engine\":\"%s\",\"device\":\"%.*s\","
+                                "\"index\":\"%s\",\"codec\":\"%s\",\"block\":%u,\"mode\":\"%s\",\"k\":%u,\"batch\":%zu,"
+                                "\"chunks\":%u,\"qps\":%.3f,\"latency_p50_ms\":%.4f,\"latency_p95_ms\":%.4f,"
+                                "\"latency_p99_ms\":%.4f,\"h2d_ms\":%.4f,\"kernels_ms\":%.4f,\"d2h_ms\":%.4f}\n",
+                                bench_commit(), bench_when(), dev, len, d, index, cls_codec_name(st.codec), st.block_size,
+                                mode, p.k, B, n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3,
+                                pct(t, n, 0.99) * 1e3, up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3);
+                    }
+                }
+        }
+        cls_engine_free(e);
+    }
+    if (json) fclose(json);
+    free(t), free(up), free(kern), free(down), free(dl), free(ml);
+    for (size_t i = 0; i < tl.n; i++) free(tl.qid[i]), free(tl.text[i]);
+    free(tl.qid), free(tl.text);
+    cls_results_free(res);
+    cls_batch_free(batch);
+    cls_index_close(idx);
+    return rc;
+}
