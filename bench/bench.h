@@ -12,6 +12,11 @@ int bench_decode(int argc, char **argv);
 /* e2e: query batches through the whole engine, by batch size (bench_e2e.c). */
 int bench_e2e(int argc, char **argv);
 
+/* Writes dir/name.dat (data) and dir/name.gp (a gnuplot script that finds its data file in the
+ * variable `datafile`), then draws dir/name.png with gnuplot; without gnuplot it says how to
+ * draw it later. 0 unless the files cannot be written (bench_plot.c). */
+int bench_plot(const char *dir, const char *name, const char *data, const char *script);
+
 /* Shared by the suites (bench_util.c). */
 double bench_now(void);                          /* monotonic seconds */
 void bench_sort(double *v, unsigned n);          /* ascending */

@@ -2,7 +2,7 @@
  * trade-off of batching.
  *
  *   clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]
- *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]
+ *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE] [--plot DIR]
  *
  * For every engine, mode, k and batch size B, the topics are cut into chunks of B queries taken
  * in turn around the topic list (so consecutive chunks hold different queries and the caches
@@ -13,7 +13,8 @@
  * Reported per configuration: queries per second (B / median chunk time); per-query latency
  * p50, p95 and p99, where a query's latency is its chunk's time (every query of a batch waits
  * for the whole batch); and, from OpenCL profiling events, the medians per chunk of the
- * host-to-device transfer, the kernels and the device-to-host transfer. Results are not
+ * host-to-device transfer, the kernels and the device-to-host transfer. --plot DIR draws
+ * e2e-throughput.png (queries/s against batch size) and e2e-latency.png (p50 and p99). Results are not
  * compared here: the tests and bench_qps compare every engine with the reference engine. */
 #define _DEFAULT_SOURCE
 #include <getopt.h>
@@ -67,6 +68,74 @@ static unsigned parse_list(const char *s, unsigned long *v, unsigned max)
     return *s ? 0 : n;
 }
 
+/* One row of the table, kept for the plots. */
+typedef struct e2e_row {
+    char series[64]; /* engine-mode-kK */
+    size_t batch;
+    double qps, p50, p95, p99;
+} e2e_row;
+
+/* Appends printf output to a growing string; returns 0 when out of memory. */
+static int cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#include <stdarg.h>
+static int cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) return 0;
+        if (*buf && *len + (size_t)n < *cap) {
+            *len += (size_t)n;
+            return 1;
+        }
+        size_t c = (*cap ? *cap * 2 : 4096) + (size_t)n;
+        char *p = realloc(*buf, c);
+        if (!p) return 0;
+        *buf = p;
+        *cap = c;
+    }
+}
+
+static int plot_rows(const char *dir, const e2e_row *r, size_t n)
+{
+    char *data = NULL, *titles = NULL;
+    size_t dl = 0, dc = 0, tl = 0, tc = 0;
+    unsigned series = 0;
+    int ok = cat(&titles, &tl, &tc, "%s", "");
+    for (size_t i = 0; i < n && ok; i++) {
+        if (i == 0 || strcmp(r[i].series, r[i - 1].series) != 0) {
+            ok = (i == 0 || cat(&data, &dl, &dc, "\n\n")) && cat(&data, &dl, &dc, "# %s\n", r[i].series) &&
+                 cat(&titles, &tl, &tc, "%s%s", series ? " " : "", r[i].series);
+            series++;
+        }
+        ok = ok && cat(&data, &dl, &dc, "%zu %.3f %.4f %.4f %.4f\n", r[i].batch, r[i].qps, r[i].p50, r[i].p95, r[i].p99);
+    }
+    char *script = NULL;
+    size_t sl = 0, sc = 0;
+    ok = ok && cat(&script, &sl, &sc,
+                   "titles = '%s'\nset logscale x 2\nset logscale y\nset grid\nset key outside right\n"
+                   "set xlabel 'queries per batch'\nset ylabel 'queries per second'\n"
+                   "set title 'clsearch bench e2e: throughput by batch size (commit %s)'\n"
+                   "plot for [i=0:%u] datafile index i using 1:2 with linespoints title word(titles, i+1)\n",
+                   titles, bench_commit(), series - 1);
+    int rc = ok ? bench_plot(dir, "e2e-throughput", data, script) : 1;
+    sl = 0;
+    ok = ok && cat(&script, &sl, &sc,
+                   "titles = '%s'\nset logscale x 2\nset logscale y\nset grid\nset key outside right\n"
+                   "set xlabel 'queries per batch'\nset ylabel 'latency per query, ms (solid p50, dashed p99)'\n"
+                   "set title 'clsearch bench e2e: latency by batch size (commit %s)'\n"
+                   "plot for [i=0:%u] datafile index i using 1:3 with linespoints linecolor i+1 title word(titles, i+1), "
+                   "for [i=0:%u] datafile index i using 1:5 with lines dashtype 2 linecolor i+1 notitle\n",
+                   titles, bench_commit(), series - 1, series - 1);
+    if (rc == 0) rc = ok ? bench_plot(dir, "e2e-latency", data, script) : 1;
+    if (!ok) fprintf(stderr, "clsearch bench e2e: out of memory for the plots\n");
+    free(data), free(titles), free(script);
+    return rc;
+}
+
 static double pct(const double *sorted, unsigned n, double p)
 {
     unsigned i = (unsigned)(p * (n - 1) + 0.5);
@@ -75,12 +144,13 @@ static double pct(const double *sorted, unsigned n, double p)
 
 int bench_e2e(int argc, char **argv)
 {
-    const char *index = NULL, *topics = NULL, *devices = "ref,auto", *modes = "or,and", *json_path = NULL;
+    const char *index = NULL, *topics = NULL, *devices = "ref,auto", *modes = "or,and", *json_path = NULL,
+               *plot_dir = NULL;
     unsigned long ks[16], bs[32];
     unsigned nk = parse_list("10,100,1000", ks, 16), nb = parse_list("1,16,256,1024,4096,16384", bs, 32);
     double seconds = 1.0;
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"seconds", required_argument, 0, 's'},
-                                          {0, 0, 0, 0}};
+                                          {"plot", required_argument, 0, 'p'}, {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "x:q:d:m:k:b:", longs, NULL)) != -1) {
@@ -93,6 +163,7 @@ int bench_e2e(int argc, char **argv)
         case 'b': nb = parse_list(optarg, bs, 32); break;
         case 'j': json_path = optarg; break;
         case 's': seconds = atof(optarg); break;
+        case 'p': plot_dir = optarg; break;
         default: nk = 0;
         }
     }
@@ -101,7 +172,7 @@ int bench_e2e(int argc, char **argv)
     for (unsigned i = 0; i < nb && !bad; i++) bad = bs[i] < 1 || bs[i] > 1000000;
     if (bad) {
         fprintf(stderr, "usage: clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]\n"
-                        "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n");
+                        "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE] [--plot DIR]\n");
         return 2;
     }
     cls_index *idx;
@@ -135,6 +206,8 @@ int bench_e2e(int argc, char **argv)
     char *dl = strdup(devices), *ml = strdup(modes);
     if (!t || !up || !kern || !down || !dl || !ml) return failed(CLS_E_NOMEM, "setting up");
     int rc = 0;
+    e2e_row *rows = NULL;
+    size_t nrows = 0, rows_cap = 0;
     size_t next = 0; /* the topic the next chunk starts at, carried across rows */
     for (char *sd = NULL, *dev = strtok_r(dl, ",", &sd); dev; dev = strtok_r(NULL, ",", &sd)) {
         cls_engine *e;
@@ -181,6 +254,20 @@ int bench_e2e(int argc, char **argv)
                            n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
                            up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3);
                     fflush(stdout);
+                    if (nrows == rows_cap) {
+                        size_t cap = rows_cap ? 2 * rows_cap : 64;
+                        e2e_row *nr = realloc(rows, cap * sizeof *nr);
+                        if (!nr) return failed(CLS_E_NOMEM, "keeping rows for the plots");
+                        rows = nr;
+                        rows_cap = cap;
+                    }
+                    e2e_row *row = &rows[nrows++];
+                    snprintf(row->series, sizeof row->series, "%.40s-%s-k%u", dev, mode, p.k);
+                    row->batch = B;
+                    row->qps = (double)B / med;
+                    row->p50 = pct(t, n, 0.5) * 1e3;
+                    row->p95 = pct(t, n, 0.95) * 1e3;
+                    row->p99 = pct(t, n, 0.99) * 1e3;
                     if (json) {
                         const char *d = cls_engine_describe(e);
                         int len = (int)strcspn(d, "\n");
@@ -198,6 +285,8 @@ int bench_e2e(int argc, char **argv)
         cls_engine_free(e);
     }
     if (json) fclose(json);
+    if (plot_dir && nrows) rc = plot_rows(plot_dir, rows, nrows);
+    free(rows);
     free(t), free(up), free(kern), free(down), free(dl), free(ml);
     for (size_t i = 0; i < tl.n; i++) free(tl.qid[i]), free(tl.text[i]);
     free(tl.qid), free(tl.text);
