@@ -12,6 +12,9 @@ int bench_decode(int argc, char **argv);
 /* e2e: query batches through the whole engine, by batch size (bench_e2e.c). */
 int bench_e2e(int argc, char **argv);
 
+/* topk: topk_select alone on dense rows of random scores (bench_topk.c). */
+int bench_topk(int argc, char **argv);
+
 /* Writes dir/name.dat (data) and dir/name.gp (a gnuplot script that finds its data file in the
  * variable `datafile`), then draws dir/name.png with gnuplot; without gnuplot it says how to
  * draw it later. 0 unless the files cannot be written (bench_plot.c). */

@@ -658,3 +658,46 @@ cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->freqs.mem, CL_TRUE, 0, outb, freqs, 0, NULL, NULL));
     return CLS_OK;
 }
+
+cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, unsigned reps,
+                          double *kernel_s, double *upload_s, uint32_t *docs0, float *scores0, uint32_t *count0)
+{
+    uint32_t P = next_pow2(k), dense = 1;
+    size_t out_len = (size_t)nq + 2 * (size_t)nq * k;
+    uint32_t *qinfo = calloc((size_t)nq * 4 + 1, 4);
+    if (!qinfo || !host_need((void **)&e->h_out, &e->h_out_cap, out_len, 4)) {
+        free(qinfo);
+        return err_set(CLS_E_NOMEM, "out of memory");
+    }
+    cls_status s;
+    if ((s = dbuf_need(e, &e->acc, (size_t)nq * N * 4, "scores")) != CLS_OK ||
+        (s = upload(e, &e->in, qinfo, (size_t)nq * 16 + 4, "qinfo")) != CLS_OK ||
+        (s = dbuf_need(e, &e->ncand, (size_t)nq * 4, "ncand")) != CLS_OK ||
+        (s = dbuf_need(e, &e->cand, 4, "cand")) != CLS_OK ||
+        (s = dbuf_need(e, &e->sdoc, (size_t)nq * P * 4, "scratch")) != CLS_OK ||
+        (s = dbuf_need(e, &e->sscore, (size_t)nq * P * 4, "scratch")) != CLS_OK ||
+        (s = dbuf_need(e, &e->out, out_len * 4, "out")) != CLS_OK) {
+        free(qinfo);
+        return s;
+    }
+    free(qinfo);
+    cl_event ev;
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->acc.mem, CL_TRUE, 0, (size_t)nq * N * 4, scores, 0, NULL, &ev));
+    *upload_s = event_secs(ev);
+    clReleaseEvent(ev);
+    for (unsigned r = 0; r <= reps; r++) { /* r = 0: warm-up */
+        if ((s = enqueue_topk(e, e->acc.mem, e->cand.mem, 0, dense, N, k, P, nq, &ev)) != CLS_OK) return s;
+        cl_int err = clWaitForEvents(1, &ev);
+        if (err != CL_SUCCESS) {
+            clReleaseEvent(ev);
+            return clx_fail("clWaitForEvents", err);
+        }
+        if (r > 0) kernel_s[r - 1] = event_secs(ev);
+        clReleaseEvent(ev);
+    }
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
+    *count0 = e->h_out[0];
+    memcpy(docs0, e->h_out + nq, (size_t)k * 4);
+    memcpy(scores0, e->h_out + nq + (size_t)nq * k, (size_t)k * 4);
+    return CLS_OK;
+}

@@ -41,5 +41,10 @@ cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned re
                             double *upload_s);
 /* (bench) Reads back what the last clx_bench_decode left (nb * block_size values each). */
 cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_t *freqs);
+/* (bench) topk_select alone in dense mode over nq rows of N scores: one timed upload
+ * (*upload_s), then reps timed runs after a warm-up (kernel_s[r]); row 0's hits come back
+ * (*count0 of them, k slots) for a check. */
+cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, unsigned reps,
+                          double *kernel_s, double *upload_s, uint32_t *docs0, float *scores0, uint32_t *count0);
 /* The OpenCL engine behind e, or NULL for the reference engine. */
 clx_engine *engine_clx(cls_engine *e);
