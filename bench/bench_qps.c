@@ -16,20 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "clsearch.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int on_topic(void *u, const char *qid, const char *text) { return cls_batch_add(u, qid, text) != CLS_OK; }
 
@@ -88,13 +76,13 @@ int main(int argc, char **argv)
     int rc = 0;
     for (char *save = NULL, *d = strtok_r(list, ",", &save); d; d = strtok_r(NULL, ",", &save)) {
         cls_engine *e;
-        double t0 = now();
+        double t0 = bench_now();
         if ((s = cls_engine_create(idx, d, &e)) != CLS_OK) {
             die(s, d);
             rc = 1;
             continue;
         }
-        double start = now() - t0;
+        double start = bench_now() - t0;
         if ((s = cls_engine_search(e, batch, &p, res)) != CLS_OK) { /* warm-up */
             die(s, d);
             cls_engine_free(e);
@@ -102,9 +90,9 @@ int main(int argc, char **argv)
             continue;
         }
         for (int r = 0; r < repeats; r++) {
-            double a = now();
+            double a = bench_now();
             s = cls_engine_search(e, batch, &p, res);
-            t[r] = now() - a;
+            t[r] = bench_now() - a;
             if (s != CLS_OK) break;
         }
         if (s != CLS_OK) {
@@ -113,7 +101,7 @@ int main(int argc, char **argv)
             rc = 1;
             continue;
         }
-        qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+        bench_sort(t, (unsigned)repeats);
         const char *verdict = "oracle";
         if (strcmp(d, "ref") == 0 && !ref) {
             ref = res;

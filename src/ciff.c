@@ -318,19 +318,6 @@ static cls_status unpack_error(const reader *r, const arena *ar, const char *wha
 
 /* ---- Import ------------------------------------------------------------------------------- */
 
-typedef struct term_ref {
-    const char *s;
-    uint32_t len, list;
-} term_ref;
-
-static int cmp_term(const void *a, const void *b)
-{
-    const term_ref *x = a, *y = b;
-    uint32_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->s, y->s, n);
-    if (c) return c;
-    return (x->len > y->len) - (x->len < y->len);
-}
 
 /* Everything gathered from the file. */
 typedef struct gathered {
@@ -501,12 +488,12 @@ static cls_status write_index(const char *ciff_path, gathered *g, unsigned analy
                               const char *index_path)
 {
     const uint32_t T = g->num_lists;
-    term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
+    idx_term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
     if (!order) return err_set(CLS_E_NOMEM, "%s: out of memory sorting the terms", ciff_path);
     int sorted = 1;
     for (uint32_t t = 0; t < T; t++) {
-        order[t] = (term_ref){g->terms + g->term_off[t], (uint32_t)(g->term_off[t + 1] - g->term_off[t]), t};
-        if (t > 0 && cmp_term(&order[t - 1], &order[t]) >= 0) sorted = 0;
+        order[t] = (idx_term_ref){g->terms + g->term_off[t], (uint32_t)(g->term_off[t + 1] - g->term_off[t]), t};
+        if (t > 0 && idx_term_ref_cmp(&order[t - 1], &order[t]) >= 0) sorted = 0;
     }
     idx_lists l = {
         .analyzer = analyzer,
@@ -528,12 +515,12 @@ static cls_status write_index(const char *ciff_path, gathered *g, unsigned analy
     uint32_t *docs = NULL, *freqs = NULL;
     if (!sorted) {
         /* CIFF leaves the list order free: sort by bytes, then lay the lists out in that order. */
-        qsort(order, T, sizeof *order, cmp_term);
+        qsort(order, T, sizeof *order, idx_term_ref_cmp);
         for (uint32_t t = 1; t < T; t++)
-            if (cmp_term(&order[t - 1], &order[t]) == 0) {
+            if (idx_term_ref_cmp(&order[t - 1], &order[t]) == 0) {
                 s = err_set(CLS_E_FORMAT, "%s: term '%s' has two postings lists (%u and %u)", ciff_path,
-                            show(order[t].s, order[t].len), order[t - 1].list < order[t].list ? order[t - 1].list
-                            : order[t].list, order[t - 1].list < order[t].list ? order[t].list : order[t - 1].list);
+                            show(order[t].s, order[t].len), order[t - 1].id < order[t].id ? order[t - 1].id
+                            : order[t].id, order[t - 1].id < order[t].id ? order[t].id : order[t - 1].id);
                 goto out;
             }
         uint64_t P = g->num_postings;
@@ -548,7 +535,7 @@ static cls_status write_index(const char *ciff_path, gathered *g, unsigned analy
         }
         uint64_t tb = 0, pb = 0;
         for (uint32_t t = 0; t < T; t++) {
-            uint32_t li = order[t].list;
+            uint32_t li = order[t].id;
             uint64_t a = g->list_start[li], n = g->list_start[li + 1] - a;
             term_off[t] = tb;
             start[t] = pb;

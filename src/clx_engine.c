@@ -566,18 +566,17 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
     return s;
 }
 
-cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k,
-                         uint32_t *counts, uint32_t *docs, float *out_scores)
+/* The buffers topk_select needs for nq dense rows of N scores at k (scores not written):
+ * empty query descriptors, candidate counts, scratch and output. */
+static cls_status topk_buffers(clx_engine *e, uint32_t nq, uint32_t N, uint32_t k, uint32_t P, size_t out_len)
 {
-    uint32_t P = next_pow2(k), dense = 1, qinfo_base = 0;
-    size_t out_len = (size_t)nq + 2 * (size_t)nq * k;
     uint32_t *qinfo = calloc((size_t)nq * 4 + 1, 4);
     if (!qinfo || !host_need((void **)&e->h_out, &e->h_out_cap, out_len, 4)) {
         free(qinfo);
         return err_set(CLS_E_NOMEM, "out of memory");
     }
     cls_status s;
-    if ((s = upload(e, &e->acc, scores, (size_t)nq * N * 4, "scores")) != CLS_OK ||
+    if ((s = dbuf_need(e, &e->acc, (size_t)nq * N * 4, "scores")) != CLS_OK ||
         (s = upload(e, &e->in, qinfo, (size_t)nq * 16 + 4, "qinfo")) != CLS_OK ||
         (s = dbuf_need(e, &e->ncand, (size_t)nq * 4, "ncand")) != CLS_OK ||
         (s = dbuf_need(e, &e->cand, 4, "cand")) != CLS_OK ||
@@ -588,6 +587,17 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
         return s;
     }
     free(qinfo);
+    return CLS_OK;
+}
+
+cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k,
+                         uint32_t *counts, uint32_t *docs, float *out_scores)
+{
+    uint32_t P = next_pow2(k), dense = 1, qinfo_base = 0;
+    size_t out_len = (size_t)nq + 2 * (size_t)nq * k;
+    cls_status s = topk_buffers(e, nq, N, k, P, out_len);
+    if (s == CLS_OK) s = upload(e, &e->acc, scores, (size_t)nq * N * 4, "scores");
+    if (s != CLS_OK) return s;
     if ((s = enqueue_topk(e, e->acc.mem, e->cand.mem, qinfo_base, dense, N, k, P, nq, NULL)) != CLS_OK) return s;
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
     memcpy(counts, e->h_out, (size_t)nq * 4);
@@ -664,23 +674,8 @@ cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint3
 {
     uint32_t P = next_pow2(k), dense = 1;
     size_t out_len = (size_t)nq + 2 * (size_t)nq * k;
-    uint32_t *qinfo = calloc((size_t)nq * 4 + 1, 4);
-    if (!qinfo || !host_need((void **)&e->h_out, &e->h_out_cap, out_len, 4)) {
-        free(qinfo);
-        return err_set(CLS_E_NOMEM, "out of memory");
-    }
-    cls_status s;
-    if ((s = dbuf_need(e, &e->acc, (size_t)nq * N * 4, "scores")) != CLS_OK ||
-        (s = upload(e, &e->in, qinfo, (size_t)nq * 16 + 4, "qinfo")) != CLS_OK ||
-        (s = dbuf_need(e, &e->ncand, (size_t)nq * 4, "ncand")) != CLS_OK ||
-        (s = dbuf_need(e, &e->cand, 4, "cand")) != CLS_OK ||
-        (s = dbuf_need(e, &e->sdoc, (size_t)nq * P * 4, "scratch")) != CLS_OK ||
-        (s = dbuf_need(e, &e->sscore, (size_t)nq * P * 4, "scratch")) != CLS_OK ||
-        (s = dbuf_need(e, &e->out, out_len * 4, "out")) != CLS_OK) {
-        free(qinfo);
-        return s;
-    }
-    free(qinfo);
+    cls_status s = topk_buffers(e, nq, N, k, P, out_len);
+    if (s != CLS_OK) return s;
     cl_event ev;
     CLX_TRY(clEnqueueWriteBuffer(e->queue, e->acc.mem, CL_TRUE, 0, (size_t)nq * N * 4, scores, 0, NULL, &ev));
     *upload_s = event_secs(ev);

@@ -26,6 +26,20 @@ void bp_pack(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
     }
 }
 
+void bp_pack_low(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
+{
+    memset(out, 0, (size_t)bp_words(n, bw) * sizeof *out);
+    if (bw == 0) return;
+    uint32_t mask = bw == 32 ? UINT32_MAX : (1u << bw) - 1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t bit = (uint64_t)i * bw;
+        uint32_t wi = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
+        uint64_t x = (uint64_t)(v[i] & mask) << sh;
+        out[wi] |= (uint32_t)x;
+        if (sh + bw > 32) out[wi + 1] |= (uint32_t)(x >> 32);
+    }
+}
+
 uint32_t bp_get(const uint32_t *w, uint32_t i, unsigned bw)
 {
     if (bw == 0) return 0;

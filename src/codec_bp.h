@@ -12,6 +12,9 @@ static inline uint32_t bp_words(uint32_t n, unsigned bw) { return (uint32_t)(((u
 unsigned bp_width(const uint32_t *v, uint32_t n);
 /* Packs v[0..n) at bw bits into out[0..bp_words(n,bw)), which the call zero-fills first. */
 void bp_pack(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out);
+/* Packs the low bw bits of each of v[0..n) (values may be wider: the rest is dropped), as
+ * bp_pack lays them out; the exception codecs keep their slots' low bits this way. */
+void bp_pack_low(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out);
 /* Value i of a packed stream. */
 uint32_t bp_get(const uint32_t *w, uint32_t i, unsigned bw);
 

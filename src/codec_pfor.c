@@ -71,21 +71,6 @@ static unsigned width90(const uint32_t *v, uint64_t n)
 
 uint32_t cdc_pfor_list_param(const uint32_t *v, uint64_t n) { return width90(v, n); }
 
-/* The low bw bits of v[0..n), laid out as bp_pack lays out values (which must fit bw bits:
- * a wider value would spill into its neighbour's slot). */
-static void pack_low(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
-{
-    memset(out, 0, (size_t)bp_words(n, bw) * 4);
-    if (bw == 0) return;
-    uint32_t mask = bw == 32 ? UINT32_MAX : (1u << bw) - 1;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t bit = (uint64_t)i * bw;
-        uint32_t wi = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
-        uint64_t x = (uint64_t)(v[i] & mask) << sh;
-        out[wi] |= (uint32_t)x;
-        if (sh + bw > 32) out[wi + 1] |= (uint32_t)(x >> 32);
-    }
-}
 
 static uint32_t child_encode(const uint32_t *v, uint32_t m, unsigned d, uint32_t *out);
 
@@ -102,7 +87,7 @@ static uint32_t node_encode(const uint32_t *v, uint32_t m, unsigned b, unsigned 
             e++;
         }
     }
-    pack_low(v, m, b, out);
+    bp_pack_low(v, m, b, out);
     uint32_t nw = bp_words(m, b);
     if (e) {
         nw += child_encode(gap, e, d - 1, out + nw);

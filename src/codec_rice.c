@@ -35,21 +35,6 @@
 
 #include <string.h>
 
-/* The low bw bits of v[0..n), laid out as bp_pack lays out values (which must fit bw bits:
- * a wider value would spill into its neighbour's slot). */
-static void pack_low(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
-{
-    memset(out, 0, (size_t)bp_words(n, bw) * 4);
-    if (bw == 0) return;
-    uint32_t mask = bw == 32 ? UINT32_MAX : (1u << bw) - 1;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t bit = (uint64_t)i * bw;
-        uint32_t wi = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
-        uint64_t x = (uint64_t)(v[i] & mask) << sh;
-        out[wi] |= (uint32_t)x;
-        if (sh + bw > 32) out[wi + 1] |= (uint32_t)(x >> 32);
-    }
-}
 
 uint32_t cdc_rice_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out)
 {
@@ -68,7 +53,7 @@ uint32_t cdc_rice_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_
     if (n > 0 && bp_words(n, wmax) <= best_words) best_k = wmax, best_u = 0;
     unsigned k = best_k;
     uint32_t U = (uint32_t)best_u, nb = bp_words(n, k);
-    pack_low(v, n, k, out);
+    bp_pack_low(v, n, k, out);
     uint32_t *u = out + nb, nu = (U + 31) / 32;
     memset(u, 0, (size_t)nu * 4);
     uint64_t bit = 0;

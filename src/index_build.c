@@ -778,19 +778,6 @@ cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, 
     return add_serial(b, docno, docno_len, text, text_len);
 }
 
-typedef struct term_ref {
-    const char *s;
-    uint32_t len, id;
-} term_ref;
-
-static int cmp_term(const void *a, const void *b)
-{
-    const term_ref *x = a, *y = b;
-    uint32_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->s, y->s, n);
-    if (c) return c;
-    return (x->len > y->len) - (x->len < y->len);
-}
 
 cls_status cls_builder_write(cls_builder *b, const char *path)
 {
@@ -800,7 +787,7 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
     st = CLS_E_NOMEM;
     uint32_t T = b->dict.n;
     uint64_t P = b->num_postings;
-    term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
+    idx_term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
     uint32_t *rank = malloc(((size_t)T + 1) * sizeof *rank);
     uint64_t *start = calloc((size_t)T + 2, sizeof *start);
     uint64_t *fill = malloc(((size_t)T + 1) * sizeof *fill);
@@ -812,8 +799,8 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         goto out;
     }
     for (uint32_t i = 0; i < T; i++)
-        order[i] = (term_ref){b->dict.arena + b->dict.pos[i], b->dict.len[i], i};
-    qsort(order, T, sizeof *order, cmp_term);
+        order[i] = (idx_term_ref){b->dict.arena + b->dict.pos[i], b->dict.len[i], i};
+    qsort(order, T, sizeof *order, idx_term_ref_cmp);
     uint64_t blob = 0;
     for (uint32_t r = 0; r < T; r++) {
         rank[order[r].id] = r;

@@ -34,6 +34,15 @@ cls_status idx_check_opts(const cls_build_opts *o)
     return CLS_OK;
 }
 
+int idx_term_ref_cmp(const void *a, const void *b)
+{
+    const idx_term_ref *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    if (c) return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
 static cls_status check_lists(const idx_lists *l)
 {
     uint32_t N = l->num_docs;

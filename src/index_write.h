@@ -21,6 +21,14 @@ typedef struct idx_lists {
     const uint32_t *freqs;      /* >= 1 */
 } idx_lists;
 
+/* A term's bytes and the caller's number for it; idx_term_ref_cmp sorts them into the
+ * dictionary's order (memcmp, the shorter first on a shared prefix), for qsort. */
+typedef struct idx_term_ref {
+    const char *s;
+    uint32_t len, id;
+} idx_term_ref;
+int idx_term_ref_cmp(const void *a, const void *b);
+
 /* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
  * size, and writes the file at path through a temporary name. */
 cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o);
