@@ -22,28 +22,7 @@ static const cls_analyzer_opts EXACT = {.possessive = 0, .lowercase = 1, .stopwo
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static char *xstrdup(const char *s)
-{
-    char *p = strdup(s);
-    ck_assert(p != NULL);
-    return p;
-}
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    ck_assert(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    ck_assert(n >= 0);
-    rewind(f);
-    unsigned char *p = malloc((size_t)n + 1);
-    ck_assert(p != NULL);
-    ck_assert(fread(p, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return p;
-}
 
 static int exists(const char *path)
 {
@@ -55,7 +34,7 @@ static int exists(const char *path)
  * file itself, or a "<name>.tmp.XXXXXX" left behind). */
 static int leftovers(const char *path)
 {
-    char *dir = xstrdup(path);
+    char *dir = tu_strdup(path);
     char *slash = strrchr(dir, '/');
     const char *base = slash ? slash + 1 : path;
     if (slash) *slash = '\0';
@@ -73,7 +52,7 @@ static int leftovers(const char *path)
 static int same_file(const char *a, const char *b)
 {
     size_t la, lb;
-    unsigned char *x = read_all(a, &la), *y = read_all(b, &lb);
+    unsigned char *x = tu_read_file(a, &la), *y = tu_read_file(b, &lb);
     int same = la == lb && memcmp(x, y, la) == 0;
     free(x);
     free(y);
@@ -355,7 +334,7 @@ static void tiny(pb *f, int v, const char *desc)
  * want_text (if not NULL); checks that no index and no temporary file is left. */
 static void import_fails(const void *data, size_t len, cls_status want, const char *want_text, const char *what)
 {
-    char *in = xstrdup(tu_tmp_path("bad.ciff")), *out = xstrdup(tu_tmp_path("bad-out.idx"));
+    char *in = tu_strdup(tu_tmp_path("bad.ciff")), *out = tu_strdup(tu_tmp_path("bad-out.idx"));
     tu_write_file(in, data, len);
     cls_status s = cls_ciff_import(in, &EXACT, NULL, out);
     ck_assert_msg(s == want, "%s: status %d (%s), expected %d; detail: %s", what, (int)s, cls_status_str(s), (int)want,
@@ -399,7 +378,7 @@ static char *random_index(uint64_t seed, const cls_build_opts *o)
         snprintf(docno, sizeof docno, "R%u-%llx", d, (unsigned long long)(tu_rand(&rs) & 0xFFFF));
         ck_assert_msg(cls_builder_add(b, docno, strlen(docno), text, len) == CLS_OK, "%s", cls_last_error());
     }
-    char *path = xstrdup(tu_tmp_path("random.idx"));
+    char *path = tu_strdup(tu_tmp_path("random.idx"));
     ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
     cls_builder_free(b);
     return path;
@@ -410,7 +389,7 @@ static char *random_index(uint64_t seed, const cls_build_opts *o)
 static void roundtrip_all(const char *orig_path, const char *desc)
 {
     cls_index *orig = open_ok(orig_path);
-    char *a = xstrdup(tu_tmp_path("a.ciff"));
+    char *a = tu_strdup(tu_tmp_path("a.ciff"));
     export_ok(orig, a, desc);
     static const uint32_t sizes[] = {64, 512};
     for (int c = 0; c < CLS_NUM_CODECS; c++)
@@ -421,7 +400,7 @@ static void roundtrip_all(const char *orig_path, const char *desc)
             o.block_size = sizes[k];
             char what[128];
             snprintf(what, sizeof what, "%s, block %u", cls_codec_name(o.codec), o.block_size);
-            char *x = xstrdup(tu_tmp_path("imported.idx")), *b = xstrdup(tu_tmp_path("b.ciff"));
+            char *x = tu_strdup(tu_tmp_path("imported.idx")), *b = tu_strdup(tu_tmp_path("b.ciff"));
             cls_analyzer_opts an;
             cls_index_analyzer(orig, &an);
             ck_assert_msg(cls_ciff_import(a, &an, &o, x) == CLS_OK, "%s: import: %s", what, cls_last_error());
@@ -459,7 +438,7 @@ START_TEST(roundtrip_random_every_codec)
     o.codec = CLS_CODEC_RAW;
     o.block_size = 256;
     char *q = random_index(42, NULL), *r = random_index(42, &o);
-    char *a = xstrdup(tu_tmp_path("a.ciff")), *b = xstrdup(tu_tmp_path("b.ciff"));
+    char *a = tu_strdup(tu_tmp_path("a.ciff")), *b = tu_strdup(tu_tmp_path("b.ciff"));
     cls_index *x = open_ok(q), *y = open_ok(r);
     uint32_t max_df = 0;
     for (uint32_t t = 0; t < x->num_terms; t++)
@@ -496,13 +475,13 @@ START_TEST(roundtrip_cacm)
     ck_assert_int_eq(cls_builder_create(NULL, &c.b), CLS_OK);
     ck_assert_msg(cls_corpus_read(CLS_CORPUS_HTML, src, on_doc, &c) == CLS_OK && c.err == CLS_OK, "%s",
                   cls_last_error());
-    char *p = xstrdup(tu_tmp_path("cacm.idx"));
+    char *p = tu_strdup(tu_tmp_path("cacm.idx"));
     ck_assert_msg(cls_builder_write(c.b, p) == CLS_OK, "%s", cls_last_error());
     cls_builder_free(c.b);
     roundtrip_all(p, "CACM");
     /* the size, for the record */
     cls_index *idx = open_ok(p);
-    char *a = xstrdup(tu_tmp_path("cacm.ciff"));
+    char *a = tu_strdup(tu_tmp_path("cacm.ciff"));
     export_ok(idx, a, "CACM");
     struct stat st;
     ck_assert_int_eq(stat(a, &st), 0);
@@ -512,7 +491,7 @@ START_TEST(roundtrip_cacm)
             is.num_docs, is.num_terms, (unsigned long long)is.num_postings, (long long)st.st_size,
             cls_codec_name(is.codec), is.block_size, (unsigned long long)is.file_bytes);
     /* the analyzer given to the import is the one recorded (NULL: the defaults) */
-    char *x = xstrdup(tu_tmp_path("cacm-default.idx"));
+    char *x = tu_strdup(tu_tmp_path("cacm-default.idx"));
     ck_assert_int_eq(cls_ciff_import(a, NULL, NULL, x), CLS_OK);
     cls_index *y = open_ok(x);
     cls_analyzer_opts an, def;
@@ -535,8 +514,8 @@ START_TEST(wire_format)
     pb f = {0}, sorted = {0};
     tiny(&f, V_OK, "tiny");
     tiny(&sorted, V_SORTED, "tiny");
-    char *in = xstrdup(tu_tmp_path("tiny.ciff")), *x = xstrdup(tu_tmp_path("tiny.idx"));
-    char *out = xstrdup(tu_tmp_path("tiny-out.ciff")), *want = xstrdup(tu_tmp_path("tiny-want.ciff"));
+    char *in = tu_strdup(tu_tmp_path("tiny.ciff")), *x = tu_strdup(tu_tmp_path("tiny.idx"));
+    char *out = tu_strdup(tu_tmp_path("tiny-out.ciff")), *want = tu_strdup(tu_tmp_path("tiny-want.ciff"));
     tu_write_file(in, f.p, f.n);
     tu_write_file(want, sorted.p, sorted.n);
     for (int c = 0; c < CLS_NUM_CODECS; c++) {
@@ -637,7 +616,7 @@ START_TEST(truncated_and_foreign)
     import_fails(json, strlen(json), CLS_E_FORMAT, NULL, "a JSON line");
     char *p = random_index(3, NULL);
     size_t len;
-    unsigned char *img = read_all(p, &len);
+    unsigned char *img = tu_read_file(p, &len);
     import_fails(img, len, CLS_E_FORMAT, "clsearch index", "an index file");
     free(img);
     remove(p);
@@ -646,7 +625,7 @@ START_TEST(truncated_and_foreign)
     import_fails(junk, sizeof junk, CLS_E_FORMAT, "protobuf", "junk header");
     /* a damaged gzip stream */
     unsigned char gz[12] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xAB, 0xCD};
-    char *in = xstrdup(tu_tmp_path("bad.ciff.gz")), *out = xstrdup(tu_tmp_path("gz-out.idx"));
+    char *in = tu_strdup(tu_tmp_path("bad.ciff.gz")), *out = tu_strdup(tu_tmp_path("gz-out.idx"));
     tu_write_file(in, gz, sizeof gz);
     cls_status s = cls_ciff_import(in, NULL, NULL, out);
     ck_assert_msg(s == CLS_E_FORMAT, "damaged gzip: %d %s", (int)s, cls_last_error());
@@ -667,7 +646,7 @@ START_TEST(flipped_bytes)
     tiny(&f, V_OK, "tiny");
     unsigned char *img = malloc(f.n);
     ck_assert(img != NULL);
-    char *in = xstrdup(tu_tmp_path("flip.ciff")), *out = xstrdup(tu_tmp_path("flip.idx"));
+    char *in = tu_strdup(tu_tmp_path("flip.ciff")), *out = tu_strdup(tu_tmp_path("flip.idx"));
     static const unsigned char delta[] = {0x01, 0x80, 0xFF, 0x7F};
     unsigned ok = 0, bad = 0;
     for (size_t i = 0; i < f.n; i++)
@@ -698,10 +677,10 @@ START_TEST(arguments_and_paths)
 {
     if (!ciff_built()) return;
     /* missing input, a folder as input */
-    char *out = xstrdup(tu_tmp_path("args-out.idx"));
+    char *out = tu_strdup(tu_tmp_path("args-out.idx"));
     ck_assert_int_eq(cls_ciff_import("/nonexistent/in.ciff", NULL, NULL, out), CLS_E_IO);
     ck_assert(strstr(cls_last_error(), "/nonexistent/in.ciff") != NULL);
-    char *dir = xstrdup(tu_tmp_path("folder"));
+    char *dir = tu_strdup(tu_tmp_path("folder"));
     ck_assert_int_eq(mkdir(dir, 0755), 0);
     ck_assert_int_eq(cls_ciff_import(dir, NULL, NULL, out), CLS_E_IO);
     ck_assert(!exists(out));
@@ -710,7 +689,7 @@ START_TEST(arguments_and_paths)
     /* a bad layout is refused before the file is read */
     pb f = {0};
     tiny(&f, V_OK, "tiny");
-    char *in = xstrdup(tu_tmp_path("args.ciff"));
+    char *in = tu_strdup(tu_tmp_path("args.ciff"));
     tu_write_file(in, f.p, f.n);
     cls_build_opts o;
     cls_build_defaults(&o);
@@ -718,7 +697,7 @@ START_TEST(arguments_and_paths)
     ck_assert_int_eq(cls_ciff_import(in, NULL, &o, out), CLS_E_ARG);
     ck_assert(!exists(out));
     /* an index path in a missing folder: CLS_E_IO, nothing left */
-    char *deep = xstrdup(tu_tmp_path("missing-folder"));
+    char *deep = tu_strdup(tu_tmp_path("missing-folder"));
     char deep_out[4200];
     snprintf(deep_out, sizeof deep_out, "%s/x.idx", deep);
     ck_assert_int_eq(cls_ciff_import(in, NULL, NULL, deep_out), CLS_E_IO);
@@ -727,7 +706,7 @@ START_TEST(arguments_and_paths)
     /* exports */
     ck_assert_msg(cls_ciff_import(in, &EXACT, NULL, out) == CLS_OK, "%s", cls_last_error());
     cls_index *idx = open_ok(out);
-    char *ref = xstrdup(tu_tmp_path("ref.ciff"));
+    char *ref = tu_strdup(tu_tmp_path("ref.ciff"));
     export_ok(idx, ref, "tiny");
     ck_assert(same_file(ref, in) == 0); /* lists re-ordered: not the input's bytes */
     ck_assert_int_eq(cls_ciff_export(NULL, ref, ""), CLS_E_ARG);
@@ -745,7 +724,7 @@ START_TEST(arguments_and_paths)
     ck_assert_int_eq(cls_ciff_export(idx, gzname, "tiny"), CLS_E_ARG);
     ck_assert(!exists(gzname));
     /* NULL description: empty */
-    char *plain = xstrdup(tu_tmp_path("plain.ciff"));
+    char *plain = tu_strdup(tu_tmp_path("plain.ciff"));
     export_ok(idx, plain, NULL);
     /* replacing a file; the temporary file is gone afterwards */
     tu_write_file(plain, "old", 3);
@@ -762,7 +741,7 @@ START_TEST(arguments_and_paths)
         ck_assert(lstat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode));
     }
     /* through a symbolic link: the file it names is replaced, the link stays */
-    char *target = xstrdup(tu_tmp_path("target.ciff")), *link = xstrdup(tu_tmp_path("link.ciff"));
+    char *target = tu_strdup(tu_tmp_path("target.ciff")), *link = tu_strdup(tu_tmp_path("link.ciff"));
     tu_write_file(target, "old", 3);
     ck_assert_int_eq(symlink(target, link), 0);
     export_ok(idx, link, "tiny");
@@ -794,7 +773,7 @@ START_TEST(arguments_and_paths)
     ck_assert_int_eq(cls_ciff_import(in, &EXACT, NULL, "/dev/null"), CLS_E_IO);
     ck_assert(lstat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
     /* a FIFO is streamed into */
-    char *fifo = xstrdup(tu_tmp_path("pipe.ciff")), *got = xstrdup(tu_tmp_path("from-pipe.ciff"));
+    char *fifo = tu_strdup(tu_tmp_path("pipe.ciff")), *got = tu_strdup(tu_tmp_path("from-pipe.ciff"));
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
     pid_t pid = fork();
     ck_assert(pid >= 0);

@@ -29,28 +29,7 @@ static const char *const SECTION[IDX_NSECTIONS] = {"doclen", "docno-offsets", "d
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static char *xstrdup(const char *s)
-{
-    char *p = strdup(s);
-    ck_assert(p != NULL);
-    return p;
-}
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    ck_assert(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    ck_assert(n >= 0);
-    rewind(f);
-    unsigned char *p = malloc((size_t)n + 1);
-    ck_assert(p != NULL);
-    ck_assert(fread(p, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return p;
-}
 
 static int exists(const char *path)
 {
@@ -73,7 +52,7 @@ static const char *open_fails(const char *path, cls_status want, const char *wha
 /* Writes data to a fresh path and opens it expecting failure with status want. */
 static const char *bytes_fail(const void *data, size_t len, cls_status want, const char *what)
 {
-    char *path = xstrdup(tu_tmp_path("bad.idx"));
+    char *path = tu_strdup(tu_tmp_path("bad.idx"));
     tu_write_file(path, data, len);
     static char msg[4096];
     snprintf(msg, sizeof msg, "%s", open_fails(path, want, what));
@@ -134,7 +113,7 @@ static char *build_model(const model *m)
                       cls_last_error());
     }
     free(text);
-    char *path = xstrdup(tu_tmp_path("model.idx"));
+    char *path = tu_strdup(tu_tmp_path("model.idx"));
     ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
     cls_builder_free(b);
     return path;
@@ -249,7 +228,7 @@ static void model_init(model *m, uint32_t ndocs, const char **terms, uint32_t nt
     for (uint32_t d = 0; d < ndocs; d++) {
         char buf[64];
         snprintf(buf, sizeof buf, "DOC-%05u_x", d);
-        m->docnos[d] = xstrdup(buf);
+        m->docnos[d] = tu_strdup(buf);
     }
 }
 
@@ -368,7 +347,7 @@ START_TEST(roundtrip_every_codec)
             uint64_t at = (const unsigned char *)&idx->blocks[3].dparam - (const unsigned char *)idx->map;
             cls_index_close(idx);
             size_t len;
-            unsigned char *img = read_all(path, &len);
+            unsigned char *img = tu_read_file(path, &len);
             uint32_t forged = c == CLS_CODEC_RAW ? 1 : 0xFFFFFFFFu;
             memcpy(img + at, &forged, 4);
             rehash_all(img, len);
@@ -441,7 +420,7 @@ START_TEST(empty_documents_first)
     ck_assert_int_eq(cls_builder_add(b, "e1", 2, "", 0), CLS_OK);
     ck_assert_int_eq(cls_builder_add(b, "e2", 2, NULL, 0), CLS_OK);
     ck_assert_int_eq(cls_builder_add(b, "e3", 2, " ,.;- ", 6), CLS_OK);
-    path = xstrdup(tu_tmp_path("noterms.idx"));
+    path = tu_strdup(tu_tmp_path("noterms.idx"));
     ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
     cls_builder_free(b);
     ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
@@ -467,7 +446,7 @@ START_TEST(roundtrip_zero_documents)
 {
     cls_builder *b;
     ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
-    char *path = xstrdup(tu_tmp_path("empty.idx"));
+    char *path = tu_strdup(tu_tmp_path("empty.idx"));
     ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
     cls_builder_free(b);
     cls_index *idx;
@@ -505,7 +484,7 @@ START_TEST(builder_rejects_bad_docnos)
     ck_assert_int_eq(cls_builder_add(b, "good", 4, "alpha beta", 10), CLS_OK);
     ck_assert_int_eq(cls_builder_add(b, "a b", 3, "gamma", 5), CLS_E_FORMAT);
     ck_assert_int_eq(cls_builder_add(b, "also-good", 9, "alpha", 5), CLS_OK);
-    char *path = xstrdup(tu_tmp_path("docnos.idx"));
+    char *path = tu_strdup(tu_tmp_path("docnos.idx"));
     ck_assert_int_eq(cls_builder_write(b, path), CLS_OK);
     cls_builder_free(b);
     cls_index *idx;
@@ -541,7 +520,7 @@ START_TEST(write_failures_leave_nothing)
     ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
     ck_assert_int_eq(cls_builder_add(b, "d1", 2, "some words", 10), CLS_OK);
     /* a missing folder */
-    char *dir = xstrdup(tu_tmp_path("nofolder"));
+    char *dir = tu_strdup(tu_tmp_path("nofolder"));
     char path[4200];
     snprintf(path, sizeof path, "%s/out.idx", dir);
     ck_assert_int_eq(cls_builder_write(b, path), CLS_E_IO);
@@ -576,7 +555,7 @@ START_TEST(truncated_files)
     model m;
     char *path = main_index(&m);
     size_t len;
-    unsigned char *img = read_all(path, &len);
+    unsigned char *img = tu_read_file(path, &len);
     idx_section_entry t[IDX_NSECTIONS];
     read_table(img, len, t);
     const size_t H = sizeof(idx_header), TBL = IDX_NSECTIONS * sizeof(idx_section_entry);
@@ -629,7 +608,7 @@ START_TEST(file_size_must_match_table)
     model m;
     char *path = main_index(&m);
     size_t len;
-    unsigned char *img = read_all(path, &len);
+    unsigned char *img = tu_read_file(path, &len);
     ck_assert(len % IDX_ALIGN == 0);
     const char *msg = bytes_fail(img, len - 1, CLS_E_CORRUPT, "one byte short");
     ck_assert_msg(strstr(msg, "truncated") != NULL, "'%s'", msg);
@@ -653,7 +632,7 @@ START_TEST(flipped_byte_in_each_section)
     model m;
     char *path = main_index(&m);
     size_t len;
-    unsigned char *img = read_all(path, &len);
+    unsigned char *img = tu_read_file(path, &len);
     idx_section_entry t[IDX_NSECTIONS];
     read_table(img, len, t);
     for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
@@ -671,7 +650,7 @@ START_TEST(flipped_byte_in_each_section)
         }
     }
     /* undamaged after all the flips back */
-    char *again = xstrdup(tu_tmp_path("again.idx"));
+    char *again = tu_strdup(tu_tmp_path("again.idx"));
     tu_write_file(again, img, len);
     cls_index *idx;
     ck_assert_int_eq(cls_index_open(again, &idx), CLS_OK);
@@ -691,7 +670,7 @@ START_TEST(flipped_byte_in_header_and_table)
     model m;
     char *path = main_index(&m);
     size_t len;
-    unsigned char *img = read_all(path, &len);
+    unsigned char *img = tu_read_file(path, &len);
     const size_t H = sizeof(idx_header), TBL = IDX_NSECTIONS * sizeof(idx_section_entry);
     for (size_t at = 0; at < H + TBL; at++) {
         flip(img, at);
@@ -721,10 +700,10 @@ START_TEST(flipped_byte_anywhere)
         for (uint32_t t = 0; t < 4; t++) m.tf[t * 300 + d] = (d * (t + 3) + 1) % (t + 2); /* doc 0 has terms */
     char *path = build_model(&m);
     size_t len;
-    unsigned char *img = read_all(path, &len);
+    unsigned char *img = tu_read_file(path, &len);
     idx_section_entry t[IDX_NSECTIONS];
     read_table(img, len, t);
-    char *p = xstrdup(tu_tmp_path("flip.idx"));
+    char *p = tu_strdup(tu_tmp_path("flip.idx"));
     size_t opened = 0;
     for (size_t at = 0; at < len; at += 3) {
         flip(img, at);
@@ -770,7 +749,7 @@ START_TEST(other_version)
     model m;
     char *path = main_index(&m);
     size_t len;
-    unsigned char *img = read_all(path, &len);
+    unsigned char *img = tu_read_file(path, &len);
     const uint32_t versions[] = {0, IDX_VERSION + 1, 0xFFFFFFFFu};
     for (size_t i = 0; i < 3; i++) {
         set_version(img, versions[i]);
@@ -783,7 +762,7 @@ START_TEST(other_version)
         bytes_fail(img, sizeof(idx_header), CLS_E_VERSION, "other version, header only");
     }
     set_version(img, IDX_VERSION); /* the same bytes as before: opens */
-    char *p = xstrdup(tu_tmp_path("v1.idx"));
+    char *p = tu_strdup(tu_tmp_path("v1.idx"));
     tu_write_file(p, img, len);
     cls_index *idx;
     ck_assert_int_eq(cls_index_open(p, &idx), CLS_OK);
@@ -824,7 +803,7 @@ START_TEST(foreign_and_missing_files)
     bytes_fail(buf, 4096, CLS_E_CORRUPT, "mangled magic");
 
     /* missing paths, and a folder */
-    char *missing = xstrdup(tu_tmp_path("missing.idx"));
+    char *missing = tu_strdup(tu_tmp_path("missing.idx"));
     msg = open_fails(missing, CLS_E_IO, "a missing file");
     ck_assert_msg(strstr(msg, missing) != NULL, "'%s' does not name the path", msg);
     char deep[4200];

@@ -79,3 +79,26 @@ int tu_run_suite(Suite *s)
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+char *tu_strdup(const char *s)
+{
+    char *p = strdup(s);
+    ck_assert(p != NULL);
+    return p;
+}
+
+unsigned char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    ck_assert(fseek(f, 0, SEEK_END) == 0);
+    long n = ftell(f);
+    ck_assert(n >= 0);
+    rewind(f);
+    unsigned char *p = malloc((size_t)n + 1);
+    ck_assert(p != NULL);
+    ck_assert(fread(p, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}

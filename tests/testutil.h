@@ -11,6 +11,10 @@
 const char *tu_data_path(const char *rel);
 /* A fresh path under the test temp folder: "<tmp>/<name>.<pid>.<counter>". */
 const char *tu_tmp_path(const char *name);
+/* A copy of s (malloc); aborts the test when out of memory. */
+char *tu_strdup(const char *s);
+/* The whole file at path (malloc, caller frees) and its length; aborts the test on failure. */
+unsigned char *tu_read_file(const char *path, size_t *len);
 /* Writes len bytes to path; aborts the test on failure. */
 void tu_write_file(const char *path, const void *data, size_t len);
 /* Runs the clsearch command with args (a shell-quoted string); returns its exit status and
