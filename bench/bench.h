@@ -15,6 +15,9 @@ int bench_e2e(int argc, char **argv);
 /* topk: topk_select alone on dense rows of random scores (bench_topk.c). */
 int bench_topk(int argc, char **argv);
 
+/* scan: the device-wide prefix sum alone, per variant (bench_scan.c). */
+int bench_scan(int argc, char **argv);
+
 /* Writes dir/name.dat (data) and dir/name.gp (a gnuplot script that finds its data file in the
  * variable `datafile`), then draws dir/name.png with gnuplot; without gnuplot it says how to
  * draw it later. 0 unless the files cannot be written (bench_plot.c). */

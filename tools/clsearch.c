@@ -7,7 +7,7 @@
  *   clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]
  *   clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--seed S]
  *   clsearch compare RUN_A RUN_B
- *   clsearch bench {copy,decode,e2e,topk} [options]
+ *   clsearch bench {copy,decode,e2e,topk,scan} [options]
  *   clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] [--pfor-depth D] [analyzer options]
  *   clsearch ciff-export INDEX -o FILE.ciff [--description TEXT]
  *
@@ -811,7 +811,9 @@ static void help(void)
            "                  [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n"
            "                  queries/s and latency p50/p95/p99 by batch size, transfers apart\n"
            "  clsearch bench topk [-d DEVICES] [-c ROWSxN:K,...] [-r N] [--json FILE]\n"
-           "                  top-k selection alone on dense score rows, checked on the host\n\n"
+           "                  top-k selection alone on dense score rows, checked on the host\n"
+           "  clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo hs,we] [--wg N] [--items N] [--json FILE]\n"
+           "                  device-wide prefix sum alone, per variant, checked on the host\n\n"
            "Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
            "(kernel sources instead of the embedded ones).\n",
            cls_version());
@@ -836,12 +838,13 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "ciff-import") == 0) return cmd_ciff_import(argc, argv);
     if (strcmp(cmd, "ciff-export") == 0) return cmd_ciff_export(argc, argv);
     if (strcmp(cmd, "bench") == 0) {
-        if (argc < 2) return usage_error("bench: usage: clsearch bench {copy,decode,e2e,topk} [options]%s", "");
+        if (argc < 2) return usage_error("bench: usage: clsearch bench {copy,decode,e2e,topk,scan} [options]%s", "");
         if (strcmp(argv[1], "copy") == 0) return bench_copy(argc - 1, argv + 1);
         if (strcmp(argv[1], "decode") == 0) return bench_decode(argc - 1, argv + 1);
         if (strcmp(argv[1], "e2e") == 0) return bench_e2e(argc - 1, argv + 1);
         if (strcmp(argv[1], "topk") == 0) return bench_topk(argc - 1, argv + 1);
-        return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk)", argv[1]);
+        if (strcmp(argv[1], "scan") == 0) return bench_scan(argc - 1, argv + 1);
+        return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk, scan)", argv[1]);
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         help();
