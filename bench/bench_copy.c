@@ -26,14 +26,6 @@ static int failed(cls_status s, const char *what)
     return 1;
 }
 
-static double event_secs(cl_event ev)
-{
-    cl_ulong a = 0, b = 0;
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
-    return b > a ? (double)(b - a) * 1e-9 : 0.0;
-}
-
 #define NVAR 2
 static const char *const VARIANTS[NVAR] = {"copy_u4", "copy_u4_runs"};
 
@@ -44,12 +36,13 @@ typedef struct copy_result {
 } copy_result;
 
 /* Runs both copies on one device; CLS_OK or the failing call's status. */
-static cls_status run_device(const clx_device *dev, size_t want, unsigned reps, copy_result *r)
+static cls_status run_device(const clx_queue *cq, size_t want, unsigned reps, copy_result *r)
 {
+    const clx_device *dev = &cq->dev;
+    cl_context ctx = cq->ctx;
+    cl_command_queue q = cq->q;
     cls_status s = CLS_OK;
     cl_int err;
-    cl_context ctx = NULL;
-    cl_command_queue q = NULL;
     cl_program prog = NULL;
     cl_kernel ks[NVAR] = {NULL, NULL};
     cl_mem a = NULL, b = NULL;
@@ -61,10 +54,6 @@ static cls_status run_device(const clx_device *dev, size_t want, unsigned reps, 
     if (bytes > dev->info.global_mem / 3) bytes = (size_t)(dev->info.global_mem / 3);
     bytes &= ~(size_t)((1 << 20) - 1);
     r->bytes = bytes;
-    ctx = clCreateContext(NULL, 1, &dev->device, NULL, NULL, &err);
-    if (!ctx || err != CL_SUCCESS) { s = clx_fail("clCreateContext", err); goto out; }
-    q = clCreateCommandQueue(ctx, dev->device, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (!q || err != CL_SUCCESS) { s = clx_fail("clCreateCommandQueue", err); goto out; }
     static const char *const files[] = {"copy.cl", NULL};
     double secs;
     int cached;
@@ -113,7 +102,7 @@ static cls_status run_device(const clx_device *dev, size_t want, unsigned reps, 
                 s = clx_fail("clWaitForEvents", err);
                 goto out;
             }
-            if (i >= 2) t[i - 2] = 2.0 * (double)bytes / event_secs(ev) * 1e-9;
+            if (i >= 2) t[i - 2] = 2.0 * (double)bytes / clx_event_span(ev, ev) * 1e-9;
             clReleaseEvent(ev);
         }
         bench_sort(t, reps);
@@ -138,8 +127,6 @@ out:
     for (int v = 0; v < NVAR; v++)
         if (ks[v]) clReleaseKernel(ks[v]);
     if (prog) clReleaseProgram(prog);
-    if (q) clReleaseCommandQueue(q);
-    if (ctx) clReleaseContext(ctx);
     return s;
 }
 
@@ -196,11 +183,14 @@ int bench_copy(int argc, char **argv)
            "min", "max", "driver copy", "check");
     int rc = 0;
     for (char *save = NULL, *spec = strtok_r(list, ",", &save); spec; spec = strtok_r(NULL, ",", &save)) {
-        clx_device dev;
-        cls_status s = clx_select(spec, &dev);
+        clx_queue cq;
+        cls_status s = clx_queue_open(spec, &cq);
         if (s != CLS_OK) return failed(s, spec);
         copy_result r = {0};
-        if ((s = run_device(&dev, mib << 20, reps, &r)) != CLS_OK) return failed(s, dev.info.name);
+        s = run_device(&cq, mib << 20, reps, &r);
+        clx_queue_close(&cq);
+        const clx_device dev = cq.dev;
+        if (s != CLS_OK) return failed(s, dev.info.name);
         int best = r.kmed[1] > r.kmed[0];
         for (int v = 0; v < NVAR; v++) {
             printf("%u:%-3u %-36.36s %-12.12s %6zu %-13s %9.1f %9.1f %9.1f %12.1f %s%s\n", dev.info.platform,

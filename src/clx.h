@@ -45,5 +45,33 @@ cls_status clx_build(cl_context ctx, const clx_device *dev, const char *const *f
 
 /* Monotonic seconds. */
 double clx_now(void);
+/* Seconds from first's start to last's end, from profiling events (the queue must profile);
+ * 0 when the times are not available. clx_event_span(ev, ev) is one command's time. */
+double clx_event_span(cl_event first, cl_event last);
+
+/* ---- A profiling queue on one device, for the benchmark-only kernels and their tests ----- */
+
+typedef struct clx_queue {
+    clx_device dev;
+    cl_context ctx;
+    cl_command_queue q;
+} clx_queue;
+
+/* Selects the device named by spec and makes a context and a profiling queue on it. */
+cls_status clx_queue_open(const char *spec, clx_queue *out);
+void clx_queue_close(clx_queue *q);
+
+/* ---- Device-wide prefix sum (cl/scan.cl), host side (clx_scan.c) -------------------------- */
+
+typedef struct clx_scan clx_scan;
+
+/* Builds scan.cl for q's device: wg work-items a group (a power of two), items elements a
+ * work-item, algo 0 Hillis-Steele or 1 work-efficient for the in-group scan. */
+cls_status clx_scan_create(const clx_queue *q, unsigned wg, unsigned items, int algo, clx_scan **out);
+/* Inclusive scan (uint32, wrapping) of in[0..n) into out: the input is uploaded, the whole scan
+ * runs once untimed and reps times timed (times[r]: first kernel's start to last one's end),
+ * and the result is read back. */
+cls_status clx_scan_run(clx_scan *s, const uint32_t *in, uint32_t n, unsigned reps, double *times, uint32_t *out);
+void clx_scan_free(clx_scan *s);
 
 #endif

@@ -323,10 +323,7 @@ static void profile_collect(clx_engine *e, int ok)
         offsetof(cls_profile, score_s), offsetof(cls_profile, topk_s), offsetof(cls_profile, download_s)};
     for (int i = 0; i < EV_COUNT; i++) {
         if (!e->ev[i]) continue;
-        cl_ulong t0 = 0, t1 = 0;
-        if (ok && clGetEventProfilingInfo(e->ev[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) == CL_SUCCESS &&
-            clGetEventProfilingInfo(e->ev[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS && t1 >= t0)
-            *(double *)((char *)&e->prof + slot[i]) += (double)(t1 - t0) * 1e-9;
+        if (ok) *(double *)((char *)&e->prof + slot[i]) += clx_event_span(e->ev[i], e->ev[i]);
         clReleaseEvent(e->ev[i]);
         e->ev[i] = NULL;
     }
@@ -608,13 +605,6 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
 
 /* ---- Benchmark hook --------------------------------------------------------------------- */
 
-static double event_secs(cl_event ev)
-{
-    cl_ulong a = 0, b = 0;
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
-    return b > a ? (double)(b - a) * 1e-9 : 0.0;
-}
 
 cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned reps, double *kernel_s,
                             double *upload_s)
@@ -628,12 +618,12 @@ cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned re
     size_t wbytes = (size_t)x->num_words * 4, bbytes = (size_t)x->num_blocks * sizeof(idx_block);
     if (wbytes) {
         CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_words, CL_TRUE, 0, wbytes, x->words, 0, NULL, &ev));
-        *upload_s += event_secs(ev);
+        *upload_s += clx_event_span(ev, ev);
         clReleaseEvent(ev);
     }
     if (bbytes) {
         CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_blocks, CL_TRUE, 0, bbytes, x->blocks, 0, NULL, &ev));
-        *upload_s += event_secs(ev);
+        *upload_s += clx_event_span(ev, ev);
         clReleaseEvent(ev);
     }
     uint32_t *tasks = malloc(((size_t)nb * 2 + 1) * 4);
@@ -652,7 +642,7 @@ cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned re
             if (s != CLS_OK) break;
             cl_int err = clWaitForEvents(1, &ev);
             if (err != CL_SUCCESS) s = clx_fail("clWaitForEvents", err);
-            else if (r > 0) kernel_s[r - 1] = event_secs(ev);
+            else if (r > 0) kernel_s[r - 1] = clx_event_span(ev, ev);
             clReleaseEvent(ev);
         }
     }
@@ -678,7 +668,7 @@ cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint3
     if (s != CLS_OK) return s;
     cl_event ev;
     CLX_TRY(clEnqueueWriteBuffer(e->queue, e->acc.mem, CL_TRUE, 0, (size_t)nq * N * 4, scores, 0, NULL, &ev));
-    *upload_s = event_secs(ev);
+    *upload_s = clx_event_span(ev, ev);
     clReleaseEvent(ev);
     for (unsigned r = 0; r <= reps; r++) { /* r = 0: warm-up */
         if ((s = enqueue_topk(e, e->acc.mem, e->cand.mem, 0, dense, N, k, P, nq, &ev)) != CLS_OK) return s;
@@ -687,7 +677,7 @@ cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint3
             clReleaseEvent(ev);
             return clx_fail("clWaitForEvents", err);
         }
-        if (r > 0) kernel_s[r - 1] = event_secs(ev);
+        if (r > 0) kernel_s[r - 1] = clx_event_span(ev, ev);
         clReleaseEvent(ev);
     }
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));

@@ -48,3 +48,12 @@ double clx_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+double clx_event_span(cl_event first, cl_event last)
+{
+    cl_ulong a = 0, b = 0;
+    if (clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS || b < a)
+        return 0.0;
+    return (double)(b - a) * 1e-9;
+}

@@ -1,7 +1,8 @@
 /* Every OpenCL kernel family against its plain-C reference, on POCL's CPU device:
  * decode_blocks against idx_decode_block, topk_select against a sort, and intersect/score
  * through whole searches against the reference engine, on random and edge-case inputs.
- * Same docIDs in the same order, scores within 1e-5 relative. Also the program cache. */
+ * Same docIDs in the same order, scores within 1e-5 relative. Also the program cache, and the
+ * kernels only the benchmarks run (scan.cl against a running sum, copy.cl against memcmp). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "clx.h"
 #include "codec.h"
 #include "engine.h"
 #include "index.h"
@@ -217,6 +219,86 @@ START_TEST(decode_random_and_edges)
     if (c == CLS_CODEC_PFOR)
         for (unsigned d = 0; d <= IDX_MAX_PFOR_DEPTH; d++)
             if (d != 1) decode_check(c, 128, d);
+}
+END_TEST
+
+/* ---- benchmark-only kernels: scan.cl and copy.cl ------------------------------------------ */
+
+/* The device-wide scan against a plain running sum: sizes from one element to several levels
+ * of tiles (a tiny tile of 4 x 2 forces four levels), both in-group algorithms, values across
+ * all 32 bits so the sums wrap. */
+START_TEST(scan_against_host)
+{
+    clx_queue q;
+    ck_assert_msg(clx_queue_open(device(), &q) == CLS_OK, "%s", cls_last_error());
+    static const struct { unsigned wg, items; int algo; } v[] = {{256, 8, 0}, {256, 8, 1}, {4, 2, 1}, {4, 2, 0}};
+    static const uint32_t sizes[] = {1, 7, 2048, 2049, 131075, 1000};
+    uint32_t *in = malloc(131075 * 4), *out = malloc(131075 * 4);
+    uint64_t st = 5;
+    for (uint32_t i = 0; i < 131075; i++) in[i] = i % 97 == 0 ? UINT32_MAX : (uint32_t)tu_rand(&st);
+    for (unsigned k = 0; k < sizeof v / sizeof *v; k++) {
+        clx_scan *sc;
+        ck_assert_msg(clx_scan_create(&q, v[k].wg, v[k].items, v[k].algo, &sc) == CLS_OK, "%s", cls_last_error());
+        for (unsigned z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+            double t;
+            ck_assert_msg(clx_scan_run(sc, in, sizes[z], 1, &t, out) == CLS_OK, "%s", cls_last_error());
+            uint32_t acc = 0;
+            for (uint32_t i = 0; i < sizes[z]; i++)
+                ck_assert_msg(out[i] == (acc += in[i]), "wg %u items %u algo %d n %u: element %u is %u, want %u",
+                              v[k].wg, v[k].items, v[k].algo, sizes[z], i, out[i], acc);
+        }
+        clx_scan_free(sc);
+    }
+    clx_scan *bad;
+    ck_assert_int_eq(clx_scan_create(&q, 3, 8, 0, &bad), CLS_E_ARG); /* not a power of two */
+    free(in);
+    free(out);
+    clx_queue_close(&q);
+}
+END_TEST
+
+/* Both copy kernels, with fewer work-items than elements (the stride and run loops wrap) and
+ * a length that splits unevenly. */
+START_TEST(copy_kernels_copy)
+{
+    clx_queue q;
+    ck_assert_msg(clx_queue_open(device(), &q) == CLS_OK, "%s", cls_last_error());
+    static const char *const files[] = {"copy.cl", NULL};
+    cl_program prog;
+    double secs;
+    int cached;
+    char note[4400];
+    ck_assert_msg(clx_build(q.ctx, &q.dev, files, "-cl-std=CL1.2", &prog, &secs, &cached, note, sizeof note) == CLS_OK,
+                  "%s", cls_last_error());
+    const cl_ulong n = 1001; /* uint4 elements */
+    uint32_t *src = malloc(n * 16), *dst = malloc(n * 16);
+    uint64_t st = 9;
+    for (cl_ulong i = 0; i < 4 * n; i++) src[i] = (uint32_t)tu_rand(&st);
+    static const char *const names[] = {"copy_u4", "copy_u4_runs"};
+    for (int v = 0; v < 2; v++) {
+        cl_int err;
+        cl_kernel k = clCreateKernel(prog, names[v], &err);
+        ck_assert_int_eq(err, CL_SUCCESS);
+        cl_mem a = clCreateBuffer(q.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 16, src, &err);
+        ck_assert_int_eq(err, CL_SUCCESS);
+        memset(dst, 0xA5, n * 16); /* the destination starts as garbage, not a previous copy */
+        cl_mem b = clCreateBuffer(q.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * 16, dst, &err);
+        ck_assert_int_eq(err, CL_SUCCESS);
+        size_t wg = 16, global = 3 * wg;
+        ck_assert_int_eq(clSetKernelArg(k, 0, sizeof a, &a), CL_SUCCESS);
+        ck_assert_int_eq(clSetKernelArg(k, 1, sizeof b, &b), CL_SUCCESS);
+        ck_assert_int_eq(clSetKernelArg(k, 2, sizeof n, &n), CL_SUCCESS);
+        ck_assert_int_eq(clEnqueueNDRangeKernel(q.q, k, 1, NULL, &global, &wg, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_int_eq(clEnqueueReadBuffer(q.q, b, CL_TRUE, 0, n * 16, dst, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_msg(memcmp(src, dst, n * 16) == 0, "%s: the copy differs", names[v]);
+        clReleaseMemObject(a);
+        clReleaseMemObject(b);
+        clReleaseKernel(k);
+    }
+    clReleaseProgram(prog);
+    free(src);
+    free(dst);
+    clx_queue_close(&q);
 }
 END_TEST
 
@@ -520,6 +602,11 @@ static Suite *suite(void)
     tcase_set_timeout(dc, 600);
     tcase_add_loop_test(dc, decode_random_and_edges, 0, CLS_NUM_CODECS);
     suite_add_tcase(s, dc);
+    TCase *bc = tcase_create("bench_kernels"); /* the kernels only `clsearch bench` runs */
+    tcase_set_timeout(bc, 600);
+    tcase_add_test(bc, scan_against_host);
+    tcase_add_test(bc, copy_kernels_copy);
+    suite_add_tcase(s, bc);
     TCase *tc = tcase_create("pocl");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, topk_random_ties_edges);
