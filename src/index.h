@@ -101,6 +101,7 @@ struct cls_index {
     cls_codec codec;
     unsigned pfor_depth;
     float score_k1, score_b;
+    float *score_norms;     /* bm25_norm per document at score_k1, score_b (owned) */
     uint64_t num_postings, num_tokens, num_blocks, num_words;
     unsigned analyzer;
     double avg_doc_len;
@@ -119,6 +120,9 @@ uint32_t idx_lookup(const cls_index *idx, const char *term, size_t len);
 /* Reference decoder: block b's postings into docs[] and freqs[] (idx_info_count entries).
  * The block must be verified (cls_index_open does that for every block). */
 void idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, uint32_t *freqs);
+/* Reference decoder for term's whole list: its df postings into docs[] and freqs[], which
+ * have room for df + block_size entries (a block decodes whole). Returns df. */
+uint32_t idx_decode_list(const cls_index *idx, uint32_t term, uint32_t *docs, uint32_t *freqs);
 /* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end. */
 uint64_t idx_block_words(const cls_index *idx, uint64_t b);
 

@@ -212,6 +212,10 @@ static cls_status verify(cls_index *x, const char *path)
     x->avg_doc_len = N ? (double)x->num_tokens / (double)N : 0.0;
     double avgdl = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
     const uint32_t B = x->block_size;
+    /* every block's max_score is checked against the norms at the header's k1 and b, once per document */
+    x->score_norms = malloc(((size_t)N + 1) * sizeof *x->score_norms);
+    if (!x->score_norms) return err_set(CLS_E_NOMEM, "%s: out of memory for %llu document norms", path, (unsigned long long)N);
+    for (uint64_t d = 0; d < N; d++) x->score_norms[d] = bm25_norm(x->score_k1, x->score_b, x->doclen[d], avgdl);
     uint64_t postings = 0, next_block = 0, next_word = 0;
     for (uint64_t i = 0; i < T; i++) {
         const idx_term *e = &x->terms[i];
@@ -255,7 +259,7 @@ static cls_status verify(cls_index *x, const char *path)
                 return corrupt(path, "postings", "malformed frequency stream");
             for (uint32_t k = 0; k < n; k++) {
                 if (vals[k] == UINT32_MAX) return corrupt(path, "postings", "frequency out of range");
-                float c = bm25_contrib(w, vals[k] + 1, bm25_norm(x->score_k1, x->score_b, x->doclen[docs[k]], avgdl));
+                float c = bm25_contrib(w, vals[k] + 1, x->score_norms[docs[k]]);
                 if (c > best) best = c;
             }
             if (memcmp(&best, &bl->max_score, sizeof best) != 0)
@@ -312,6 +316,7 @@ void cls_index_close(cls_index *idx)
 {
     if (!idx) return;
     if (idx->map) munmap(idx->map, idx->map_len);
+    free(idx->score_norms);
     free(idx);
 }
 
@@ -379,6 +384,18 @@ void idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *
     docs[0] = d;
     for (uint32_t i = 1; i < n; i++) docs[i] = d += gaps[i - 1] + 1;
     for (uint32_t i = 0; i < n; i++) freqs[i] += 1;
+}
+
+uint32_t idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, uint32_t *freqs)
+{
+    const idx_term *e = &x->terms[term];
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < e->num_blocks; j++) {
+        uint64_t b = (uint64_t)e->first_block + j;
+        idx_decode_block(x, b, docs + n, freqs + n);
+        n += idx_info_count(x->blocks[b].info);
+    }
+    return n;
 }
 
 float bm25_idf(uint32_t num_docs, uint32_t df)

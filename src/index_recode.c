@@ -22,12 +22,7 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
     uint64_t at = 0;
     for (uint32_t t = 0; t < x->num_terms; t++) {
         start[t] = at;
-        const idx_term *e = &x->terms[t];
-        for (uint32_t j = 0; j < e->num_blocks; j++) {
-            uint64_t b = (uint64_t)e->first_block + j;
-            idx_decode_block(x, b, docs + at, freqs + at);
-            at += idx_info_count(x->blocks[b].info);
-        }
+        at += idx_decode_list(x, t, docs + at, freqs + at);
     }
     start[x->num_terms] = at;
     idx_lists l = {

@@ -1,10 +1,9 @@
 /* What an index's postings would take in another codec or block size (cls_index_codec_stats):
- * every list is decoded with the reference decoder and re-encoded exactly as index_write.c
- * would, so the figures are the sizes a rebuild would produce. */
+ * every list is decoded with the reference decoder and re-encoded by the writer's own
+ * idx_encode_list, so the figures are the sizes a rebuild would produce. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
 #include "err.h"
 #include "index.h"
 #include "index_write.h"
@@ -29,42 +28,26 @@ cls_status cls_index_codec_stats(const cls_index *x, cls_codec c, uint32_t block
     uint32_t maxdf = 0;
     for (uint32_t t = 0; t < x->num_terms; t++)
         if (x->terms[t].df > maxdf) maxdf = x->terms[t].df;
-    uint32_t *docs = malloc(((size_t)maxdf + IDX_MAX_BLOCK) * 4), *freqs = malloc(((size_t)maxdf + IDX_MAX_BLOCK) * 4);
-    uint32_t *vals = malloc(((size_t)maxdf + 1) * 4), *out = malloc((size_t)cdc_max_words(CDC_MAX_N) * 4);
-    if (!docs || !freqs || !vals || !out) {
-        free(docs), free(freqs), free(vals), free(out);
-        return err_set(CLS_E_NOMEM, "codec statistics: out of memory");
+    size_t room = (size_t)maxdf + IDX_MAX_BLOCK;
+    uint32_t *docs = malloc(room * 4), *freqs = malloc(room * 4), *vals = malloc(room * 4);
+    idx_block *blocks = malloc((room / IDX_MIN_BLOCK + 1) * sizeof *blocks);
+    idx_words wb = {0};
+    s = docs && freqs && vals && blocks ? CLS_OK : err_set(CLS_E_NOMEM, "codec statistics: out of memory");
+    for (uint32_t t = 0; t < x->num_terms && s == CLS_OK; t++) {
+        uint32_t df = idx_decode_list(x, t, docs, freqs);
+        wb.n = 0; /* sizes only: each list's words start over */
+        if ((s = idx_encode_list(&o, docs, freqs, df, 0.0f, NULL, vals, blocks, &wb)) != CLS_OK) break;
+        uint32_t nb = (df + block_size - 1) / block_size;
+        for (uint32_t j = 0; j < nb; j++) {
+            uint64_t fofs = idx_info_fofs(blocks[j].info), end = j + 1 < nb ? blocks[j + 1].offset : wb.n;
+            st->doc_bits += 32 * fofs;
+            st->freq_bits += 32 * (end - blocks[j].offset - fofs);
+        }
+        st->num_blocks += nb;
     }
-    for (uint32_t t = 0; t < x->num_terms; t++) {
-        const idx_term *e = &x->terms[t];
-        uint32_t df = e->df, at = 0;
-        for (uint32_t j = 0; j < e->num_blocks; j++) {
-            idx_decode_block(x, (uint64_t)e->first_block + j, docs + at, freqs + at);
-            at += idx_info_count(x->blocks[e->first_block + j].info);
-        }
-        uint32_t dlist = 0, flist = 0;
-        if (c == CLS_CODEC_PFOR) {
-            uint64_t m = 0;
-            for (uint32_t i = 0; i < df; i++)
-                if (i % block_size) vals[m++] = docs[i] - docs[i - 1] - 1;
-            dlist = cdc_list_param(c, vals, m);
-            for (uint32_t i = 0; i < df; i++) vals[i] = freqs[i] - 1;
-            flist = cdc_list_param(c, vals, df);
-        }
-        for (uint32_t i = 0; i < df; i += block_size) {
-            uint32_t n = df - i < block_size ? df - i : block_size, p;
-            uint32_t gaps[CDC_MAX_N], tfs[CDC_MAX_N];
-            for (uint32_t k = 0; k < n; k++) {
-                if (k) gaps[k - 1] = docs[i + k] - docs[i + k - 1] - 1;
-                tfs[k] = freqs[i + k] - 1;
-            }
-            st->doc_bits += 32ull * cdc_encode(c, gaps, n - 1, dlist, pfor_depth, &p, out);
-            st->freq_bits += 32ull * cdc_encode(c, tfs, n, flist, pfor_depth, &p, out);
-            st->num_blocks++;
-        }
-    }
+    free(docs), free(freqs), free(vals), free(blocks), free(wb.w);
+    if (s != CLS_OK) return s;
     st->postings_bytes = (st->doc_bits + st->freq_bits) / 8;
     st->meta_bytes = st->num_blocks * sizeof(idx_block);
-    free(docs), free(freqs), free(vals), free(out);
     return CLS_OK;
 }

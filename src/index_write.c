@@ -74,12 +74,7 @@ static cls_status check_lists(const idx_lists *l)
     return CLS_OK;
 }
 
-typedef struct wbuf {
-    uint32_t *w;
-    uint64_t n, cap;
-} wbuf;
-
-static int wbuf_room(wbuf *b, uint64_t more)
+static int words_room(idx_words *b, uint64_t more)
 {
     if (b->n + more <= b->cap) return 1;
     uint64_t c = b->cap ? b->cap : 1 << 16;
@@ -89,6 +84,47 @@ static int wbuf_room(wbuf *b, uint64_t more)
     b->w = p;
     b->cap = c;
     return 1;
+}
+
+cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const uint32_t *freqs, uint32_t df,
+                           float idf, const float *norm, uint32_t *vals, idx_block *blocks, idx_words *wb)
+{
+    const uint32_t B = o->block_size;
+    /* List-wide parameters (pfor's width) over the very values the blocks will code. */
+    uint32_t dlist = 0, flist = 0;
+    if (o->codec == CLS_CODEC_PFOR) {
+        uint64_t m = 0;
+        for (uint32_t i = 0; i < df; i++)
+            if (i % B) vals[m++] = docs[i] - docs[i - 1] - 1;
+        dlist = cdc_list_param(o->codec, vals, m);
+        for (uint32_t i = 0; i < df; i++) vals[i] = freqs[i] - 1;
+        flist = cdc_list_param(o->codec, vals, df);
+    }
+    for (uint32_t i = 0; i < df; i += B) {
+        uint32_t n = df - i < B ? df - i : B;
+        uint32_t gaps[CDC_MAX_N], tfs[CDC_MAX_N];
+        float best = 0.0f;
+        for (uint32_t j = 0; j < n; j++) {
+            if (j) gaps[j - 1] = docs[i + j] - docs[i + j - 1] - 1;
+            tfs[j] = freqs[i + j] - 1;
+            float c = norm ? bm25_contrib(idf, freqs[i + j], norm[docs[i + j]]) : 0.0f;
+            if (c > best) best = c;
+        }
+        if (!words_room(wb, 2 * (uint64_t)cdc_max_words(n)))
+            return err_set(CLS_E_NOMEM, "encoding: out of memory for the postings");
+        idx_block *bl = &blocks[i / B];
+        memset(bl, 0, sizeof *bl);
+        uint32_t wd = cdc_encode(o->codec, gaps, n - 1, dlist, o->pfor_depth, &bl->dparam, wb->w + wb->n);
+        uint32_t wf = cdc_encode(o->codec, tfs, n, flist, o->pfor_depth, &bl->fparam, wb->w + wb->n + wd);
+        if (wd > IDX_MAX_FOFS || wb->n > UINT32_MAX) return err_set(CLS_E_ARG, "index too large: postings exceed 2^32 words");
+        bl->first = docs[i];
+        bl->last = docs[i + n - 1];
+        bl->offset = (uint32_t)wb->n;
+        bl->info = IDX_INFO(n, wd);
+        bl->max_score = best;
+        wb->n += wd + wf;
+    }
+    return CLS_OK;
 }
 
 cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o)
@@ -105,7 +141,7 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     idx_block *blocks = malloc((size_t)max_blocks * sizeof *blocks);
     float *norm = malloc(((size_t)N + 1) * sizeof *norm);
     uint32_t *vals = malloc(((size_t)N + 1) * 4); /* one list's stream values, for pfor's list width */
-    wbuf wb = {0};
+    idx_words wb = {0};
     if (!terms || !blocks || !norm || !vals) {
         st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
         goto out;
@@ -119,46 +155,9 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         terms[t].df = df;
         terms[t].first_block = (uint32_t)nb;
         terms[t].num_blocks = (df + B - 1) / B;
-        /* List-wide parameters (pfor's width) over the very values the blocks will code. */
-        uint32_t dlist = 0, flist = 0;
-        if (o->codec == CLS_CODEC_PFOR) {
-            uint64_t m = 0;
-            for (uint32_t i = 0; i < df; i++)
-                if (i % B) vals[m++] = docs[i] - docs[i - 1] - 1;
-            dlist = cdc_list_param(o->codec, vals, m);
-            for (uint32_t i = 0; i < df; i++) vals[i] = freqs[i] - 1;
-            flist = cdc_list_param(o->codec, vals, df);
-        }
-        float w = bm25_idf(N, df);
-        for (uint32_t i = 0; i < df; i += B) {
-            uint32_t n = df - i < B ? df - i : B;
-            uint32_t gaps[CDC_MAX_N], tfs[CDC_MAX_N];
-            float best = 0.0f;
-            for (uint32_t j = 0; j < n; j++) {
-                if (j) gaps[j - 1] = docs[i + j] - docs[i + j - 1] - 1;
-                tfs[j] = freqs[i + j] - 1;
-                float c = bm25_contrib(w, freqs[i + j], norm[docs[i + j]]);
-                if (c > best) best = c;
-            }
-            if (!wbuf_room(&wb, 2 * (uint64_t)cdc_max_words(n))) {
-                st = err_set(CLS_E_NOMEM, "writing the index: out of memory for the postings");
-                goto out;
-            }
-            idx_block *bl = &blocks[nb++];
-            memset(bl, 0, sizeof *bl);
-            uint32_t wd = cdc_encode(o->codec, gaps, n - 1, dlist, o->pfor_depth, &bl->dparam, wb.w + wb.n);
-            uint32_t wf = cdc_encode(o->codec, tfs, n, flist, o->pfor_depth, &bl->fparam, wb.w + wb.n + wd);
-            if (wd > IDX_MAX_FOFS || wb.n > UINT32_MAX) {
-                st = err_set(CLS_E_ARG, "index too large: postings exceed 2^32 words");
-                goto out;
-            }
-            bl->first = docs[i];
-            bl->last = docs[i + n - 1];
-            bl->offset = (uint32_t)wb.n;
-            bl->info = IDX_INFO(n, wd);
-            bl->max_score = best;
-            wb.n += wd + wf;
-        }
+        if ((st = idx_encode_list(o, docs, freqs, df, bm25_idf(N, df), norm, vals, blocks + nb, &wb)) != CLS_OK)
+            goto out;
+        nb += terms[t].num_blocks;
     }
     if (wb.n > UINT32_MAX) {
         st = err_set(CLS_E_ARG, "index too large: postings exceed 2^32 words");

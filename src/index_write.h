@@ -29,6 +29,19 @@ typedef struct idx_term_ref {
 } idx_term_ref;
 int idx_term_ref_cmp(const void *a, const void *b);
 
+/* A growing array of postings words. */
+typedef struct idx_words {
+    uint32_t *w;
+    uint64_t n, cap;
+} idx_words;
+
+/* Cuts one list (df postings) into blocks of o->block_size and codes them as the file stores
+ * them: ceil(df / B) entries into blocks, words appended to wb (offsets count from wb's
+ * start). idf and norm (per-document BM25 norms) give each block's max_score; norm NULL leaves
+ * it 0. vals: room for df values (pfor's list-wide width is chosen over them). */
+cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const uint32_t *freqs, uint32_t df,
+                           float idf, const float *norm, uint32_t *vals, idx_block *blocks, idx_words *wb);
+
 /* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
  * size, and writes the file at path through a temporary name. */
 cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o);

@@ -60,17 +60,7 @@ void ref_free(ref_engine *e)
 }
 
 /* Decodes term t's whole list into e->docs / e->freqs; returns its length. */
-static uint32_t decode_list(ref_engine *e, uint32_t t)
-{
-    const idx_term *te = &e->idx->terms[t];
-    uint32_t n = 0;
-    for (uint32_t j = 0; j < te->num_blocks; j++) {
-        uint64_t blk = (uint64_t)te->first_block + j;
-        idx_decode_block(e->idx, blk, e->docs + n, e->freqs + n);
-        n += idx_info_count(e->idx->blocks[blk].info);
-    }
-    return n;
-}
+static uint32_t decode_list(ref_engine *e, uint32_t t) { return idx_decode_list(e->idx, t, e->docs, e->freqs); }
 
 typedef struct hit { float s; uint32_t d; } hit;
 
