@@ -81,27 +81,14 @@ static int cli(const char **err, const char *fmt, ...)
 /* Like cli(), with stdout into the file out (tu_run_cli discards stdout). */
 static int cli_stdout(const char *out, const char **err, const char *fmt, ...)
 {
-    static char errbuf[65536];
-    char args[6000], cmd[12000];
+    char args[6000];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    const char *bin = getenv("CLSEARCH_BIN");
-    const char *errpath = wp("stdout-run.err");
-    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s' </dev/null", bin ? bin : "clsearch", args, out, errpath);
-    int rc = system(cmd);
-    errbuf[0] = '\0';
-    FILE *f = fopen(errpath, "rb");
-    if (f) {
-        size_t n = fread(errbuf, 1, sizeof errbuf - 1, f);
-        errbuf[n] = '\0';
-        fclose(f);
-        remove(errpath);
-    }
-    *err = errbuf;
+    int rc = tu_run_cli_to(args, out, err);
     ck_assert(rc != -1);
-    return WIFSIGNALED(rc) ? 128 + WTERMSIG(rc) : WEXITSTATUS(rc);
+    return rc;
 }
 
 static char *slurp(const char *path)

@@ -30,22 +30,6 @@ static void small_opts(cls_gen_opts *o)
     o->mean_doc_len = 40;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    ck_assert(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    ck_assert(n >= 0);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    ck_assert(buf != NULL);
-    ck_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    if (len) *len = (size_t)n;
-    return buf;
-}
 
 static char *file_in(const char *dir, const char *name)
 {
@@ -122,9 +106,9 @@ START_TEST(deterministic)
     const char *names[] = {"corpus.jsonl", "topics.tsv"};
     for (int i = 0; i < 2; i++) {
         size_t la, lb, lc;
-        char *fa = read_all(file_in(a, names[i]), &la);
-        char *fb = read_all(file_in(b, names[i]), &lb);
-        char *fc = read_all(file_in(c, names[i]), &lc);
+        char *fa = (char *)tu_read_file(file_in(a, names[i]), &la);
+        char *fb = (char *)tu_read_file(file_in(b, names[i]), &lb);
+        char *fc = (char *)tu_read_file(file_in(c, names[i]), &lc);
         ck_assert_msg(la == lb && memcmp(fa, fb, la) == 0, "%s differs for one seed", names[i]);
         ck_assert_msg(la != lc || memcmp(fa, fc, la) != 0, "%s same for two seeds", names[i]);
         free(fa);
@@ -148,11 +132,11 @@ START_TEST(independent_streams)
     gen_ok(&o, a);
     o.num_queries *= 2;
     gen_ok(&o, b);
-    char *ca = read_all(file_in(a, "corpus.jsonl"), NULL);
-    char *cb = read_all(file_in(b, "corpus.jsonl"), NULL);
+    char *ca = (char *)tu_read_file(file_in(a, "corpus.jsonl"), NULL);
+    char *cb = (char *)tu_read_file(file_in(b, "corpus.jsonl"), NULL);
     ck_assert_str_eq(ca, cb);
-    char *ta = read_all(file_in(a, "topics.tsv"), NULL);
-    char *tb = read_all(file_in(b, "topics.tsv"), NULL);
+    char *ta = (char *)tu_read_file(file_in(a, "topics.tsv"), NULL);
+    char *tb = (char *)tu_read_file(file_in(b, "topics.tsv"), NULL);
     ck_assert(strncmp(ta, tb, strlen(ta)) == 0);
     free(ca);
     free(cb);
@@ -196,7 +180,7 @@ START_TEST(corpus_shape)
     o.mean_doc_len = 60;
     const char *dir = tu_tmp_path("gen_shape");
     gen_ok(&o, dir);
-    char *corpus = read_all(file_in(dir, "corpus.jsonl"), NULL);
+    char *corpus = (char *)tu_read_file(file_in(dir, "corpus.jsonl"), NULL);
     ck_assert_uint_eq(count_lines(corpus), o.num_docs);
     size_t tokens = 0, min_len = SIZE_MAX, max_len = 0;
     unsigned d = 0;
@@ -227,7 +211,7 @@ START_TEST(corpus_shape)
     ck_assert_uint_gt(max_len, 150);
     free(corpus);
 
-    char *topics = read_all(file_in(dir, "topics.tsv"), NULL);
+    char *topics = (char *)tu_read_file(file_in(dir, "topics.tsv"), NULL);
     ck_assert_uint_eq(count_lines(topics), o.num_queries);
     unsigned q = 0;
     char *save = NULL;
@@ -254,7 +238,7 @@ START_TEST(query_lengths)
     o.num_queries = 5000;
     const char *dir = tu_tmp_path("gen_qlen");
     gen_ok(&o, dir);
-    char *topics = read_all(file_in(dir, "topics.tsv"), NULL);
+    char *topics = (char *)tu_read_file(file_in(dir, "topics.tsv"), NULL);
     unsigned hist[9] = {0}, total = 0;
     char *save = NULL;
     for (char *line = strtok_r(topics, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -298,7 +282,7 @@ START_TEST(zipf_frequencies)
     o.num_queries = 0;
     const char *dir = tu_tmp_path("gen_zipf");
     gen_ok(&o, dir);
-    char *corpus = read_all(file_in(dir, "corpus.jsonl"), NULL);
+    char *corpus = (char *)tu_read_file(file_in(dir, "corpus.jsonl"), NULL);
     /* Count words with a tiny table keyed by the word text. */
     enum { CAP = 4096 };
     static char keys[CAP][16];
@@ -362,7 +346,7 @@ START_TEST(zero_queries_and_creates_parents)
     snprintf(dir, sizeof dir, "%s/sub", base);
     gen_ok(&o, dir);
     size_t len;
-    char *topics = read_all(file_in(dir, "topics.tsv"), &len);
+    char *topics = (char *)tu_read_file(file_in(dir, "topics.tsv"), &len);
     ck_assert_uint_eq(len, 0);
     free(topics);
     ck_assert_int_eq(count_entries(dir), 2);

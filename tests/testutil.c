@@ -40,14 +40,15 @@ void tu_write_file(const char *path, const void *data, size_t len)
     ck_assert(fclose(f) == 0);
 }
 
-int tu_run_cli(const char *args, const char **err)
+int tu_run_cli(const char *args, const char **err) { return tu_run_cli_to(args, "/dev/null", err); }
+
+int tu_run_cli_to(const char *args, const char *out, const char **err)
 {
     static char errbuf[65536];
     const char *bin = getenv("CLSEARCH_BIN");
     const char *errpath = tu_tmp_path("stderr");
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s' >/dev/null </dev/null", bin ? bin : "clsearch", args,
-             errpath);
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s' >'%s' </dev/null", bin ? bin : "clsearch", args, errpath, out);
     int rc = system(cmd);
     errbuf[0] = '\0';
     FILE *f = fopen(errpath, "rb");
@@ -98,7 +99,8 @@ unsigned char *tu_read_file(const char *path, size_t *len)
     unsigned char *p = malloc((size_t)n + 1);
     ck_assert(p != NULL);
     ck_assert(fread(p, 1, (size_t)n, f) == (size_t)n);
+    p[n] = '\0';
     fclose(f);
-    *len = (size_t)n;
+    if (len) *len = (size_t)n;
     return p;
 }
