@@ -10,12 +10,22 @@
 #include "corpus.h"
 #include "err.h"
 
-/* Topic strings go to the caller NUL-terminated, so a NUL inside would cut the query short. */
-static cls_status check_nul(const crp_lines *r, size_t len)
+/* The next line of r (*got 0 at the end); a NUL byte in it is a format error: topic text is
+ * handed on as C strings, which would end there. */
+static cls_status next_line(crp_lines *r, size_t *len, int *got)
 {
-    if (memchr(r->line, '\0', len))
+    cls_status st = crp_lines_next(r, len, got);
+    if (st == CLS_OK && *got && memchr(r->line, '\0', *len))
         return err_set(CLS_E_FORMAT, "%s:%lu: NUL byte in line", r->path, r->lineno);
-    return CLS_OK;
+    return st;
+}
+
+/* next_line, passing over blank lines. */
+static cls_status next_nonblank(crp_lines *r, size_t *len, int *got)
+{
+    cls_status st;
+    while ((st = next_line(r, len, got)) == CLS_OK && *got && crp_is_blank(r->line, *len)) {}
+    return st;
 }
 
 /* ---- TSV ------------------------------------------------------------------------------------ */
@@ -25,10 +35,8 @@ static cls_status read_tsv(crp_lines *r, cls_topic_fn fn, void *user)
     for (;;) {
         size_t len;
         int got;
-        cls_status st = crp_lines_next(r, &len, &got);
+        cls_status st = next_nonblank(r, &len, &got);
         if (st != CLS_OK || !got) return st;
-        if (crp_is_blank(r->line, len)) continue;
-        if ((st = check_nul(r, len)) != CLS_OK) return st;
         char *tab = memchr(r->line, '\t', len);
         char *q = r->line, *qe = tab;
         /* Spaces around the qid are layout, not identity ("1 \t..." is query "1"). */
@@ -73,8 +81,7 @@ static cls_status read_anserini(crp_lines *r, cls_topic_fn fn, void *user)
     for (;;) {
         size_t len;
         int got;
-        if ((st = crp_lines_next(r, &len, &got)) != CLS_OK || !got) break;
-        if ((st = check_nul(r, len)) != CLS_OK) break;
+        if ((st = next_line(r, &len, &got)) != CLS_OK || !got) break;
         const char *p = r->line, *end = r->line + len;
         /* Several tags may share a line ("<DOC><DOCNO> 1 </DOCNO>"), so each line is consumed
          * piece by piece until nothing is left. */
@@ -233,8 +240,7 @@ static cls_status read_trec(crp_lines *r, cls_topic_fn fn, void *user)
     for (;;) {
         size_t len;
         int got;
-        if ((st = crp_lines_next(r, &len, &got)) != CLS_OK || !got) break;
-        if ((st = check_nul(r, len)) != CLS_OK) break;
+        if ((st = next_line(r, &len, &got)) != CLS_OK || !got) break;
         const char *p = r->line, *end = r->line + len;
         while (p < end && st == CLS_OK) {
             size_t rest = (size_t)(end - p);
@@ -314,8 +320,7 @@ static cls_status read_smart(crp_lines *r, cls_topic_fn fn, void *user)
     for (;;) {
         size_t len;
         int got;
-        if ((st = crp_lines_next(r, &len, &got)) != CLS_OK || !got) break;
-        if ((st = check_nul(r, len)) != CLS_OK) break;
+        if ((st = next_line(r, &len, &got)) != CLS_OK || !got) break;
         const char *rest, *id;
         size_t id_len;
         int m = crp_smart_marker(r->line, len, &rest);
@@ -371,10 +376,8 @@ static cls_status read_mq(crp_lines *r, cls_topic_fn fn, void *user)
     for (;;) {
         size_t len;
         int got;
-        cls_status st = crp_lines_next(r, &len, &got);
+        cls_status st = next_nonblank(r, &len, &got);
         if (st != CLS_OK || !got) return st;
-        if (crp_is_blank(r->line, len)) continue;
-        if ((st = check_nul(r, len)) != CLS_OK) return st;
         char *c1 = memchr(r->line, ':', len);
         char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - r->line)) : NULL;
         char *q = r->line, *qe = c1;
