@@ -13,43 +13,39 @@ unsigned bp_width(const uint32_t *v, uint32_t n)
     return bw;
 }
 
-void bp_pack(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
+void bp_put_bits(uint32_t *out, uint64_t bit, uint32_t v, unsigned bw)
 {
-    memset(out, 0, (size_t)bp_words(n, bw) * sizeof *out);
     if (bw == 0) return;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t bit = (uint64_t)i * bw;
-        uint32_t w = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
-        uint64_t x = (uint64_t)v[i] << sh; /* may span two words */
-        out[w] |= (uint32_t)x;
-        if (sh + bw > 32) out[w + 1] |= (uint32_t)(x >> 32);
-    }
+    uint32_t wi = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
+    uint64_t x = (uint64_t)v << sh; /* may span two words */
+    out[wi] |= (uint32_t)x;
+    if (sh + bw > 32) out[wi + 1] |= (uint32_t)(x >> 32);
 }
 
-void bp_pack_low(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
-{
-    memset(out, 0, (size_t)bp_words(n, bw) * sizeof *out);
-    if (bw == 0) return;
-    uint32_t mask = bw == 32 ? UINT32_MAX : (1u << bw) - 1;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t bit = (uint64_t)i * bw;
-        uint32_t wi = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
-        uint64_t x = (uint64_t)(v[i] & mask) << sh;
-        out[wi] |= (uint32_t)x;
-        if (sh + bw > 32) out[wi + 1] |= (uint32_t)(x >> 32);
-    }
-}
-
-uint32_t bp_get(const uint32_t *w, uint32_t i, unsigned bw)
+uint32_t bp_get_bits(const uint32_t *w, uint64_t bit, unsigned bw)
 {
     if (bw == 0) return 0;
-    uint64_t bit = (uint64_t)i * bw;
     uint32_t wi = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
     uint64_t x = w[wi];
     if (sh + bw > 32) x |= (uint64_t)w[wi + 1] << 32;
     x >>= sh;
     return bw == 32 ? (uint32_t)x : (uint32_t)x & ((1u << bw) - 1);
 }
+
+void bp_pack(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
+{
+    memset(out, 0, (size_t)bp_words(n, bw) * sizeof *out);
+    for (uint32_t i = 0; bw && i < n; i++) bp_put_bits(out, (uint64_t)i * bw, v[i], bw);
+}
+
+void bp_pack_low(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
+{
+    memset(out, 0, (size_t)bp_words(n, bw) * sizeof *out);
+    uint32_t mask = bw == 32 ? UINT32_MAX : (1u << bw) - 1;
+    for (uint32_t i = 0; bw && i < n; i++) bp_put_bits(out, (uint64_t)i * bw, v[i] & mask, bw);
+}
+
+uint32_t bp_get(const uint32_t *w, uint32_t i, unsigned bw) { return bp_get_bits(w, (uint64_t)i * bw, bw); }
 
 /* bp as a stream codec: parameter = the bit width (0..32), then n values packed. */
 uint32_t cdc_bp_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out)

@@ -15,6 +15,10 @@ void bp_pack(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out);
 /* Packs the low bw bits of each of v[0..n) (values may be wider: the rest is dropped), as
  * bp_pack lays them out; the exception codecs keep their slots' low bits this way. */
 void bp_pack_low(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out);
+/* ORs the bw low bits of v (v must fit them) in at bit offset `bit` of out; bw 0..32. */
+void bp_put_bits(uint32_t *out, uint64_t bit, uint32_t v, unsigned bw);
+/* The bw bits at bit offset `bit` of w (they may straddle two words); bw 0..32. */
+uint32_t bp_get_bits(const uint32_t *w, uint64_t bit, unsigned bw);
 /* Value i of a packed stream. */
 uint32_t bp_get(const uint32_t *w, uint32_t i, unsigned bw);
 

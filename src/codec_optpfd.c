@@ -45,27 +45,6 @@ static unsigned width_of(uint32_t x)
     return w;
 }
 
-/* bw bits of v at bit offset `bit` of out (which the caller zero-filled); bw 0..32. */
-static void put_bits(uint32_t *out, uint64_t bit, uint32_t v, unsigned bw)
-{
-    if (bw == 0) return;
-    uint32_t wi = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
-    uint64_t x = (uint64_t)v << sh;
-    out[wi] |= (uint32_t)x;
-    if (sh + bw > 32) out[wi + 1] |= (uint32_t)(x >> 32);
-}
-
-/* bw bits at bit offset `bit` of w; the caller guarantees they lie inside the stream. */
-static uint32_t get_bits(const uint32_t *w, uint64_t bit, unsigned bw)
-{
-    if (bw == 0) return 0;
-    uint32_t wi = (uint32_t)(bit >> 5), sh = (uint32_t)(bit & 31);
-    uint64_t x = w[wi];
-    if (sh + bw > 32) x |= (uint64_t)w[wi + 1] << 32;
-    x >>= sh;
-    return bw == 32 ? (uint32_t)x : (uint32_t)x & ((1u << bw) - 1);
-}
-
 uint32_t cdc_optpfd_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out)
 {
     /* cnt[w]: values of width exactly w; the exceptions at slot width b are those wider than b. */
@@ -95,10 +74,10 @@ uint32_t cdc_optpfd_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint3
     uint64_t pbase = (uint64_t)n * b, hbase = pbase + (uint64_t)ne * pw;
     uint32_t mask = b == 32 ? UINT32_MAX : (1u << b) - 1, k = 0;
     for (uint32_t j = 0; j < n; j++) {
-        put_bits(out, (uint64_t)j * b, v[j] & mask, b);
+        bp_put_bits(out, (uint64_t)j * b, v[j] & mask, b);
         if (b < 32 && (v[j] >> b) != 0) {
-            put_bits(out, pbase + (uint64_t)k * pw, j, pw);
-            put_bits(out, hbase + (uint64_t)k * hb, v[j] >> b, hb);
+            bp_put_bits(out, pbase + (uint64_t)k * pw, j, pw);
+            bp_put_bits(out, hbase + (uint64_t)k * hb, v[j] >> b, hb);
             k++;
         }
     }
@@ -117,11 +96,11 @@ int cdc_optpfd_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t pa
     uint64_t pbase = (uint64_t)n * b, hbase = pbase + (uint64_t)e * pw, bits = hbase + (uint64_t)e * hb;
     if ((uint64_t)avail != (bits + 31) / 32) return -1;
     if ((bits & 31) && (w[avail - 1] >> (bits & 31)) != 0) return -1; /* padding must be zero */
-    for (uint32_t j = 0; j < n; j++) out[j] = get_bits(w, (uint64_t)j * b, b);
+    for (uint32_t j = 0; j < n; j++) out[j] = bp_get_bits(w, (uint64_t)j * b, b);
     uint32_t prev = 0;
     for (uint32_t i = 0; i < e; i++) {
-        uint32_t p = get_bits(w, pbase + (uint64_t)i * pw, pw);
-        uint32_t h = get_bits(w, hbase + (uint64_t)i * hb, hb);
+        uint32_t p = bp_get_bits(w, pbase + (uint64_t)i * pw, pw);
+        uint32_t h = bp_get_bits(w, hbase + (uint64_t)i * hb, hb);
         if (p >= n || (i > 0 && p <= prev) || h == 0) return -1;
         out[p] |= h << b; /* b + hb <= 32: nothing shifted out, and b < 32 */
         prev = p;
