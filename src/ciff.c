@@ -208,24 +208,13 @@ static cls_status rd_open(reader *r, const char *path)
         if (!S_ISDIR(st.st_mode)) return err_set(CLS_E_IO, "cannot read %s: %s", path, strerror(e));
         return err_set(CLS_E_IO, "%s is a folder, not a CIFF file", path);
     }
-    r->a = archive_read_new();
     r->chunk = malloc(RD_CHUNK);
-    if (!r->a || !r->chunk) {
+    if (!r->chunk) {
         rd_close(r);
         return err_set(CLS_E_NOMEM, "reading %s: out of memory", path);
     }
-    archive_read_support_filter_gzip(r->a);
-    archive_read_support_format_raw(r->a);
-    archive_read_support_format_empty(r->a);
-    struct archive_entry *e;
-    cls_status s = CLS_OK;
-    if (archive_read_open_fd(r->a, r->fd, RD_CHUNK) != ARCHIVE_OK) {
-        s = crp_archive_error(r->a, path);
-    } else {
-        int rc = archive_read_next_header(r->a, &e);
-        if (rc == ARCHIVE_EOF) r->eof = 1;
-        else if (rc != ARCHIVE_OK) s = crp_archive_error(r->a, path);
-    }
+    /* plain or gzip-compressed alike: the raw format passes uncompressed bytes through */
+    cls_status s = crp_gz_open(path, path, NULL, &r->a, &r->eof);
     if (s != CLS_OK) rd_close(r);
     return s;
 }

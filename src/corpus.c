@@ -17,7 +17,6 @@
 #include "err.h"
 
 /* Decompressed bytes fetched from libarchive per call; lines are assembled across chunks. */
-#define CRP_CHUNK (64u * 1024u)
 
 /* ---- Small string helpers ---------------------------------------------------------------- */
 
@@ -210,44 +209,49 @@ cls_status crp_lines_open(crp_lines *r, const char *path)
         if (!r->f) return err_set(CLS_E_IO, "open %s: %s", path, strerror(errno));
         return CLS_OK;
     }
-    /* Raw format: the gzip stream is one unnamed "entry" of decompressed bytes. The empty
-     * format lets a zero-byte file read as zero lines instead of an unrecognised archive. */
-    r->a = archive_read_new();
     r->chunk = malloc(CRP_CHUNK);
-    if (!r->a || !r->chunk) {
-        crp_lines_close(r);
-        return err_set(CLS_E_NOMEM, "reading %s: out of memory", path);
-    }
-    archive_read_support_filter_gzip(r->a);
-    archive_read_support_format_raw(r->a);
-    archive_read_support_format_empty(r->a);
-    struct archive_entry *e;
-    cls_status st = CLS_OK;
-    if (archive_read_open_filename(r->a, path, CRP_CHUNK) != ARCHIVE_OK) {
-        st = crp_archive_error(r->a, path);
-    } else {
-        int rc = archive_read_next_header(r->a, &e);
-        if (rc == ARCHIVE_EOF)
-            r->eof = 1;
-        else if (rc != ARCHIVE_OK)
-            st = crp_archive_error(r->a, path);
-    }
+    if (!r->chunk) return err_set(CLS_E_NOMEM, "reading %s: out of memory", path);
+    cls_status st = crp_gz_open(path, path, NULL, &r->a, &r->eof);
     if (st != CLS_OK) crp_lines_close(r);
     return st;
 }
 
-/* The inner reader of a .gz entry pulls compressed bytes from the caller's archive. */
-static la_ssize_t entry_gz_read(struct archive *inner, void *client, const void **buf)
+/* The inner reader of a nested .gz pulls compressed bytes from the outer archive's entry. */
+static la_ssize_t nested_read(struct archive *inner, void *client, const void **buf)
 {
-    crp_lines *r = client;
-    la_ssize_t k = archive_read_data(r->outer, r->zchunk, CRP_CHUNK);
+    crp_gz_nest *n = client;
+    la_ssize_t k = archive_read_data(n->outer, n->chunk, CRP_CHUNK);
     if (k < 0) {
-        const char *msg = archive_error_string(r->outer);
-        archive_set_error(inner, archive_errno(r->outer), "%s", msg ? msg : "read error");
+        const char *msg = archive_error_string(n->outer);
+        archive_set_error(inner, archive_errno(n->outer), "%s", msg ? msg : "read error");
         return -1;
     }
-    *buf = r->zchunk;
+    *buf = n->chunk;
     return k;
+}
+
+cls_status crp_gz_open(const char *where, const char *path, crp_gz_nest *nest, struct archive **out, int *empty)
+{
+    *empty = 0;
+    struct archive *a = archive_read_new();
+    *out = NULL;
+    if (!a) return err_set(CLS_E_NOMEM, "reading %s: out of memory", where);
+    /* Raw format: the gzip stream is one unnamed "entry" of decompressed bytes. The empty
+     * format lets a zero-byte input read as nothing instead of an unrecognised archive. */
+    archive_read_support_filter_gzip(a);
+    archive_read_support_format_raw(a);
+    archive_read_support_format_empty(a);
+    int rc = nest ? archive_read_open(a, nest, NULL, nested_read, NULL) : archive_read_open_filename(a, path, CRP_CHUNK);
+    struct archive_entry *e;
+    if (rc == ARCHIVE_OK) rc = archive_read_next_header(a, &e);
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_EOF) {
+        cls_status st = crp_archive_error(a, where);
+        archive_read_free(a);
+        return st;
+    }
+    *empty = rc == ARCHIVE_EOF;
+    *out = a;
+    return CLS_OK;
 }
 
 cls_status crp_lines_open_entry(crp_lines *r, struct archive *a, const char *where)
@@ -262,27 +266,15 @@ cls_status crp_lines_open_entry(crp_lines *r, struct archive *a, const char *whe
         return CLS_OK;
     }
     /* As crp_lines_open reads a .gz file, but over the entry's data. */
-    r->outer = a;
-    r->zchunk = malloc(CRP_CHUNK);
-    r->a = archive_read_new();
-    if (!r->a || !r->zchunk) {
+    r->nest = malloc(sizeof *r->nest);
+    char *zchunk = malloc(CRP_CHUNK);
+    if (!r->nest || !zchunk) {
+        free(zchunk);
         crp_lines_close(r);
         return err_set(CLS_E_NOMEM, "reading %s: out of memory", where);
     }
-    archive_read_support_filter_gzip(r->a);
-    archive_read_support_format_raw(r->a);
-    archive_read_support_format_empty(r->a);
-    struct archive_entry *e;
-    cls_status st = CLS_OK;
-    if (archive_read_open(r->a, r, NULL, entry_gz_read, NULL) != ARCHIVE_OK) {
-        st = crp_archive_error(r->a, where);
-    } else {
-        int rc = archive_read_next_header(r->a, &e);
-        if (rc == ARCHIVE_EOF)
-            r->eof = 1;
-        else if (rc != ARCHIVE_OK)
-            st = crp_archive_error(r->a, where);
-    }
+    *r->nest = (crp_gz_nest){a, zchunk};
+    cls_status st = crp_gz_open(where, NULL, r->nest, &r->a, &r->eof);
     if (st != CLS_OK) crp_lines_close(r);
     return st;
 }
@@ -376,7 +368,8 @@ void crp_lines_close(crp_lines *r)
     if (r->a && !r->borrowed) archive_read_free(r->a);
     free(r->line);
     free(r->chunk);
-    free(r->zchunk);
+    if (r->nest) free(r->nest->chunk);
+    free(r->nest);
     memset(r, 0, sizeof *r);
 }
 

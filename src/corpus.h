@@ -39,6 +39,21 @@ typedef struct crp_buf {
 /* Appends s[0..n); CLS_E_NOMEM if memory runs out. */
 cls_status crp_buf_add(crp_buf *b, const char *s, size_t n);
 
+/* ---- gzip ---------------------------------------------------------------------------------- */
+
+/* A .gz inside an archive: the outer archive positioned at the entry, and the CRP_CHUNK-byte
+ * buffer its compressed bytes pass through. Must outlive the reader crp_gz_open makes on it. */
+typedef struct crp_gz_nest {
+    struct archive *outer;
+    char *chunk;
+} crp_gz_nest;
+#define CRP_CHUNK (64u * 1024u)
+
+/* Opens a gzip stream as one raw entry, positioned at its data: the file at path (nest NULL)
+ * or the current entry of nest->outer. *empty when there is no data (a zero-byte input reads as
+ * empty, not unrecognised). where names the input in messages. On failure *out is NULL. */
+cls_status crp_gz_open(const char *where, const char *path, crp_gz_nest *nest, struct archive **out, int *empty);
+
 /* ---- Line reader ------------------------------------------------------------------------- */
 
 /* Reads a file, or one entry of an archive, line by line without holding more than one line in
@@ -50,8 +65,7 @@ typedef struct crp_lines {
     FILE *f;                /* plain file, or NULL */
     struct archive *a;      /* decompressed bytes come from here, or NULL */
     int borrowed;           /* a is the caller's archive (an uncompressed entry): not freed */
-    struct archive *outer;  /* a .gz entry: the caller's archive a decompresses from */
-    char *zchunk;           /* a .gz entry: compressed bytes passed from outer to a */
+    struct crp_gz_nest *nest; /* a .gz entry: what a decompresses from (owned) */
     char *line;             /* current line, NUL-terminated, newline stripped */
     size_t cap;             /* allocated size of line */
     char *chunk;            /* decompressed bytes not yet split into lines (archive only) */

@@ -80,47 +80,6 @@ static cls_status src_error(src *s, const char *where)
     return crp_archive_error(s->a, where);
 }
 
-/* A gzip stream as one unnamed raw entry (as crp_lines_open reads .gz). The empty format lets a
- * zero-byte file be an empty document rather than an unrecognised one. */
-static struct archive *gz_new(void)
-{
-    struct archive *a = archive_read_new();
-    if (!a) return NULL;
-    archive_read_support_filter_gzip(a);
-    archive_read_support_format_raw(a);
-    archive_read_support_format_empty(a);
-    return a;
-}
-
-/* Moves a freshly opened gzip reader to its data; *empty when there is none. */
-static cls_status gz_start(struct archive *a, const char *where, int *empty)
-{
-    struct archive_entry *e;
-    int rc = archive_read_next_header(a, &e);
-    *empty = rc == ARCHIVE_EOF;
-    if (rc == ARCHIVE_EOF || rc == ARCHIVE_OK) return CLS_OK;
-    return crp_archive_error(a, where);
-}
-
-/* The inner reader of a .gz entry inside an archive pulls compressed bytes from the outer one. */
-typedef struct nested {
-    struct archive *outer;
-    char *chunk;
-} nested;
-
-static la_ssize_t nested_read(struct archive *inner, void *client, const void **buf)
-{
-    nested *n = client;
-    la_ssize_t k = archive_read_data(n->outer, n->chunk, CHUNK);
-    if (k < 0) {
-        const char *msg = archive_error_string(n->outer);
-        archive_set_error(inner, archive_errno(n->outer), "%s", msg ? msg : "read error");
-        return -1;
-    }
-    *buf = n->chunk;
-    return k;
-}
-
 /* ---- One document --------------------------------------------------------------------------- */
 
 static cls_status grow_buf(files_ctx *c, size_t want, const char *where)
@@ -220,20 +179,14 @@ static cls_status emit_from(files_ctx *c, src *s, uint64_t hint, const char *rel
 static cls_status files_file(files_ctx *c, const char *full, const char *rel)
 {
     if (crp_has_suffix(full, ".gz")) {
-        struct archive *a = gz_new();
-        if (!a) return err_set(CLS_E_NOMEM, "%s: out of memory", full);
-        cls_status st = CLS_OK;
-        int empty = 0;
-        if (archive_read_open_filename(a, full, CHUNK) != ARCHIVE_OK)
-            st = crp_archive_error(a, full);
-        else
-            st = gz_start(a, full, &empty);
-        if (st == CLS_OK) {
-            src s = {NULL, empty ? NULL : a};
-            crp_progress_source(NULL, a);
-            st = emit_from(c, &s, 0, rel, full);
-            crp_progress_source(NULL, NULL);
-        }
+        struct archive *a;
+        int empty;
+        cls_status st = crp_gz_open(full, full, NULL, &a, &empty);
+        if (st != CLS_OK) return st;
+        src s = {NULL, empty ? NULL : a};
+        crp_progress_source(NULL, a);
+        st = emit_from(c, &s, 0, rel, full);
+        crp_progress_source(NULL, NULL);
         archive_read_free(a);
         return st;
     }
@@ -283,22 +236,18 @@ static cls_status files_archive(files_ctx *c, const char *path)
             st = emit_from(c, &s, hint, rel, where);
         } else {
             /* A gzip file inside the archive: a second reader over the entry's data. */
-            if (!c->chunk && !(c->chunk = malloc(CHUNK))) {
+            if (!c->chunk && !(c->chunk = malloc(CRP_CHUNK))) {
                 st = err_set(CLS_E_NOMEM, "%s: out of memory", where);
                 break;
             }
-            nested nn = {a, c->chunk};
-            struct archive *in = gz_new();
-            int empty = 0;
-            if (!in) {
-                st = err_set(CLS_E_NOMEM, "%s: out of memory", where);
-            } else if (archive_read_open(in, &nn, NULL, nested_read, NULL) != ARCHIVE_OK) {
-                st = crp_archive_error(in, where);
-            } else if ((st = gz_start(in, where, &empty)) == CLS_OK) {
+            crp_gz_nest nn = {a, c->chunk};
+            struct archive *in;
+            int empty;
+            if ((st = crp_gz_open(where, NULL, &nn, &in, &empty)) == CLS_OK) {
                 src s = {NULL, empty ? NULL : in};
                 st = emit_from(c, &s, 0, rel, where);
+                archive_read_free(in);
             }
-            if (in) archive_read_free(in);
         }
         if (st != CLS_OK) break;
     }
