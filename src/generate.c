@@ -31,9 +31,14 @@
  * (q1<TAB>text ...). Documents are streamed (one document buffer, reused); each file goes to a
  * temporary name in dir and is renamed only when complete, so a reader never sees a partial file
  * and a failure leaves nothing behind. (No fsync: this guards against errors, not power loss.)
+ *
+ * generate_index.c draws the very same documents straight into an index (no text, all cores);
+ * what both need of the model is in gen.h, so the two cannot drift apart (test_generate checks
+ * that the two indexes are byte-identical).
  */
 #include "clsearch.h"
 #include "err.h"
+#include "gen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,72 +50,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Limits that keep the output meaningful and memory bounded. Document ids have 8 digits. */
-#define GEN_MAX_DOCS 100000000u
-#define GEN_MAX_VOCAB (1u << 24)
 #define GEN_MAX_MEAN_LEN 100000.0
 #define GEN_MAX_QUERIES 100000000u
-#define GEN_LEN_SIGMA 0.6
-#define GEN_LEN_CAP 20.0     /* longest document: 20x the mean */
-#define GEN_WORD_MAX 11      /* 5 syllables + final consonant */
-#define GEN_WORD_STRIDE 12   /* GEN_WORD_MAX + NUL */
 #define GEN_QUERY_MAX 8
 #define GEN_TAIL_PROB 0.8    /* share of query-term draws that skip the top ranks */
 #define GEN_IOBUF (1u << 20) /* stdio buffer per output file */
 
-/* ---- PRNG: splitmix64 seeds xoshiro256** (Blackman & Vigna), never rand() ---------------- */
-
-typedef struct gen_rng {
-    uint64_t s[4];
-} gen_rng;
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Each stream mixes a distinct constant into the seed so the three streams are independent. */
-static void rng_seed(gen_rng *r, uint64_t seed, uint64_t stream)
-{
-    uint64_t x = seed ^ (stream * 0xd1b54a32d192ed03ULL);
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t rng_next(gen_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-/* Uniform in [0, 1) with 53 random bits. */
-static double rng_unit(gen_rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
-
-/* Uniform in [0, n) by Lemire's multiply-shift; the bias (< n / 2^64) is irrelevant here. */
-static uint32_t rng_below(gen_rng *r, uint32_t n)
-{
-    return (uint32_t)(((rng_next(r) >> 32) * (uint64_t)n) >> 32);
-}
-
-/* Standard normal by Box-Muller; the second value is dropped to keep the state simple. */
-static double rng_normal(gen_rng *r)
-{
-    double u1 = 1.0 - rng_unit(r); /* (0, 1]: log() stays finite */
-    double u2 = rng_unit(r);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
+/* The limits, the PRNG, the length law and cdf_search are in gen.h, shared with
+ * generate_index.c (the same documents, generated straight into an index). */
 
 /* ---- Vocabulary ------------------------------------------------------------------------ */
 
@@ -225,20 +172,6 @@ static void make_cdf(double *cdf, uint32_t n, double s)
     }
     for (uint32_t i = 0; i < n; i++) cdf[i] /= sum;
     cdf[n - 1] = 1.0;
-}
-
-/* The first rank whose cdf exceeds u (u in [0, 1]); clamped to the last rank. */
-static uint32_t cdf_search(const double *cdf, uint32_t n, double u)
-{
-    uint32_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (cdf[mid] > u)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
 }
 
 /* ---- Query lengths ---------------------------------------------------------------------- */
@@ -367,8 +300,9 @@ typedef struct gen_ctx {
 static cls_status write_corpus(const gen_ctx *g, gen_out *out)
 {
     const cls_gen_opts *o = g->o;
-    double mu = log(o->mean_doc_len) - 0.5 * GEN_LEN_SIGMA * GEN_LEN_SIGMA;
-    uint32_t max_len = (uint32_t)(GEN_LEN_CAP * o->mean_doc_len);
+    gen_len lm;
+    gen_len_init(&lm, o->mean_doc_len);
+    uint32_t max_len = lm.max_len;
     /* One line buffer for the longest possible document, reused: no per-document allocation. */
     size_t cap = (size_t)max_len * (GEN_WORD_MAX + 1) + 64;
     char *line = malloc(cap);
@@ -376,8 +310,7 @@ static cls_status write_corpus(const gen_ctx *g, gen_out *out)
     gen_rng r;
     rng_seed(&r, o->seed, 2);
     for (uint32_t d = 0; d < o->num_docs; d++) {
-        double len_f = floor(exp(mu + GEN_LEN_SIGMA * rng_normal(&r)) + 0.5);
-        uint32_t len = len_f < 1.0 ? 1u : len_f > (double)max_len ? max_len : (uint32_t)len_f;
+        uint32_t len = gen_doc_len(&r, &lm);
         int n = snprintf(line, cap, "{\"id\": \"G%08u\", \"contents\": \"", (unsigned)d);
         char *p = line + n;
         for (uint32_t t = 0; t < len; t++) {
@@ -455,6 +388,12 @@ void cls_gen_defaults(cls_gen_opts *o)
 static cls_status check_opts(const cls_gen_opts *o, const char *dir)
 {
     if (!o || !dir || !*dir) return err_set(CLS_E_ARG, "generate: no options or no folder");
+    return gen_check_model(o);
+}
+
+cls_status gen_check_model(const cls_gen_opts *o)
+{
+    if (!o) return err_set(CLS_E_ARG, "generate: no options");
     if (o->num_docs == 0 || o->num_docs > GEN_MAX_DOCS)
         return err_set(CLS_E_ARG, "generate: num_docs %u is outside 1..%u", o->num_docs,
                        GEN_MAX_DOCS);
@@ -508,5 +447,43 @@ done:
     free(cdf);
     free(buf_c);
     free(buf_t);
+    return st;
+}
+
+/* ---- Shared with generate_index.c (gen.h) ------------------------------------------------ */
+
+cls_status gen_vocab(uint64_t seed, uint32_t vocab, char *words, uint8_t *lens)
+{
+    return make_vocab(seed, vocab, words, lens);
+}
+
+void gen_cdf(double *cdf, uint32_t n, double s) { make_cdf(cdf, n, s); }
+
+cls_status gen_topics_file(const cls_gen_opts *o, const char *words, const uint8_t *lens,
+                           const double *cdf, const char *path)
+{
+    /* out_open wants the folder and the name apart. */
+    char dir[4096];
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    size_t dn = slash ? (size_t)(slash - path) : 1;
+    if (!*name) return err_set(CLS_E_ARG, "generate: topics path %s names a folder", path);
+    if (dn >= sizeof dir) return err_set(CLS_E_ARG, "generate: path too long: %s", path);
+    if (slash) {
+        memcpy(dir, path, dn);
+        dir[dn] = '\0';
+        if (dn == 0) strcpy(dir, "/");
+    } else {
+        strcpy(dir, ".");
+    }
+    char *buf = malloc(GEN_IOBUF);
+    if (!buf) return err_set(CLS_E_NOMEM, "generate: topics buffer");
+    gen_ctx g = {o, words, lens, cdf};
+    gen_out out = {.live = 0};
+    cls_status st = out_open(&out, dir, name, buf);
+    if (st == CLS_OK) st = write_topics(&g, &out);
+    if (st == CLS_OK) st = out_close(&out);
+    if (st == CLS_OK) st = out_commit(&out);
+    out_discard(&out);
+    free(buf);
     return st;
 }

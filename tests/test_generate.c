@@ -1,5 +1,6 @@
 /* Generated collections: determinism, file shapes, the query-length and term-frequency models,
- * option checking and failure cleanup. */
+ * option checking and failure cleanup; and the same collection generated straight into an index
+ * (equal to the text path's index, the scales, thread-count independence, the command). */
 #include "clsearch.h"
 #include "testutil.h"
 
@@ -450,6 +451,332 @@ START_TEST(write_failure_cleans_up)
 }
 END_TEST
 
+/* ---- Straight into an index (cls_generate_index) ---------------------------------------------- */
+
+static void gen_index_ok(const cls_gen_opts *o, const cls_build_opts *b, const char *idx, const char *topics,
+                         cls_gen_index_info *info)
+{
+    cls_status st = cls_generate_index_ex(o, b, idx, topics, NULL, NULL, info);
+    ck_assert_msg(st == CLS_OK, "cls_generate_index: %s: %s", cls_status_str(st), cls_last_error());
+}
+
+static int same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    unsigned char *fa = tu_read_file(a, &la), *fb = tu_read_file(b, &lb);
+    int same = la == lb && memcmp(fa, fb, la) == 0;
+    free(fa);
+    free(fb);
+    return same;
+}
+
+static int add_to_builder(void *user, const char *docno, size_t dl, const char *text, size_t tl)
+{
+    return cls_builder_add(user, docno, dl, text, tl) != CLS_OK;
+}
+
+/* The text path: cls_generate's corpus.jsonl through the builder (default analyzer) into idx. */
+static void text_index(const cls_gen_opts *o, const cls_build_opts *b, const char *dir, const char *idx)
+{
+    gen_ok(o, dir);
+    cls_builder *bl;
+    ck_assert_int_eq(cls_builder_create(NULL, &bl), CLS_OK);
+    ck_assert_int_eq(cls_builder_configure(bl, b), CLS_OK);
+    cls_status st = cls_corpus_read(CLS_CORPUS_JSONL, file_in(dir, "corpus.jsonl"), add_to_builder, bl);
+    ck_assert_msg(st == CLS_OK, "reading the corpus: %s", cls_last_error());
+    ck_assert_msg(cls_builder_write(bl, idx) == CLS_OK, "%s", cls_last_error());
+    cls_builder_free(bl);
+}
+
+/* The models are the same draw for draw (gen.h), and the generated words pass the analyzer
+ * unchanged, so the direct index equals the text path's byte for byte, topics included. Three
+ * configurations: a small one, one with long documents over a tiny vocabulary (frequencies past
+ * the 31 that a posting holds inline: the escape table), and another codec and block size. */
+START_TEST(index_equals_text_path)
+{
+    for (int c = 0; c < 3; c++) {
+        cls_gen_opts o;
+        small_opts(&o);
+        cls_build_opts b;
+        cls_build_defaults(&b);
+        if (c == 1) {
+            o.num_docs = 300;
+            o.vocab_size = 100;
+            o.mean_doc_len = 2000;
+        } else if (c == 2) {
+            o.seed = 7;
+            o.num_docs = 1500;
+            b.codec = CLS_CODEC_OPTPFD;
+            b.block_size = 64;
+        }
+        b.threads = 1;
+        const char *dir = tu_tmp_path("gen_eq"), *ti = tu_tmp_path("gen_eq_text.idx");
+        const char *di = tu_tmp_path("gen_eq_direct.idx"), *dt = tu_tmp_path("gen_eq_direct.tsv");
+        text_index(&o, &b, dir, ti);
+        b.threads = 3;
+        gen_index_ok(&o, &b, di, dt, NULL);
+        ck_assert_msg(same_file(ti, di), "config %d: the direct index differs from the text path's", c);
+        ck_assert_msg(same_file(file_in(dir, "topics.tsv"), dt), "config %d: topics differ", c);
+        remove(ti);
+        remove(di);
+        remove(dt);
+        remove_dir(dir);
+    }
+}
+END_TEST
+
+/* Expected distinct terms of a document under the model: sum over ranks of 1 - (1 - p_r)^len,
+ * averaged over the log-normal lengths (rounded, clamped as the generator does) by quadrature. */
+static double expected_distinct(const cls_gen_opts *o)
+{
+    uint32_t V = o->vocab_size;
+    double *p = malloc(V * sizeof *p), H = 0;
+    ck_assert_ptr_nonnull(p);
+    for (uint32_t r = 0; r < V; r++) H += p[r] = pow(r + 1.0, -o->zipf_s);
+    for (uint32_t r = 0; r < V; r++) p[r] = log1p(-p[r] / H);
+    double sig = 0.6, mu = log(o->mean_doc_len) - sig * sig / 2, max_len = floor(20.0 * o->mean_doc_len);
+    double sum = 0, wsum = 0;
+    for (int i = 0; i <= 160; i++) {
+        double z = -8.0 + 0.1 * i, w = exp(-z * z / 2);
+        double len = floor(exp(mu + sig * z) + 0.5);
+        len = len < 1 ? 1 : len > max_len ? max_len : len;
+        double d = 0;
+        for (uint32_t r = 0; r < V; r++) d += -expm1(len * p[r]);
+        sum += w * d;
+        wsum += w;
+    }
+    free(p);
+    return sum / wsum;
+}
+
+/* The small scale: the index opens (and so verifies), its counts are the model's, the file is the
+ * same for 1 and 3 threads, and the topics' terms are the index's. */
+START_TEST(index_small_scale)
+{
+    cls_gen_opts o;
+    ck_assert_int_eq(cls_gen_scale("small", &o), CLS_OK);
+    cls_build_opts b;
+    cls_build_defaults(&b);
+    const char *a = tu_tmp_path("gen_small1.idx"), *c = tu_tmp_path("gen_small3.idx");
+    const char *ta = tu_tmp_path("gen_small1.tsv"), *tc = tu_tmp_path("gen_small3.tsv");
+    cls_gen_index_info ia, ic;
+    b.threads = 1;
+    gen_index_ok(&o, &b, a, ta, &ia);
+    b.threads = 3;
+    gen_index_ok(&o, &b, c, tc, &ic);
+    ck_assert_uint_eq(ia.threads, 1);
+    ck_assert_uint_eq(ic.threads, 3);
+    ck_assert_msg(same_file(a, c), "the index differs between 1 and 3 threads");
+    ck_assert_msg(same_file(ta, tc), "the topics differ between 1 and 3 threads");
+
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(a, &idx) == CLS_OK, "%s", cls_last_error());
+    cls_index_stats st;
+    cls_index_get_stats(idx, &st);
+    ck_assert_uint_eq(st.num_docs, o.num_docs);
+    ck_assert_uint_eq(st.num_docs, ia.num_docs);
+    ck_assert_uint_eq(st.num_terms, ia.num_terms);
+    ck_assert_uint_eq(st.num_postings, ia.num_postings);
+    ck_assert_uint_eq(st.num_tokens, ia.num_tokens);
+    ck_assert_str_eq(cls_index_docno(idx, 0), "G00000000");
+    ck_assert_str_eq(cls_index_docno(idx, o.num_docs - 1), "G00019999");
+    /* Lengths: mean within 2% (standard error ~0.5%); postings: the model's expectation within
+     * 1.5% (standard error ~0.4%); nearly every word of the vocabulary occurs. */
+    double mean_len = (double)st.num_tokens / st.num_docs;
+    ck_assert_msg(fabs(mean_len - o.mean_doc_len) < 0.02 * o.mean_doc_len, "mean length %.2f", mean_len);
+    double want = expected_distinct(&o), got = (double)st.num_postings / st.num_docs;
+    ck_assert_msg(fabs(got - want) < 0.015 * want, "distinct terms a document %.2f, the model says %.2f", got, want);
+    ck_assert_uint_le(st.num_terms, o.vocab_size);
+    ck_assert_uint_gt(st.num_terms, o.vocab_size * 99 / 100);
+
+    /* Every query has 1..8 terms, and (nearly) all of them are in the index. */
+    cls_batch *bt;
+    ck_assert_int_eq(cls_batch_create(idx, &bt), CLS_OK);
+    char *topics = (char *)tu_read_file(ta, NULL);
+    size_t words = 0, known = 0, queries = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(topics, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *tab = strchr(line, '\t');
+        ck_assert_ptr_nonnull(tab);
+        *tab = '\0';
+        size_t n = 1;
+        for (const char *q = tab + 1; *q; q++) n += *q == ' ';
+        ck_assert(n >= 1 && n <= 8);
+        ck_assert_int_eq(cls_batch_add(bt, line, tab + 1), CLS_OK);
+        known += cls_batch_terms(bt, queries++);
+        words += n;
+    }
+    ck_assert_uint_eq(queries, o.num_queries);
+    ck_assert_msg(known * 1000 >= words * 999, "%zu of %zu query terms are in the index", known, words);
+    free(topics);
+    cls_batch_free(bt);
+    cls_index_close(idx);
+    remove(a);
+    remove(c);
+    remove(ta);
+    remove(tc);
+}
+END_TEST
+
+START_TEST(index_scales)
+{
+    cls_gen_opts o, d;
+    cls_gen_defaults(&d);
+    ck_assert_int_eq(cls_gen_scale("small", &o), CLS_OK);
+    ck_assert(o.seed == d.seed && o.num_docs == d.num_docs && o.num_queries == d.num_queries &&
+              o.vocab_size == d.vocab_size && o.zipf_s == d.zipf_s && o.mean_doc_len == d.mean_doc_len);
+    ck_assert_int_eq(cls_gen_scale("medium", &o), CLS_OK);
+    ck_assert_uint_eq(o.num_docs, 2000000);
+    ck_assert_uint_eq(o.vocab_size, 4000000);
+    ck_assert(o.mean_doc_len == 301.0);
+    ck_assert_int_eq(cls_gen_scale("gov2", &o), CLS_OK);
+    ck_assert_uint_eq(o.num_docs, 25205179);
+    ck_assert_uint_eq(o.vocab_size, 4000000);
+    ck_assert(o.mean_doc_len == 301.0);
+    ck_assert_int_eq(cls_gen_scale("large", &o), CLS_E_ARG);
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), "gov2"));
+    ck_assert_int_eq(cls_gen_scale(NULL, &o), CLS_E_ARG);
+}
+END_TEST
+
+/* Progress comes from the calling thread in phase order, counts never above their totals. */
+typedef struct prog_log {
+    int calls, writing;
+    char last[32];
+    int bad;
+} prog_log;
+
+static void on_prog(void *user, const char *phase, uint64_t done, uint64_t total)
+{
+    prog_log *l = user;
+    l->calls++;
+    if (total && done > total) l->bad = 1;
+    if (strcmp(phase, "writing") == 0) l->writing = 1;
+    snprintf(l->last, sizeof l->last, "%s", phase);
+}
+
+START_TEST(index_progress_and_threads)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    cls_build_opts b;
+    cls_build_defaults(&b);
+    const char *x = tu_tmp_path("gen_prog.idx"), *y = tu_tmp_path("gen_prog7.idx");
+    prog_log l = {0, 0, "", 0};
+    cls_gen_index_info info;
+    ck_assert_int_eq(cls_generate_index_ex(&o, &b, x, NULL, on_prog, &l, &info), CLS_OK);
+    ck_assert_int_gt(l.calls, 5);
+    ck_assert(l.writing && !l.bad);
+    ck_assert_str_eq(l.last, "writing"); /* no topics asked for */
+    /* More threads than ranges of documents: each still gets whole ranges, the file the same. */
+    b.threads = 7;
+    ck_assert_int_eq(cls_generate_index(&o, &b, y, NULL), CLS_OK);
+    ck_assert(same_file(x, y));
+    remove(x);
+    remove(y);
+}
+END_TEST
+
+START_TEST(index_invalid)
+{
+    cls_gen_opts o;
+    small_opts(&o);
+    cls_build_opts b;
+    cls_build_defaults(&b);
+    const char *dir = tu_tmp_path("gen_ibad");
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    const char *x = file_in(dir, "x.idx");
+    ck_assert_int_eq(cls_generate_index(NULL, &b, x, NULL), CLS_E_ARG);
+    ck_assert_int_eq(cls_generate_index(&o, NULL, x, NULL), CLS_E_ARG);
+    ck_assert_int_eq(cls_generate_index(&o, &b, NULL, NULL), CLS_E_ARG);
+    ck_assert_int_eq(cls_generate_index(&o, &b, "", NULL), CLS_E_ARG);
+    ck_assert_int_eq(cls_generate_index(&o, &b, x, x), CLS_E_ARG);
+    o.num_docs = 0;
+    ck_assert_int_eq(cls_generate_index(&o, &b, x, NULL), CLS_E_ARG);
+    small_opts(&o);
+    o.vocab_size = 99;
+    ck_assert_int_eq(cls_generate_index(&o, &b, x, NULL), CLS_E_ARG);
+    small_opts(&o);
+    b.block_size = 100;
+    ck_assert_int_eq(cls_generate_index(&o, &b, x, NULL), CLS_E_ARG);
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), "block size"));
+    cls_build_defaults(&b);
+    b.codec = (cls_codec)99;
+    ck_assert_int_eq(cls_generate_index(&o, &b, x, NULL), CLS_E_ARG);
+    cls_build_defaults(&b);
+    ck_assert_int_eq(count_entries(dir), 0);
+    /* Unwritable: an index below a regular file; the topics folder absent. Both are found before
+     * any work, and nothing is written. */
+    const char *file = file_in(dir, "plain");
+    tu_write_file(file, "x", 1);
+    char bad[4200];
+    snprintf(bad, sizeof bad, "%s/sub/x.idx", file);
+    cls_status st = cls_generate_index(&o, &b, bad, NULL);
+    ck_assert_msg(st == CLS_E_IO, "%s", cls_status_str(st));
+    snprintf(bad, sizeof bad, "%s/absent/t.tsv", dir);
+    st = cls_generate_index(&o, &b, x, bad);
+    ck_assert_msg(st == CLS_E_IO, "%s: %s", cls_status_str(st), cls_last_error());
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), "absent"));
+    remove(file);
+    ck_assert_int_eq(count_entries(dir), 0);
+    rmdir(dir);
+}
+END_TEST
+
+/* The command: --index with a scale, the totals line, stats on the result; bad usage exits 2. */
+START_TEST(index_cli)
+{
+    char dir[4096], x[4200], t[4200], out[4200], badp[4200];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("gen_cli"));
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    snprintf(x, sizeof x, "%s/x.idx", dir);
+    snprintf(t, sizeof t, "%s/t.tsv", dir);
+    snprintf(out, sizeof out, "%s/stats.txt", dir);
+    snprintf(badp, sizeof badp, "%s/bad", dir);
+    char args[16384];
+    const char *err;
+    snprintf(args, sizeof args, "generate --index '%s' --topics '%s' --scale small --docs 3000 --queries 50 "
+             "--threads 2 --codec pfor --block 256", x, t);
+    int rc = tu_run_cli(args, &err);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "3000 documents") && strstr(err, "postings"), "no totals: %s", err);
+    char *topics = (char *)tu_read_file(t, NULL);
+    ck_assert_uint_eq(count_lines(topics), 50);
+    free(topics);
+    snprintf(args, sizeof args, "stats '%s'", x);
+    ck_assert_int_eq(tu_run_cli_to(args, out, &err), 0);
+    char *stats = (char *)tu_read_file(out, NULL);
+    ck_assert_msg(strstr(stats, "documents        3000") && strstr(stats, "pfor (block size 256"), "%s", stats);
+    free(stats);
+    remove(out);
+    /* -q: nothing on stderr */
+    snprintf(args, sizeof args, "generate --index '%s' --docs 300 -q", x);
+    ck_assert_int_eq(tu_run_cli(args, &err), 0);
+    ck_assert_str_eq(err, "");
+    static const struct { const char *args, *msg; int rc; } bad[] = {
+        {"generate --index '%s' --scale huge", "unknown --scale", 2},
+        {"generate --index '%s' --threads 0", "--threads", 2},
+        {"generate --index '%s' --codec zip", "codec", 2},
+        {"generate --index '%s' --block 100 --docs 10", "block size 100", 1},
+        {"generate --index '%s' -o somewhere", "not both", 2},
+        {"generate --threads 2 -o '%s'", "go with --index", 2},
+        {"generate --topics t.tsv -o '%s'", "go with --index", 2},
+        {"generate --index '%s' extra", "unexpected argument", 2},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, bad[i].args, badp);
+        rc = tu_run_cli(args, &err);
+        ck_assert_msg(rc == bad[i].rc && strstr(err, bad[i].msg), "%s: rc %d: %s", args, rc, err);
+    }
+    rc = tu_run_cli("generate", &err);
+    ck_assert_msg(rc == 2 && strstr(err, "--index"), "rc %d: %s", rc, err);
+    remove(x);
+    remove(t);
+    ck_assert_int_eq(count_entries(dir), 0);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *generate_suite(void)
 {
     Suite *s = suite_create("generate");
@@ -465,6 +792,12 @@ static Suite *generate_suite(void)
     tcase_add_test(tc, invalid_options);
     tcase_add_test(tc, unwritable);
     tcase_add_test(tc, write_failure_cleans_up);
+    tcase_add_test(tc, index_equals_text_path);
+    tcase_add_test(tc, index_small_scale);
+    tcase_add_test(tc, index_scales);
+    tcase_add_test(tc, index_progress_and_threads);
+    tcase_add_test(tc, index_invalid);
+    tcase_add_test(tc, index_cli);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -600,46 +600,134 @@ static int cmd_recode(int argc, char **argv)
     return 0;
 }
 
+/* The generate command's progress line: phase, share done, elapsed time. */
+typedef struct gen_progress {
+    int show, drawn;
+    double t0;
+} gen_progress;
+
+static void on_gen_progress(void *user, const char *phase, uint64_t done, uint64_t total)
+{
+    gen_progress *p = user;
+    if (!p->show) return;
+    fprintf(stderr, "\r%-10s", phase);
+    if (total) fprintf(stderr, " %5.1f%%", 100.0 * (double)done / (double)total);
+    char el[32];
+    fmt_duration(el, sizeof el, now() - p->t0);
+    fprintf(stderr, "  %s\033[K", el);
+    fflush(stderr);
+    p->drawn = 1;
+}
+
 static int cmd_generate(int argc, char **argv)
 {
-    cls_gen_opts o;
-    cls_gen_defaults(&o);
-    const char *out = NULL;
-    int opt;
-    unsigned long long v;
+    static const char *use = "generate: usage: clsearch generate -o DIR | --index FILE [--topics FILE] "
+                             "[--scale small|medium|gov2] [--docs N] [--queries N] [--vocab N] [--doc-len N] "
+                             "[--seed S] [--threads N] [--codec C] [--block N] [--pfor-depth D] [-q] [-v]%s";
+    const char *out = NULL, *index = NULL, *topics = NULL, *scale = "small";
+    int opt, quiet = 0, verbose = 0, index_only = 0;
+    unsigned long long v, docs = 0, queries = 0, vocab = 0, seed = 0, doc_len = 0;
+    int set_docs = 0, set_queries = 0, set_vocab = 0, set_seed = 0, set_doc_len = 0;
+    cls_build_opts bo;
+    cls_build_defaults(&bo);
+    cls_status s;
     static const struct option lo[] = {{"output", required_argument, 0, 'o'}, {"docs", required_argument, 0, 1},
                                        {"queries", required_argument, 0, 2}, {"vocab", required_argument, 0, 3},
                                        {"seed", required_argument, 0, 4}, {"doc-len", required_argument, 0, 5},
-                                       {0, 0, 0, 0}};
-    while ((opt = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
+                                       {"index", required_argument, 0, 6}, {"topics", required_argument, 0, 7},
+                                       {"scale", required_argument, 0, 8}, {"threads", required_argument, 0, 9},
+                                       {"codec", required_argument, 0, 10}, {"block", required_argument, 0, 11},
+                                       {"pfor-depth", required_argument, 0, 12}, {"quiet", no_argument, 0, 'q'},
+                                       {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
+    while ((opt = getopt_long(argc, argv, "o:qv", lo, NULL)) != -1) {
         switch (opt) {
         case 'o': out = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
         case 1:
-            if (!parse_u64(optarg, 1, 4000000000ull, &v)) return usage_error("generate: --docs takes a positive number, not '%s'", optarg);
-            o.num_docs = (uint32_t)v;
+            if (!parse_u64(optarg, 1, 4000000000ull, &docs)) return usage_error("generate: --docs takes a positive number, not '%s'", optarg);
+            set_docs = 1;
             break;
         case 2:
-            if (!parse_u64(optarg, 0, 100000000ull, &v)) return usage_error("generate: --queries takes a number, not '%s'", optarg);
-            o.num_queries = (uint32_t)v;
+            if (!parse_u64(optarg, 0, 100000000ull, &queries)) return usage_error("generate: --queries takes a number, not '%s'", optarg);
+            set_queries = 1;
             break;
         case 3:
-            if (!parse_u64(optarg, 100, 100000000ull, &v)) return usage_error("generate: --vocab takes a number >= 100, not '%s'", optarg);
-            o.vocab_size = (uint32_t)v;
+            if (!parse_u64(optarg, 100, 100000000ull, &vocab)) return usage_error("generate: --vocab takes a number >= 100, not '%s'", optarg);
+            set_vocab = 1;
             break;
         case 4:
-            if (!parse_u64(optarg, 0, ~0ull, &v)) return usage_error("generate: --seed takes a number, not '%s'", optarg);
-            o.seed = v;
+            if (!parse_u64(optarg, 0, ~0ull, &seed)) return usage_error("generate: --seed takes a number, not '%s'", optarg);
+            set_seed = 1;
             break;
         case 5:
-            if (!parse_u64(optarg, 1, 1000000, &v)) return usage_error("generate: --doc-len takes a positive number, not '%s'", optarg);
-            o.mean_doc_len = (double)v;
+            if (!parse_u64(optarg, 1, 1000000, &doc_len)) return usage_error("generate: --doc-len takes a positive number, not '%s'", optarg);
+            set_doc_len = 1;
             break;
-        default: return usage_error("generate: unknown option%s", "");
+        case 6: index = optarg; break;
+        case 7: topics = optarg; break;
+        case 8: scale = optarg; break;
+        case 9:
+            if (!parse_u64(optarg, 1, 1024, &v)) return usage_error("generate: --threads takes a number from 1 to 1024, not '%s'", optarg);
+            bo.threads = (unsigned)v;
+            index_only = 1;
+            break;
+        case 10:
+            if (cls_codec_parse(optarg, &bo.codec) != CLS_OK) return usage_error("generate: %s", cls_last_error());
+            index_only = 1;
+            break;
+        case 11:
+            if (!parse_u64(optarg, 1, 1u << 20, &v)) return usage_error("generate: --block takes 64, 128, 256 or 512, not '%s'", optarg);
+            bo.block_size = (uint32_t)v;
+            index_only = 1;
+            break;
+        case 12:
+            if (!parse_u64(optarg, 0, 1000, &v)) return usage_error("generate: --pfor-depth takes 0 to 3, not '%s'", optarg);
+            bo.pfor_depth = (unsigned)v;
+            index_only = 1;
+            break;
+        default: return usage_error(use, "");
         }
     }
-    if (!out) return usage_error("generate: -o DIR is required%s", "");
-    cls_status s = cls_generate(&o, out);
-    if (s != CLS_OK) return fail(s, "generating the collection");
+    if (optind != argc) return usage_error("generate: unexpected argument '%s'", argv[optind]);
+    if (out && index) return usage_error("generate: give -o DIR (text) or --index FILE, not both%s", "");
+    if (!out && !index) return usage_error("generate: -o DIR (a text collection) or --index FILE is required%s", "");
+    if (!index && (topics || index_only))
+        return usage_error("generate: --topics, --threads, --codec, --block and --pfor-depth go with --index "
+                           "(-o DIR writes DIR/topics.tsv)%s", "");
+    cls_gen_opts o;
+    if (cls_gen_scale(scale, &o) != CLS_OK) return usage_error("generate: unknown --scale '%s' (small, medium, gov2)", scale);
+    if (set_docs) o.num_docs = (uint32_t)docs;
+    if (set_queries) o.num_queries = (uint32_t)queries;
+    if (set_vocab) o.vocab_size = (uint32_t)vocab;
+    if (set_seed) o.seed = seed;
+    if (set_doc_len) o.mean_doc_len = (double)doc_len;
+    if (out) {
+        s = cls_generate(&o, out);
+        if (s != CLS_OK) return fail(s, "generating the collection");
+        return 0;
+    }
+    gen_progress p = {!quiet && isatty(2), 0, now()};
+    cls_gen_index_info info;
+    s = cls_generate_index_ex(&o, &bo, index, topics, on_gen_progress, &p, &info);
+    if (p.drawn) fputc('\n', stderr);
+    if (s != CLS_OK) return fail(s, "generating the index");
+    double el = now() - p.t0;
+    if (!quiet) {
+        struct stat st;
+        unsigned long long bytes = stat(index, &st) == 0 ? (unsigned long long)st.st_size : 0ull;
+        fprintf(stderr, "generated %s: %u documents, %u terms, %llu tokens, %llu postings (%.1f a document) into %s "
+                "(%s, block %u, %.2f GB) in %.1f s on %u thread%s: %.1f M postings/s\n",
+                scale, info.num_docs, info.num_terms, (unsigned long long)info.num_tokens,
+                (unsigned long long)info.num_postings, info.num_docs ? (double)info.num_postings / info.num_docs : 0.0,
+                index, cls_codec_name(bo.codec), bo.block_size, (double)bytes / 1e9, el, info.threads,
+                info.threads == 1 ? "" : "s", el > 0 ? (double)info.num_postings / el / 1e6 : 0.0);
+        if (topics) fprintf(stderr, "topics: %u queries in %s\n", o.num_queries, topics);
+        if (verbose)
+            fprintf(stderr, "set-up %.2f s, counting %.2f s, filling %.2f s, encoding %.2f s, writing %.2f s, "
+                    "topics %.2f s\n", info.seconds_setup, info.seconds_count, info.seconds_fill,
+                    info.seconds_encode, info.seconds_write, info.seconds_topics);
+    }
     return 0;
 }
 
@@ -796,7 +884,13 @@ static void help(void)
            "  clsearch stats INDEX [--codecs]             sizes; --codecs: every codec and block size\n"
            "  clsearch recode INDEX -o OUT [--codec raw|bp|pfor|optpfd|rice] [--block 64|128|256|512]\n"
            "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"
-           "  clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
+           "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
+           "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv\n"
+           "  clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [--docs N] [--queries N]\n"
+           "                  [--vocab N] [--doc-len N] [--seed S] [--threads N] [--codec C] [--block N]\n"
+           "                  [--pfor-depth D] [-q] [-v]\n"
+           "                  the same collection straight into an index, no text, on all cores (--threads);\n"
+           "                  small 20k documents, medium 2M, gov2 25.2M (~6e9 postings); -q: no progress or totals\n"
            "  clsearch ciff-import FILE.ciff[.gz] -o INDEX [--codec C] [--block N] [--pfor-depth D]\n"
            "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
            "                  CIFF (Anserini, PISA, Lucene) to an index; the analyzer flags are what\n"
