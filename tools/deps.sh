@@ -1,13 +1,14 @@
 #!/bin/sh
 # Installs the Debian packages clsearch builds, tests and runs with, where any is missing.
 # Debian 12 as root: apt-get; otherwise it names what is missing and stops.
+# Arguments name further packages wanted beside these (bench/peers.sh: libxapian-dev g++).
 set -eu
 # Machines without a package registry (a prepared GPU host) set CLSEARCH_NO_DEPS=1.
 [ "${CLSEARCH_NO_DEPS:-0}" = 1 ] && exit 0
 pkgs="gcc make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
       libcjson-dev libarchive-dev libxxhash-dev libstemmer-dev libprotobuf-c-dev protobuf-c-compiler
       check libsubunit-dev
-      python3 python3-venv ca-certificates"
+      python3 python3-venv ca-certificates $*"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
