@@ -4,6 +4,14 @@
 #ifndef CLS_BENCH_H
 #define CLS_BENCH_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+/* A profiling queue on one device and a set of kernel parameters (src/clx.h); declared here so
+ * that this header needs no OpenCL headers. */
+struct clx_queue;
+struct clx_params;
+
 /* copy: the memory-bandwidth ceiling of each device (bench_copy.c). */
 int bench_copy(int argc, char **argv);
 /* decode: every block of given indexes, reference decoder and devices (bench_decode.c). */
@@ -18,6 +26,32 @@ int bench_topk(int argc, char **argv);
 /* scan: the device-wide prefix sum alone, per variant (bench_scan.c). */
 int bench_scan(int argc, char **argv);
 
+/* intersect: intersect_and alone on generated AND queries, per work-group size (bench_intersect.c). */
+int bench_intersect(int argc, char **argv);
+/* score: score_and over candidates and score_or over dense rows, per work-group size (bench_score.c). */
+int bench_score(int argc, char **argv);
+
+/* Measurements for `clsearch tune`: each builds its kernel on q with the parameters p (intersect:
+ * WG_INTERSECT and WG_SCAN_ALGO; score: WG_SCORE), makes the suite's inputs (over 1 GiB
+ * refused), uploads them, runs once untimed and reps times, checks the result against the
+ * host's, frees everything, and puts the median kernel time in *median_s. 0 when done; 1 after
+ * a failure or a wrong result, with a message on stderr.
+ * intersect: nq 2-term AND queries, a short list of s postings and a long one of s x ratio, half
+ * the short list in the long one. score: nq 2-term queries; AND (or_mode 0): per_query candidates
+ * each, in lists of 2 x per_query; OR (or_mode 1): lists of per_query postings into rows of
+ * 4 x per_query documents. */
+int bench_intersect_time(const struct clx_queue *q, const struct clx_params *p, uint32_t nq, uint32_t s,
+                         uint32_t ratio, unsigned reps, double *median_s);
+int bench_score_time(const struct clx_queue *q, const struct clx_params *p, int or_mode, uint32_t nq,
+                     uint32_t per_query, unsigned reps, double *median_s);
+
+/* tune: sweeps the variant registry on one device, writes the tuning file (bench_tune.c). */
+int bench_tune(int argc, char **argv);
+/* Median kernel seconds of topk_select over rows x N random scores with k, on an engine made
+ * for device (so CLSEARCH_PARAMS applies); checks row 0 against the host. 0 ok, else 1 with a
+ * message printed (bench_topk.c). */
+int bench_topk_time(const char *device, uint32_t rows, uint32_t N, uint32_t k, unsigned reps, double *median_s);
+
 /* Writes dir/name.dat (data) and dir/name.gp (a gnuplot script that finds its data file in the
  * variable `datafile`), then draws dir/name.png with gnuplot; without gnuplot it says how to
  * draw it later. 0 unless the files cannot be written (bench_plot.c). */
@@ -28,6 +62,9 @@ double bench_now(void);                          /* monotonic seconds */
 void bench_sort(double *v, unsigned n);          /* ascending */
 /* The commit the figures belong to: $CLSEARCH_COMMIT, else the one the build was made from. */
 const char *bench_commit(void);
+/* Appends printf output to the growing string *buf (length *len, room *cap); 0 when out of
+ * memory. */
+int bench_cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* The UTC time now, as 2026-11-21T00:14Z. */
 const char *bench_when(void);
 

@@ -75,47 +75,23 @@ typedef struct e2e_row {
     double qps, p50, p95, p99;
 } e2e_row;
 
-/* Appends printf output to a growing string; returns 0 when out of memory. */
-static int cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-#include <stdarg.h>
-static int cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) return 0;
-        if (*buf && *len + (size_t)n < *cap) {
-            *len += (size_t)n;
-            return 1;
-        }
-        size_t c = (*cap ? *cap * 2 : 4096) + (size_t)n;
-        char *p = realloc(*buf, c);
-        if (!p) return 0;
-        *buf = p;
-        *cap = c;
-    }
-}
-
 static int plot_rows(const char *dir, const e2e_row *r, size_t n)
 {
     char *data = NULL, *titles = NULL;
     size_t dl = 0, dc = 0, tl = 0, tc = 0;
     unsigned series = 0;
-    int ok = cat(&titles, &tl, &tc, "%s", "");
+    int ok = bench_cat(&titles, &tl, &tc, "%s", "");
     for (size_t i = 0; i < n && ok; i++) {
         if (i == 0 || strcmp(r[i].series, r[i - 1].series) != 0) {
-            ok = (i == 0 || cat(&data, &dl, &dc, "\n\n")) && cat(&data, &dl, &dc, "# %s\n", r[i].series) &&
-                 cat(&titles, &tl, &tc, "%s%s", series ? " " : "", r[i].series);
+            ok = (i == 0 || bench_cat(&data, &dl, &dc, "\n\n")) && bench_cat(&data, &dl, &dc, "# %s\n", r[i].series) &&
+                 bench_cat(&titles, &tl, &tc, "%s%s", series ? " " : "", r[i].series);
             series++;
         }
-        ok = ok && cat(&data, &dl, &dc, "%zu %.3f %.4f %.4f %.4f\n", r[i].batch, r[i].qps, r[i].p50, r[i].p95, r[i].p99);
+        ok = ok && bench_cat(&data, &dl, &dc, "%zu %.3f %.4f %.4f %.4f\n", r[i].batch, r[i].qps, r[i].p50, r[i].p95, r[i].p99);
     }
     char *script = NULL;
     size_t sl = 0, sc = 0;
-    ok = ok && cat(&script, &sl, &sc,
+    ok = ok && bench_cat(&script, &sl, &sc,
                    "titles = '%s'\nset logscale x 2\nset logscale y\nset grid\nset key outside right\n"
                    "set xlabel 'queries per batch'\nset ylabel 'queries per second'\n"
                    "set title 'clsearch bench e2e: throughput by batch size (commit %s)'\n"
@@ -123,7 +99,7 @@ static int plot_rows(const char *dir, const e2e_row *r, size_t n)
                    titles, bench_commit(), series - 1);
     int rc = ok ? bench_plot(dir, "e2e-throughput", data, script) : 1;
     sl = 0;
-    ok = ok && cat(&script, &sl, &sc,
+    ok = ok && bench_cat(&script, &sl, &sc,
                    "titles = '%s'\nset logscale x 2\nset logscale y\nset grid\nset key outside right\n"
                    "set xlabel 'queries per batch'\nset ylabel 'latency per query, ms (solid p50, dashed p99)'\n"
                    "set title 'clsearch bench e2e: latency by batch size (commit %s)'\n"

@@ -1,8 +1,8 @@
 /* scan suite: the device-wide prefix sum (cl/scan.cl) alone, per variant, against the copy
  * ceiling, checked against a host scan.
  *
- *   clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo hs,we] [--wg 256] [--items 8]
- *                       [-r REPEATS] [--ceiling GBPS] [--json FILE]
+ *   clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo hs,we,shfl] [--wg 256,...]
+ *                       [--items 8,...] [-r REPEATS] [--ceiling GBPS] [--json FILE]
  *
  * Inputs: 2^L uint32 values uniform in 0..15 (as bench/peers_torch.py gives torch.cumsum),
  * uploaded once. Each run is the whole reduce-then-scan: scan_tiles over the input, the same
@@ -11,8 +11,11 @@
  * REPEATS times (default 10). Bandwidth counts 16 bytes per element (the tile pass reads and
  * writes each element, the add pass reads and writes it again); the ceiling defaults to
  * 2800 GB/s, the H100's measured copy. The output is compared with a host scan (uint32,
- * wrapping). Variants: hs = Hillis-Steele, we = work-efficient (Blelloch) for the in-group
- * scan; --wg work-items per group (a power of two), --items elements per work-item. */
+ * wrapping). Variants: the in-group scan (WG_SCAN_ALGO): hs = Hillis-Steele, we = work-efficient
+ * (Blelloch), shfl = NVIDIA warp shuffles in inline PTX (NVIDIA devices only; the default list
+ * "all" means every one the device runs); --wg work-items per group (powers of two) and --items
+ * elements per work-item, each a list swept in full; by default the values in force for the
+ * device (tuning file or built-in database, as `clsearch devices -v` shows). */
 #define _DEFAULT_SOURCE
 #include <getopt.h>
 #include <stdio.h>
@@ -28,10 +31,68 @@ static int failed(cls_status s, const char *what)
     return 1;
 }
 
+/* One variant over every size: 0 all matched, 1 a mismatch, 2 a failure (message printed). */
+static int run_variant(const clx_queue *q, const char *dev, const char *algo, int a, unsigned wg, unsigned items,
+                       const char *log2s, unsigned reps, double ceiling, FILE *json, double *t)
+{
+    clx_scan *sc;
+    cls_status s = clx_scan_create(q, wg, items, a, &sc);
+    if (s != CLS_OK) return 1 + failed(s, "building scan.cl");
+    int rc = 0;
+    char lcopy[64];
+    snprintf(lcopy, sizeof lcopy, "%s", log2s);
+    for (char *sl = NULL, *ls = strtok_r(lcopy, ",", &sl); ls && rc < 2; ls = strtok_r(NULL, ",", &sl)) {
+        unsigned L = (unsigned)strtoul(ls, NULL, 10);
+        if (L < 1 || L > 30) {
+            rc = 1 + failed(CLS_E_ARG, "--log2 takes 1..30");
+            break;
+        }
+        uint32_t n = 1u << L;
+        uint32_t *host = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+        if (!host || !got) {
+            free(host), free(got);
+            rc = 1 + failed(CLS_E_NOMEM, "inputs");
+            break;
+        }
+        uint64_t st = 42 + L;
+        for (uint32_t i = 0; i < n; i++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            host[i] = (uint32_t)(st >> 60);
+        }
+        if ((s = clx_scan_run(sc, host, n, reps, t, got)) != CLS_OK) {
+            free(host), free(got);
+            rc = 1 + failed(s, "scan");
+            break;
+        }
+        uint32_t acc = 0;
+        int ok = 1;
+        for (uint32_t i = 0; i < n && ok; i++) ok = got[i] == (acc += host[i]);
+        if (!ok) rc = 1;
+        bench_sort(t, reps);
+        double med = t[reps / 2], gbs = 16.0 * n / med * 1e-9;
+        printf("%-6s %-4s %5u %5u %6u %10.3f %10.3f %10.3f %10.2f %9.1f %6.1f%% %s\n", dev, algo, wg, items, L,
+               med * 1e3, t[0] * 1e3, t[reps - 1] * 1e3, n / med * 1e-9, gbs, 100.0 * gbs / ceiling,
+               ok ? "match" : "MISMATCH");
+        fflush(stdout);
+        if (json)
+            fprintf(json,
+                    "{\"suite\":\"scan\",\"commit\":\"%s\",\"when\":\"%s\",\"device\":\"%s\",\"driver\":\"%s\","
+                    "\"variant\":\"%s\",\"wg\":%u,\"items\":%u,\"n\":%u,\"repeats\":%u,\"median_s\":%.9f,"
+                    "\"min_s\":%.9f,\"max_s\":%.9f,\"gelements_per_s\":%.4f,\"gbytes_per_s\":%.3f,"
+                    "\"ceiling_gbytes_per_s\":%.1f,\"check\":\"%s\"}\n",
+                    bench_commit(), bench_when(), q->dev.info.name, q->dev.info.driver_version, algo, wg, items, n,
+                    reps, med, t[0], t[reps - 1], n / med * 1e-9, gbs, ceiling, ok ? "match" : "mismatch");
+        free(host), free(got);
+    }
+    clx_scan_free(sc);
+    return rc;
+}
+
 int bench_scan(int argc, char **argv)
 {
-    const char *devices = "auto", *log2s = "20,24,28", *algos = "hs,we", *json_path = NULL;
-    unsigned reps = 10, wg = 256, items = 8;
+    const char *devices = "auto", *log2s = "20,24,28", *algos = "all", *json_path = NULL, *wgs = NULL,
+               *itemss = NULL;
+    unsigned reps = 10;
     double ceiling = 2800.0;
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"log2", required_argument, 0, 'l'},
                                           {"algo", required_argument, 0, 'a'}, {"wg", required_argument, 0, 'w'},
@@ -46,15 +107,15 @@ int bench_scan(int argc, char **argv)
         case 'j': json_path = optarg; break;
         case 'l': log2s = optarg; break;
         case 'a': algos = optarg; break;
-        case 'w': wg = (unsigned)strtoul(optarg, NULL, 10); break;
-        case 'i': items = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'w': wgs = optarg; break;
+        case 'i': itemss = optarg; break;
         case 'g': ceiling = atof(optarg); break;
         default: reps = 0;
         }
     }
     if (reps < 1 || reps > 10000 || optind != argc || !(ceiling > 0)) {
-        fprintf(stderr, "usage: clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo hs,we] [--wg 256] "
-                        "[--items 8] [-r REPEATS] [--ceiling GBPS] [--json FILE]\n");
+        fprintf(stderr, "usage: clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo all|hs,we,shfl] "
+                        "[--wg N,...] [--items N,...] [-r REPEATS] [--ceiling GBPS] [--json FILE]\n");
         return 2;
     }
     FILE *json = json_path ? fopen(json_path, "a") : NULL;
@@ -62,10 +123,10 @@ int bench_scan(int argc, char **argv)
         perror(json_path);
         return 1;
     }
-    printf("scan suite: commit %s, %s; %u repeats after a warm-up; WG %u x %u items; ceiling %.0f GB/s\n",
-           bench_commit(), bench_when(), reps, wg, items, ceiling);
-    printf("%-6s %-4s %6s %10s %10s %10s %10s %9s %7s %s\n", "dev", "algo", "log2 n", "med ms", "min ms", "max ms",
-           "Gelem/s", "GB/s", "%ceil", "check");
+    printf("scan suite: commit %s, %s; %u repeats after a warm-up; ceiling %.0f GB/s\n", bench_commit(), bench_when(),
+           reps, ceiling);
+    printf("%-6s %-4s %5s %5s %6s %10s %10s %10s %10s %9s %7s %s\n", "dev", "algo", "wg", "items", "log2 n", "med ms",
+           "min ms", "max ms", "Gelem/s", "GB/s", "%ceil", "check");
     char *dl = strdup(devices);
     double *t = malloc(reps * sizeof *t);
     int rc = 0;
@@ -73,48 +134,27 @@ int bench_scan(int argc, char **argv)
         clx_queue q;
         cls_status s = clx_queue_open(dev, &q);
         if (s != CLS_OK) return failed(s, dev);
+        clx_params prm;
+        if ((s = clx_params_for(&q.dev.info, &prm)) != CLS_OK) return failed(s, "parameters");
+        char wdef[16], idef[16];
+        snprintf(wdef, sizeof wdef, "%u", prm.scan_wg);
+        snprintf(idef, sizeof idef, "%u", prm.scan_items);
         char acopy[64];
-        snprintf(acopy, sizeof acopy, "%s", algos);
+        snprintf(acopy, sizeof acopy, "%s", strcmp(algos, "all") == 0 ? (clx_is_nvidia(&q.dev.info) ? "hs,we,shfl" : "hs,we")
+                                                                        : algos);
         for (char *sa = NULL, *algo = strtok_r(acopy, ",", &sa); algo; algo = strtok_r(NULL, ",", &sa)) {
-            int a = strcmp(algo, "hs") == 0 ? 0 : strcmp(algo, "we") == 0 ? 1 : -1;
-            if (a < 0) return failed(CLS_E_ARG, "--algo takes hs, we");
-            clx_scan *sc;
-            if ((s = clx_scan_create(&q, wg, items, a, &sc)) != CLS_OK) return failed(s, "building scan.cl");
-            char lcopy[64];
-            snprintf(lcopy, sizeof lcopy, "%s", log2s);
-            for (char *sl = NULL, *ls = strtok_r(lcopy, ",", &sl); ls; ls = strtok_r(NULL, ",", &sl)) {
-                unsigned L = (unsigned)strtoul(ls, NULL, 10);
-                if (L < 1 || L > 30) return failed(CLS_E_ARG, "--log2 takes 1..30");
-                uint32_t n = 1u << L;
-                uint32_t *host = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
-                if (!host || !got) return failed(CLS_E_NOMEM, "inputs");
-                uint64_t st = 42 + L;
-                for (uint32_t i = 0; i < n; i++) {
-                    st = st * 6364136223846793005ull + 1442695040888963407ull;
-                    host[i] = (uint32_t)(st >> 60);
+            int a = strcmp(algo, "hs") == 0 ? 0 : strcmp(algo, "we") == 0 ? 1 : strcmp(algo, "shfl") == 0 ? 2 : -1;
+            if (a < 0) return failed(CLS_E_ARG, "--algo takes all or a list of hs, we, shfl");
+            char wcopy[64];
+            snprintf(wcopy, sizeof wcopy, "%s", wgs ? wgs : wdef);
+            for (char *sw = NULL, *ws = strtok_r(wcopy, ",", &sw); ws; ws = strtok_r(NULL, ",", &sw)) {
+                char icopy[64];
+                snprintf(icopy, sizeof icopy, "%s", itemss ? itemss : idef);
+                for (char *si = NULL, *is = strtok_r(icopy, ",", &si); is; is = strtok_r(NULL, ",", &si)) {
+                    unsigned wg = (unsigned)strtoul(ws, NULL, 10), items = (unsigned)strtoul(is, NULL, 10);
+                    if ((rc |= run_variant(&q, dev, algo, a, wg, items, log2s, reps, ceiling, json, t)) > 1) return 1;
                 }
-                if ((s = clx_scan_run(sc, host, n, reps, t, got)) != CLS_OK) return failed(s, "scan");
-                uint32_t acc = 0;
-                int ok = 1;
-                for (uint32_t i = 0; i < n && ok; i++) ok = got[i] == (acc += host[i]);
-                if (!ok) rc = 1;
-                bench_sort(t, reps);
-                double med = t[reps / 2], gbs = 16.0 * n / med * 1e-9;
-                printf("%-6s %-4s %6u %10.3f %10.3f %10.3f %10.2f %9.1f %6.1f%% %s\n", dev, algo, L, med * 1e3,
-                       t[0] * 1e3, t[reps - 1] * 1e3, n / med * 1e-9, gbs, 100.0 * gbs / ceiling,
-                       ok ? "match" : "MISMATCH");
-                fflush(stdout);
-                if (json)
-                    fprintf(json,
-                            "{\"suite\":\"scan\",\"commit\":\"%s\",\"when\":\"%s\",\"device\":\"%s\",\"driver\":\"%s\","
-                            "\"variant\":\"%s\",\"wg\":%u,\"items\":%u,\"n\":%u,\"repeats\":%u,\"median_s\":%.9f,"
-                            "\"min_s\":%.9f,\"max_s\":%.9f,\"gelements_per_s\":%.4f,\"gbytes_per_s\":%.3f,"
-                            "\"ceiling_gbytes_per_s\":%.1f,\"check\":\"%s\"}\n",
-                            bench_commit(), bench_when(), q.dev.info.name, q.dev.info.driver_version, algo, wg, items, n,
-                            reps, med, t[0], t[reps - 1], n / med * 1e-9, gbs, ceiling, ok ? "match" : "mismatch");
-                free(host), free(got);
             }
-            clx_scan_free(sc);
         }
         clx_queue_close(&q);
     }

@@ -191,3 +191,48 @@ int bench_topk(int argc, char **argv)
     cls_index_close(idx);
     return rc;
 }
+
+int bench_topk_time(const char *device, uint32_t rows, uint32_t N, uint32_t k, unsigned reps, double *median_s)
+{
+    cls_index *idx;
+    cls_status s = tiny_index(&idx);
+    if (s != CLS_OK) return failed(s, "making the one-document index");
+    cls_engine *e = NULL;
+    float *sc = malloc((size_t)rows * N * sizeof *sc), *gs = malloc(k * sizeof *gs);
+    uint32_t *gd = malloc(k * sizeof *gd), got = 0;
+    hit *want = malloc(k * sizeof *want);
+    double *t = malloc(reps * sizeof *t), up;
+    int rc = 1;
+    if (!sc || !gs || !gd || !want || !t) {
+        failed(CLS_E_NOMEM, "scores");
+        goto done;
+    }
+    if ((s = cls_engine_create(idx, device, &e)) != CLS_OK || !engine_clx(e)) {
+        failed(s == CLS_OK ? CLS_E_ARG : s, device);
+        goto done;
+    }
+    uint64_t st = 0x9E3779B97F4A7C15ull ^ ((uint64_t)rows * 31 + (uint64_t)N * 7 + k);
+    for (size_t i = 0; i < (size_t)rows * N; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        sc[i] = (float)((st >> 40) + 1) / 16777216.0f;
+    }
+    if ((s = clx_bench_topk(engine_clx(e), sc, rows, N, k, reps, t, &up, gd, gs, &got)) != CLS_OK) {
+        failed(s, "topk_select");
+        goto done;
+    }
+    uint32_t n = host_topk(sc, N, k, want);
+    int ok = got == n;
+    for (uint32_t i = 0; i < n && ok; i++) ok = gd[i] == want[i].d && gs[i] == want[i].s;
+    if (!ok) {
+        fprintf(stderr, "clsearch bench topk: %s: device result differs from the host's selection\n", device);
+        goto done;
+    }
+    bench_sort(t, reps);
+    *median_s = t[reps / 2];
+    rc = 0;
+done:
+    cls_engine_free(e);
+    cls_index_close(idx);
+    free(sc), free(gs), free(gd), free(want), free(t);
+    return rc;
+}

@@ -1,5 +1,7 @@
 /* Helpers shared by the benchmark suites (bench.h). */
 #define _DEFAULT_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -38,4 +40,24 @@ const char *bench_when(void)
     gmtime_r(&t, &tm);
     strftime(buf, sizeof buf, "%Y-%m-%dT%H:%MZ", &tm);
     return buf;
+}
+
+int bench_cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) return 0;
+        if (*buf && *len + (size_t)n < *cap) {
+            *len += (size_t)n;
+            return 1;
+        }
+        size_t c = (*cap ? *cap * 2 : 4096) + (size_t)n;
+        char *p = realloc(*buf, c);
+        if (!p) return 0;
+        *buf = p;
+        *cap = c;
+    }
 }

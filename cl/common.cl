@@ -35,12 +35,42 @@ inline uint bits_get(__global const uint *w, uint i, uint bw)
     return bw == 32 ? (uint)x : (uint)x & ((1u << bw) - 1u);
 }
 
-/* Work-group inclusive prefix sum of x (Hillis-Steele: log2(n) steps, n = local size).
- * buf holds local-size elements; *total receives the sum over the work-group. Every
- * work-item of the group must call it (it holds barriers). */
+/* ---- Work-group prefix sum: the primitive under decoding, intersection and top-k -------
+ *
+ * wg_scan_incl(buf, x, &total) returns the inclusive prefix sum of x over the work-group and
+ * the group's total. buf holds local-size uints; every work-item of the group must call it
+ * (it holds barriers); the local size is a power of two. WG_SCAN_ALGO picks the variant:
+ *   0  Hillis-Steele: log2(n) steps, every item adding at each step (as the batched-
+ *      intersection paper uses): n log2(n) additions, 2 barriers a step;
+ *   1  work-efficient up-sweep/down-sweep (Blelloch): 2(n-1) additions, 2 log2(n) barriers;
+ *   2  warp shuffles through NVIDIA's inline PTX (shfl.sync.up): each 32-item warp scans in
+ *      registers without barriers, one warp scans the warp totals, 2 barriers in all. Only
+ *      where the compiler is NVIDIA's (feature test below); elsewhere the build fails with a
+ *      message rather than falling back silently. Needs n a multiple of 32, at most 1024. */
+#ifndef WG_SCAN_ALGO
+#define WG_SCAN_ALGO 0
+#endif
+
+#if WG_SCAN_ALGO == 2
+#if !defined(cl_nv_pragma_unroll) && !defined(cl_nv_device_attribute_query)
+#error "WG_SCAN_ALGO=2 (warp shuffles in inline PTX) needs NVIDIA's OpenCL compiler"
+#endif
+/* Inclusive scan of x across the 32 lanes of this work-item's warp. */
+inline uint warp_scan_incl(uint x, uint lane)
+{
+    for (uint off = 1; off < 32; off <<= 1) {
+        uint y;
+        asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(y) : "r"(x), "r"(off));
+        if (lane >= off) x += y;
+    }
+    return x;
+}
+#endif
+
 inline uint wg_scan_incl(__local uint *buf, uint x, uint *total)
 {
     uint lid = get_local_id(0), n = get_local_size(0);
+#if WG_SCAN_ALGO == 0
     buf[lid] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint off = 1; off < n; off <<= 1) {
@@ -53,6 +83,49 @@ inline uint wg_scan_incl(__local uint *buf, uint x, uint *total)
     *total = buf[n - 1];
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
+#elif WG_SCAN_ALGO == 1
+    buf[lid] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = 1; d < n; d <<= 1) { /* up-sweep: partial sums in place */
+        uint i = (lid + 1) * 2 * d - 1;
+        if (i < n) buf[i] += buf[i - d];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint tot = buf[n - 1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) buf[n - 1] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = n >> 1; d >= 1; d >>= 1) { /* down-sweep: exclusive sums */
+        uint i = (lid + 1) * 2 * d - 1;
+        if (i < n) {
+            uint t = buf[i - d];
+            buf[i - d] = buf[i];
+            buf[i] += t;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint r = buf[lid] + x;
+    *total = tot;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+#elif WG_SCAN_ALGO == 2
+    uint lane = lid & 31u, warp = lid >> 5, nw = n >> 5;
+    uint v = warp_scan_incl(x, lane);
+    if (lane == 31u) buf[warp] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (warp == 0) {
+        uint w = lane < nw ? buf[lane] : 0u;
+        w = warp_scan_incl(w, lane);
+        if (lane < nw) buf[lane] = w; /* each lane rewrites only the slot it read */
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint r = v + (warp ? buf[warp - 1] : 0u);
+    *total = buf[nw - 1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+#else
+#error "WG_SCAN_ALGO must be 0, 1 or 2"
+#endif
 }
 
 /* First position in sorted a[0..n) whose value is >= key. */

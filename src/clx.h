@@ -30,12 +30,51 @@ typedef struct clx_device {
 cls_status clx_select(const char *spec, clx_device *out);
 cls_status clx_describe_device(cl_platform_id p, cl_device_id d, unsigned pi, unsigned di, cls_device_info *info);
 
-/* Tuned kernel parameters (per-device database with per-vendor and generic fallbacks). */
+/* ---- Kernel parameters (clx_params.c) --------------------------------------------------- */
+
+/* The values every kernel program is built with (-D NAME=VALUE), and where they came from. */
 typedef struct clx_params {
-    unsigned wg_intersect, wg_score, wg_topk;
-    char source[96]; /* which database entry they came from */
+    unsigned wg_intersect, wg_score, wg_topk; /* work-items per query of each family */
+    unsigned wg_scan_algo;                    /* in-group prefix sum: 0 HS, 1 work-efficient, 2 warp PTX */
+    unsigned scan_wg, scan_items;             /* the device-wide scan (cl/scan.cl) */
+    char source[512];                         /* database entry, tuning file, override */
 } clx_params;
-void clx_params_for(const cls_device_info *info, clx_params *p);
+
+/* One tunable parameter of the registry: its macro name, the kernel families it shapes, the
+ * candidates `clsearch tune` sweeps (those the device allows), and where it sits in clx_params. */
+typedef struct clx_tunable {
+    const char *name, *families, *what;
+    size_t offset;
+    int pow2_wg; /* a work-group size: a power of two within the device's maximum */
+    unsigned candidates[8];
+    unsigned ncandidates;
+} clx_tunable;
+const clx_tunable *clx_tunables(size_t *n);
+
+/* The parameters in force on a device: built-in database (vendor, then generic fallbacks),
+ * then the tuning file's entry for this device and driver, then CLSEARCH_PARAMS. Fails,
+ * naming the source, on a malformed tuning file or a value the device cannot run. */
+cls_status clx_params_for(const cls_device_info *info, clx_params *p);
+/* Checks p against the registry and the device; from names the source in the message. */
+cls_status clx_params_check(const cls_device_info *info, const clx_params *p, const char *from);
+/* Applies "NAME=VALUE,..." to p. */
+cls_status clx_params_parse(const char *spec, clx_params *p, const char *from);
+/* "WG_INTERSECT=256 WG_SCORE=..." */
+void clx_params_str(const clx_params *p, char *buf, size_t len);
+int clx_is_nvidia(const cls_device_info *info);
+/* "Hillis-Steele", "work-efficient", "warp-shuffle" for WG_SCAN_ALGO 0, 1, 2. */
+const char *clx_scan_algo_name(unsigned algo);
+
+/* The tuning file: $CLSEARCH_TUNING, else tuning.json in the cache folder (0: no folder). */
+int clx_tuning_path(char *buf, size_t len);
+struct cJSON;
+/* Parses the tuning file; *out is NULL (and CLS_OK) when there is none. */
+cls_status clx_tuning_load(const char *path, struct cJSON **out);
+/* The entry for this device name and driver version, or NULL. */
+struct cJSON *clx_tuning_find(const struct cJSON *root, const cls_device_info *info);
+/* The program binary cache folder (created): $CLSEARCH_CACHE_DIR, $XDG_CACHE_HOME/clsearch or
+ * ~/.cache/clsearch; 0 when there is none. */
+int clx_cache_dir(char *buf, size_t len);
 
 /* Builds a kernel program from common.cl and the family files named in families (NULL-
  * terminated, e.g. "decode.cl") for dev with options, from the binary cache when an entry for
@@ -66,7 +105,8 @@ void clx_queue_close(clx_queue *q);
 typedef struct clx_scan clx_scan;
 
 /* Builds scan.cl for q's device: wg work-items a group (a power of two), items elements a
- * work-item, algo 0 Hillis-Steele or 1 work-efficient for the in-group scan. */
+ * work-item, algo the in-group scan (WG_SCAN_ALGO: 0 Hillis-Steele, 1 work-efficient, 2 NVIDIA
+ * warp shuffles, at least 32 work-items a group). */
 cls_status clx_scan_create(const clx_queue *q, unsigned wg, unsigned items, int algo, clx_scan **out);
 /* Inclusive scan (uint32, wrapping) of in[0..n) into out: the input is uploaded, the whole scan
  * runs once untimed and reps times timed (times[r]: first kernel's start to last one's end),

@@ -119,7 +119,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
     e->norm_k1 = e->norm_b = -1;
     cls_status s = clx_select(spec, &e->dev);
     if (s != CLS_OK) goto fail;
-    clx_params_for(&e->dev.info, &e->prm);
+    if ((s = clx_params_for(&e->dev.info, &e->prm)) != CLS_OK) goto fail;
     if (e->dev.info.max_work_group < idx->block_size) {
         s = err_set(CLS_E_NODEVICE, "%s: work-groups of %zu, the decoder needs %u (the index's block size; "
                     "rebuild with a smaller --block)", e->dev.info.name, e->dev.info.max_work_group, idx->block_size);
@@ -143,10 +143,11 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
     char dopts[256], qopts[512], dnote[4400], qnote[4400];
     static const char *const dec_files[] = {"decode.cl", NULL};
     static const char *const query_files[] = {"intersect.cl", "score.cl", "topk.cl", NULL};
-    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DCODEC=%d -DPFOR_DEPTH=%u", idx->block_size,
-             (int)idx->codec, idx->pfor_depth);
-    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u%s", e->prm.wg_intersect,
-             e->prm.wg_score, e->prm.wg_topk, cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DCODEC=%d -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u",
+             idx->block_size, (int)idx->codec, idx->pfor_depth, e->prm.wg_scan_algo);
+    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
+             e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
     double qsecs = 0;
     int qcache = 0;
     s = clx_build(e->ctx, &e->dev, dec_files, dopts, &e->prog_dec, &e->build_secs, &e->from_cache, dnote, sizeof dnote);
@@ -195,13 +196,13 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
 
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
-             "kernels: decode=%s block-per-workgroup Hillis-Steele scan (WG %u), intersect=workgroup-per-query "
+             "kernels: decode=%s block-per-workgroup %s scan (WG %u), intersect=workgroup-per-query "
              "binary search (WG %u), score=and:binary-search or:dense-accumulator (WG %u), "
              "topk=radix-select+bitonic (WG %u); parameters from %s; division %s\n"
              "programs: decode (%s) %s; query (%s) %s",
              e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
              e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
-             e->dev.info.compute_units, (double)gm / (1u << 30), e->dev.reason, cls_codec_name(idx->codec), idx->block_size,
+             e->dev.info.compute_units, (double)gm / (1u << 30), e->dev.reason, cls_codec_name(idx->codec), clx_scan_algo_name(e->prm.wg_scan_algo), idx->block_size,
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.source,
              cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", dopts, dnote,
              qopts, qnote);
@@ -606,11 +607,13 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
 /* ---- Benchmark hook --------------------------------------------------------------------- */
 
 
-cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned reps, double *kernel_s,
-                            double *upload_s)
+cls_status clx_bench_decode(clx_engine *e, const uint32_t *sel, uint64_t b0, uint32_t nb, unsigned reps,
+                            double *kernel_s, double *upload_s)
 {
     const cls_index *x = e->idx;
-    if (b0 > x->num_blocks || nb > x->num_blocks - b0) return err_set(CLS_E_ARG, "block range out of the index");
+    if (!sel && (b0 > x->num_blocks || nb > x->num_blocks - b0)) return err_set(CLS_E_ARG, "block range out of the index");
+    for (uint32_t i = 0; sel && i < nb; i++)
+        if (sel[i] >= x->num_blocks) return err_set(CLS_E_ARG, "block %u out of the index", sel[i]);
     uint32_t B = x->block_size;
     cl_event ev = NULL;
     *upload_s = 0;
@@ -629,7 +632,7 @@ cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned re
     uint32_t *tasks = malloc(((size_t)nb * 2 + 1) * 4);
     if (!tasks) return err_set(CLS_E_NOMEM, "out of memory");
     for (uint32_t i = 0; i < nb; i++) {
-        tasks[2 * i] = (uint32_t)(b0 + i);
+        tasks[2 * i] = sel ? sel[i] : (uint32_t)(b0 + i);
         tasks[2 * i + 1] = i * B;
     }
     dbuf tk = {0};
@@ -686,3 +689,5 @@ cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint3
     memcpy(scores0, e->h_out + nq + (size_t)nq * k, (size_t)k * 4);
     return CLS_OK;
 }
+
+const clx_params *clx_engine_params(const clx_engine *e) { return &e->prm; }

@@ -94,7 +94,7 @@ static cls_status load_sources(const char *const *families, char **out, size_t *
     return CLS_OK;
 }
 
-static int cache_dir(char *buf, size_t len)
+int clx_cache_dir(char *buf, size_t len)
 {
     const char *d = getenv("CLSEARCH_CACHE_DIR");
     if (d && *d) snprintf(buf, len, "%s", d);
@@ -178,7 +178,7 @@ cls_status clx_build(cl_context ctx, const clx_device *dev, const char *const *f
     XXH64_freeState(st);
 
     char dir[4096], path[4200];
-    int have_dir = cache_dir(dir, sizeof dir);
+    int have_dir = clx_cache_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/%016llx.bin", dir, (unsigned long long)key);
     *from_cache = 0;
     cl_int e;

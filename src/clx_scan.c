@@ -49,16 +49,16 @@ struct clx_scan {
 cls_status clx_scan_create(const clx_queue *q, unsigned wg, unsigned items, int algo, clx_scan **out)
 {
     *out = NULL;
-    if (wg < 2 || wg > q->dev.info.max_work_group || (wg & (wg - 1)) || items < 1 || items > 64 || algo < 0 || algo > 1)
+    if (wg < 2 || wg > q->dev.info.max_work_group || (wg & (wg - 1)) || items < 1 || items > 64 || algo < 0 || algo > 2 || (algo == 2 && wg < 32))
         return err_set(CLS_E_ARG, "scan: work-group %u (a power of two the device allows), %u items (1..64), "
-                                  "algorithm %d (0 or 1)", wg, items, algo);
+                                  "algorithm %d (0, 1 or 2; 2 needs at least 32)", wg, items, algo);
     clx_scan *s = calloc(1, sizeof *s);
     if (!s) return err_set(CLS_E_NOMEM, "out of memory");
     s->q = q;
     s->wg = wg;
     s->tile = (size_t)wg * items;
     char opts[128], note[4400];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSCAN_WG=%u -DSCAN_ITEMS=%u -DSCAN_ALGO=%d", wg, items, algo);
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSCAN_WG=%u -DSCAN_ITEMS=%u -DWG_SCAN_ALGO=%d", wg, items, algo);
     static const char *const files[] = {"scan.cl", NULL};
     double secs;
     int cached;

@@ -35,10 +35,12 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
 cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k,
                          uint32_t *counts, uint32_t *docs, float *out_scores);
 /* (bench) Uploads the index again, timed (*upload_s: words and block metadata, from
- * profiling events), then decodes blocks [b0, b0 + nb) of it reps times after one warm-up
- * run; kernel_s[r] receives each run's kernel time. Block i lands at i * block_size. */
-cls_status clx_bench_decode(clx_engine *e, uint64_t b0, uint32_t nb, unsigned reps, double *kernel_s,
-                            double *upload_s);
+ * profiling events), then decodes nb blocks reps times after one warm-up run: blocks
+ * sel[0..nb) (scattered, as a query that decodes only the blocks it needs), or [b0, b0 + nb)
+ * when sel is NULL; kernel_s[r] receives each run's kernel time. The i-th lands at
+ * i * block_size. */
+cls_status clx_bench_decode(clx_engine *e, const uint32_t *sel, uint64_t b0, uint32_t nb, unsigned reps,
+                            double *kernel_s, double *upload_s);
 /* (bench) Reads back what the last clx_bench_decode left (nb * block_size values each). */
 cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_t *freqs);
 /* (bench) topk_select alone in dense mode over nq rows of N scores: one timed upload
@@ -46,5 +48,7 @@ cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_
  * (*count0 of them, k slots) for a check. */
 cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, unsigned reps,
                           double *kernel_s, double *upload_s, uint32_t *docs0, float *scores0, uint32_t *count0);
+/* (bench) The kernel parameters the engine's programs were built with. */
+const struct clx_params *clx_engine_params(const clx_engine *e);
 /* The OpenCL engine behind e, or NULL for the reference engine. */
 clx_engine *engine_clx(cls_engine *e);

@@ -2,7 +2,8 @@
  * decode_blocks against idx_decode_block, topk_select against a sort, and intersect/score
  * through whole searches against the reference engine, on random and edge-case inputs.
  * Same docIDs in the same order, scores within 1e-5 relative. Also the program cache, and the
- * kernels only the benchmarks run (scan.cl against a running sum, copy.cl against memcmp). */
+ * kernels only the benchmarks run (scan.cl against a running sum, copy.cl against memcmp), and
+ * the kernel parameters: other variants against the reference, the tuning file, the override. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,18 +226,20 @@ END_TEST
 /* ---- benchmark-only kernels: scan.cl and copy.cl ------------------------------------------ */
 
 /* The device-wide scan against a plain running sum: sizes from one element to several levels
- * of tiles (a tiny tile of 4 x 2 forces four levels), both in-group algorithms, values across
+ * of tiles (a tiny tile of 4 x 2 forces four levels), every in-group algorithm the device runs, values across
  * all 32 bits so the sums wrap. */
 START_TEST(scan_against_host)
 {
     clx_queue q;
     ck_assert_msg(clx_queue_open(device(), &q) == CLS_OK, "%s", cls_last_error());
-    static const struct { unsigned wg, items; int algo; } v[] = {{256, 8, 0}, {256, 8, 1}, {4, 2, 1}, {4, 2, 0}};
+    static const struct { unsigned wg, items; int algo; } v[] = {{256, 8, 0}, {256, 8, 1}, {4, 2, 1}, {4, 2, 0},
+                                                                 {256, 8, 2}, {32, 2, 2}}; /* 2: NVIDIA only */
     static const uint32_t sizes[] = {1, 7, 2048, 2049, 131075, 1000};
     uint32_t *in = malloc(131075 * 4), *out = malloc(131075 * 4);
     uint64_t st = 5;
     for (uint32_t i = 0; i < 131075; i++) in[i] = i % 97 == 0 ? UINT32_MAX : (uint32_t)tu_rand(&st);
     for (unsigned k = 0; k < sizeof v / sizeof *v; k++) {
+        if (v[k].algo == 2 && !clx_is_nvidia(&q.dev.info)) continue;
         clx_scan *sc;
         ck_assert_msg(clx_scan_create(&q, v[k].wg, v[k].items, v[k].algo, &sc) == CLS_OK, "%s", cls_last_error());
         for (unsigned z = 0; z < sizeof sizes / sizeof *sizes; z++) {
@@ -251,6 +254,9 @@ START_TEST(scan_against_host)
     }
     clx_scan *bad;
     ck_assert_int_eq(clx_scan_create(&q, 3, 8, 0, &bad), CLS_E_ARG); /* not a power of two */
+    ck_assert_int_eq(clx_scan_create(&q, 16, 8, 2, &bad), CLS_E_ARG); /* warp scan: less than a warp */
+    if (!clx_is_nvidia(&q.dev.info)) /* the warp-shuffle scan refuses to build, never falls back */
+        ck_assert_int_eq(clx_scan_create(&q, 64, 8, 2, &bad), CLS_E_BUILD);
     free(in);
     free(out);
     clx_queue_close(&q);
@@ -595,6 +601,140 @@ START_TEST(generated_top1000_matches_ref)
 }
 END_TEST
 
+
+/* ---- kernel parameters: variants, tuning file, override ------------------------------------ */
+
+/* Whole searches with other variants of every query kernel (work-group sizes, both portable
+ * in-group scans; the warp-shuffle scan where the device is NVIDIA's) against the reference. */
+START_TEST(variants_match_ref)
+{
+    clx_device d;
+    ck_assert_msg(clx_select(device(), &d) == CLS_OK, "%s", cls_last_error());
+    const char *specs[] = {"WG_SCAN_ALGO=1,WG_INTERSECT=32,WG_SCORE=32,WG_TOPK=32",
+                           "WG_SCAN_ALGO=0,WG_INTERSECT=128,WG_SCORE=64,WG_TOPK=256",
+                           clx_is_nvidia(&d.info) ? "WG_SCAN_ALGO=2,WG_INTERSECT=32,WG_TOPK=1024" : NULL};
+    cls_index *idx = random_index(14, 3000, 400);
+    cls_engine *ref;
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    random_queries(b, 77, 60, 400);
+    setenv("CLSEARCH_TUNING", "none", 1);
+    for (size_t i = 0; i < sizeof specs / sizeof *specs && specs[i]; i++) {
+        setenv("CLSEARCH_PARAMS", specs[i], 1);
+        cls_engine *dev;
+        ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s: %s", specs[i], cls_last_error());
+        ck_assert_msg(strstr(cls_engine_describe(dev), "CLSEARCH_PARAMS"), "%s", cls_engine_describe(dev));
+        const uint32_t ks[] = {1, 7, 1000};
+        for (size_t k = 0; k < 3; k++) {
+            search_both(dev, ref, b, ks[k], CLS_MODE_OR);
+            search_both(dev, ref, b, ks[k], CLS_MODE_AND);
+        }
+        cls_engine_free(dev);
+    }
+    unsetenv("CLSEARCH_PARAMS");
+    unsetenv("CLSEARCH_TUNING");
+    cls_batch_free(b);
+    cls_engine_free(ref);
+    cls_index_close(idx);
+}
+END_TEST
+
+static void write_tuning(const char *path, const char *name, const char *driver, const char *params)
+{
+    char buf[2048];
+    int n = snprintf(buf, sizeof buf,
+                     "{\"clsearch_tuning\": 1, \"devices\": [{\"device\": \"other\", \"driver\": \"1\", \"params\": "
+                     "{\"WG_TOPK\": 1024}}, {\"device\": \"%s\", \"driver\": \"%s\", \"tuned\": \"T0\", \"params\": %s}]}",
+                     name, driver, params);
+    tu_write_file(path, buf, (size_t)n);
+}
+
+/* The tuning file is found by device name and driver, applied over the built-in database,
+ * overridden by CLSEARCH_PARAMS; a malformed file or a value the device cannot run is an
+ * error naming its source (never silently ignored). */
+START_TEST(tuning_file_and_override)
+{
+    clx_device d;
+    ck_assert_msg(clx_select(device(), &d) == CLS_OK, "%s", cls_last_error());
+    const char *path = tu_tmp_path("tuning.json");
+    setenv("CLSEARCH_TUNING", path, 1);
+    unsetenv("CLSEARCH_PARAMS");
+    clx_params p, base;
+    /* no file yet: the database */
+    ck_assert_msg(clx_params_for(&d.info, &base) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(strstr(base.source, "default"), "%s", base.source);
+    /* an entry for this device and driver */
+    /* (the first variant of variants_match_ref: its programs are in the cache already) */
+    write_tuning(path, d.info.name, d.info.driver_version,
+                 "{\"WG_INTERSECT\": 32, \"WG_SCORE\": 32, \"WG_TOPK\": 32, \"WG_SCAN_ALGO\": 1}");
+    ck_assert_msg(clx_params_for(&d.info, &p) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_eq(p.wg_topk, 32);
+    ck_assert_uint_eq(p.wg_scan_algo, 1);
+    ck_assert_uint_eq(p.scan_wg, base.scan_wg); /* not in the entry: the database's */
+    ck_assert_msg(strstr(p.source, "tuning file") && strstr(p.source, path) && strstr(p.source, "T0"), "%s", p.source);
+    char line[1024];
+    cls_device_params(&d.info, line, sizeof line);
+    ck_assert_msg(strstr(line, "WG_TOPK=32") && strstr(line, "from tuning file"), "%s", line);
+    /* the engine builds with them and still matches the reference */
+    cls_index *idx = random_index(13, 700, 50);
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(strstr(cls_engine_describe(dev), "-DWG_TOPK=32"), "%s", cls_engine_describe(dev));
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    random_queries(b, 5, 40, 50);
+    search_both(dev, ref, b, 10, CLS_MODE_OR);
+    search_both(dev, ref, b, 10, CLS_MODE_AND);
+    cls_engine_free(dev);
+    /* CLSEARCH_PARAMS over the file */
+    setenv("CLSEARCH_PARAMS", "WG_TOPK=64", 1);
+    ck_assert_msg(clx_params_for(&d.info, &p) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_eq(p.wg_topk, 64);
+    ck_assert_uint_eq(p.wg_scan_algo, 1);
+    ck_assert_msg(strstr(p.source, "tuning file") && strstr(p.source, "CLSEARCH_PARAMS"), "%s", p.source);
+    setenv("CLSEARCH_PARAMS", "WG_TOPK=48", 1); /* not a power of two */
+    ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_ARG);
+    ck_assert_msg(strstr(cls_last_error(), "WG_TOPK=48"), "%s", cls_last_error());
+    setenv("CLSEARCH_PARAMS", "NO_SUCH=1", 1);
+    ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_ARG);
+    ck_assert_int_eq(cls_engine_create(idx, device(), &dev), CLS_E_ARG);
+    setenv("CLSEARCH_PARAMS", "WG_TOPK", 1);
+    ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_ARG);
+    unsetenv("CLSEARCH_PARAMS");
+    /* another driver version: the entry does not apply */
+    write_tuning(path, d.info.name, "no-such-driver", "{\"WG_TOPK\": 32}");
+    ck_assert_msg(clx_params_for(&d.info, &p) == CLS_OK, "%s", cls_last_error());
+    ck_assert_str_eq(p.source, base.source);
+    /* malformed, unknown parameter, impossible value: errors naming the file */
+    tu_write_file(path, "{\"devices\": [", 13);
+    ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_FORMAT);
+    ck_assert_msg(strstr(cls_last_error(), path), "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, device(), &dev), CLS_E_FORMAT);
+    write_tuning(path, d.info.name, d.info.driver_version, "{\"WG_TOPKK\": 32}");
+    ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_FORMAT);
+    write_tuning(path, d.info.name, d.info.driver_version, "{\"WG_TOPK\": 1.5}");
+    ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_FORMAT);
+    write_tuning(path, d.info.name, d.info.driver_version, "{\"WG_TOPK\": 3}");
+    ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_ARG);
+    ck_assert_msg(strstr(cls_last_error(), path), "%s", cls_last_error());
+    if (!clx_is_nvidia(&d.info)) {
+        write_tuning(path, d.info.name, d.info.driver_version, "{\"WG_SCAN_ALGO\": 2}");
+        ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_ARG);
+        ck_assert_msg(strstr(cls_last_error(), "NVIDIA"), "%s", cls_last_error());
+    }
+    /* CLSEARCH_TUNING=none: the file is not read at all */
+    setenv("CLSEARCH_TUNING", "none", 1);
+    ck_assert_msg(clx_params_for(&d.info, &p) == CLS_OK, "%s", cls_last_error());
+    ck_assert_str_eq(p.source, base.source);
+    unsetenv("CLSEARCH_TUNING");
+    cls_batch_free(b);
+    cls_engine_free(ref);
+    cls_index_close(idx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -607,6 +747,11 @@ static Suite *suite(void)
     tcase_add_test(bc, scan_against_host);
     tcase_add_test(bc, copy_kernels_copy);
     suite_add_tcase(s, bc);
+    TCase *pc = tcase_create("params"); /* variants, tuning file, CLSEARCH_PARAMS */
+    tcase_set_timeout(pc, 600);
+    tcase_add_test(pc, variants_match_ref);
+    tcase_add_test(pc, tuning_file_and_override);
+    suite_add_tcase(s, pc);
     TCase *tc = tcase_create("pocl");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, topk_random_ties_edges);

@@ -6,8 +6,10 @@
  *   clsearch stats INDEX [--codecs]
  *   clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]
  *   clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--seed S]
+ *   clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [options]
  *   clsearch compare RUN_A RUN_B
- *   clsearch bench {copy,decode,e2e,topk,scan} [options]
+ *   clsearch bench {copy,decode,e2e,topk,scan,intersect,score} [options]
+ *   clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE] | --list
  *   clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] [--pfor-depth D] [analyzer options]
  *   clsearch ciff-export INDEX -o FILE.ciff [--description TEXT]
  *
@@ -899,17 +901,29 @@ static void help(void)
            "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"
            "  clsearch bench copy [-d DEVICES] [-r N] [--mib N] [--json FILE]\n"
            "                  the devices' memory-bandwidth ceiling (copy kernel, bytes read + written)\n"
-           "  clsearch bench decode [-d ref,DEVICES] [-r N] [--ceiling GBPS] [--json FILE] INDEX...\n"
-           "                  decoding speed of every block of each index, checked against ref\n"
+           "  clsearch bench decode [-d ref,DEVICES] [-r N] [--select 1,0.05] [--algo hs,we,shfl|all]\n"
+           "                  [--ceiling GBPS] [--json FILE] [--plot DIR] INDEX...\n"
+           "                  decoding speed of whole lists and scattered blocks per scan variant, checked against ref\n"
            "  clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]\n"
            "                  [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n"
            "                  queries/s and latency p50/p95/p99 by batch size, transfers apart\n"
            "  clsearch bench topk [-d DEVICES] [-c ROWSxN:K,...] [-r N] [--json FILE]\n"
            "                  top-k selection alone on dense score rows, checked on the host\n"
-           "  clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo hs,we] [--wg N] [--items N] [--json FILE]\n"
-           "                  device-wide prefix sum alone, per variant, checked on the host\n\n"
+           "  clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo all|hs,we,shfl] [--wg N,...] [--items N,...]\n"
+           "                  [--json FILE]\n"
+           "                  device-wide prefix sum alone, per variant, checked on the host\n"
+           "  clsearch bench intersect [-d DEVICES] [--terms 2] [--short 1000,10000] [--ratios 1,10,100,1000]\n"
+           "                  [--batch 1,64,1024,16384] [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
+           "                  AND-query list intersection alone, per work-group size, checked on the host\n"
+           "  clsearch bench score [-d DEVICES] [--mode and,or] [--cands 1e3,...] [--lists 1e4,...] [--batch N,...]\n"
+           "                  [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
+           "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"
+           "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE]\n"
+           "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
+           "  clsearch tune --list                        the registry of tunable parameters\n\n"
            "Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
-           "(kernel sources instead of the embedded ones).\n",
+           "(kernel sources instead of the embedded ones), CLSEARCH_TUNING (tuning file; 'none' ignores it;\n"
+           "default CACHE_DIR/tuning.json), CLSEARCH_PARAMS (NAME=VALUE,... over the tuned values).\n",
            cls_version());
 }
 
@@ -931,14 +945,18 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "compare") == 0) return cmd_compare(argc, argv);
     if (strcmp(cmd, "ciff-import") == 0) return cmd_ciff_import(argc, argv);
     if (strcmp(cmd, "ciff-export") == 0) return cmd_ciff_export(argc, argv);
+    if (strcmp(cmd, "tune") == 0) return bench_tune(argc, argv);
     if (strcmp(cmd, "bench") == 0) {
-        if (argc < 2) return usage_error("bench: usage: clsearch bench {copy,decode,e2e,topk,scan} [options]%s", "");
+        if (argc < 2)
+            return usage_error("bench: usage: clsearch bench {copy,decode,e2e,topk,scan,intersect,score} [options]%s", "");
         if (strcmp(argv[1], "copy") == 0) return bench_copy(argc - 1, argv + 1);
         if (strcmp(argv[1], "decode") == 0) return bench_decode(argc - 1, argv + 1);
         if (strcmp(argv[1], "e2e") == 0) return bench_e2e(argc - 1, argv + 1);
         if (strcmp(argv[1], "topk") == 0) return bench_topk(argc - 1, argv + 1);
         if (strcmp(argv[1], "scan") == 0) return bench_scan(argc - 1, argv + 1);
-        return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk, scan)", argv[1]);
+        if (strcmp(argv[1], "intersect") == 0) return bench_intersect(argc - 1, argv + 1);
+        if (strcmp(argv[1], "score") == 0) return bench_score(argc - 1, argv + 1);
+        return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk, scan, intersect, score)", argv[1]);
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         help();

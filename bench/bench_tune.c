@@ -1,0 +1,334 @@
+/* tune: sweeps the variant registry (src/clx_params.c) on one device and writes the winners to
+ * the tuning file, which every engine on that device and driver then loads at start-up.
+ *
+ *   clsearch tune [-d DEVICE] [-o FILE] [-r REPEATS] [--quick] [--json FILE]
+ *   clsearch tune --list
+ *
+ * Coordinate descent over the registry, one parameter at a time, each candidate measured by
+ * the suites' own timing functions (median kernel time from profiling events after a warm-up,
+ * results checked against plain C), the others held at the best found so far:
+ *   WG_SCAN_ALGO   intersect_and + topk_select time (both scan per chunk of candidates)
+ *   WG_INTERSECT   intersect_and: batched 2-term AND queries, lists 1:10
+ *   WG_SCORE       score_and + score_or
+ *   WG_TOPK        topk_select over dense rows
+ *   SCAN_WG x SCAN_ITEMS  the device-wide scan (every pair)
+ * Candidates are the registry's, less what the device cannot run (work-groups above its
+ * maximum; the warp-shuffle scan off NVIDIA). Each variant is a separate program build (the
+ * binary cache keeps them). The sweeps ignore any existing tuning file and CLSEARCH_PARAMS.
+ *
+ * The file is JSON: {"clsearch_tuning": 1, "devices": [{"device", "driver", "vendor", "tuned",
+ * "commit", "params": {NAME: VALUE, ...}, "measurements": [{"param", "value", "ms"}, ...]}]}.
+ * The entry for this device name and driver version is replaced, others are kept; the file is
+ * written to a temporary name and renamed. Default path: $CLSEARCH_TUNING, else tuning.json in
+ * the cache folder (~/.cache/clsearch). */
+#define _DEFAULT_SOURCE
+#include <cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "clx.h"
+#include "err.h"
+
+typedef struct tune_ctx {
+    clx_queue q;
+    const char *device;
+    unsigned reps;
+    int quick;
+    cJSON *measurements;
+    FILE *json;
+} tune_ctx;
+
+static int failed(cls_status s, const char *what)
+{
+    fprintf(stderr, "clsearch tune: %s: %s: %s\n", what, cls_status_str(s), cls_last_error());
+    return 1;
+}
+
+/* Workload sizes: large enough to load a GPU, small enough for a 2-core POCL run. */
+typedef struct sizes {
+    uint32_t iq, ishort, iratio;  /* intersect: queries, short list, long = short x ratio */
+    uint32_t sq, sper;            /* score: queries, candidates per query */
+    uint32_t trows, tn, tk;       /* topk */
+    uint32_t scan_n;              /* scan elements */
+} sizes;
+
+static sizes sizes_for(const tune_ctx *t)
+{
+    if (t->q.dev.info.is_gpu && !t->quick) return (sizes){4096, 2000, 10, 4096, 4096, 1024, 100000, 10, 1u << 24};
+    if (t->quick) return (sizes){32, 500, 10, 32, 1000, 16, 5000, 10, 1u << 16};
+    return (sizes){256, 1000, 10, 256, 2000, 64, 20000, 10, 1u << 20};
+}
+
+/* Runs one family with parameters p; *ms receives the median kernel time. */
+static int measure(tune_ctx *t, const char *family, const clx_params *p, double *ms)
+{
+    char spec[256];
+    clx_params_str(p, spec, sizeof spec);
+    setenv("CLSEARCH_PARAMS", spec, 1); /* the engine-made programs (topk) read it */
+    sizes z = sizes_for(t);
+    double a = 0, b = 0;
+    int rc;
+    if (strcmp(family, "intersect") == 0) {
+        rc = bench_intersect_time(&t->q, p, z.iq, z.ishort, z.iratio, t->reps, &a);
+    } else if (strcmp(family, "score") == 0) {
+        rc = bench_score_time(&t->q, p, 0, z.sq, z.sper, t->reps, &a);
+        if (!rc) rc = bench_score_time(&t->q, p, 1, z.sq, z.sper, t->reps, &b);
+    } else if (strcmp(family, "topk") == 0) {
+        rc = bench_topk_time(t->device, z.trows, z.tn, z.tk, t->reps, &a);
+    } else if (strcmp(family, "scan") == 0) {
+        clx_scan *sc;
+        uint32_t *in = malloc((size_t)z.scan_n * 4), *out = malloc((size_t)z.scan_n * 4);
+        double *tt = malloc(t->reps * sizeof *tt);
+        cls_status s = !in || !out || !tt ? CLS_E_NOMEM : CLS_OK;
+        for (uint32_t i = 0; s == CLS_OK && i < z.scan_n; i++) in[i] = (i * 2654435761u) >> 28;
+        if (s == CLS_OK && (s = clx_scan_create(&t->q, p->scan_wg, p->scan_items, (int)p->wg_scan_algo, &sc)) == CLS_OK) {
+            s = clx_scan_run(sc, in, z.scan_n, t->reps, tt, out);
+            clx_scan_free(sc);
+        }
+        uint32_t acc = 0;
+        for (uint32_t i = 0; s == CLS_OK && i < z.scan_n; i++)
+            if (out[i] != (acc += in[i])) s = err_set(CLS_E_MISMATCH, "scan: element %u differs from the host sum", i);
+        if (s == CLS_OK) {
+            bench_sort(tt, t->reps);
+            a = tt[t->reps / 2];
+        }
+        free(in), free(out), free(tt);
+        rc = s != CLS_OK ? failed(s, "scan") : 0;
+    } else {
+        rc = 1;
+    }
+    *ms = (a + b) * 1e3;
+    return rc;
+}
+
+/* Records and prints one measurement: value of param, or (param2 >= 0 names SCAN_ITEMS) a pair. */
+static void note(tune_ctx *t, const char *param, unsigned value, int items, double ms, const char *family)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "param", param);
+    cJSON_AddNumberToObject(m, "value", value);
+    if (items >= 0) cJSON_AddNumberToObject(m, "SCAN_ITEMS", items);
+    cJSON_AddStringToObject(m, "measured_by", family);
+    cJSON_AddNumberToObject(m, "ms", ms);
+    cJSON_AddItemToArray(t->measurements, m);
+    if (items >= 0) printf("  %-13s %5u  x SCAN_ITEMS %2d  %10.4f ms  (%s)\n", param, value, items, ms, family);
+    else printf("  %-13s %5u  %10.4f ms  (%s)\n", param, value, ms, family);
+    fflush(stdout);
+    if (t->json)
+        fprintf(t->json,
+                "{\"suite\":\"tune\",\"commit\":\"%s\",\"when\":\"%s\",\"device\":\"%s\",\"driver\":\"%s\","
+                "\"param\":\"%s\",\"value\":%u,\"scan_items\":%d,\"measured_by\":\"%s\",\"median_ms\":%.6f,"
+                "\"repeats\":%u}\n",
+                bench_commit(), bench_when(), t->q.dev.info.name, t->q.dev.info.driver_version, param, value, items,
+                family, ms, t->reps);
+}
+
+/* May this device run value v of tunable tn? */
+static int allowed(const tune_ctx *t, const clx_tunable *tn, unsigned v)
+{
+    if (tn->pow2_wg && v > t->q.dev.info.max_work_group) return 0;
+    if (tn->pow2_wg && t->quick && v > 128) return 0; /* --quick: the small end only */
+    if (strcmp(tn->name, "WG_SCAN_ALGO") == 0 && v == 2 && !clx_is_nvidia(&t->q.dev.info)) return 0;
+    return 1;
+}
+
+static unsigned *slot(clx_params *p, const clx_tunable *tn) { return (unsigned *)((char *)p + tn->offset); }
+
+static const clx_tunable *find(const char *name)
+{
+    size_t n;
+    const clx_tunable *r = clx_tunables(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(r[i].name, name) == 0) return &r[i];
+    return NULL;
+}
+
+/* Sweeps tunable `name` measured on the families (space-separated, times summed). */
+static int sweep(tune_ctx *t, clx_params *best, const char *name, const char *families)
+{
+    const clx_tunable *tn = find(name);
+    double best_ms = 0;
+    unsigned best_v = *slot(best, tn);
+    for (unsigned i = 0; i < tn->ncandidates; i++) {
+        unsigned v = tn->candidates[i];
+        if (!allowed(t, tn, v)) continue;
+        clx_params p = *best;
+        *slot(&p, tn) = v;
+        if (clx_params_check(&t->q.dev.info, &p, "tune") != CLS_OK) continue; /* e.g. warp scan, WG < 32 */
+        double sum = 0;
+        char fam[64];
+        snprintf(fam, sizeof fam, "%s", families);
+        for (char *sv = NULL, *f = strtok_r(fam, " ", &sv); f; f = strtok_r(NULL, " ", &sv)) {
+            double ms;
+            if (measure(t, f, &p, &ms)) return 1;
+            sum += ms;
+        }
+        note(t, name, v, -1, sum, families);
+        if (best_ms == 0 || sum < best_ms) best_ms = sum, best_v = v;
+    }
+    *slot(best, tn) = best_v;
+    printf("  -> %s=%u\n", name, best_v);
+    return 0;
+}
+
+/* The scan kernel's two shapes, every allowed pair. */
+static int sweep_scan(tune_ctx *t, clx_params *best)
+{
+    const clx_tunable *wg = find("SCAN_WG"), *it = find("SCAN_ITEMS");
+    double best_ms = 0;
+    clx_params keep = *best;
+    for (unsigned i = 0; i < wg->ncandidates; i++) {
+        if (!allowed(t, wg, wg->candidates[i])) continue;
+        for (unsigned j = 0; j < it->ncandidates; j++) {
+            clx_params p = *best;
+            p.scan_wg = wg->candidates[i];
+            p.scan_items = it->candidates[j];
+            if (clx_params_check(&t->q.dev.info, &p, "tune") != CLS_OK) continue;
+            double ms;
+            if (measure(t, "scan", &p, &ms)) return 1;
+            note(t, "SCAN_WG", p.scan_wg, (int)p.scan_items, ms, "scan");
+            if (best_ms == 0 || ms < best_ms) best_ms = ms, keep = p;
+        }
+    }
+    *best = keep;
+    printf("  -> SCAN_WG=%u SCAN_ITEMS=%u\n", best->scan_wg, best->scan_items);
+    return 0;
+}
+
+/* Puts the entry for this device and driver into the file at path (replacing the old one). */
+static int write_file(const tune_ctx *t, const clx_params *best, const char *path)
+{
+    cJSON *root;
+    cls_status s = clx_tuning_load(path, &root);
+    if (s != CLS_OK) return failed(s, "reading the old tuning file");
+    if (!root) {
+        root = cJSON_CreateObject();
+        cJSON_AddNumberToObject(root, "clsearch_tuning", 1);
+        cJSON_AddItemToObject(root, "devices", cJSON_CreateArray());
+    }
+    cJSON *devs = cJSON_GetObjectItemCaseSensitive(root, "devices");
+    cJSON *old = clx_tuning_find(root, &t->q.dev.info);
+    if (old) { /* replaced: cJSON deletes by index */
+        int i = 0;
+        for (cJSON *e = devs->child; e; e = e->next, i++)
+            if (e == old) break;
+        cJSON_DeleteItemFromArray(devs, i);
+    }
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "device", t->q.dev.info.name);
+    cJSON_AddStringToObject(e, "driver", t->q.dev.info.driver_version);
+    cJSON_AddStringToObject(e, "vendor", t->q.dev.info.vendor);
+    cJSON_AddStringToObject(e, "tuned", bench_when());
+    cJSON_AddStringToObject(e, "commit", bench_commit());
+    cJSON_AddStringToObject(e, "workload", t->quick ? "quick" : t->q.dev.info.is_gpu ? "gpu" : "cpu");
+    cJSON *params = cJSON_AddObjectToObject(e, "params");
+    size_t n;
+    const clx_tunable *r = clx_tunables(&n);
+    for (size_t i = 0; i < n; i++) cJSON_AddNumberToObject(params, r[i].name, *slot((clx_params *)best, &r[i]));
+    cJSON_AddItemToObject(e, "measurements", cJSON_Duplicate(t->measurements, 1));
+    cJSON_AddItemToArray(devs, e);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return failed(CLS_E_NOMEM, "tuning file");
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int bad = !f || fputs(text, f) < 0 || fputc('\n', f) == EOF;
+    if (f && fclose(f) != 0) bad = 1;
+    free(text);
+    if (bad || rename(tmp, path) != 0) {
+        perror(path);
+        unlink(tmp);
+        return 1;
+    }
+    return 0;
+}
+
+static void list_registry(void)
+{
+    size_t n;
+    const clx_tunable *r = clx_tunables(&n);
+    printf("%-13s %-28s %-22s %s\n", "parameter", "families", "candidates", "meaning");
+    for (size_t i = 0; i < n; i++) {
+        char c[64] = "";
+        size_t used = 0;
+        for (unsigned j = 0; j < r[i].ncandidates && used < sizeof c; j++)
+            used += (size_t)snprintf(c + used, sizeof c - used, "%s%u", j ? "," : "", r[i].candidates[j]);
+        printf("%-13s %-28s %-22s %s\n", r[i].name, r[i].families, c, r[i].what);
+    }
+}
+
+int bench_tune(int argc, char **argv)
+{
+    const char *out_path = NULL, *json_path = NULL;
+    tune_ctx t = {.device = "auto", .reps = 5};
+    int list = 0;
+    static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"quick", no_argument, 0, 'Q'},
+                                          {"list", no_argument, 0, 'L'}, {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "d:o:r:", longs, NULL)) != -1) {
+        switch (c) {
+        case 'd': t.device = optarg; break;
+        case 'o': out_path = optarg; break;
+        case 'r': t.reps = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'j': json_path = optarg; break;
+        case 'Q': t.quick = 1; break;
+        case 'L': list = 1; break;
+        default: t.reps = 0;
+        }
+    }
+    if (t.reps < 1 || t.reps > 1000 || optind != argc || strchr(t.device, ',')) {
+        fprintf(stderr, "usage: clsearch tune [-d DEVICE] [-o FILE] [-r REPEATS] [--quick] [--json FILE]\n"
+                        "       clsearch tune --list\n");
+        return 2;
+    }
+    if (list) {
+        list_registry();
+        return 0;
+    }
+    char path[4096];
+    if (out_path) snprintf(path, sizeof path, "%s", out_path);
+    else if (!clx_tuning_path(path, sizeof path)) return failed(CLS_E_IO, "no cache folder: give -o FILE");
+    if (getenv("CLSEARCH_PARAMS")) fprintf(stderr, "clsearch tune: ignoring CLSEARCH_PARAMS while sweeping\n");
+    setenv("CLSEARCH_TUNING", "none", 1); /* sweep from the built-in defaults */
+    cls_status s = clx_queue_open(t.device, &t.q);
+    if (s != CLS_OK) return failed(s, t.device);
+    unsetenv("CLSEARCH_PARAMS");
+    clx_params best;
+    if ((s = clx_params_for(&t.q.dev.info, &best)) != CLS_OK) {
+        clx_queue_close(&t.q);
+        return failed(s, "default parameters");
+    }
+    if (json_path && !(t.json = fopen(json_path, "a"))) {
+        perror(json_path);
+        clx_queue_close(&t.q);
+        return 1;
+    }
+    t.measurements = cJSON_CreateArray();
+    char dev[16];
+    snprintf(dev, sizeof dev, "%u:%u", t.q.dev.info.platform, t.q.dev.info.device);
+    t.device = dev; /* the engines the sweeps make land on the same device */
+    printf("tuning %s (%s, driver %s); commit %s, %s; median of %u after a warm-up%s\n", t.q.dev.info.name,
+           t.q.dev.info.vendor, t.q.dev.info.driver_version, bench_commit(), bench_when(), t.reps,
+           t.quick ? "; --quick sizes" : "");
+    printf("  start from %s\n", best.source);
+    int rc = sweep(&t, &best, "WG_SCAN_ALGO", "intersect topk") || sweep(&t, &best, "WG_INTERSECT", "intersect") ||
+             sweep(&t, &best, "WG_SCORE", "score") || sweep(&t, &best, "WG_TOPK", "topk") || sweep_scan(&t, &best);
+    unsetenv("CLSEARCH_PARAMS");
+    if (!rc) rc = write_file(&t, &best, path);
+    if (!rc) {
+        char str[256];
+        clx_params_str(&best, str, sizeof str);
+        printf("tuned: %s\nwritten to %s for device \"%s\" driver %s (clsearch devices -v shows it in force)\n", str,
+               path, t.q.dev.info.name, t.q.dev.info.driver_version);
+    }
+    cJSON_Delete(t.measurements);
+    if (t.json) fclose(t.json);
+    clx_queue_close(&t.q);
+    return rc;
+}
