@@ -47,8 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clx.h" /* before bench.h: its device-buffer helpers need the OpenCL types */
 #include "bench.h"
-#include "clx.h"
 #include "err.h"
 
 #define ROT_BYTES ((uint64_t)256 << 20)   /* the copies of the inputs total at least this */
@@ -71,34 +71,6 @@ static int failed(cls_status s, const char *what)
 {
     fprintf(stderr, "clsearch bench intersect: %s: %s: %s\n", what, cls_status_str(s), cls_last_error());
     return 1;
-}
-
-/* splitmix64: small, seedable, good enough for test data (and not rand()). */
-static uint64_t rnd(uint64_t *st)
-{
-    uint64_t z = (*st += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n). */
-static uint32_t below(uint64_t *st, uint32_t n) { return (uint32_t)(((rnd(st) >> 32) * n) >> 32); }
-
-/* A comma list of whole numbers (1000 or 1e3) within [lo, hi] into v; the count, 0 if malformed. */
-static unsigned parse_list(const char *arg, double lo, double hi, uint32_t *v, unsigned max)
-{
-    unsigned n = 0;
-    for (const char *p = arg;;) {
-        char *end;
-        errno = 0;
-        double x = strtod(p, &end);
-        if (end == p || errno || !(x >= lo && x <= hi) || x != (double)(uint32_t)x || n == max) return 0;
-        v[n++] = (uint32_t)x;
-        if (*end == '\0') return n;
-        if (*end != ',') return 0;
-        p = end + 1;
-    }
 }
 
 typedef struct icase {
@@ -168,11 +140,11 @@ static void gen_query(uint64_t *st, const iset *d, uint32_t *out)
 {
     const icase *c = &d->c;
     uint32_t *sh = out, *lg = out + c->s;
-    uint32_t x = below(st, 4);
-    for (uint32_t i = 0; i < d->lng; i++, x += 2 + below(st, 5)) lg[i] = x;
+    uint32_t x = bench_below(st, 4);
+    for (uint32_t i = 0; i < d->lng; i++, x += 2 + bench_below(st, 5)) lg[i] = x;
     for (uint32_t i = 0, left = d->hits; i < c->s; i++) {
-        uint32_t p = i * c->ratio + below(st, c->ratio); /* one position per stride: sorted */
-        uint32_t hit = below(st, c->s - i) < left;      /* selection sampling: exactly `hits` */
+        uint32_t p = i * c->ratio + bench_below(st, c->ratio); /* one position per stride: sorted */
+        uint32_t hit = bench_below(st, c->s - i) < left;      /* selection sampling: exactly `hits` */
         left -= hit;
         sh[i] = lg[p] + 1 - hit;
     }
@@ -196,37 +168,6 @@ static void fill_desc(const iset *d, unsigned k, uint32_t *desc)
     }
 }
 
-static cls_status make_buf(const clx_queue *q, cl_mem_flags flags, uint64_t bytes, cl_mem *out)
-{
-    cl_int err;
-    *out = clCreateBuffer(q->ctx, flags, (size_t)bytes, NULL, &err);
-    if (!*out || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateBuffer", err), "%.0f MiB: ", bytes / 1048576.0);
-    return CLS_OK;
-}
-
-/* Writes bytes from host at off in buf and waits; adds the write's device time to *secs. */
-static cls_status write_buf(const clx_queue *q, cl_mem buf, uint64_t off, uint64_t bytes, const void *host,
-                            double *secs)
-{
-    cl_event ev;
-    CLX_TRY(clEnqueueWriteBuffer(q->q, buf, CL_TRUE, (size_t)off, (size_t)bytes, host, 0, NULL, &ev));
-    if (secs) *secs += clx_event_span(ev, ev);
-    clReleaseEvent(ev);
-    return CLS_OK;
-}
-
-/* Copies [0, one) of buf over [one, copies x one) on the device, doubling what is copied each
- * step (log2 copies commands; source and destination never overlap). */
-static cls_status replicate(const clx_queue *q, cl_mem buf, uint64_t one, unsigned copies)
-{
-    for (uint64_t have = 1; have < copies;) {
-        uint64_t n = have < copies - have ? have : copies - have;
-        CLX_TRY(clEnqueueCopyBuffer(q->q, buf, buf, 0, (size_t)(have * one), (size_t)(n * one), 0, NULL, NULL));
-        have += n;
-    }
-    CLX_TRY(clFinish(q->q));
-    return CLS_OK;
-}
 
 static void iset_free(iset *d)
 {
@@ -250,27 +191,22 @@ static cls_status iset_make(const clx_queue *q, iset *d)
     for (uint32_t i = 0; i < c->nq; i++) gen_query(&st, d, d->docs + i * d->perq);
     for (unsigned k = 0; k < d->copies; k++) fill_desc(d, k, d->desc + k * d->ndesc);
     cls_status s;
-    if ((s = make_buf(q, CL_MEM_READ_ONLY, d->copies * d->ndocs * 4, &d->d_docs)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_ONLY, d->copies * d->ndesc * 4, &d->d_in)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_WRITE, (uint64_t)c->nq * c->s * 4, &d->d_cand)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_WRITE, (uint64_t)c->nq * 4, &d->d_ncand)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_WRITE, d->flush_bytes, &d->d_flush)) != CLS_OK)
+    if ((s = bench_buf(q, CL_MEM_READ_ONLY, d->copies * d->ndocs * 4, &d->d_docs)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_ONLY, d->copies * d->ndesc * 4, &d->d_in)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_WRITE, (uint64_t)c->nq * c->s * 4, &d->d_cand)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_WRITE, (uint64_t)c->nq * 4, &d->d_ncand)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_WRITE, d->flush_bytes, &d->d_flush)) != CLS_OK)
         return s;
     d->upload_s = 0;
-    if ((s = write_buf(q, d->d_docs, 0, d->ndocs * 4, d->docs, &d->upload_s)) != CLS_OK ||
-        (s = write_buf(q, d->d_in, 0, d->ndesc * 4, d->desc, &d->upload_s)) != CLS_OK)
+    if ((s = bench_write(q, d->d_docs, 0, d->ndocs * 4, d->docs, &d->upload_s)) != CLS_OK ||
+        (s = bench_write(q, d->d_in, 0, d->ndesc * 4, d->desc, &d->upload_s)) != CLS_OK)
         return s;
     if (d->copies > 1 &&
-        (s = write_buf(q, d->d_in, d->ndesc * 4, (d->copies - 1) * d->ndesc * 4, d->desc + d->ndesc, NULL)) != CLS_OK)
+        (s = bench_write(q, d->d_in, d->ndesc * 4, (d->copies - 1) * d->ndesc * 4, d->desc + d->ndesc, NULL)) != CLS_OK)
         return s;
-    return replicate(q, d->d_docs, d->ndocs * 4, d->copies);
+    return bench_replicate(q, d->d_docs, d->ndocs * 4, d->copies);
 }
 
-static cls_status fill(const clx_queue *q, cl_mem buf, cl_uint pattern, uint64_t bytes)
-{
-    CLX_TRY(clEnqueueFillBuffer(q->q, buf, &pattern, sizeof pattern, 0, (size_t)bytes, 0, NULL, NULL));
-    return CLS_OK;
-}
 
 /* intersect_and built for work-groups of wg with the in-group scan scan_algo (WG_SCAN_ALGO). */
 static cls_status ibuild(const clx_queue *q, unsigned wg, unsigned scan_algo, cl_program *prog, cl_kernel *k)
@@ -299,9 +235,9 @@ static cls_status irun(const clx_queue *q, cl_kernel k, unsigned wg, const iset 
 {
     const icase *c = &d->c;
     cls_status s;
-    if ((s = fill(q, d->d_cand, 0xFFFFFFFFu, (uint64_t)c->nq * c->s * 4)) != CLS_OK ||
-        (s = fill(q, d->d_ncand, 0xFFFFFFFFu, (uint64_t)c->nq * 4)) != CLS_OK ||
-        (s = fill(q, d->d_flush, 0, d->flush_bytes)) != CLS_OK)
+    if ((s = bench_fill(q, d->d_cand, 0xFFFFFFFFu, (uint64_t)c->nq * c->s * 4)) != CLS_OK ||
+        (s = bench_fill(q, d->d_ncand, 0xFFFFFFFFu, (uint64_t)c->nq * 4)) != CLS_OK ||
+        (s = bench_fill(q, d->d_flush, 0, d->flush_bytes)) != CLS_OK)
         return s;
     CLX_TRY(clFinish(q->q));
     CLX_TRY(clSetKernelArg(k, 0, sizeof(cl_mem), &d->d_in));
@@ -459,7 +395,7 @@ static int iparse(int argc, char **argv, iopts *o)
         switch (c) {
         case 'd': o->devices = optarg; break;
         case 'r':
-            if (parse_list(optarg, 1, 10000, one, 1)) o->reps = one[0];
+            if (bench_parse_list(optarg, 1, 10000, one, 1)) o->reps = one[0];
             else bad = 1;
             break;
         case 'j': o->json_path = optarg; break;
@@ -469,7 +405,7 @@ static int iparse(int argc, char **argv, iopts *o)
         case 'b': batch = optarg; break;
         case 'w': wg = optarg; break;
         case 'm':
-            if (parse_list(optarg, 1, 1 << 22, one, 1)) o->cap = (uint64_t)one[0] << 20;
+            if (bench_parse_list(optarg, 1, 1 << 22, one, 1)) o->cap = (uint64_t)one[0] << 20;
             else bad = 1;
             break;
         case 'h': o->share = strtod(optarg, &end), bad |= *end || !(o->share >= 0 && o->share <= 1); break;
@@ -477,11 +413,11 @@ static int iparse(int argc, char **argv, iopts *o)
         default: bad = 1;
         }
     }
-    bad |= !(o->nterms = parse_list(terms, 2, MAX_TERMS, o->terms, MAX_VALS));
-    bad |= !(o->nshort = parse_list(shorts, 1, MAX_LONG, o->shorts, MAX_VALS));
-    bad |= !(o->nratio = parse_list(ratios, 1, MAX_LONG, o->ratios, MAX_VALS));
-    bad |= !(o->nbatch = parse_list(batch, 1, 1 << 24, o->batch, MAX_VALS));
-    bad |= !(o->nwg = parse_list(wg, 1, 1 << 16, o->wg, MAX_VALS));
+    bad |= !(o->nterms = bench_parse_list(terms, 2, MAX_TERMS, o->terms, MAX_VALS));
+    bad |= !(o->nshort = bench_parse_list(shorts, 1, MAX_LONG, o->shorts, MAX_VALS));
+    bad |= !(o->nratio = bench_parse_list(ratios, 1, MAX_LONG, o->ratios, MAX_VALS));
+    bad |= !(o->nbatch = bench_parse_list(batch, 1, 1 << 24, o->batch, MAX_VALS));
+    bad |= !(o->nwg = bench_parse_list(wg, 1, 1 << 16, o->wg, MAX_VALS));
     for (unsigned i = 0; i < o->nwg; i++) bad |= (o->wg[i] & (o->wg[i] - 1)) != 0;
     if (bad || optind != argc) {
         fputs(USAGE, stderr);

@@ -54,8 +54,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clx.h" /* before bench.h: its device-buffer helpers need the OpenCL types */
 #include "bench.h"
-#include "clx.h"
 #include "err.h"
 #include "index.h"
 
@@ -82,36 +82,8 @@ static int failed(cls_status s, const char *what)
     return 1;
 }
 
-/* splitmix64: small, seedable, good enough for test data (and not rand()). */
-static uint64_t rnd(uint64_t *st)
-{
-    uint64_t z = (*st += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n). */
-static uint32_t below(uint64_t *st, uint32_t n) { return (uint32_t)(((rnd(st) >> 32) * n) >> 32); }
-
 /* Uniform in [lo, hi). */
-static float uniform(uint64_t *st, float lo, float hi) { return lo + (hi - lo) * (float)(rnd(st) >> 40) / 16777216.0f; }
-
-/* A comma list of whole numbers (1000 or 1e3) within [lo, hi] into v; the count, 0 if malformed. */
-static unsigned parse_list(const char *arg, double lo, double hi, uint32_t *v, unsigned max)
-{
-    unsigned n = 0;
-    for (const char *p = arg;;) {
-        char *end;
-        errno = 0;
-        double x = strtod(p, &end);
-        if (end == p || errno || !(x >= lo && x <= hi) || x != (double)(uint32_t)x || n == max) return 0;
-        v[n++] = (uint32_t)x;
-        if (*end == '\0') return n;
-        if (*end != ',') return 0;
-        p = end + 1;
-    }
-}
+static float uniform(uint64_t *st, float lo, float hi) { return lo + (hi - lo) * (float)(bench_rand(st) >> 40) / 16777216.0f; }
 
 typedef struct scase {
     int or_mode;
@@ -189,19 +161,19 @@ static void gen_query(uint64_t *st, const sset *d, uint32_t q)
     uint32_t *docs = d->docs + (uint64_t)q * c->terms * d->len, *freqs = d->freqs + (docs - d->docs);
     if (c->or_mode) {
         for (uint32_t t = 0; t < c->terms; t++)
-            for (uint32_t i = 0; i < d->len; i++) docs[t * d->len + i] = 4 * i + below(st, 4);
+            for (uint32_t i = 0; i < d->len; i++) docs[t * d->len + i] = 4 * i + bench_below(st, 4);
     } else {
         uint32_t base = q * d->ndoc, *cand = d->cand + (uint64_t)q * c->perq;
-        for (uint32_t i = 0; i < c->perq; i++) cand[i] = base + 4 * i + below(st, 4);
+        for (uint32_t i = 0; i < c->perq; i++) cand[i] = base + 4 * i + bench_below(st, 4);
         for (uint32_t t = 0; t < c->terms; t++)
             for (uint32_t i = 0; i < c->perq; i++) {
-                uint32_t r = cand[i] - base - 4 * i, o = (r + 1 + below(st, 3)) & 3; /* another of the block */
+                uint32_t r = cand[i] - base - 4 * i, o = (r + 1 + bench_below(st, 3)) & 3; /* another of the block */
                 uint32_t a = base + 4 * i + (r < o ? r : o), b = base + 4 * i + (r < o ? o : r);
                 docs[t * d->len + 2 * i] = a;
                 docs[t * d->len + 2 * i + 1] = b;
             }
     }
-    for (uint64_t i = 0; i < (uint64_t)c->terms * d->len; i++) freqs[i] = 1 + below(st, 16);
+    for (uint64_t i = 0; i < (uint64_t)c->terms * d->len; i++) freqs[i] = 1 + bench_below(st, 16);
 }
 
 /* Copy k's descriptors, with weights w[q * terms + t]: list offsets into copy k of the lists,
@@ -222,43 +194,7 @@ static void fill_desc(const sset *d, unsigned k, const uint32_t *w, uint32_t *de
     }
 }
 
-static cls_status make_buf(const clx_queue *q, cl_mem_flags flags, uint64_t bytes, cl_mem *out)
-{
-    cl_int err;
-    *out = clCreateBuffer(q->ctx, flags, (size_t)(bytes ? bytes : 4), NULL, &err);
-    if (!*out || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateBuffer", err), "%.0f MiB: ", bytes / 1048576.0);
-    return CLS_OK;
-}
 
-/* Writes bytes from host at off in buf and waits; adds the write's device time to *secs. */
-static cls_status write_buf(const clx_queue *q, cl_mem buf, uint64_t off, uint64_t bytes, const void *host,
-                            double *secs)
-{
-    cl_event ev;
-    CLX_TRY(clEnqueueWriteBuffer(q->q, buf, CL_TRUE, (size_t)off, (size_t)bytes, host, 0, NULL, &ev));
-    if (secs) *secs += clx_event_span(ev, ev);
-    clReleaseEvent(ev);
-    return CLS_OK;
-}
-
-/* Copies [0, one) of buf over [one, copies x one) on the device, doubling what is copied each
- * step (log2 copies commands; source and destination never overlap). */
-static cls_status replicate(const clx_queue *q, cl_mem buf, uint64_t one, unsigned copies)
-{
-    for (uint64_t have = 1; have < copies;) {
-        uint64_t n = kmin(have, copies - have);
-        CLX_TRY(clEnqueueCopyBuffer(q->q, buf, buf, 0, (size_t)(have * one), (size_t)(n * one), 0, NULL, NULL));
-        have += n;
-    }
-    CLX_TRY(clFinish(q->q));
-    return CLS_OK;
-}
-
-static cls_status fill(const clx_queue *q, cl_mem buf, cl_uint pattern, uint64_t bytes)
-{
-    CLX_TRY(clEnqueueFillBuffer(q->q, buf, &pattern, sizeof pattern, 0, (size_t)bytes, 0, NULL, NULL));
-    return CLS_OK;
-}
 
 static void sset_free(sset *d)
 {
@@ -292,7 +228,7 @@ static cls_status sset_make(const clx_queue *q, sset *d)
     uint64_t st = 0x5C0E5ull ^ ((uint64_t)c->nq << 40) ^ ((uint64_t)c->perq << 8) ^ ((uint64_t)c->terms << 60) ^
                   (uint64_t)c->or_mode;
     for (uint32_t i = 0; i < c->nq; i++) gen_query(&st, d, i);
-    for (uint64_t i = 0; i < d->nnorm; i++) d->norms[i] = bm25_norm(0.9f, 0.4f, 10 + below(&st, 590), 300.0);
+    for (uint64_t i = 0; i < d->nnorm; i++) d->norms[i] = bm25_norm(0.9f, 0.4f, 10 + bench_below(&st, 590), 300.0);
     for (uint64_t i = 0; i < nw; i++) {
         float x = uniform(&st, 0.5f, 8.0f);
         memcpy(&w[i], &x, 4);
@@ -300,29 +236,29 @@ static cls_status sset_make(const clx_queue *q, sset *d)
     for (unsigned k = 0; k < d->copies; k++) fill_desc(d, k, w, d->desc + k * d->ndesc);
     for (uint32_t i = 0; i < c->nq; i++) ncand[i] = c->or_mode ? 0 : c->perq;
     uint64_t nlb = d->nlist * 4, ncb = d->ncand * 4, ndb = d->ndesc * 4;
-    if ((s = make_buf(q, CL_MEM_READ_ONLY, d->copies * ndb, &d->d_in)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_ONLY, d->copies * nlb, &d->d_docs)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_ONLY, d->copies * nlb, &d->d_freqs)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_ONLY, d->nnorm * 4, &d->d_norms)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_ONLY, d->copies * ncb, &d->d_cand)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_ONLY, (uint64_t)c->nq * 4, &d->d_ncand)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_WRITE, c->or_mode ? d->nacc * 4 : d->copies * ncb, &d->d_out)) != CLS_OK ||
-        (s = make_buf(q, CL_MEM_READ_WRITE, d->flush_bytes, &d->d_flush)) != CLS_OK)
+    if ((s = bench_buf(q, CL_MEM_READ_ONLY, d->copies * ndb, &d->d_in)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_ONLY, d->copies * nlb, &d->d_docs)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_ONLY, d->copies * nlb, &d->d_freqs)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_ONLY, d->nnorm * 4, &d->d_norms)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_ONLY, d->copies * ncb, &d->d_cand)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_ONLY, (uint64_t)c->nq * 4, &d->d_ncand)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_WRITE, c->or_mode ? d->nacc * 4 : d->copies * ncb, &d->d_out)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_WRITE, d->flush_bytes, &d->d_flush)) != CLS_OK)
         goto out;
     d->upload_s = 0;
-    if ((s = write_buf(q, d->d_in, 0, ndb, d->desc, &d->upload_s)) != CLS_OK ||
-        (s = write_buf(q, d->d_docs, 0, nlb, d->docs, &d->upload_s)) != CLS_OK ||
-        (s = write_buf(q, d->d_freqs, 0, nlb, d->freqs, &d->upload_s)) != CLS_OK ||
-        (s = write_buf(q, d->d_norms, 0, d->nnorm * 4, d->norms, &d->upload_s)) != CLS_OK ||
-        (s = write_buf(q, d->d_ncand, 0, (uint64_t)c->nq * 4, ncand, &d->upload_s)) != CLS_OK ||
-        (ncb && (s = write_buf(q, d->d_cand, 0, ncb, d->cand, &d->upload_s)) != CLS_OK))
+    if ((s = bench_write(q, d->d_in, 0, ndb, d->desc, &d->upload_s)) != CLS_OK ||
+        (s = bench_write(q, d->d_docs, 0, nlb, d->docs, &d->upload_s)) != CLS_OK ||
+        (s = bench_write(q, d->d_freqs, 0, nlb, d->freqs, &d->upload_s)) != CLS_OK ||
+        (s = bench_write(q, d->d_norms, 0, d->nnorm * 4, d->norms, &d->upload_s)) != CLS_OK ||
+        (s = bench_write(q, d->d_ncand, 0, (uint64_t)c->nq * 4, ncand, &d->upload_s)) != CLS_OK ||
+        (ncb && (s = bench_write(q, d->d_cand, 0, ncb, d->cand, &d->upload_s)) != CLS_OK))
         goto out;
     if (d->copies > 1 &&
-        (s = write_buf(q, d->d_in, ndb, (d->copies - 1) * ndb, d->desc + d->ndesc, NULL)) != CLS_OK)
+        (s = bench_write(q, d->d_in, ndb, (d->copies - 1) * ndb, d->desc + d->ndesc, NULL)) != CLS_OK)
         goto out;
-    if ((s = replicate(q, d->d_docs, nlb, d->copies)) != CLS_OK ||
-        (s = replicate(q, d->d_freqs, nlb, d->copies)) != CLS_OK ||
-        (ncb && (s = replicate(q, d->d_cand, ncb, d->copies)) != CLS_OK))
+    if ((s = bench_replicate(q, d->d_docs, nlb, d->copies)) != CLS_OK ||
+        (s = bench_replicate(q, d->d_freqs, nlb, d->copies)) != CLS_OK ||
+        (ncb && (s = bench_replicate(q, d->d_cand, ncb, d->copies)) != CLS_OK))
         goto out;
 out:
     free(w), free(ncand);
@@ -372,8 +308,8 @@ static cls_status srun(const clx_queue *q, cl_kernel k, unsigned wg, const sset 
     const char *name = c->or_mode ? "score_or" : "score_and";
     cls_status s;
     uint64_t out_bytes = 4 * (c->or_mode ? d->nacc : d->copies * d->ncand);
-    if ((s = fill(q, d->d_out, 0x7FC00000u, out_bytes)) != CLS_OK || /* quiet NaN */
-        (s = fill(q, d->d_flush, 0, d->flush_bytes)) != CLS_OK)
+    if ((s = bench_fill(q, d->d_out, 0x7FC00000u, out_bytes)) != CLS_OK || /* quiet NaN */
+        (s = bench_fill(q, d->d_flush, 0, d->flush_bytes)) != CLS_OK)
         return s;
     CLX_TRY(clFinish(q->q));
     CLX_TRY(clSetKernelArg(k, 0, sizeof(cl_mem), &d->d_in));
@@ -595,7 +531,7 @@ static int sparse(int argc, char **argv, sopts *o)
         switch (c) {
         case 'd': o->devices = optarg; break;
         case 'r':
-            if (parse_list(optarg, 1, 10000, one, 1)) o->reps = one[0];
+            if (bench_parse_list(optarg, 1, 10000, one, 1)) o->reps = one[0];
             else bad = 1;
             break;
         case 'j': o->json_path = optarg; break;
@@ -606,7 +542,7 @@ static int sparse(int argc, char **argv, sopts *o)
         case 'b': batch = optarg; break;
         case 'w': wg = optarg; break;
         case 'm':
-            if (parse_list(optarg, 1, 1 << 22, one, 1)) o->cap = (uint64_t)one[0] << 20;
+            if (bench_parse_list(optarg, 1, 1 << 22, one, 1)) o->cap = (uint64_t)one[0] << 20;
             else bad = 1;
             break;
         case 'g': o->ceiling = strtod(optarg, &end), bad |= *end || !(o->ceiling > 0); break;
@@ -614,11 +550,11 @@ static int sparse(int argc, char **argv, sopts *o)
         }
     }
     bad |= !parse_modes(modes, o);
-    bad |= !(o->nterms = parse_list(terms, 1, MAX_TERMS, o->terms, MAX_VALS));
-    bad |= !(o->ncands = parse_list(cands, 1, UINT32_MAX, o->cands, MAX_VALS));
-    bad |= !(o->nlists = parse_list(lists, 1, MAX_PER_QUERY, o->lists, MAX_VALS));
-    bad |= !(o->nbatch = parse_list(batch, 1, 1 << 24, o->batch, MAX_VALS));
-    bad |= !(o->nwg = parse_list(wg, 1, 1 << 16, o->wg, MAX_VALS));
+    bad |= !(o->nterms = bench_parse_list(terms, 1, MAX_TERMS, o->terms, MAX_VALS));
+    bad |= !(o->ncands = bench_parse_list(cands, 1, UINT32_MAX, o->cands, MAX_VALS));
+    bad |= !(o->nlists = bench_parse_list(lists, 1, MAX_PER_QUERY, o->lists, MAX_VALS));
+    bad |= !(o->nbatch = bench_parse_list(batch, 1, 1 << 24, o->batch, MAX_VALS));
+    bad |= !(o->nwg = bench_parse_list(wg, 1, 1 << 16, o->wg, MAX_VALS));
     for (unsigned i = 0; i < o->nwg; i++) bad |= (o->wg[i] & (o->wg[i] - 1)) != 0;
     if (bad || optind != argc) {
         fputs(USAGE, stderr);
