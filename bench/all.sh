@@ -54,9 +54,9 @@ fi
 ceiling_of() { sed -n 's/.*"gbytes_per_s_median":\([0-9.]*\).*"ceiling":true.*/\1/p' "$out/copy-$1.jsonl" 2>/dev/null | tail -1; }
 gen=$out/gen-$docs
 if want decode || want e2e; then
-  if [ ! -f "$gen/bp.128.idx" ]; then
-    "$cls" generate -o "$gen" --docs "$docs" --queries "$queries" >/dev/null
-    "$cls" index -q -c jsonl -o "$gen/bp.128.idx" "$gen/corpus.jsonl"
+  if [ ! -f "$gen/bp.128.idx" ]; then # the generated collection, straight into an index
+    mkdir -p "$gen"
+    "$cls" generate --index "$gen/bp.128.idx" --topics "$gen/topics.tsv" --docs "$docs" --queries "$queries" -v
   fi
   idx=("$gen/bp.128.idx")
   for v in raw:128 pfor:128 optpfd:128 rice:128 bp:64 bp:256 bp:512; do

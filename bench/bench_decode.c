@@ -97,8 +97,8 @@ static int plot_rows(const char *dir, const row *r, unsigned n)
                        r[i].variant, r[i].frac, r[i].gbs, r[i].gps);
     }
     ok = ok && bench_cat(&script, &sl, &sc,
-                         "set style fill solid 0.6\nset boxwidth 0.7\nset grid ytics\nset xtics rotate by -50 font ',8'\n"
-                         "set ylabel 'achieved GB/s (read + written)'\nset bmargin 12\n"
+                         "set style fill solid 0.6\nset boxwidth 0.7\nset grid ytics\nset yrange [0:*]\nset xtics rotate by -60 font ',7'\n"
+                         "set ylabel 'achieved GB/s (read + written)'\nset bmargin 16\n"
                          "set title 'clsearch bench decode: bandwidth per codec, block size, variant (commit %s)'\n"
                          "plot datafile using 0:2:xticlabels(1) with boxes notitle\n",
                          bench_commit());

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # One session on a GPU host, everything in one go: build, list devices, run the kernel tests
 # on the GPU (every kernel and every codec's decoder against the plain-C reference, CACM and
-# the generated collection included), the decode benchmark (every codec, DECODE_DOCS generated
-# documents, default 2,000,000; SKIP_DECODE=1 skips it) and the end-to-end benchmark (SKIP_QPS=1
-# skips it); the runs of four collections in every codec, identical on the GPU and the
-# reference engine; with LARGE_DEB=path/to/linux-doc-6.1.deb the index build throughput at 1 to 16
+# the generated collection included), every benchmark suite and peer through bench/all.sh (its
+# SKIP variable leaves suites out); the runs of four collections in every codec, identical on
+# the GPU and the reference engine; with LARGE_DEB=path/to/linux-doc-6.1.deb the index build throughput at 1 to 16
 # threads on that package's documentation tree; with FULL=1 also the whole suite
 # on POCL and the quick start. Logs go to $OUT (or ./gpu-out). Dependencies must already be
 # there (CLSEARCH_NO_DEPS=1); CIFF support is left out (no protobuf-c on the GPU image).
@@ -29,15 +28,8 @@ export CLSEARCH_NO_DEPS=1 CTEST_OUTPUT_ON_FAILURE=1
     for t in 1 2 4 8 16; do build/clsearch index -v -c files --threads $t -o /tmp/large.$t.idx /tmp/large/usr/share/doc 2>&1 | grep indexed; done
     cmp /tmp/large.1.idx /tmp/large.16.idx && echo "1 and 16 threads: identical index files"
   fi
-  devs=$(build/clsearch devices | sed -n 's/^  device \([0-9]*:[0-9]*\) .*/\1/p' | paste -sd, -)
-  echo "== copy ceiling"
-  build/clsearch bench copy --json build/bench/copy.jsonl
-  if [ "${SKIP_DECODE:-0}" = 1 ]; then echo "== decode benchmark skipped"; else
-  echo "== decode benchmark"
-  bench/decode.sh build "$devs" "${DECODE_DOCS:-2000000}" 10; fi
-  if [ "${SKIP_QPS:-0}" = 1 ]; then echo "== end-to-end benchmark skipped"; else
-  echo "== end-to-end benchmark"
-  bench/run.sh build "$devs" 5; fi
+  echo "== every benchmark suite and peer (bench/all.sh; SKIP=\"suite ...\" leaves some out)"
+  bench/all.sh build gpu gpu "$out/all"
   if [ "${FULL:-0}" = 1 ]; then
     echo "== every test on POCL (cacm_map and effectiveness need PyPI, not here)"
     (cd build && ctest -E 'cacm_map|effectiveness' -j4)
@@ -45,4 +37,3 @@ export CLSEARCH_NO_DEPS=1 CTEST_OUTPUT_ON_FAILURE=1
     tools/quickstart.sh
   fi
 } 2>&1 | tee "$out/gpu_session.log"
-cp build/bench/qps.jsonl build/bench/decode.jsonl build/bench/copy.jsonl "$out/" 2>/dev/null || true
