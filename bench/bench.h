@@ -45,6 +45,9 @@ int bench_intersect_time(const struct clx_queue *q, const struct clx_params *p, 
 int bench_score_time(const struct clx_queue *q, const struct clx_params *p, int or_mode, uint32_t nq,
                      uint32_t per_query, unsigned reps, double *median_s);
 
+/* Seconds for one copy of mib MiB (read + write) by the faster copy kernel at vector width vec,
+ * median of reps after warm-ups, the copy checked; 0 ok, else 1 with a message (bench_copy.c). */
+int bench_copy_time(const struct clx_queue *q, unsigned vec, unsigned mib, unsigned reps, double *median_s);
 /* tune: sweeps the variant registry on one device, writes the tuning file (bench_tune.c). */
 int bench_tune(int argc, char **argv);
 /* Median kernel seconds of topk_select over rows x N random scores with k, on an engine made

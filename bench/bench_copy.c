@@ -1,12 +1,13 @@
 /* copy suite: each device's memory-bandwidth ceiling, the figure every memory-bound kernel is
  * measured against.
  *
- *   clsearch bench copy [-d DEVICES] [-r REPEATS] [--mib N] [--json FILE]
+ *   clsearch bench copy [-d DEVICES] [-r REPEATS] [--mib N] [--vec 1,2,4,8,16] [--json FILE]
  *
  * Copies of one buffer of N MiB (default 1024, less where the device's largest buffer or a third
- * of its memory is smaller): the project's two copy kernels (cl/copy.cl, 16-byte elements,
- * 256-item work-groups, 64 groups per compute unit: copy_u4 strides, as GPUs want; copy_u4_runs
- * gives each work-item a contiguous run, as CPUs want), the faster being the device's ceiling,
+ * of its memory is smaller): the project's two copy kernels (cl/copy.cl, 256-item work-groups,
+ * 64 groups per compute unit: copy_strided strides, as GPUs want; copy_runs gives each
+ * work-item a contiguous run, as CPUs want) at each vector width (COPY_VEC uints per load and
+ * store, default every width), the fastest being the device's ceiling,
  * and the driver's clEnqueueCopyBuffer for comparison. After two warm-up runs, each is timed REPEATS times (default 20) by
  * OpenCL profiling events; bandwidth counts bytes read plus bytes written (2 x N MiB per run).
  * The destination is checked after each kernel. DEVICES: a comma list of specs (auto,
@@ -27,7 +28,7 @@ static int failed(cls_status s, const char *what)
 }
 
 #define NVAR 2
-static const char *const VARIANTS[NVAR] = {"copy_u4", "copy_u4_runs"};
+static const char *const VARIANTS[NVAR] = {"copy_strided", "copy_runs"};
 
 typedef struct copy_result {
     double kmed[NVAR], kmin[NVAR], kmax[NVAR], dmed; /* GB/s per kernel variant; driver copy median */
@@ -35,8 +36,8 @@ typedef struct copy_result {
     int ok;
 } copy_result;
 
-/* Runs both copies on one device; CLS_OK or the failing call's status. */
-static cls_status run_device(const clx_queue *cq, size_t want, unsigned reps, copy_result *r)
+/* Runs both copies at vector width vec on one device; CLS_OK or the failing call's status. */
+static cls_status run_device(const clx_queue *cq, size_t want, unsigned reps, unsigned vec, copy_result *r)
 {
     const clx_device *dev = &cq->dev;
     cl_context ctx = cq->ctx;
@@ -58,7 +59,9 @@ static cls_status run_device(const clx_queue *cq, size_t want, unsigned reps, co
     double secs;
     int cached;
     char note[4400];
-    if ((s = clx_build(ctx, dev, files, "-cl-std=CL1.2", &prog, &secs, &cached, note, sizeof note)) != CLS_OK) goto out;
+    char opts[64];
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DCOPY_VEC=%u", vec);
+    if ((s = clx_build(ctx, dev, files, opts, &prog, &secs, &cached, note, sizeof note)) != CLS_OK) goto out;
     for (int v = 0; v < NVAR; v++) {
         ks[v] = clCreateKernel(prog, VARIANTS[v], &err);
         if (!ks[v] || err != CL_SUCCESS) { s = clx_fail("clCreateKernel", err); goto out; }
@@ -73,7 +76,7 @@ static cls_status run_device(const clx_queue *cq, size_t want, unsigned reps, co
         s = clx_fail("clEnqueueFillBuffer", err);
         goto out;
     }
-    cl_ulong n = bytes / 16;
+    cl_ulong n = bytes / (4 * vec);
     size_t wg = dev->info.max_work_group < 256 ? dev->info.max_work_group : 256;
     size_t global = (size_t)dev->info.compute_units * 64 * wg;
     for (int v = 0; v < NVAR; v++)
@@ -132,11 +135,11 @@ out:
 
 int bench_copy(int argc, char **argv)
 {
-    const char *devices = NULL, *json_path = NULL;
+    const char *devices = NULL, *json_path = NULL, *vecs = "1,2,4,8,16";
     unsigned reps = 20;
     size_t mib = 1024;
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"mib", required_argument, 0, 'm'},
-                                          {0, 0, 0, 0}};
+                                          {"vec", required_argument, 0, 'v'}, {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "d:r:", longs, NULL)) != -1) {
@@ -144,13 +147,24 @@ int bench_copy(int argc, char **argv)
         else if (c == 'r') reps = (unsigned)strtoul(optarg, NULL, 10);
         else if (c == 'j') json_path = optarg;
         else if (c == 'm') mib = (size_t)strtoull(optarg, NULL, 10);
+        else if (c == 'v') vecs = optarg;
         else {
-            fprintf(stderr, "usage: clsearch bench copy [-d DEVICES] [-r REPEATS] [--mib N] [--json FILE]\n");
+            fprintf(stderr, "usage: clsearch bench copy [-d DEVICES] [-r REPEATS] [--mib N] [--vec 1,2,4,8,16] "
+                            "[--json FILE]\n");
             return 2;
         }
     }
-    if (reps < 1 || reps > 10000 || mib < 1 || mib > (1u << 20) || optind != argc) {
-        fprintf(stderr, "clsearch bench copy: REPEATS 1..10000, --mib 1..1048576, no other arguments\n");
+    unsigned vec[5], nvec = 0;
+    char vcopy[64];
+    snprintf(vcopy, sizeof vcopy, "%s", vecs);
+    for (char *sv = NULL, *v = strtok_r(vcopy, ",", &sv); v; v = strtok_r(NULL, ",", &sv)) {
+        unsigned w = (unsigned)strtoul(v, NULL, 10);
+        if (nvec == 5 || (w != 1 && w != 2 && w != 4 && w != 8 && w != 16)) nvec = 6;
+        else vec[nvec++] = w;
+    }
+    if (reps < 1 || reps > 10000 || mib < 1 || mib > (1u << 20) || optind != argc || nvec == 0 || nvec > 5) {
+        fprintf(stderr, "clsearch bench copy: REPEATS 1..10000, --mib 1..1048576, --vec widths of 1, 2, 4, 8, 16; "
+                        "no other arguments\n");
         return 2;
     }
     char list[1024];
@@ -179,36 +193,60 @@ int bench_copy(int argc, char **argv)
     }
     printf("copy suite: commit %s, %s; %u repeats after 2 warm-ups; GB/s = (read + written) / kernel time\n",
            bench_commit(), bench_when(), reps);
-    printf("%-5s %-36s %-12s %6s %-13s %9s %9s %9s %12s %s\n", "dev", "name", "driver", "MiB", "variant", "GB/s med",
+    printf("%-5s %-36s %-12s %6s %-16s %9s %9s %9s %12s %s\n", "dev", "name", "driver", "MiB", "variant", "GB/s med",
            "min", "max", "driver copy", "check");
     int rc = 0;
     for (char *save = NULL, *spec = strtok_r(list, ",", &save); spec; spec = strtok_r(NULL, ",", &save)) {
         clx_queue cq;
         cls_status s = clx_queue_open(spec, &cq);
         if (s != CLS_OK) return failed(s, spec);
-        copy_result r = {0};
-        s = run_device(&cq, mib << 20, reps, &r);
+        copy_result r[5];
+        memset(r, 0, sizeof r);
+        for (unsigned w = 0; w < nvec && s == CLS_OK; w++) s = run_device(&cq, mib << 20, reps, vec[w], &r[w]);
         clx_queue_close(&cq);
         const clx_device dev = cq.dev;
         if (s != CLS_OK) return failed(s, dev.info.name);
-        int best = r.kmed[1] > r.kmed[0];
-        for (int v = 0; v < NVAR; v++) {
-            printf("%u:%-3u %-36.36s %-12.12s %6zu %-13s %9.1f %9.1f %9.1f %12.1f %s%s\n", dev.info.platform,
-                   dev.info.device, dev.info.name, dev.info.driver_version, r.bytes >> 20, VARIANTS[v], r.kmed[v],
-                   r.kmin[v], r.kmax[v], r.dmed, r.ok ? "ok" : "WRONG", v == best ? "  <- ceiling" : "");
-            if (json)
-                fprintf(json,
-                        "{\"suite\":\"copy\",\"commit\":\"%s\",\"when\":\"%s\",\"device\":\"%s\",\"driver\":\"%s\","
-                        "\"platform\":\"%s\",\"variant\":\"%s\",\"wg\":256,\"groups_per_cu\":64,\"bytes\":%zu,"
-                        "\"repeats\":%u,\"gbytes_per_s_median\":%.2f,\"gbytes_per_s_min\":%.2f,"
-                        "\"gbytes_per_s_max\":%.2f,\"driver_copy_gbytes_per_s_median\":%.2f,\"ceiling\":%s,"
-                        "\"check\":\"%s\"}\n",
-                        bench_commit(), bench_when(), dev.info.name, dev.info.driver_version, dev.info.platform_name,
-                        VARIANTS[v], r.bytes, reps, r.kmed[v], r.kmin[v], r.kmax[v], r.dmed,
-                        v == best ? "true" : "false", r.ok ? "ok" : "wrong");
+        unsigned bw = 0;
+        int best = 0;
+        for (unsigned w = 0; w < nvec; w++)
+            for (int v = 0; v < NVAR; v++)
+                if (r[w].kmed[v] > r[bw].kmed[best]) bw = w, best = v;
+        for (unsigned w = 0; w < nvec; w++) {
+            for (int v = 0; v < NVAR; v++) {
+                char name[40];
+                snprintf(name, sizeof name, "%s/v%u", VARIANTS[v], vec[w]);
+                int ceil_ = w == bw && v == best;
+                printf("%u:%-3u %-36.36s %-12.12s %6zu %-16s %9.1f %9.1f %9.1f %12.1f %s%s\n", dev.info.platform,
+                       dev.info.device, dev.info.name, dev.info.driver_version, r[w].bytes >> 20, name, r[w].kmed[v],
+                       r[w].kmin[v], r[w].kmax[v], r[w].dmed, r[w].ok ? "ok" : "WRONG", ceil_ ? "  <- ceiling" : "");
+                if (json)
+                    fprintf(json,
+                            "{\"suite\":\"copy\",\"commit\":\"%s\",\"when\":\"%s\",\"device\":\"%s\",\"driver\":\"%s\","
+                            "\"platform\":\"%s\",\"variant\":\"%s\",\"vec\":%u,\"wg\":256,\"groups_per_cu\":64,"
+                            "\"bytes\":%zu,\"repeats\":%u,\"gbytes_per_s_median\":%.2f,\"gbytes_per_s_min\":%.2f,"
+                            "\"gbytes_per_s_max\":%.2f,\"driver_copy_gbytes_per_s_median\":%.2f,\"ceiling\":%s,"
+                            "\"check\":\"%s\"}\n",
+                            bench_commit(), bench_when(), dev.info.name, dev.info.driver_version, dev.info.platform_name,
+                            VARIANTS[v], vec[w], r[w].bytes, reps, r[w].kmed[v], r[w].kmin[v], r[w].kmax[v], r[w].dmed,
+                            ceil_ ? "true" : "false", r[w].ok ? "ok" : "wrong");
+            }
+            if (!r[w].ok) rc = 1;
         }
-        if (!r.ok) rc = 1;
     }
     if (json) fclose(json);
     return rc;
+}
+
+int bench_copy_time(const clx_queue *q, unsigned vec, unsigned mib, unsigned reps, double *median_s)
+{
+    copy_result r = {0};
+    cls_status s = run_device(q, (size_t)mib << 20, reps, vec, &r);
+    if (s != CLS_OK) return failed(s, q->dev.info.name);
+    if (!r.ok) {
+        fprintf(stderr, "clsearch bench copy: %s: the copy differs from its source\n", q->dev.info.name);
+        return 1;
+    }
+    double best = r.kmed[0] > r.kmed[1] ? r.kmed[0] : r.kmed[1]; /* GB/s of the better kernel */
+    *median_s = 2.0 * (double)r.bytes / (best * 1e9);
+    return 0;
 }

@@ -12,6 +12,7 @@
  *   WG_SCORE       score_and + score_or
  *   WG_TOPK        topk_select over dense rows
  *   SCAN_WG x SCAN_ITEMS  the device-wide scan (every pair)
+ *   COPY_VEC       the copy kernels (the better of strided and runs)
  * Candidates are the registry's, less what the device cannot run (work-groups above its
  * maximum; the warp-shuffle scan off NVIDIA). Each variant is a separate program build (the
  * binary cache keeps them). The sweeps ignore any existing tuning file and CLSEARCH_PARAMS.
@@ -79,6 +80,8 @@ static int measure(tune_ctx *t, const char *family, const clx_params *p, double 
         if (!rc) rc = bench_score_time(&t->q, p, 1, z.sq, z.sper, t->reps, &b);
     } else if (strcmp(family, "topk") == 0) {
         rc = bench_topk_time(t->device, z.trows, z.tn, z.tk, t->reps, &a);
+    } else if (strcmp(family, "copy") == 0) {
+        rc = bench_copy_time(&t->q, p->copy_vec, t->quick ? 64 : t->q.dev.info.is_gpu ? 1024 : 256, t->reps, &a);
     } else if (strcmp(family, "scan") == 0) {
         clx_scan *sc;
         uint32_t *in = malloc((size_t)z.scan_n * 4), *out = malloc((size_t)z.scan_n * 4);
@@ -318,7 +321,8 @@ int bench_tune(int argc, char **argv)
            t.quick ? "; --quick sizes" : "");
     printf("  start from %s\n", best.source);
     int rc = sweep(&t, &best, "WG_SCAN_ALGO", "intersect topk") || sweep(&t, &best, "WG_INTERSECT", "intersect") ||
-             sweep(&t, &best, "WG_SCORE", "score") || sweep(&t, &best, "WG_TOPK", "topk") || sweep_scan(&t, &best);
+             sweep(&t, &best, "WG_SCORE", "score") || sweep(&t, &best, "WG_TOPK", "topk") || sweep_scan(&t, &best) ||
+             sweep(&t, &best, "COPY_VEC", "copy");
     unsetenv("CLSEARCH_PARAMS");
     if (!rc) rc = write_file(&t, &best, path);
     if (!rc) {

@@ -37,6 +37,7 @@ typedef struct clx_params {
     unsigned wg_intersect, wg_score, wg_topk; /* work-items per query of each family */
     unsigned wg_scan_algo;                    /* in-group prefix sum: 0 HS, 1 work-efficient, 2 warp PTX */
     unsigned scan_wg, scan_items;             /* the device-wide scan (cl/scan.cl) */
+    unsigned copy_vec;                        /* vector width of the copy kernels (cl/copy.cl) */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

@@ -41,6 +41,8 @@ static const clx_tunable registry[] = {
      {64, 128, 256, 512, 1024}, 5},
     {"SCAN_ITEMS", "scan", "elements per work-item of the device-wide scan", PARAM_FIELD(scan_items), 0,
      {2, 4, 8, 16}, 4},
+    {"COPY_VEC", "copy", "vector width (uints per load and store) of the copy kernels", PARAM_FIELD(copy_vec), 0,
+     {1, 2, 4, 8, 16}, 5},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -73,6 +75,8 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
             return err_set(CLS_E_ARG, "%s: SCAN_ITEMS=%u (1..64)", from, v);
         }
     }
+    if (p->copy_vec != 1 && p->copy_vec != 2 && p->copy_vec != 4 && p->copy_vec != 8 && p->copy_vec != 16)
+        return err_set(CLS_E_ARG, "%s: COPY_VEC=%u (1, 2, 4, 8 or 16)", from, p->copy_vec);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
@@ -94,13 +98,13 @@ typedef struct entry {
 } entry;
 
 static const entry db[] = {
-    {"NVIDIA", 1, {256, 256, 512, 0, 256, 8, ""}, "vendor default: NVIDIA GPU"},
-    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, ""}, "vendor default: AMD GPU"},
-    {"AMD", 1, {256, 256, 256, 0, 256, 8, ""}, "vendor default: AMD GPU"},
-    {NULL, 1, {256, 256, 256, 0, 256, 8, ""}, "generic default: GPU"},
+    {"NVIDIA", 1, {256, 256, 512, 0, 256, 8, 4, ""}, "vendor default: NVIDIA GPU"},
+    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, ""}, "vendor default: AMD GPU"},
+    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, ""}, "vendor default: AMD GPU"},
+    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, ""}, "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
-    {NULL, 0, {64, 64, 64, 0, 64, 16, ""}, "generic default: CPU"},
-    {NULL, -1, {128, 128, 128, 0, 128, 8, ""}, "generic default"},
+    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, ""}, "generic default: CPU"},
+    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, ""}, "generic default"},
 };
 
 static unsigned cap(unsigned v, size_t max)

@@ -263,45 +263,50 @@ START_TEST(scan_against_host)
 }
 END_TEST
 
-/* Both copy kernels, with fewer work-items than elements (the stride and run loops wrap) and
- * a length that splits unevenly. */
+/* Both copy kernels at three vector widths, with fewer work-items than elements (the stride and
+ * run loops wrap) and a length that splits unevenly. */
 START_TEST(copy_kernels_copy)
 {
     clx_queue q;
     ck_assert_msg(clx_queue_open(device(), &q) == CLS_OK, "%s", cls_last_error());
     static const char *const files[] = {"copy.cl", NULL};
-    cl_program prog;
-    double secs;
-    int cached;
-    char note[4400];
-    ck_assert_msg(clx_build(q.ctx, &q.dev, files, "-cl-std=CL1.2", &prog, &secs, &cached, note, sizeof note) == CLS_OK,
-                  "%s", cls_last_error());
-    const cl_ulong n = 1001; /* uint4 elements */
-    uint32_t *src = malloc(n * 16), *dst = malloc(n * 16);
+    static const unsigned vecs[] = {1, 4, 16}; /* vector widths (COPY_VEC) */
+    const cl_ulong n = 1001;                    /* vectors: fewer work-items than elements, uneven */
+    uint32_t *src = malloc(n * 64), *dst = malloc(n * 64);
     uint64_t st = 9;
-    for (cl_ulong i = 0; i < 4 * n; i++) src[i] = (uint32_t)tu_rand(&st);
-    static const char *const names[] = {"copy_u4", "copy_u4_runs"};
-    for (int v = 0; v < 2; v++) {
-        cl_int err;
-        cl_kernel k = clCreateKernel(prog, names[v], &err);
-        ck_assert_int_eq(err, CL_SUCCESS);
-        cl_mem a = clCreateBuffer(q.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 16, src, &err);
-        ck_assert_int_eq(err, CL_SUCCESS);
-        memset(dst, 0xA5, n * 16); /* the destination starts as garbage, not a previous copy */
-        cl_mem b = clCreateBuffer(q.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * 16, dst, &err);
-        ck_assert_int_eq(err, CL_SUCCESS);
-        size_t wg = 16, global = 3 * wg;
-        ck_assert_int_eq(clSetKernelArg(k, 0, sizeof a, &a), CL_SUCCESS);
-        ck_assert_int_eq(clSetKernelArg(k, 1, sizeof b, &b), CL_SUCCESS);
-        ck_assert_int_eq(clSetKernelArg(k, 2, sizeof n, &n), CL_SUCCESS);
-        ck_assert_int_eq(clEnqueueNDRangeKernel(q.q, k, 1, NULL, &global, &wg, 0, NULL, NULL), CL_SUCCESS);
-        ck_assert_int_eq(clEnqueueReadBuffer(q.q, b, CL_TRUE, 0, n * 16, dst, 0, NULL, NULL), CL_SUCCESS);
-        ck_assert_msg(memcmp(src, dst, n * 16) == 0, "%s: the copy differs", names[v]);
-        clReleaseMemObject(a);
-        clReleaseMemObject(b);
-        clReleaseKernel(k);
+    for (cl_ulong i = 0; i < 16 * n; i++) src[i] = (uint32_t)tu_rand(&st);
+    for (unsigned w = 0; w < 3; w++) {
+        char opts[64], note[4400];
+        snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DCOPY_VEC=%u", vecs[w]);
+        cl_program prog;
+        double secs;
+        int cached;
+        ck_assert_msg(clx_build(q.ctx, &q.dev, files, opts, &prog, &secs, &cached, note, sizeof note) == CLS_OK, "%s",
+                      cls_last_error());
+        size_t bytes = n * 4 * vecs[w];
+        static const char *const names[] = {"copy_strided", "copy_runs"};
+        for (int v = 0; v < 2; v++) {
+            cl_int err;
+            cl_kernel k = clCreateKernel(prog, names[v], &err);
+            ck_assert_int_eq(err, CL_SUCCESS);
+            cl_mem a = clCreateBuffer(q.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &err);
+            ck_assert_int_eq(err, CL_SUCCESS);
+            memset(dst, 0xA5, bytes); /* the destination starts as garbage, not a previous copy */
+            cl_mem b = clCreateBuffer(q.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, dst, &err);
+            ck_assert_int_eq(err, CL_SUCCESS);
+            size_t wg = 16, global = 3 * wg;
+            ck_assert_int_eq(clSetKernelArg(k, 0, sizeof a, &a), CL_SUCCESS);
+            ck_assert_int_eq(clSetKernelArg(k, 1, sizeof b, &b), CL_SUCCESS);
+            ck_assert_int_eq(clSetKernelArg(k, 2, sizeof n, &n), CL_SUCCESS);
+            ck_assert_int_eq(clEnqueueNDRangeKernel(q.q, k, 1, NULL, &global, &wg, 0, NULL, NULL), CL_SUCCESS);
+            ck_assert_int_eq(clEnqueueReadBuffer(q.q, b, CL_TRUE, 0, bytes, dst, 0, NULL, NULL), CL_SUCCESS);
+            ck_assert_msg(memcmp(src, dst, bytes) == 0, "%s, width %u: the copy differs", names[v], vecs[w]);
+            clReleaseMemObject(a);
+            clReleaseMemObject(b);
+            clReleaseKernel(k);
+        }
+        clReleaseProgram(prog);
     }
-    clReleaseProgram(prog);
     free(src);
     free(dst);
     clx_queue_close(&q);
