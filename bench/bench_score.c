@@ -265,15 +265,6 @@ out:
     return s;
 }
 
-/* The device rounds single-precision division correctly when asked: then the program is built
- * as the engine builds it (src/clx_engine.c), scores matching the reference to the bit. */
-static int correct_div(cl_device_id dev)
-{
-    cl_device_fp_config cfg = 0;
-    if (clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof cfg, &cfg, NULL) != CL_SUCCESS) return 0;
-    return (cfg & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-}
-
 /* score_and and score_or built for work-groups of wg (k[0], k[1]). */
 static cls_status sbuild(const clx_queue *q, unsigned wg, cl_program *prog, cl_kernel k[2])
 {
@@ -284,7 +275,7 @@ static cls_status sbuild(const clx_queue *q, unsigned wg, cl_program *prog, cl_k
     int cached;
     k[0] = k[1] = NULL;
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_SCORE=%u%s", wg,
-             correct_div(q->dev.device) ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+             clx_correct_div(q->dev.device) ? /* built as the engine builds it */ " -cl-fp32-correctly-rounded-divide-sqrt" : "");
     cls_status s = clx_build(q->ctx, &q->dev, files, opts, prog, &secs, &cached, note, sizeof note);
     for (int i = 0; i < 2 && s == CLS_OK; i++) {
         cl_int err;

@@ -83,6 +83,11 @@ int clx_cache_dir(char *buf, size_t len);
 cls_status clx_build(cl_context ctx, const clx_device *dev, const char *const *families, const char *options,
                      cl_program *out, double *seconds, int *from_cache, char *note, size_t note_len);
 
+/* Whether the device rounds single-precision division correctly when asked (OpenCL 1.2's
+ * -cl-fp32-correctly-rounded-divide-sqrt); without it scores may differ from the reference in
+ * the last bit, and the engine's description says so (clx_engine.c). */
+int clx_correct_div(cl_device_id d);
+
 /* Monotonic seconds. */
 double clx_now(void);
 /* Seconds from first's start to last's end, from profiling events (the queue must profile);

@@ -100,10 +100,7 @@ static cls_status make_kernel(cl_program prog, const char *name, cl_kernel *k)
     return CLS_OK;
 }
 
-/* Whether the device rounds single-precision division correctly when asked (OpenCL 1.2's
- * -cl-fp32-correctly-rounded-divide-sqrt); without it scores may differ from the reference in
- * the last bit, so we say so in the description. */
-static int correct_div(cl_device_id d)
+int clx_correct_div(cl_device_id d)
 {
     cl_device_fp_config cfg = 0;
     if (clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof cfg, &cfg, NULL) != CL_SUCCESS) return 0;
@@ -136,7 +133,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
         s = clx_fail("clCreateCommandQueue", err);
         goto fail;
     }
-    int cdiv = correct_div(e->dev.device);
+    int cdiv = clx_correct_div(e->dev.device);
     /* Two programs: the decoder depends on the index (codec, block size, pfor depth), the
      * query kernels only on the device's parameters, so each caches on its own and a new
      * codec costs only the small decode build. */
