@@ -274,8 +274,9 @@ static cls_status sbuild(const clx_queue *q, unsigned wg, cl_program *prog, cl_k
     double secs;
     int cached;
     k[0] = k[1] = NULL;
+    /* built as the engine builds it, so scores match the reference to the bit */
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_SCORE=%u%s", wg,
-             clx_correct_div(q->dev.device) ? /* built as the engine builds it */ " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+             clx_correct_div(q->dev.device) ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
     cls_status s = clx_build(q->ctx, &q->dev, files, opts, prog, &secs, &cached, note, sizeof note);
     for (int i = 0; i < 2 && s == CLS_OK; i++) {
         cl_int err;
