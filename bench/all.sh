@@ -29,11 +29,11 @@ case $scale in
   pocl) docs=${DOCS:-20000} queries=2000 scanlog=16,20,22 r=5
         inter="--short 1000 --ratios 1,10,100,1000 --batch 1,64,1024 --mib 256"
         score="--cands 1e3,1e5,1e6 --mib 256" topk="1024x10000:10,1x1000000:10,64x10000:1000,16384x100:10,1x100000:10000,1024x10000:1"
-        e2eb=1,16,256,1024 tq=--quick ;;
+        e2eb=1,16,256,1024 tq=--quick copyo="--mib 256 -r 5" ;;
   gpu)  docs=${DOCS:-2000000} queries=20000 scanlog=20,24,28 r=10
         inter="--short 1000,10000 --ratios 1,10,100,1000 --batch 1,64,1024,16384 --mib 8192"
         score="--cands 1e3,1e4,1e5,1e6,1e7,1e8 --mib 8192" topk="1024x100000:10,1x25000000:10,1024x100000:1000,16384x1000:10,1x1000000:10000,1024x100000:1"
-        e2eb=1,16,256,1024,4096,16384 tq= ;;
+        e2eb=1,16,256,1024,4096,16384 tq= copyo= ;;
   *) echo "bench/all.sh: SCALE is pocl or gpu" >&2; exit 2 ;;
 esac
 commit=${CLSEARCH_COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -67,7 +67,7 @@ if want decode || want e2e; then
 fi
 for dev in ${devices//,/ }; do
   d=${dev//:/-}
-  want copy && run "copy-$d" "$cls" bench copy -d "$dev" --json "$out/copy-$d.jsonl"
+  want copy && run "copy-$d" "$cls" bench copy -d "$dev" $copyo --json "$out/copy-$d.jsonl"
   ceiling=$(ceiling_of "$d")
   ceiling=${ceiling:-2800}
   echo "== $dev: copy ceiling $ceiling GB/s"
