@@ -51,9 +51,13 @@ int bench_copy_time(const struct clx_queue *q, unsigned vec, unsigned mib, unsig
 /* tune: sweeps the variant registry on one device, writes the tuning file (bench_tune.c). */
 int bench_tune(int argc, char **argv);
 /* Median kernel seconds of topk_select over rows x N random scores with k, on an engine made
- * for device (so CLSEARCH_PARAMS applies); checks row 0 against the host. 0 ok, else 1 with a
- * message printed (bench_topk.c). */
-int bench_topk_time(const char *device, uint32_t rows, uint32_t N, uint32_t k, unsigned reps, double *median_s);
+ * for device with parameters prm (NULL: those in force); checks row 0 against the host. 0 ok,
+ * else 1 with a message printed (bench_topk.c). */
+int bench_topk_time(const char *device, const struct clx_params *prm, uint32_t rows, uint32_t N, uint32_t k,
+                    unsigned reps, double *median_s);
+/* Median seconds of the device-wide scan (scan.cl) over n values with p's SCAN_WG, SCAN_ITEMS
+ * and WG_SCAN_ALGO, checked against a host scan; 0 ok, else 1 with a message (bench_scan.c). */
+int bench_scan_time(const struct clx_queue *q, const struct clx_params *p, uint32_t n, unsigned reps, double *median_s);
 
 /* For the kernel-alone suites (bench_dev.c): splitmix64; uniform in [0, n); a comma list of
  * whole numbers (1000 or 1e3) within [lo, hi] into v, the count or 0 if malformed; device

@@ -197,10 +197,12 @@ int bench_decode(int argc, char **argv)
                 int is_dev = strcmp(dev, "ref") != 0;
                 char alist[64];
                 snprintf(alist, sizeof alist, "%s", is_dev && algos ? algos : "-");
-                if (is_dev && algos && strcmp(algos, "all") == 0) { /* every variant this device runs */
+                clx_params prm; /* the parameters in force; --algo varies the in-group scan */
+                if (is_dev && algos) {
                     clx_device cd;
-                    if ((s = clx_select(dev, &cd)) != CLS_OK) return die(s, dev);
-                    snprintf(alist, sizeof alist, "%s", clx_is_nvidia(&cd.info) ? "hs,we,shfl" : "hs,we");
+                    if ((s = clx_select(dev, &cd)) != CLS_OK || (s = clx_params_for(&cd.info, &prm)) != CLS_OK)
+                        return die(s, dev);
+                    if (strcmp(algos, "all") == 0) snprintf(alist, sizeof alist, "%s", clx_scan_algos_for(&cd.info));
                 }
                 for (char *sa = NULL, *al = strtok_r(alist, ",", &sa); al; al = strtok_r(NULL, ",", &sa)) {
                     figures f;
@@ -212,15 +214,11 @@ int bench_decode(int argc, char **argv)
                         f = summarize(t, ref_reps);
                         snprintf(name, sizeof name, "ref (C, 1 thread)");
                     } else {
-                        int av = strcmp(al, "hs") == 0 ? 0 : strcmp(al, "we") == 0 ? 1 : strcmp(al, "shfl") == 0 ? 2 : -1;
-                        if (strcmp(al, "-") != 0 && av < 0) return die(CLS_E_ARG, "--algo takes hs, we, shfl");
-                        char ov[32];
-                        snprintf(ov, sizeof ov, "WG_SCAN_ALGO=%d", av);
-                        if (av >= 0) setenv("CLSEARCH_PARAMS", ov, 1);
+                        int av = clx_scan_algo_parse(al);
+                        if (strcmp(al, "-") != 0 && av < 0) return die(CLS_E_ARG, "--algo takes all, hs, we, shfl");
+                        if (av >= 0) prm.wg_scan_algo = (unsigned)av;
                         cls_engine *e;
-                        s = cls_engine_create(idx, dev, &e);
-                        if (av >= 0) unsetenv("CLSEARCH_PARAMS");
-                        if (s != CLS_OK) return die(s, dev);
+                        if ((s = engine_create_with(idx, dev, av >= 0 ? &prm : NULL, &e)) != CLS_OK) return die(s, dev);
                         clx_engine *cl = engine_clx(e);
                         if (!cl) return die(CLS_E_ARG, "not an OpenCL device");
                         snprintf(variant, sizeof variant, "%s", clx_scan_algo_name(clx_engine_params(cl)->wg_scan_algo));

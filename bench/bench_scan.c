@@ -24,11 +24,54 @@
 
 #include "bench.h"
 #include "clx.h"
+#include "err.h"
 
 static int failed(cls_status s, const char *what)
 {
     fprintf(stderr, "clsearch bench scan: %s: %s: %s\n", what, cls_status_str(s), cls_last_error());
     return 1;
+}
+
+/* n values uniform in 0..15 (as bench/peers_torch.py gives torch.cumsum), scanned once untimed
+ * and reps times timed (t, sorted), the result compared with a host scan (*ok). */
+static cls_status scan_once(clx_scan *sc, uint32_t n, unsigned reps, double *t, int *ok)
+{
+    uint32_t *host = calloc(n ? n : 1, 4), *got = calloc(n ? n : 1, 4);
+    if (!host || !got) {
+        free(host), free(got);
+        return err_set(CLS_E_NOMEM, "scan inputs of %u values", n);
+    }
+    uint64_t st = 42 + (uint64_t)n;
+    for (uint32_t i = 0; i < n; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        host[i] = (uint32_t)(st >> 60);
+    }
+    cls_status s = clx_scan_run(sc, host, n, reps, t, got);
+    if (s == CLS_OK) {
+        uint32_t acc = 0;
+        *ok = 1;
+        for (uint32_t i = 0; i < n && *ok; i++) *ok = got[i] == (acc += host[i]);
+        bench_sort(t, reps);
+    }
+    free(host), free(got);
+    return s;
+}
+
+int bench_scan_time(const clx_queue *q, const clx_params *p, uint32_t n, unsigned reps, double *median_s)
+{
+    clx_scan *sc;
+    double *t = malloc(reps * sizeof *t);
+    int ok = 0;
+    cls_status s = t ? clx_scan_create(q, p->scan_wg, p->scan_items, (int)p->wg_scan_algo, &sc)
+                     : err_set(CLS_E_NOMEM, "out of memory");
+    if (s == CLS_OK) {
+        s = scan_once(sc, n, reps, t, &ok);
+        clx_scan_free(sc);
+    }
+    if (s == CLS_OK && !ok) s = err_set(CLS_E_MISMATCH, "the device's scan differs from the host's");
+    if (s == CLS_OK) *median_s = t[reps / 2];
+    free(t);
+    return s == CLS_OK ? 0 : failed(s, "scan");
 }
 
 /* One variant over every size: 0 all matched, 1 a mismatch, 2 a failure (message printed). */
@@ -48,27 +91,12 @@ static int run_variant(const clx_queue *q, const char *dev, const char *algo, in
             break;
         }
         uint32_t n = 1u << L;
-        uint32_t *host = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
-        if (!host || !got) {
-            free(host), free(got);
-            rc = 1 + failed(CLS_E_NOMEM, "inputs");
-            break;
-        }
-        uint64_t st = 42 + L;
-        for (uint32_t i = 0; i < n; i++) {
-            st = st * 6364136223846793005ull + 1442695040888963407ull;
-            host[i] = (uint32_t)(st >> 60);
-        }
-        if ((s = clx_scan_run(sc, host, n, reps, t, got)) != CLS_OK) {
-            free(host), free(got);
+        int ok;
+        if ((s = scan_once(sc, n, reps, t, &ok)) != CLS_OK) {
             rc = 1 + failed(s, "scan");
             break;
         }
-        uint32_t acc = 0;
-        int ok = 1;
-        for (uint32_t i = 0; i < n && ok; i++) ok = got[i] == (acc += host[i]);
         if (!ok) rc = 1;
-        bench_sort(t, reps);
         double med = t[reps / 2], gbs = 16.0 * n / med * 1e-9;
         printf("%-6s %-4s %5u %5u %6u %10.3f %10.3f %10.3f %10.2f %9.1f %6.1f%% %s\n", dev, algo, wg, items, L,
                med * 1e3, t[0] * 1e3, t[reps - 1] * 1e3, n / med * 1e-9, gbs, 100.0 * gbs / ceiling,
@@ -82,7 +110,6 @@ static int run_variant(const clx_queue *q, const char *dev, const char *algo, in
                     "\"ceiling_gbytes_per_s\":%.1f,\"check\":\"%s\"}\n",
                     bench_commit(), bench_when(), q->dev.info.name, q->dev.info.driver_version, algo, wg, items, n,
                     reps, med, t[0], t[reps - 1], n / med * 1e-9, gbs, ceiling, ok ? "match" : "mismatch");
-        free(host), free(got);
     }
     clx_scan_free(sc);
     return rc;
@@ -140,10 +167,9 @@ int bench_scan(int argc, char **argv)
         snprintf(wdef, sizeof wdef, "%u", prm.scan_wg);
         snprintf(idef, sizeof idef, "%u", prm.scan_items);
         char acopy[64];
-        snprintf(acopy, sizeof acopy, "%s", strcmp(algos, "all") == 0 ? (clx_is_nvidia(&q.dev.info) ? "hs,we,shfl" : "hs,we")
-                                                                        : algos);
+        snprintf(acopy, sizeof acopy, "%s", strcmp(algos, "all") == 0 ? clx_scan_algos_for(&q.dev.info) : algos);
         for (char *sa = NULL, *algo = strtok_r(acopy, ",", &sa); algo; algo = strtok_r(NULL, ",", &sa)) {
-            int a = strcmp(algo, "hs") == 0 ? 0 : strcmp(algo, "we") == 0 ? 1 : strcmp(algo, "shfl") == 0 ? 2 : -1;
+            int a = clx_scan_algo_parse(algo);
             if (a < 0) return failed(CLS_E_ARG, "--algo takes all or a list of hs, we, shfl");
             char wcopy[64];
             snprintf(wcopy, sizeof wcopy, "%s", wgs ? wgs : wdef);

@@ -24,6 +24,7 @@
 #include "bench.h"
 #include "clsearch.h"
 #include "engine.h"
+#include "err.h"
 
 static int failed(cls_status s, const char *what)
 {
@@ -95,6 +96,33 @@ static cls_status tiny_index(cls_index **out)
     return s;
 }
 
+/* One case on engine cx: random scores in (0, 1] (24 bits: many ties), uploaded (*up), the
+ * kernel timed reps times into t (sorted), row 0 checked against the host's heap selection
+ * (*ok). CLS_OK unless a call failed or memory ran out. */
+static cls_status run_case(clx_engine *cx, uint32_t rows, uint32_t N, uint32_t k, unsigned reps, double *t, double *up,
+                           int *ok)
+{
+    float *sc = malloc((size_t)rows * N * sizeof *sc), *gs = malloc(k * sizeof *gs);
+    uint32_t *gd = malloc(k * sizeof *gd), got = 0;
+    hit *want = malloc(k * sizeof *want);
+    cls_status s = CLS_OK;
+    if (!sc || !gs || !gd || !want) s = err_set(CLS_E_NOMEM, "scores of %u x %u", rows, N);
+    uint64_t st = 0x9E3779B97F4A7C15ull ^ ((uint64_t)rows * 31 + (uint64_t)N * 7 + k);
+    for (size_t i = 0; s == CLS_OK && i < (size_t)rows * N; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        sc[i] = (float)((st >> 40) + 1) / 16777216.0f;
+    }
+    if (s == CLS_OK) s = clx_bench_topk(cx, sc, rows, N, k, reps, t, up, gd, gs, &got);
+    if (s == CLS_OK) {
+        uint32_t n = host_topk(sc, N, k, want);
+        *ok = got == n;
+        for (uint32_t i = 0; i < n && *ok; i++) *ok = gd[i] == want[i].d && gs[i] == want[i].s;
+        bench_sort(t, reps);
+    }
+    free(sc), free(gs), free(gd), free(want);
+    return s;
+}
+
 int bench_topk(int argc, char **argv)
 {
     const char *devices = "auto", *cases = "1024x100000:10,1x25000000:10,1024x100000:1000,16384x1000:10,1x1000000:10000",
@@ -148,24 +176,11 @@ int bench_topk(int argc, char **argv)
                         CLS_MAX_K);
                 return 2;
             }
-            float *sc_ = malloc(rows * N * sizeof *sc_), *gs = malloc(k * sizeof *gs);
-            uint32_t *gd = malloc(k * sizeof *gd), got = 0;
-            hit *want = malloc(k * sizeof *want);
-            if (!sc_ || !gs || !gd || !want) return failed(CLS_E_NOMEM, "scores");
-            uint64_t st = 0x9E3779B97F4A7C15ull ^ (rows * 31 + N * 7 + k);
-            for (size_t i = 0; i < rows * N; i++) {
-                st = st * 6364136223846793005ull + 1442695040888963407ull;
-                sc_[i] = (float)((st >> 40) + 1) / 16777216.0f; /* (0, 1], 24 bits: many ties */
-            }
             double up;
-            if ((s = clx_bench_topk(cx, sc_, (uint32_t)rows, (uint32_t)N, (uint32_t)k, reps, t, &up, gd, gs, &got)) !=
-                CLS_OK)
+            int ok;
+            if ((s = run_case(cx, (uint32_t)rows, (uint32_t)N, (uint32_t)k, reps, t, &up, &ok)) != CLS_OK)
                 return failed(s, cs);
-            uint32_t n = host_topk(sc_, (uint32_t)N, (uint32_t)k, want);
-            int ok = got == n;
-            for (uint32_t i = 0; i < n && ok; i++) ok = gd[i] == want[i].d && gs[i] == want[i].s;
             if (!ok) rc = 1;
-            bench_sort(t, reps);
             double med = t[reps / 2], el = (double)rows * (double)N;
             double gbs = 4.0 * el / med * 1e-9;
             printf("%-6s %6lu %10lu %6lu %10.3f %10.3f %10.3f %10.2f %6.1f%% %9.3f %s\n", dev, rows, N, k, med * 1e3,
@@ -182,7 +197,6 @@ int bench_topk(int argc, char **argv)
                         bench_commit(), bench_when(), dev, (int)strcspn(d, "\n"), d, rows, N, k, reps, med, t[0],
                         t[reps - 1], el / med * 1e-9, gbs, ceiling, up, ok ? "match" : "mismatch");
             }
-            free(sc_), free(gs), free(gd), free(want);
         }
         cls_engine_free(e);
     }
@@ -192,47 +206,24 @@ int bench_topk(int argc, char **argv)
     return rc;
 }
 
-int bench_topk_time(const char *device, uint32_t rows, uint32_t N, uint32_t k, unsigned reps, double *median_s)
+int bench_topk_time(const char *device, const struct clx_params *prm, uint32_t rows, uint32_t N, uint32_t k,
+                    unsigned reps, double *median_s)
 {
     cls_index *idx;
     cls_status s = tiny_index(&idx);
     if (s != CLS_OK) return failed(s, "making the one-document index");
     cls_engine *e = NULL;
-    float *sc = malloc((size_t)rows * N * sizeof *sc), *gs = malloc(k * sizeof *gs);
-    uint32_t *gd = malloc(k * sizeof *gd), got = 0;
-    hit *want = malloc(k * sizeof *want);
     double *t = malloc(reps * sizeof *t), up;
-    int rc = 1;
-    if (!sc || !gs || !gd || !want || !t) {
-        failed(CLS_E_NOMEM, "scores");
-        goto done;
-    }
-    if ((s = cls_engine_create(idx, device, &e)) != CLS_OK || !engine_clx(e)) {
-        failed(s == CLS_OK ? CLS_E_ARG : s, device);
-        goto done;
-    }
-    uint64_t st = 0x9E3779B97F4A7C15ull ^ ((uint64_t)rows * 31 + (uint64_t)N * 7 + k);
-    for (size_t i = 0; i < (size_t)rows * N; i++) {
-        st = st * 6364136223846793005ull + 1442695040888963407ull;
-        sc[i] = (float)((st >> 40) + 1) / 16777216.0f;
-    }
-    if ((s = clx_bench_topk(engine_clx(e), sc, rows, N, k, reps, t, &up, gd, gs, &got)) != CLS_OK) {
-        failed(s, "topk_select");
-        goto done;
-    }
-    uint32_t n = host_topk(sc, N, k, want);
-    int ok = got == n;
-    for (uint32_t i = 0; i < n && ok; i++) ok = gd[i] == want[i].d && gs[i] == want[i].s;
-    if (!ok) {
-        fprintf(stderr, "clsearch bench topk: %s: device result differs from the host's selection\n", device);
-        goto done;
-    }
-    bench_sort(t, reps);
-    *median_s = t[reps / 2];
-    rc = 0;
-done:
+    int ok = 0, rc = 1;
+    if (!t) s = err_set(CLS_E_NOMEM, "out of memory");
+    else if ((s = engine_create_with(idx, device, prm, &e)) == CLS_OK && !engine_clx(e))
+        s = err_set(CLS_E_ARG, "%s: the topk suite needs an OpenCL device", device);
+    if (s == CLS_OK) s = run_case(engine_clx(e), rows, N, k, reps, t, &up, &ok);
+    if (s != CLS_OK) failed(s, device);
+    else if (!ok) fprintf(stderr, "clsearch bench topk: %s: device result differs from the host's selection\n", device);
+    else *median_s = t[reps / 2], rc = 0;
     cls_engine_free(e);
     cls_index_close(idx);
-    free(sc), free(gs), free(gd), free(want), free(t);
+    free(t);
     return rc;
 }

@@ -15,7 +15,8 @@
  *   COPY_VEC       the copy kernels (the better of strided and runs)
  * Candidates are the registry's, less what the device cannot run (work-groups above its
  * maximum; the warp-shuffle scan off NVIDIA). Each variant is a separate program build (the
- * binary cache keeps them). The sweeps ignore any existing tuning file and CLSEARCH_PARAMS.
+ * binary cache keeps them). The sweeps start from the built-in database and pass every
+ * variant's parameters explicitly, so an existing tuning file and CLSEARCH_PARAMS play no part.
  *
  * The file is JSON: {"clsearch_tuning": 1, "devices": [{"device", "driver", "vendor", "tuned",
  * "commit", "params": {NAME: VALUE, ...}, "measurements": [{"param", "value", "ms"}, ...]}]}.
@@ -67,9 +68,6 @@ static sizes sizes_for(const tune_ctx *t)
 /* Runs one family with parameters p; *ms receives the median kernel time. */
 static int measure(tune_ctx *t, const char *family, const clx_params *p, double *ms)
 {
-    char spec[256];
-    clx_params_str(p, spec, sizeof spec);
-    setenv("CLSEARCH_PARAMS", spec, 1); /* the engine-made programs (topk) read it */
     sizes z = sizes_for(t);
     double a = 0, b = 0;
     int rc;
@@ -79,28 +77,11 @@ static int measure(tune_ctx *t, const char *family, const clx_params *p, double 
         rc = bench_score_time(&t->q, p, 0, z.sq, z.sper, t->reps, &a);
         if (!rc) rc = bench_score_time(&t->q, p, 1, z.sq, z.sper, t->reps, &b);
     } else if (strcmp(family, "topk") == 0) {
-        rc = bench_topk_time(t->device, z.trows, z.tn, z.tk, t->reps, &a);
+        rc = bench_topk_time(t->device, p, z.trows, z.tn, z.tk, t->reps, &a);
     } else if (strcmp(family, "copy") == 0) {
         rc = bench_copy_time(&t->q, p->copy_vec, t->quick ? 64 : t->q.dev.info.is_gpu ? 1024 : 256, t->reps, &a);
     } else if (strcmp(family, "scan") == 0) {
-        clx_scan *sc;
-        uint32_t *in = malloc((size_t)z.scan_n * 4), *out = malloc((size_t)z.scan_n * 4);
-        double *tt = malloc(t->reps * sizeof *tt);
-        cls_status s = !in || !out || !tt ? CLS_E_NOMEM : CLS_OK;
-        for (uint32_t i = 0; s == CLS_OK && i < z.scan_n; i++) in[i] = (i * 2654435761u) >> 28;
-        if (s == CLS_OK && (s = clx_scan_create(&t->q, p->scan_wg, p->scan_items, (int)p->wg_scan_algo, &sc)) == CLS_OK) {
-            s = clx_scan_run(sc, in, z.scan_n, t->reps, tt, out);
-            clx_scan_free(sc);
-        }
-        uint32_t acc = 0;
-        for (uint32_t i = 0; s == CLS_OK && i < z.scan_n; i++)
-            if (out[i] != (acc += in[i])) s = err_set(CLS_E_MISMATCH, "scan: element %u differs from the host sum", i);
-        if (s == CLS_OK) {
-            bench_sort(tt, t->reps);
-            a = tt[t->reps / 2];
-        }
-        free(in), free(out), free(tt);
-        rc = s != CLS_OK ? failed(s, "scan") : 0;
+        rc = bench_scan_time(&t->q, p, z.scan_n, t->reps, &a);
     } else {
         rc = 1;
     }
@@ -139,28 +120,17 @@ static int allowed(const tune_ctx *t, const clx_tunable *tn, unsigned v)
     return 1;
 }
 
-static unsigned *slot(clx_params *p, const clx_tunable *tn) { return (unsigned *)((char *)p + tn->offset); }
-
-static const clx_tunable *find(const char *name)
-{
-    size_t n;
-    const clx_tunable *r = clx_tunables(&n);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(r[i].name, name) == 0) return &r[i];
-    return NULL;
-}
-
 /* Sweeps tunable `name` measured on the families (space-separated, times summed). */
 static int sweep(tune_ctx *t, clx_params *best, const char *name, const char *families)
 {
-    const clx_tunable *tn = find(name);
+    const clx_tunable *tn = clx_tunable_find(name);
     double best_ms = 0;
-    unsigned best_v = *slot(best, tn);
+    unsigned best_v = *clx_param_slot(best, tn);
     for (unsigned i = 0; i < tn->ncandidates; i++) {
         unsigned v = tn->candidates[i];
         if (!allowed(t, tn, v)) continue;
         clx_params p = *best;
-        *slot(&p, tn) = v;
+        *clx_param_slot(&p, tn) = v;
         if (clx_params_check(&t->q.dev.info, &p, "tune") != CLS_OK) continue; /* e.g. warp scan, WG < 32 */
         double sum = 0;
         char fam[64];
@@ -173,7 +143,7 @@ static int sweep(tune_ctx *t, clx_params *best, const char *name, const char *fa
         note(t, name, v, -1, sum, families);
         if (best_ms == 0 || sum < best_ms) best_ms = sum, best_v = v;
     }
-    *slot(best, tn) = best_v;
+    *clx_param_slot(best, tn) = best_v;
     printf("  -> %s=%u\n", name, best_v);
     return 0;
 }
@@ -181,7 +151,7 @@ static int sweep(tune_ctx *t, clx_params *best, const char *name, const char *fa
 /* The scan kernel's two shapes, every allowed pair. */
 static int sweep_scan(tune_ctx *t, clx_params *best)
 {
-    const clx_tunable *wg = find("SCAN_WG"), *it = find("SCAN_ITEMS");
+    const clx_tunable *wg = clx_tunable_find("SCAN_WG"), *it = clx_tunable_find("SCAN_ITEMS");
     double best_ms = 0;
     clx_params keep = *best;
     for (unsigned i = 0; i < wg->ncandidates; i++) {
@@ -231,7 +201,7 @@ static int write_file(const tune_ctx *t, const clx_params *best, const char *pat
     cJSON *params = cJSON_AddObjectToObject(e, "params");
     size_t n;
     const clx_tunable *r = clx_tunables(&n);
-    for (size_t i = 0; i < n; i++) cJSON_AddNumberToObject(params, r[i].name, *slot((clx_params *)best, &r[i]));
+    for (size_t i = 0; i < n; i++) cJSON_AddNumberToObject(params, r[i].name, *clx_param_slot((clx_params *)best, &r[i]));
     cJSON_AddItemToObject(e, "measurements", cJSON_Duplicate(t->measurements, 1));
     cJSON_AddItemToArray(devs, e);
     char *text = cJSON_Print(root);
@@ -297,16 +267,11 @@ int bench_tune(int argc, char **argv)
     char path[4096];
     if (out_path) snprintf(path, sizeof path, "%s", out_path);
     else if (!clx_tuning_path(path, sizeof path)) return failed(CLS_E_IO, "no cache folder: give -o FILE");
-    if (getenv("CLSEARCH_PARAMS")) fprintf(stderr, "clsearch tune: ignoring CLSEARCH_PARAMS while sweeping\n");
-    setenv("CLSEARCH_TUNING", "none", 1); /* sweep from the built-in defaults */
     cls_status s = clx_queue_open(t.device, &t.q);
     if (s != CLS_OK) return failed(s, t.device);
-    unsetenv("CLSEARCH_PARAMS");
-    clx_params best;
-    if ((s = clx_params_for(&t.q.dev.info, &best)) != CLS_OK) {
-        clx_queue_close(&t.q);
-        return failed(s, "default parameters");
-    }
+    clx_params best; /* every variant is built with explicit parameters: the tuning file and
+                        CLSEARCH_PARAMS in force play no part */
+    clx_params_default(&t.q.dev.info, &best);
     if (json_path && !(t.json = fopen(json_path, "a"))) {
         perror(json_path);
         clx_queue_close(&t.q);
@@ -323,7 +288,6 @@ int bench_tune(int argc, char **argv)
     int rc = sweep(&t, &best, "WG_SCAN_ALGO", "intersect topk") || sweep(&t, &best, "WG_INTERSECT", "intersect") ||
              sweep(&t, &best, "WG_SCORE", "score") || sweep(&t, &best, "WG_TOPK", "topk") || sweep_scan(&t, &best) ||
              sweep(&t, &best, "COPY_VEC", "copy");
-    unsetenv("CLSEARCH_PARAMS");
     if (!rc) rc = write_file(&t, &best, path);
     if (!rc) {
         char str[256];

@@ -51,11 +51,16 @@ typedef struct clx_tunable {
     unsigned ncandidates;
 } clx_tunable;
 const clx_tunable *clx_tunables(size_t *n);
+/* The registered tunable called name, or NULL; where its value sits in p. */
+const clx_tunable *clx_tunable_find(const char *name);
+unsigned *clx_param_slot(clx_params *p, const clx_tunable *t);
 
 /* The parameters in force on a device: built-in database (vendor, then generic fallbacks),
  * then the tuning file's entry for this device and driver, then CLSEARCH_PARAMS. Fails,
  * naming the source, on a malformed tuning file or a value the device cannot run. */
 cls_status clx_params_for(const cls_device_info *info, clx_params *p);
+/* The built-in database's values alone (no tuning file, no CLSEARCH_PARAMS): where tuning starts. */
+void clx_params_default(const cls_device_info *info, clx_params *p);
 /* Checks p against the registry and the device; from names the source in the message. */
 cls_status clx_params_check(const cls_device_info *info, const clx_params *p, const char *from);
 /* Applies "NAME=VALUE,..." to p. */
@@ -65,6 +70,9 @@ void clx_params_str(const clx_params *p, char *buf, size_t len);
 int clx_is_nvidia(const cls_device_info *info);
 /* "Hillis-Steele", "work-efficient", "warp-shuffle" for WG_SCAN_ALGO 0, 1, 2. */
 const char *clx_scan_algo_name(unsigned algo);
+/* "hs", "we", "shfl" to 0, 1, 2 (-1 for anything else); the list of those a device runs. */
+int clx_scan_algo_parse(const char *s);
+const char *clx_scan_algos_for(const cls_device_info *info);
 
 /* The tuning file: $CLSEARCH_TUNING, else tuning.json in the cache folder (0: no folder). */
 int clx_tuning_path(char *buf, size_t len);

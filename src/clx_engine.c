@@ -107,7 +107,8 @@ int clx_correct_div(cl_device_id d)
     return (cfg & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
 }
 
-cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, char *desc, size_t desc_len)
+cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, clx_engine **out, char *desc,
+                      size_t desc_len)
 {
     *out = NULL;
     clx_engine *e = calloc(1, sizeof *e);
@@ -116,7 +117,12 @@ cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, 
     e->norm_k1 = e->norm_b = -1;
     cls_status s = clx_select(spec, &e->dev);
     if (s != CLS_OK) goto fail;
-    if ((s = clx_params_for(&e->dev.info, &e->prm)) != CLS_OK) goto fail;
+    if (prm) {
+        e->prm = *prm;
+        if ((s = clx_params_check(&e->dev.info, &e->prm, e->prm.source)) != CLS_OK) goto fail;
+    } else if ((s = clx_params_for(&e->dev.info, &e->prm)) != CLS_OK) {
+        goto fail;
+    }
     if (e->dev.info.max_work_group < idx->block_size) {
         s = err_set(CLS_E_NODEVICE, "%s: work-groups of %zu, the decoder needs %u (the index's block size; "
                     "rebuild with a smaller --block)", e->dev.info.name, e->dev.info.max_work_group, idx->block_size);

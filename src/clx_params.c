@@ -51,14 +51,14 @@ const clx_tunable *clx_tunables(size_t *n)
     return registry;
 }
 
-static const clx_tunable *tunable(const char *name)
+const clx_tunable *clx_tunable_find(const char *name)
 {
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
         if (strcmp(registry[i].name, name) == 0) return &registry[i];
     return NULL;
 }
 
-static unsigned *field(clx_params *p, const clx_tunable *t) { return (unsigned *)((char *)p + t->offset); }
+unsigned *clx_param_slot(clx_params *p, const clx_tunable *t) { return (unsigned *)((char *)p + t->offset); }
 
 int clx_is_nvidia(const cls_device_info *info) { return strstr(info->vendor, "NVIDIA") != NULL; }
 
@@ -66,7 +66,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
 {
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++) {
         const clx_tunable *t = &registry[i];
-        unsigned v = *field((clx_params *)p, t);
+        unsigned v = *clx_param_slot((clx_params *)p, t);
         if (t->pow2_wg) {
             if (v < 1 || (v & (v - 1)) || v > info->max_work_group)
                 return err_set(CLS_E_ARG, "%s: %s=%u is not a power of two the device runs (max work-group %zu)",
@@ -113,7 +113,7 @@ static unsigned cap(unsigned v, size_t max)
     return v;
 }
 
-static void from_db(const cls_device_info *info, clx_params *p)
+void clx_params_default(const cls_device_info *info, clx_params *p)
 {
     for (size_t i = 0; i < sizeof db / sizeof db[0]; i++) {
         const entry *e = &db[i];
@@ -122,7 +122,7 @@ static void from_db(const cls_device_info *info, clx_params *p)
         *p = e->p;
         /* Defaults bend to small devices; only measured or hand-set values are held to the letter. */
         for (size_t j = 0; j < sizeof registry / sizeof registry[0]; j++)
-            if (registry[j].pow2_wg) *field(p, &registry[j]) = cap(*field(p, &registry[j]), info->max_work_group);
+            if (registry[j].pow2_wg) *clx_param_slot(p, &registry[j]) = cap(*clx_param_slot(p, &registry[j]), info->max_work_group);
         snprintf(p->source, sizeof p->source, "%s", e->label);
         return;
     }
@@ -213,12 +213,12 @@ static cls_status from_entry(const cJSON *e, const char *path, clx_params *p)
     if (!cJSON_IsObject(params)) return err_set(CLS_E_FORMAT, "tuning file %s: entry without \"params\"", path);
     cJSON_ArrayForEach(it, params)
     {
-        const clx_tunable *t = tunable(it->string);
+        const clx_tunable *t = clx_tunable_find(it->string);
         if (!t) return err_set(CLS_E_FORMAT, "tuning file %s: unknown parameter \"%s\"", path, it->string);
         if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 65536 ||
             it->valuedouble != (double)(unsigned)it->valuedouble)
             return err_set(CLS_E_FORMAT, "tuning file %s: %s is not a whole number", path, it->string);
-        *field(p, t) = (unsigned)it->valuedouble;
+        *clx_param_slot(p, t) = (unsigned)it->valuedouble;
     }
     const cJSON *when = cJSON_GetObjectItemCaseSensitive(e, "tuned");
     snprintf(p->source, sizeof p->source, "tuning file %.380s (tuned %.40s)", path,
@@ -237,20 +237,20 @@ cls_status clx_params_parse(const char *spec, clx_params *p, const char *from)
         char *eq = strchr(tok, '=');
         if (!eq) return err_set(CLS_E_ARG, "%s: '%s' is not NAME=VALUE", from, tok);
         *eq = '\0';
-        const clx_tunable *t = tunable(tok);
+        const clx_tunable *t = clx_tunable_find(tok);
         if (!t) return err_set(CLS_E_ARG, "%s: unknown parameter '%s' (clsearch tune --list names them)", from, tok);
         char *end;
         errno = 0;
         unsigned long v = strtoul(eq + 1, &end, 10);
         if (errno || end == eq + 1 || *end || v > 65536) return err_set(CLS_E_ARG, "%s: %s='%s'", from, tok, eq + 1);
-        *field(p, t) = (unsigned)v;
+        *clx_param_slot(p, t) = (unsigned)v;
     }
     return CLS_OK;
 }
 
 cls_status clx_params_for(const cls_device_info *info, clx_params *p)
 {
-    from_db(info, p);
+    clx_params_default(info, p);
     char path[4200];
     if (clx_tuning_path(path, sizeof path)) {
         cJSON *root;
@@ -278,7 +278,7 @@ void clx_params_str(const clx_params *p, char *buf, size_t len)
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof registry / sizeof registry[0] && n < len; i++) {
         int w = snprintf(buf + n, len - n, "%s%s=%u", i ? " " : "", registry[i].name,
-                         *field((clx_params *)p, &registry[i]));
+                         *clx_param_slot((clx_params *)p, &registry[i]));
         if (w < 0) break;
         n += (size_t)w;
     }
@@ -301,3 +301,13 @@ const char *clx_scan_algo_name(unsigned algo)
     static const char *const names[] = {"Hillis-Steele", "work-efficient", "warp-shuffle"};
     return algo < 3 ? names[algo] : "?";
 }
+
+int clx_scan_algo_parse(const char *s)
+{
+    static const char *const abbr[] = {"hs", "we", "shfl"};
+    for (int a = 0; a < 3; a++)
+        if (strcmp(s, abbr[a]) == 0) return a;
+    return -1;
+}
+
+const char *clx_scan_algos_for(const cls_device_info *info) { return clx_is_nvidia(info) ? "hs,we,shfl" : "hs,we"; }

@@ -35,6 +35,11 @@ cls_status params_check(const cls_search_params *p)
 
 cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engine **out)
 {
+    return engine_create_with(idx, device, NULL, out);
+}
+
+cls_status engine_create_with(const cls_index *idx, const char *device, const struct clx_params *prm, cls_engine **out)
+{
     if (!idx || !out) return err_set(CLS_E_ARG, "cls_engine_create: NULL argument");
     *out = NULL;
     const char *why = "requested";
@@ -52,7 +57,7 @@ cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engin
         snprintf(e->desc, sizeof e->desc, "device: reference engine (plain C, one query at a time; %s)", why);
     } else {
         char d[1900];
-        s = clx_create(idx, device, &e->cl, d, sizeof d);
+        s = clx_create(idx, device, prm, &e->cl, d, sizeof d);
         if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);
     }
     if (s != CLS_OK) {

@@ -11,12 +11,20 @@ void ref_free(ref_engine *e);
 cls_status ref_search(ref_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 
 typedef struct clx_engine clx_engine;
-/* spec: "auto", "gpu", "cpu" or "P:D". desc receives the verbose description. */
-cls_status clx_create(const cls_index *idx, const char *spec, clx_engine **out, char *desc, size_t desc_len);
+struct clx_params;
+/* spec: "auto", "gpu", "cpu" or "P:D". prm: the kernel parameters to build with (checked against
+ * the device), or NULL for those in force (clx_params_for). desc receives the verbose
+ * description. */
+cls_status clx_create(const cls_index *idx, const char *spec, const struct clx_params *prm, clx_engine **out,
+                      char *desc, size_t desc_len);
 void clx_free(clx_engine *e);
 cls_status clx_search(clx_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 void clx_profile(const clx_engine *e, cls_profile *p);
+
+/* cls_engine_create with explicit kernel parameters for an OpenCL device (NULL: those in force):
+ * how the benchmarks and clsearch tune build a variant without touching the environment. */
+cls_status engine_create_with(const cls_index *idx, const char *device, const struct clx_params *prm, cls_engine **out);
 
 /* Checks k, k1, b; shared by every engine so they reject the same things. */
 cls_status params_check(const cls_search_params *p);
