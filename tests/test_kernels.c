@@ -131,7 +131,8 @@ static void search_both(cls_engine *dev, cls_engine *ref, const cls_batch *b, ui
  * few huge values (exceptions for the PForDelta codecs, long unary parts for Rice), blocks
  * where every value is an exception, and docIDs reaching 2^32-1. Each block is encoded with
  * the codec's reference encoder as if it were a list of its own. */
-static void decode_check(cls_codec c, uint32_t B, unsigned depth)
+/* algo: the in-group scan variant (WG_SCAN_ALGO) to build the decoder with; -1 for the one in force. */
+static void decode_check(cls_codec c, uint32_t B, unsigned depth, int algo)
 {
     cls_build_opts o;
     cls_build_defaults(&o);
@@ -139,8 +140,13 @@ static void decode_check(cls_codec c, uint32_t B, unsigned depth)
     o.block_size = B;
     o.pfor_depth = depth;
     cls_index *idx = random_index_with(1, 50, 20, &o);
+    clx_device d;
+    clx_params prm;
+    ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s",
+                  cls_last_error());
+    if (algo >= 0) prm.wg_scan_algo = (unsigned)algo;
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(engine_create_with(idx, device(), algo >= 0 ? &prm : NULL, &e) == CLS_OK, "%s", cls_last_error());
     clx_engine *cl = engine_clx(e);
     ck_assert(cl != NULL);
     enum { NB = 240 };
@@ -211,15 +217,22 @@ START_TEST(decode_random_and_edges)
 {
     /* _i: codec. The smallest and largest blocks for each (the default 128 for bp, which the
      * search tests cover too), and every pfor depth; with CLS_TEST_FULL set (the GPU session)
-     * every block size. A cold POCL build of each variant costs seconds, hence the cut. */
+     * every block size. A cold POCL build of each variant costs seconds, hence the cut. Then
+     * block 128 in every scan variant. */
     cls_codec c = (cls_codec)_i;
     static const uint32_t sizes[] = {64, 128, 256, 512};
     int full = getenv("CLS_TEST_FULL") != NULL;
     for (unsigned s = 0; s < 4; s++)
-        if (full || s == 0 || s == 3 || (s == 1 && c == CLS_CODEC_BP)) decode_check(c, sizes[s], 1);
+        if (full || s == 0 || s == 3 || (s == 1 && c == CLS_CODEC_BP)) decode_check(c, sizes[s], 1, -1);
     if (c == CLS_CODEC_PFOR)
         for (unsigned d = 0; d <= IDX_MAX_PFOR_DEPTH; d++)
-            if (d != 1) decode_check(c, 128, d);
+            if (d != 1) decode_check(c, 128, d, -1);
+    /* every in-group scan variant the device runs (the scans under pfor's patching and rice's
+     * unary ranking as well as the prefix sum) */
+    clx_device dev;
+    ck_assert_msg(clx_select(device(), &dev) == CLS_OK, "%s", cls_last_error());
+    for (int a = 0; a <= 2; a++)
+        if (a < 2 || clx_is_nvidia(&dev.info)) decode_check(c, 128, 1, a);
 }
 END_TEST
 
