@@ -95,10 +95,10 @@ static inline uint32_t gen_doc_len(gen_rng *r, const gen_len *l)
     return len_f < 1.0 ? 1u : len_f > (double)l->max_len ? l->max_len : (uint32_t)len_f;
 }
 
-/* The first rank whose cdf exceeds u (u in [0, 1]); clamped to the last rank. */
-static inline uint32_t cdf_search(const double *cdf, uint32_t n, double u)
+/* The first rank in [lo, hi] whose cdf exceeds u, hi when none does (the answer is known to lie
+ * in that range). */
+static inline uint32_t cdf_search_in(const double *cdf, uint32_t lo, uint32_t hi, double u)
 {
-    uint32_t lo = 0, hi = n - 1;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (cdf[mid] > u)
@@ -108,6 +108,9 @@ static inline uint32_t cdf_search(const double *cdf, uint32_t n, double u)
     }
     return lo;
 }
+
+/* The first rank whose cdf exceeds u (u in [0, 1]); clamped to the last rank. */
+static inline uint32_t cdf_search(const double *cdf, uint32_t n, double u) { return cdf_search_in(cdf, 0, n - 1, u); }
 
 /* ---- generate.c -------------------------------------------------------------------------- */
 

@@ -307,18 +307,7 @@ static inline void gi_doc(const gi_ctx *g, gen_rng *r, uint32_t len, gi_worker *
         hi[nu] = h;
         nu += lo != h;
     }
-    for (uint32_t i = 0; i < nu; i++) {
-        uint32_t lo = rank[at[i]], h = hi[i];
-        double u = uu[i];
-        while (lo < h) {
-            uint32_t mid = lo + (h - lo) / 2;
-            if (cdf[mid] > u)
-                h = mid;
-            else
-                lo = mid + 1;
-        }
-        rank[at[i]] = lo;
-    }
+    for (uint32_t i = 0; i < nu; i++) rank[at[i]] = cdf_search_in(cdf, rank[at[i]], hi[i], uu[i]);
 }
 
 /* The generator state before document d (d in a range: after a checkpoint, every document
