@@ -59,19 +59,6 @@ int bench_topk_time(const char *device, const struct clx_params *prm, uint32_t r
  * and WG_SCAN_ALGO, checked against a host scan; 0 ok, else 1 with a message (bench_scan.c). */
 int bench_scan_time(const struct clx_queue *q, const struct clx_params *p, uint32_t n, unsigned reps, double *median_s);
 
-/* For the kernel-alone suites (bench_dev.c): splitmix64; uniform in [0, n); a comma list of
- * whole numbers (1000 or 1e3) within [lo, hi] into v, the count or 0 if malformed; device
- * buffers: made (at least 4 bytes), written at off (adding the write's device time to *secs
- * when secs is given), [0, one) copied over [one, copies x one) by doubling, filled. */
-uint64_t bench_rand(uint64_t *st);
-uint32_t bench_below(uint64_t *st, uint32_t n);
-unsigned bench_parse_list(const char *arg, double lo, double hi, uint32_t *v, unsigned max);
-#ifdef CLS_CLX_H
-cls_status bench_buf(const clx_queue *q, cl_mem_flags flags, uint64_t bytes, cl_mem *out);
-cls_status bench_write(const clx_queue *q, cl_mem buf, uint64_t off, uint64_t bytes, const void *host, double *secs);
-cls_status bench_replicate(const clx_queue *q, cl_mem buf, uint64_t one, unsigned copies);
-cls_status bench_fill(const clx_queue *q, cl_mem buf, cl_uint pattern, uint64_t bytes);
-#endif
 
 /* Writes dir/name.dat (data) and dir/name.gp (a gnuplot script that finds its data file in the
  * variable `datafile`), then draws dir/name.png with gnuplot; without gnuplot it says how to

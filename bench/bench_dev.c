@@ -5,8 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "clx.h" /* before bench.h: its device-buffer helpers need the OpenCL types */
 #include "bench.h"
+#include "bench_dev.h"
+#include "clx.h"
 #include "err.h"
 
 uint64_t bench_rand(uint64_t *st)

@@ -47,8 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clx.h" /* before bench.h: its device-buffer helpers need the OpenCL types */
 #include "bench.h"
+#include "bench_dev.h"
+#include "clx.h"
 #include "err.h"
 
 #define ROT_BYTES ((uint64_t)256 << 20)   /* the copies of the inputs total at least this */

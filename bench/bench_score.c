@@ -54,8 +54,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clx.h" /* before bench.h: its device-buffer helpers need the OpenCL types */
 #include "bench.h"
+#include "bench_dev.h"
+#include "clx.h"
 #include "err.h"
 #include "index.h"
 

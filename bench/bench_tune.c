@@ -31,8 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clx.h" /* before bench.h: its device-buffer helpers need the OpenCL types */
 #include "bench.h"
+#include "clx.h"
 #include "err.h"
 
 typedef struct tune_ctx {
