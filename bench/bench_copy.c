@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "clx.h"
+#include "clx_scan.h"
 
 static int failed(cls_status s, const char *what)
 {
@@ -61,7 +61,7 @@ static cls_status run_device(const clx_queue *cq, size_t want, unsigned reps, un
     char note[4400];
     char opts[64];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DCOPY_VEC=%u", vec);
-    if ((s = clx_build(ctx, dev, files, opts, &prog, &secs, &cached, note, sizeof note)) != CLS_OK) goto out;
+    if ((s = clx_build_ex(ctx, dev, bench_kernels, files, opts, &prog, &secs, &cached, note, sizeof note)) != CLS_OK) goto out;
     for (int v = 0; v < NVAR; v++) {
         ks[v] = clCreateKernel(prog, VARIANTS[v], &err);
         if (!ks[v] || err != CL_SUCCESS) { s = clx_fail("clCreateKernel", err); goto out; }

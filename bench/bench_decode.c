@@ -38,9 +38,9 @@
 
 #include "bench.h"
 #include "clsearch.h"
-#include "clx.h"
-#include "engine.h"
-#include "index.h"
+#include "clx_scan.h"
+#include "query/engine.h"
+#include "index/index.h"
 
 static int die(cls_status s, const char *what)
 {

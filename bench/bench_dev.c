@@ -7,8 +7,8 @@
 
 #include "bench.h"
 #include "bench_dev.h"
-#include "clx.h"
-#include "err.h"
+#include "clx_scan.h"
+#include "util/err.h"
 
 uint64_t bench_rand(uint64_t *st)
 {

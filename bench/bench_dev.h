@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "clx.h"
+#include "clx_scan.h"
 
 /* bench_dev.c: splitmix64; uniform in [0, n); a comma list of
  * whole numbers (1000 or 1e3) within [lo, hi] into v, the count or 0 if malformed; device

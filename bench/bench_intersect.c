@@ -49,8 +49,8 @@
 
 #include "bench.h"
 #include "bench_dev.h"
-#include "clx.h"
-#include "err.h"
+#include "clx_scan.h"
+#include "util/err.h"
 
 #define ROT_BYTES ((uint64_t)256 << 20)   /* the copies of the inputs total at least this */
 #define FLUSH_BYTES ((uint64_t)256 << 20) /* scratch written to evict caches */

@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "clx.h"
-#include "err.h"
+#include "clx_scan.h"
+#include "util/err.h"
 
 static int failed(cls_status s, const char *what)
 {

@@ -56,9 +56,9 @@
 
 #include "bench.h"
 #include "bench_dev.h"
-#include "clx.h"
-#include "err.h"
-#include "index.h"
+#include "clx_scan.h"
+#include "util/err.h"
+#include "index/index.h"
 
 #define ROT_BYTES ((uint64_t)256 << 20)   /* the copies of the inputs total at least this */
 #define FLUSH_BYTES ((uint64_t)256 << 20) /* scratch written to evict caches */

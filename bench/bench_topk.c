@@ -20,11 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "batch.h"
+#include "query/batch.h"
 #include "bench.h"
 #include "clsearch.h"
-#include "engine.h"
-#include "err.h"
+#include "query/engine.h"
+#include "util/err.h"
 
 static int failed(cls_status s, const char *what)
 {

@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "clx.h"
-#include "err.h"
+#include "clx_scan.h"
+#include "util/err.h"
 
 typedef struct tune_ctx {
     clx_queue q;

@@ -84,7 +84,7 @@
 
 #include "clsearch.h"
 extern "C" {
-#include "an.h" /* clsearch's analyzer, for --analyzer clsearch */
+#include "analysis/an.h" /* clsearch's analyzer, for --analyzer clsearch */
 }
 
 namespace fs = std::filesystem;

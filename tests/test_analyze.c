@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "an.h"
+#include "analysis/an.h"
 #include "testutil.h"
 
 /* Collects the emitted terms as "t1|t2|..." and can stop after a given number of terms. */

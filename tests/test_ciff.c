@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "index.h"
+#include "index/index.h"
 #include "testutil.h"
 
 /* Analysis without stemming or stopwords: the test controls the terms exactly. */

@@ -4,8 +4,8 @@
  * and sizes. Decoders read from heap buffers of exactly the stream's size, so an ASan build
  * (CLSEARCH_SANITIZE) catches any read past the words a decoder is given. The device twins
  * are compared with these decoders in test_kernels (decode_random_and_edges). */
-#include "codec.h"
-#include "codec_bp.h"
+#include "codec/codec.h"
+#include "codec/codec_bp.h"
 #include "testutil.h"
 
 #include <math.h>

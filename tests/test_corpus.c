@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "clsearch.h"
-#include "corpus.h"
+#include "corpus/corpus.h"
 #include "testutil.h"
 
 /* ---- Collecting callbacks ---------------------------------------------------------------- */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "index.h"
+#include "index/index.h"
 
 #define IDX_BLOCK 128u /* the default block size the fixed-shape tests build with */
 

@@ -11,11 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "batch.h"
-#include "clx.h"
-#include "codec.h"
-#include "engine.h"
-#include "index.h"
+#include "query/batch.h"
+#include "clx_scan.h"
+#include "codec/codec.h"
+#include "query/engine.h"
+#include "index/index.h"
 #include "testutil.h"
 
 static const char *device(void)
@@ -294,7 +294,7 @@ START_TEST(copy_kernels_copy)
         cl_program prog;
         double secs;
         int cached;
-        ck_assert_msg(clx_build(q.ctx, &q.dev, files, opts, &prog, &secs, &cached, note, sizeof note) == CLS_OK, "%s",
+        ck_assert_msg(clx_build_ex(q.ctx, &q.dev, bench_kernels, files, opts, &prog, &secs, &cached, note, sizeof note) == CLS_OK, "%s",
                       cls_last_error());
         size_t bytes = n * 4 * vecs[w];
         static const char *const names[] = {"copy_strided", "copy_runs"};

@@ -1,0 +1,744 @@
+/* Corpus reading: cls_corpus_read() dispatches on the format, and this file holds what every
+ * reader shares (see corpus.h): the line reader over plain or gzip files and archive entries,
+ * the folder walk that fixes document order, archive opening and iteration, progress
+ * reporting, libarchive error mapping and the callback-stop convention. */
+#include "corpus/corpus.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "util/err.h"
+
+/* Decompressed bytes fetched from libarchive per call; lines are assembled across chunks. */
+
+/* ---- Small string helpers ---------------------------------------------------------------- */
+
+static int ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+static int ascii_upper(int c) { return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c; }
+
+int crp_has_suffix(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), s = strlen(suffix);
+    if (s > n) return 0;
+    for (size_t i = 0; i < s; i++)
+        if (ascii_lower((unsigned char)name[n - s + i]) != ascii_lower((unsigned char)suffix[i]))
+            return 0;
+    return 1;
+}
+
+const char *crp_basename(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+const char *crp_find_tag(const char *s, size_t n, const char *tag)
+{
+    size_t k = strlen(tag);
+    for (size_t i = 0; i + k <= n; i++) {
+        size_t j = 0;
+        while (j < k && ascii_upper((unsigned char)s[i + j]) == (unsigned char)tag[j]) j++;
+        if (j == k) return s + i;
+    }
+    return NULL;
+}
+
+cls_status crp_buf_add(crp_buf *b, const char *s, size_t n)
+{
+    if (n > SIZE_MAX - 1 - b->n) return err_set(CLS_E_NOMEM, "record too long");
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap = cap > SIZE_MAX / 2 ? b->n + n + 1 : cap * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return err_set(CLS_E_NOMEM, "out of memory for a record of %zu bytes", b->n + n);
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return CLS_OK;
+}
+
+/* "a" + "/" + "b" in fresh memory (NULL when out of memory). */
+static char *path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = malloc(la + 1 + lb + 1);
+    if (!p) return NULL;
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+    return p;
+}
+
+/* ---- Progress ---------------------------------------------------------------------------- */
+
+/* The state of one cls_corpus_read[_ex] call. The readers cannot see it through their (fn,
+ * user) arguments, so the call publishes it in a thread-local pointer while it runs (a read
+ * started from inside a callback saves and restores the outer one). */
+typedef struct read_state {
+    cls_doc_fn fn;            /* the caller's callback, when wrapped for progress */
+    void *user;
+    cls_progress_fn progress; /* NULL: no progress wanted, only the counts are kept */
+    void *progress_user;
+    uint64_t docs;
+    uint64_t total;           /* sum of the input's file sizes (0: unknown) */
+    uint64_t base;            /* bytes of the files finished so far */
+    uint64_t cur_size;        /* size of the file being read (0: unknown) */
+    FILE *f;                  /* the current file's stream, if its reader named one */
+    struct archive *a;
+    double last;              /* when progress was last called */
+    cls_corpus_counts counts;
+} read_state;
+
+static _Thread_local read_state *cur_read;
+static _Thread_local cls_corpus_counts last_counts;
+
+/* Seconds between two progress calls (besides the first and the last). */
+#define CRP_PROGRESS_INTERVAL 0.2
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void crp_progress_source(FILE *f, struct archive *a)
+{
+    if (!cur_read || !cur_read->progress) return;
+    cur_read->f = f;
+    cur_read->a = a;
+}
+
+void crp_count_skipped_binary(void)
+{
+    if (cur_read) cur_read->counts.skipped_binary++;
+}
+
+void crp_count_truncated(void)
+{
+    if (cur_read) cur_read->counts.truncated++;
+}
+
+void cls_corpus_last_counts(cls_corpus_counts *out)
+{
+    if (out) *out = last_counts;
+}
+
+/* Input bytes consumed so far: finished files plus the position in the current one (clamped to
+ * its size, so the figure never runs ahead of the total nor backwards at the next file). */
+static uint64_t bytes_done(const read_state *r)
+{
+    uint64_t pos = 0;
+    if (r->f) {
+        off_t o = ftello(r->f);
+        if (o > 0) pos = (uint64_t)o;
+    } else if (r->a) {
+        la_int64_t o = archive_filter_bytes(r->a, -1);
+        if (o > 0) pos = (uint64_t)o;
+    }
+    if (r->cur_size && pos > r->cur_size) pos = r->cur_size;
+    return r->base + pos;
+}
+
+/* Calls progress if the interval has passed (or always, if force). */
+static void progress_tick(read_state *r, int force)
+{
+    if (!r->progress) return;
+    double t = mono_now();
+    if (!force && t - r->last < CRP_PROGRESS_INTERVAL) return;
+    r->last = t;
+    r->progress(r->progress_user, r->docs, bytes_done(r), r->total);
+}
+
+/* The walk's hooks: the input's total is known once its files are listed; each file's size
+ * counts as done when the file is. */
+static void progress_start(uint64_t total)
+{
+    if (!cur_read || !cur_read->progress) return;
+    cur_read->total += total;
+    progress_tick(cur_read, 1);
+}
+
+static void progress_file_begin(uint64_t size)
+{
+    if (!cur_read || !cur_read->progress) return;
+    cur_read->cur_size = size;
+    cur_read->f = NULL;
+    cur_read->a = NULL;
+}
+
+static void progress_file_end(void)
+{
+    if (!cur_read || !cur_read->progress) return;
+    cur_read->base += cur_read->cur_size;
+    cur_read->cur_size = 0;
+    cur_read->f = NULL;
+    cur_read->a = NULL;
+    progress_tick(cur_read, 0);
+}
+
+/* Wraps the caller's document callback to count documents and call progress now and then. */
+static int progress_doc(void *user, const char *docno, size_t docno_len, const char *text,
+                        size_t text_len)
+{
+    read_state *r = user;
+    if (r->fn(r->user, docno, docno_len, text, text_len) != 0) return 1;
+    r->docs++;
+    progress_tick(r, 0);
+    return 0;
+}
+
+/* ---- Line reader ------------------------------------------------------------------------- */
+
+cls_status crp_lines_open(crp_lines *r, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    if (!crp_has_suffix(path, ".gz")) {
+        r->f = fopen(path, "rb");
+        if (!r->f) return err_set(CLS_E_IO, "open %s: %s", path, strerror(errno));
+        return CLS_OK;
+    }
+    r->chunk = malloc(CRP_CHUNK);
+    if (!r->chunk) return err_set(CLS_E_NOMEM, "reading %s: out of memory", path);
+    cls_status st = crp_gz_open(path, path, NULL, &r->a, &r->eof);
+    if (st != CLS_OK) crp_lines_close(r);
+    return st;
+}
+
+/* The inner reader of a nested .gz pulls compressed bytes from the outer archive's entry. */
+static la_ssize_t nested_read(struct archive *inner, void *client, const void **buf)
+{
+    crp_gz_nest *n = client;
+    la_ssize_t k = archive_read_data(n->outer, n->chunk, CRP_CHUNK);
+    if (k < 0) {
+        const char *msg = archive_error_string(n->outer);
+        archive_set_error(inner, archive_errno(n->outer), "%s", msg ? msg : "read error");
+        return -1;
+    }
+    *buf = n->chunk;
+    return k;
+}
+
+cls_status crp_gz_open(const char *where, const char *path, crp_gz_nest *nest, struct archive **out, int *empty)
+{
+    *empty = 0;
+    struct archive *a = archive_read_new();
+    *out = NULL;
+    if (!a) return err_set(CLS_E_NOMEM, "reading %s: out of memory", where);
+    /* Raw format: the gzip stream is one unnamed "entry" of decompressed bytes. The empty
+     * format lets a zero-byte input read as nothing instead of an unrecognised archive. */
+    archive_read_support_filter_gzip(a);
+    archive_read_support_format_raw(a);
+    archive_read_support_format_empty(a);
+    int rc = nest ? archive_read_open(a, nest, NULL, nested_read, NULL) : archive_read_open_filename(a, path, CRP_CHUNK);
+    struct archive_entry *e;
+    if (rc == ARCHIVE_OK) rc = archive_read_next_header(a, &e);
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_EOF) {
+        cls_status st = crp_archive_error(a, where);
+        archive_read_free(a);
+        return st;
+    }
+    *empty = rc == ARCHIVE_EOF;
+    *out = a;
+    return CLS_OK;
+}
+
+cls_status crp_lines_open_entry(crp_lines *r, struct archive *a, const char *where)
+{
+    memset(r, 0, sizeof *r);
+    r->path = where;
+    r->chunk = malloc(CRP_CHUNK);
+    if (!r->chunk) return err_set(CLS_E_NOMEM, "reading %s: out of memory", where);
+    if (!crp_has_suffix(where, ".gz")) {
+        r->a = a;
+        r->borrowed = 1;
+        return CLS_OK;
+    }
+    /* As crp_lines_open reads a .gz file, but over the entry's data. */
+    r->nest = malloc(sizeof *r->nest);
+    char *zchunk = malloc(CRP_CHUNK);
+    if (!r->nest || !zchunk) {
+        free(zchunk);
+        crp_lines_close(r);
+        return err_set(CLS_E_NOMEM, "reading %s: out of memory", where);
+    }
+    *r->nest = (crp_gz_nest){a, zchunk};
+    cls_status st = crp_gz_open(where, NULL, r->nest, &r->a, &r->eof);
+    if (st != CLS_OK) crp_lines_close(r);
+    return st;
+}
+
+/* Appends n bytes to r->line (keeping room for the NUL). */
+static cls_status line_append(crp_lines *r, size_t used, const char *p, size_t n)
+{
+    if (n > SIZE_MAX - 1 - used) return err_set(CLS_E_NOMEM, "%s: line too long", r->path);
+    if (used + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 256;
+        while (cap < used + n + 1) cap = cap > SIZE_MAX / 2 ? used + n + 1 : cap * 2;
+        char *q = realloc(r->line, cap);
+        if (!q)
+            return err_set(CLS_E_NOMEM, "%s:%lu: out of memory for a line of %zu bytes",
+                           r->path, r->lineno + 1, used + n);
+        r->line = q;
+        r->cap = cap;
+    }
+    memcpy(r->line + used, p, n);
+    return CLS_OK;
+}
+
+/* The archive path of crp_lines_next: getline's contract over decompressed chunks. */
+static cls_status archive_getline(crp_lines *r, size_t *len, int *got)
+{
+    size_t used = 0;
+    *got = 0;
+    for (;;) {
+        if (r->chunk_pos == r->chunk_len) {
+            if (r->eof) break;
+            la_ssize_t n = archive_read_data(r->a, r->chunk, CRP_CHUNK);
+            if (n < 0) return crp_archive_error(r->a, r->path);
+            if (n == 0) {
+                r->eof = 1;
+                break;
+            }
+            r->chunk_len = (size_t)n;
+            r->chunk_pos = 0;
+        }
+        const char *start = r->chunk + r->chunk_pos;
+        const char *nl = memchr(start, '\n', r->chunk_len - r->chunk_pos);
+        size_t take = nl ? (size_t)(nl - start) + 1 : r->chunk_len - r->chunk_pos;
+        cls_status st = line_append(r, used, start, take);
+        if (st != CLS_OK) return st;
+        used += take;
+        r->chunk_pos += take;
+        *got = 1;
+        if (nl) break;
+    }
+    if (*got) r->line[used] = '\0';
+    *len = used;
+    return CLS_OK;
+}
+
+cls_status crp_lines_next(crp_lines *r, size_t *len, int *got)
+{
+    size_t n = 0;
+    *got = 0;
+    *len = 0;
+    if (r->a) {
+        cls_status st = archive_getline(r, &n, got);
+        if (st != CLS_OK || !*got) return st;
+    } else {
+        ssize_t k = getline(&r->line, &r->cap, r->f);
+        if (k < 0) {
+            if (ferror(r->f)) return err_set(CLS_E_IO, "read %s: %s", r->path, strerror(errno));
+            if (!feof(r->f))
+                return err_set(CLS_E_NOMEM, "%s:%lu: out of memory reading a line", r->path,
+                               r->lineno + 1);
+            return CLS_OK;
+        }
+        n = (size_t)k;
+        *got = 1;
+    }
+    r->lineno++;
+    if (n > 0 && r->line[n - 1] == '\n') n--;
+    if (n > 0 && r->line[n - 1] == '\r') n--;
+    r->line[n] = '\0';
+    /* A UTF-8 byte order mark (Windows editors write one) is not part of the first record. */
+    if (r->lineno == 1 && n >= 3 && memcmp(r->line, "\xEF\xBB\xBF", 3) == 0) {
+        memmove(r->line, r->line + 3, n - 3 + 1);
+        n -= 3;
+    }
+    *len = n;
+    return CLS_OK;
+}
+
+void crp_lines_close(crp_lines *r)
+{
+    if (r->f) fclose(r->f);
+    if (r->a && !r->borrowed) archive_read_free(r->a);
+    free(r->line);
+    free(r->chunk);
+    if (r->nest) free(r->nest->chunk);
+    free(r->nest);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- Folder walk -------------------------------------------------------------------------- */
+
+/* A relative path and the size of the file it names (for progress). */
+typedef struct walk_file {
+    char *rel;
+    uint64_t size;
+} walk_file;
+
+typedef struct pathvec {
+    walk_file *v;
+    size_t n, cap;
+} pathvec;
+
+static cls_status pathvec_push(pathvec *pv, char *p, uint64_t size)
+{
+    if (pv->n == pv->cap) {
+        size_t cap = pv->cap ? pv->cap * 2 : 64;
+        walk_file *v = realloc(pv->v, cap * sizeof *v);
+        if (!v) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
+        pv->v = v;
+        pv->cap = cap;
+    }
+    pv->v[pv->n].rel = p;
+    pv->v[pv->n].size = size;
+    pv->n++;
+    return CLS_OK;
+}
+
+static void pathvec_free(pathvec *pv)
+{
+    for (size_t i = 0; i < pv->n; i++) free(pv->v[i].rel);
+    free(pv->v);
+}
+
+/* strcmp compares as unsigned char: the byte order the documents promise, whatever the locale
+ * or the order readdir happens to return. */
+static int cmp_paths(const void *a, const void *b)
+{
+    return strcmp(((const walk_file *)a)->rel, ((const walk_file *)b)->rel);
+}
+
+/* Adds the wanted regular files below root/rel (rel NULL: root itself) to pv, as paths
+ * relative to root. */
+static cls_status collect(const char *root, const char *rel, int (*want)(const char *),
+                          pathvec *pv)
+{
+    char *dirpath = rel ? path_join(root, rel) : strdup(root);
+    if (!dirpath) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
+    DIR *d = opendir(dirpath);
+    if (!d) {
+        cls_status st = err_set(CLS_E_IO, "open folder %s: %s", dirpath, strerror(errno));
+        free(dirpath);
+        return st;
+    }
+    cls_status st = CLS_OK;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno) st = err_set(CLS_E_IO, "read folder %s: %s", dirpath, strerror(errno));
+            break;
+        }
+        /* Hidden names (".", "..", ".DS_Store", editor and VCS droppings) are not documents. */
+        if (de->d_name[0] == '.') continue;
+        char *sub = rel ? path_join(rel, de->d_name) : strdup(de->d_name);
+        char *full = sub ? path_join(root, sub) : NULL;
+        if (!full) {
+            free(sub);
+            st = err_set(CLS_E_NOMEM, "folder walk: out of memory");
+            break;
+        }
+        struct stat sb;
+        if (lstat(full, &sb) != 0) {
+            st = err_set(CLS_E_IO, "stat %s: %s", full, strerror(errno));
+        } else if (S_ISDIR(sb.st_mode)) {
+            /* Linked folders are not followed: a link cycle would never end. */
+            st = collect(root, sub, want, pv);
+        } else {
+            int is_file = S_ISREG(sb.st_mode);
+            /* A link to a file counts as that file; a dangling one is no file at all. */
+            if (S_ISLNK(sb.st_mode) && stat(full, &sb) == 0) is_file = S_ISREG(sb.st_mode);
+            if (is_file && (!want || want(de->d_name))) {
+                st = pathvec_push(pv, sub, sb.st_size > 0 ? (uint64_t)sb.st_size : 0);
+                if (st == CLS_OK) sub = NULL; /* owned by pv now */
+            }
+        }
+        free(sub);
+        free(full);
+        if (st != CLS_OK) break;
+    }
+    closedir(d);
+    free(dirpath);
+    return st;
+}
+
+cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn fn, void *user)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return err_set(CLS_E_IO, "%s: %s", path, strerror(errno));
+    /* Anything but a folder is read as one file, so pipes and /dev/stdin work too. */
+    if (!S_ISDIR(sb.st_mode)) {
+        uint64_t size = S_ISREG(sb.st_mode) && sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+        progress_start(size);
+        progress_file_begin(size);
+        cls_status st = fn(user, path, crp_basename(path));
+        if (st == CLS_OK) progress_file_end();
+        return st;
+    }
+
+    /* "corpus/" and "corpus" name the same documents; keep messages free of "//". */
+    char *root = strdup(path);
+    if (!root) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
+    for (size_t n = strlen(root); n > 1 && root[n - 1] == '/'; n--) root[n - 1] = '\0';
+
+    pathvec pv = {0};
+    cls_status st = collect(root, NULL, want, &pv);
+    if (st == CLS_OK) {
+        if (pv.n > 1) qsort(pv.v, pv.n, sizeof *pv.v, cmp_paths);
+        uint64_t total = 0;
+        for (size_t i = 0; i < pv.n; i++) total += pv.v[i].size;
+        progress_start(total);
+        for (size_t i = 0; i < pv.n && st == CLS_OK; i++) {
+            const char *rel = pv.v[i].rel;
+            char *full = strcmp(root, "/") == 0 ? path_join("", rel) : path_join(root, rel);
+            if (!full) {
+                st = err_set(CLS_E_NOMEM, "folder walk: out of memory");
+                break;
+            }
+            progress_file_begin(pv.v[i].size);
+            st = fn(user, full, rel);
+            if (st == CLS_OK) progress_file_end();
+            free(full);
+        }
+    }
+    pathvec_free(&pv);
+    free(root);
+    return st;
+}
+
+/* ---- libarchive ---------------------------------------------------------------------------- */
+
+cls_status crp_archive_error(struct archive *a, const char *path)
+{
+    int e = archive_errno(a);
+    const char *msg = archive_error_string(a);
+    if (!msg) msg = "unknown libarchive error";
+    if (e == ENOMEM) return err_set(CLS_E_NOMEM, "%s: %s", path, msg);
+    /* libarchive reports bad data as EILSEQ (its ARCHIVE_ERRNO_FILE_FORMAT), misuse as EINVAL
+     * and other trouble as -1; any other positive errno came from the operating system. */
+    if (e > 0 && e != EILSEQ && e != EINVAL)
+        return err_set(CLS_E_IO, "%s: %s: %s", path, msg, strerror(e));
+    return err_set(CLS_E_FORMAT, "%s: %s", path, msg);
+}
+
+int crp_is_archive_name(const char *name)
+{
+    static const char *const suffixes[] = {".tar",  ".tar.gz", ".tgz",     ".tar.bz2", ".tbz2",
+                                           ".tbz",  ".tar.xz", ".txz",     ".tar.zst", ".tzst",
+                                           ".tar.lz", ".tar.lzma", ".zip", ".7z",      ".cpio"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (crp_has_suffix(name, suffixes[i])) return 1;
+    return 0;
+}
+
+cls_status crp_archive_open(const char *path, struct archive **out)
+{
+    *out = NULL;
+    struct archive *a = archive_read_new();
+    if (!a) return err_set(CLS_E_NOMEM, "%s: out of memory", path);
+    archive_read_support_filter_all(a);
+    archive_read_support_format_all(a);
+    if (archive_read_open_filename(a, path, CRP_CHUNK) != ARCHIVE_OK) {
+        cls_status st = crp_archive_error(a, path);
+        archive_read_free(a);
+        return st;
+    }
+    *out = a;
+    return CLS_OK;
+}
+
+/* The entry path without leading "/" and "./", or NULL if any component is hidden. */
+static const char *entry_rel(const char *name)
+{
+    for (;;) {
+        if (name[0] == '/') name++;
+        else if (name[0] == '.' && name[1] == '/') name += 2;
+        else break;
+    }
+    for (const char *p = name; *p;) {
+        if (*p == '.') return NULL;
+        const char *slash = strchr(p, '/');
+        if (!slash) break;
+        p = slash + 1;
+    }
+    return name;
+}
+
+cls_status crp_archive_next(struct archive *a, const char *path, struct archive_entry **e,
+                            const char **name, const char **rel, int *got)
+{
+    *got = 0;
+    for (;;) {
+        int rc = archive_read_next_header(a, e);
+        if (rc == ARCHIVE_EOF) return CLS_OK;
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) return crp_archive_error(a, path);
+        if (archive_entry_filetype(*e) != AE_IFREG) continue;
+        /* A hard link stores no data (tar): its content is under the name it links to. (pax
+         * may store data with one; then it is a file like any other.) */
+        int has_data = archive_entry_size_is_set(*e) && archive_entry_size(*e) > 0;
+        if (archive_entry_hardlink(*e) && !has_data) continue;
+        *name = archive_entry_pathname(*e);
+        if (!*name) *name = archive_entry_pathname_utf8(*e);
+        if (!*name) return err_set(CLS_E_FORMAT, "%s: an entry has an unreadable name", path);
+        *rel = entry_rel(*name);
+        if (!*rel || !**rel) continue;
+        *got = 1;
+        return CLS_OK;
+    }
+}
+
+/* ---- Line-oriented inputs ------------------------------------------------------------------- */
+
+/* Every entry of the archive at path through fn, each as lines named "path:entry". */
+static cls_status read_lines_archive(const char *path, crp_lines_fn fn, void *user)
+{
+    struct archive *a;
+    cls_status st = crp_archive_open(path, &a);
+    if (st != CLS_OK) return st;
+    /* Progress follows the archive's compressed bytes across all its entries. */
+    crp_progress_source(NULL, a);
+    crp_buf where = {0};
+    for (;;) {
+        struct archive_entry *e;
+        const char *name, *rel;
+        int got;
+        if ((st = crp_archive_next(a, path, &e, &name, &rel, &got)) != CLS_OK || !got) break;
+        where.n = 0;
+        if ((st = crp_buf_add(&where, path, strlen(path))) != CLS_OK ||
+            (st = crp_buf_add(&where, ":", 1)) != CLS_OK ||
+            (st = crp_buf_add(&where, name, strlen(name))) != CLS_OK)
+            break;
+        crp_lines r;
+        if ((st = crp_lines_open_entry(&r, a, where.p)) != CLS_OK) break;
+        st = fn(user, &r);
+        crp_lines_close(&r);
+        if (st != CLS_OK) break;
+    }
+    crp_progress_source(NULL, NULL);
+    free(where.p);
+    archive_read_free(a);
+    return st;
+}
+
+cls_status crp_read_lines_input(const char *path, crp_lines_fn fn, void *user)
+{
+    if (crp_is_archive_name(path)) return read_lines_archive(path, fn, user);
+    crp_lines r;
+    cls_status st = crp_lines_open(&r, path);
+    if (st != CLS_OK) return st;
+    crp_progress_source(r.f, r.a);
+    st = fn(user, &r);
+    crp_progress_source(NULL, NULL);
+    crp_lines_close(&r);
+    return st;
+}
+
+/* ---- Callbacks ------------------------------------------------------------------------------ */
+
+/* The detail is cleared before each call so that an empty one afterwards means the callback
+ * stopped without saying why, rather than showing a stale message from an earlier failure. */
+cls_status crp_emit_doc(cls_doc_fn fn, void *user, const char *docno, size_t docno_len,
+                        const char *text, size_t text_len)
+{
+    err_clear();
+    if (fn(user, docno, docno_len, text, text_len) == 0) return CLS_OK;
+    if (cls_last_error()[0] == '\0') return err_set(CLS_E_ARG, "stopped by caller");
+    return CLS_E_ARG;
+}
+
+cls_status crp_emit_topic(cls_topic_fn fn, void *user, const char *qid, const char *text)
+{
+    err_clear();
+    if (fn(user, qid, text) == 0) return CLS_OK;
+    if (cls_last_error()[0] == '\0') return err_set(CLS_E_ARG, "stopped by caller");
+    return CLS_E_ARG;
+}
+
+/* ---- Dispatch -------------------------------------------------------------------------------- */
+
+/* The line-oriented formats (JSONL, BEIR, TREC, SMART) read a file or every file of a folder,
+ * one file at a time; a file named as an archive (crp_is_archive_name), given alone or met in
+ * the folder, is read entry by entry in archive order. */
+typedef struct file_walk {
+    cls_corpus_format fmt;
+    cls_doc_fn fn;
+    void *user;
+} file_walk;
+
+static cls_status lines_visit(void *user, crp_lines *r)
+{
+    const file_walk *w = user;
+    if (w->fmt == CLS_CORPUS_TREC) return crp_read_trec_lines(r, w->fn, w->user);
+    if (w->fmt == CLS_CORPUS_SMART) return crp_read_smart_lines(r, w->fn, w->user);
+    return crp_read_jsonl_lines(w->fmt, r, w->fn, w->user);
+}
+
+static cls_status file_visit(void *user, const char *full, const char *rel)
+{
+    (void)rel;
+    return crp_read_lines_input(full, lines_visit, user);
+}
+
+static cls_status dispatch(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user)
+{
+    switch (fmt) {
+    case CLS_CORPUS_JSONL:
+    case CLS_CORPUS_BEIR:
+    case CLS_CORPUS_TREC:
+    case CLS_CORPUS_SMART: {
+        file_walk w = {fmt, fn, user};
+        return crp_walk(path, NULL, file_visit, &w);
+    }
+    case CLS_CORPUS_HTML:
+        return crp_read_html(path, fn, user);
+    case CLS_CORPUS_FILES:
+        return crp_read_files(path, fn, user);
+    }
+    return err_set(CLS_E_ARG, "cls_corpus_read: unknown corpus format %d", (int)fmt);
+}
+
+cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user)
+{
+    return cls_corpus_read_ex(fmt, path, fn, user, NULL, NULL);
+}
+
+/* Progress is called once when the input's files are listed (0 documents), then after a
+ * document or a file whenever CRP_PROGRESS_INTERVAL seconds have passed since the last call,
+ * and once at the end of a successful read with every document counted and bytes_done equal
+ * to bytes_total (when the total is known). */
+cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
+                              cls_progress_fn progress, void *progress_user)
+{
+    memset(&last_counts, 0, sizeof last_counts);
+    if (!path || !*path || !fn)
+        return err_set(CLS_E_ARG, "cls_corpus_read: a path and a callback are required");
+    read_state r = {0};
+    r.progress = progress;
+    r.progress_user = progress_user;
+    read_state *outer = cur_read;
+    cur_read = &r;
+    cls_status st;
+    if (progress) {
+        r.fn = fn;
+        r.user = user;
+        r.last = mono_now();
+        st = dispatch(fmt, path, progress_doc, &r);
+    } else {
+        st = dispatch(fmt, path, fn, user);
+    }
+    cur_read = outer;
+    last_counts = r.counts;
+    if (st == CLS_OK && progress) {
+        r.f = NULL;
+        r.a = NULL;
+        r.cur_size = 0;
+        progress(progress_user, r.docs, r.base > r.total ? r.base : r.total, r.total);
+    }
+    return st;
+}

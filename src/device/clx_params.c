@@ -1,0 +1,313 @@
+/* Kernel parameters: the registry of tunables, the built-in database with per-vendor and
+ * generic fallbacks (as CLBlast keeps one), the measured tuning file that `clsearch tune`
+ * writes, and the CLSEARCH_PARAMS override for trying one variant by hand.
+ *
+ * Where the values in force come from, in order (each later step overrides the earlier):
+ *   1. the built-in database: first entry whose vendor and device type match, down to the
+ *      generic defaults, so any OpenCL device gets working parameters;
+ *   2. the tuning file (clx_tuning_path: $CLSEARCH_TUNING, else tuning.json in the cache
+ *      folder; CLSEARCH_TUNING=none ignores it), when it holds an entry for exactly this
+ *      device name and driver version;
+ *   3. CLSEARCH_PARAMS="NAME=VALUE,..." from the environment.
+ * Every value is then checked against the registry and the device (a work-group size the
+ * device cannot run, or the NVIDIA-only scan on another vendor's compiler, is an error that
+ * names its source, never a silent substitute). `clsearch devices -v` and `-v` on search show
+ * the values and the source. */
+#include <cJSON.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/clx.h"
+#include "util/err.h"
+
+/* ---- The registry ----------------------------------------------------------------------- */
+
+#define PARAM_FIELD(f) offsetof(clx_params, f)
+
+static const clx_tunable registry[] = {
+    {"WG_INTERSECT", "intersect", "work-items per query in intersect_and", PARAM_FIELD(wg_intersect), 1,
+     {32, 64, 128, 256, 512, 1024}, 6},
+    {"WG_SCORE", "score", "work-items per query in score_and and score_or", PARAM_FIELD(wg_score), 1,
+     {32, 64, 128, 256, 512, 1024}, 6},
+    {"WG_TOPK", "topk", "work-items per query in topk_select", PARAM_FIELD(wg_topk), 1,
+     {32, 64, 128, 256, 512, 1024}, 6},
+    {"WG_SCAN_ALGO", "decode intersect topk scan",
+     "in-group prefix sum: 0 Hillis-Steele, 1 work-efficient, 2 NVIDIA warp shuffles (inline PTX)",
+     PARAM_FIELD(wg_scan_algo), 0, {0, 1, 2}, 3},
+    {"SCAN_WG", "scan", "work-items per group of the device-wide scan", PARAM_FIELD(scan_wg), 1,
+     {64, 128, 256, 512, 1024}, 5},
+    {"SCAN_ITEMS", "scan", "elements per work-item of the device-wide scan", PARAM_FIELD(scan_items), 0,
+     {2, 4, 8, 16}, 4},
+    {"COPY_VEC", "copy", "vector width (uints per load and store) of the copy kernels", PARAM_FIELD(copy_vec), 0,
+     {1, 2, 4, 8, 16}, 5},
+};
+
+const clx_tunable *clx_tunables(size_t *n)
+{
+    *n = sizeof registry / sizeof registry[0];
+    return registry;
+}
+
+const clx_tunable *clx_tunable_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
+        if (strcmp(registry[i].name, name) == 0) return &registry[i];
+    return NULL;
+}
+
+unsigned *clx_param_slot(clx_params *p, const clx_tunable *t) { return (unsigned *)((char *)p + t->offset); }
+
+int clx_is_nvidia(const cls_device_info *info) { return strstr(info->vendor, "NVIDIA") != NULL; }
+
+cls_status clx_params_check(const cls_device_info *info, const clx_params *p, const char *from)
+{
+    for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++) {
+        const clx_tunable *t = &registry[i];
+        unsigned v = *clx_param_slot((clx_params *)p, t);
+        if (t->pow2_wg) {
+            if (v < 1 || (v & (v - 1)) || v > info->max_work_group)
+                return err_set(CLS_E_ARG, "%s: %s=%u is not a power of two the device runs (max work-group %zu)",
+                               from, t->name, v, info->max_work_group);
+        } else if (strcmp(t->name, "SCAN_ITEMS") == 0 && (v < 1 || v > 64)) {
+            return err_set(CLS_E_ARG, "%s: SCAN_ITEMS=%u (1..64)", from, v);
+        }
+    }
+    if (p->copy_vec != 1 && p->copy_vec != 2 && p->copy_vec != 4 && p->copy_vec != 8 && p->copy_vec != 16)
+        return err_set(CLS_E_ARG, "%s: COPY_VEC=%u (1, 2, 4, 8 or 16)", from, p->copy_vec);
+    if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
+    if (p->wg_scan_algo == 2) {
+        if (!clx_is_nvidia(info))
+            return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 (warp shuffles in inline PTX) needs an NVIDIA device, "
+                           "not %s", from, info->name);
+        if (p->wg_intersect < 32 || p->wg_topk < 32 || p->scan_wg < 32)
+            return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 needs work-groups of at least one 32-wide warp", from);
+    }
+    return CLS_OK;
+}
+
+/* ---- 1. The built-in database ------------------------------------------------------------ */
+
+typedef struct entry {
+    const char *vendor; /* substring of CL_DEVICE_VENDOR, NULL = any */
+    int gpu;            /* 1 GPU, 0 CPU/other, -1 any */
+    clx_params p;       /* source unused */
+    const char *label;
+} entry;
+
+static const entry db[] = {
+    {"NVIDIA", 1, {256, 256, 512, 0, 256, 8, 4, ""}, "vendor default: NVIDIA GPU"},
+    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, ""}, "vendor default: AMD GPU"},
+    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, ""}, "vendor default: AMD GPU"},
+    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, ""}, "generic default: GPU"},
+    /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
+    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, ""}, "generic default: CPU"},
+    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, ""}, "generic default"},
+};
+
+static unsigned cap(unsigned v, size_t max)
+{
+    while (v > 1 && v > max) v >>= 1;
+    return v;
+}
+
+void clx_params_default(const cls_device_info *info, clx_params *p)
+{
+    for (size_t i = 0; i < sizeof db / sizeof db[0]; i++) {
+        const entry *e = &db[i];
+        if (e->vendor && !strstr(info->vendor, e->vendor)) continue;
+        if (e->gpu != -1 && e->gpu != info->is_gpu) continue;
+        *p = e->p;
+        /* Defaults bend to small devices; only measured or hand-set values are held to the letter. */
+        for (size_t j = 0; j < sizeof registry / sizeof registry[0]; j++)
+            if (registry[j].pow2_wg) *clx_param_slot(p, &registry[j]) = cap(*clx_param_slot(p, &registry[j]), info->max_work_group);
+        snprintf(p->source, sizeof p->source, "%s", e->label);
+        return;
+    }
+}
+
+/* ---- 2. The tuning file ------------------------------------------------------------------- */
+
+int clx_tuning_path(char *buf, size_t len)
+{
+    const char *env = getenv("CLSEARCH_TUNING");
+    if (env && strcmp(env, "none") == 0) return 0; /* tuning files ignored (clsearch tune's sweeps) */
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return 1;
+    }
+    char dir[4096];
+    if (!clx_cache_dir(dir, sizeof dir)) return 0;
+    snprintf(buf, len, "%s/tuning.json", dir);
+    return 1;
+}
+
+cls_status clx_tuning_load(const char *path, cJSON **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) return CLS_OK; /* no file: nothing tuned yet */
+        return err_set(CLS_E_IO, "tuning file %s: %s", path, strerror(errno));
+    }
+    char *buf = NULL;
+    size_t n = 0, cap_ = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap_) {
+            cap_ = cap_ ? 2 * cap_ : 16384;
+            if (cap_ > (16u << 20)) {
+                free(buf);
+                fclose(f);
+                return err_set(CLS_E_FORMAT, "tuning file %s: larger than 16 MiB, not a tuning file", path);
+            }
+            char *nb = realloc(buf, cap_);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return err_set(CLS_E_NOMEM, "out of memory");
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, 4096, f);
+        n += got;
+        if (got < 4096) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return err_set(CLS_E_IO, "tuning file %s: read error", path);
+    }
+    buf[n] = '\0';
+    cJSON *j = cJSON_ParseWithLength(buf, n);
+    free(buf);
+    if (!j || !cJSON_IsObject(j) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "devices"))) {
+        cJSON_Delete(j);
+        return err_set(CLS_E_FORMAT, "tuning file %s: not a clsearch tuning file (JSON object with a \"devices\" "
+                       "array expected; delete it or run clsearch tune again)", path);
+    }
+    *out = j;
+    return CLS_OK;
+}
+
+cJSON *clx_tuning_find(const cJSON *root, const cls_device_info *info)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "devices"))
+    {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "device");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "driver");
+        if (cJSON_IsString(d) && cJSON_IsString(v) && strcmp(d->valuestring, info->name) == 0 &&
+            strcmp(v->valuestring, info->driver_version) == 0)
+            return (cJSON *)e;
+    }
+    return NULL;
+}
+
+/* Applies the entry's "params" object; every name must be a registered tunable. */
+static cls_status from_entry(const cJSON *e, const char *path, clx_params *p)
+{
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(e, "params"), *it;
+    if (!cJSON_IsObject(params)) return err_set(CLS_E_FORMAT, "tuning file %s: entry without \"params\"", path);
+    cJSON_ArrayForEach(it, params)
+    {
+        const clx_tunable *t = clx_tunable_find(it->string);
+        if (!t) return err_set(CLS_E_FORMAT, "tuning file %s: unknown parameter \"%s\"", path, it->string);
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 65536 ||
+            it->valuedouble != (double)(unsigned)it->valuedouble)
+            return err_set(CLS_E_FORMAT, "tuning file %s: %s is not a whole number", path, it->string);
+        *clx_param_slot(p, t) = (unsigned)it->valuedouble;
+    }
+    const cJSON *when = cJSON_GetObjectItemCaseSensitive(e, "tuned");
+    snprintf(p->source, sizeof p->source, "tuning file %.380s (tuned %.40s)", path,
+             cJSON_IsString(when) ? when->valuestring : "?");
+    return CLS_OK;
+}
+
+/* ---- 3. The override ----------------------------------------------------------------------- */
+
+cls_status clx_params_parse(const char *spec, clx_params *p, const char *from)
+{
+    char buf[512];
+    if (strlen(spec) >= sizeof buf) return err_set(CLS_E_ARG, "%s: too long", from);
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *sp = NULL, *tok = strtok_r(buf, ", ", &sp); tok; tok = strtok_r(NULL, ", ", &sp)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) return err_set(CLS_E_ARG, "%s: '%s' is not NAME=VALUE", from, tok);
+        *eq = '\0';
+        const clx_tunable *t = clx_tunable_find(tok);
+        if (!t) return err_set(CLS_E_ARG, "%s: unknown parameter '%s' (clsearch tune --list names them)", from, tok);
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(eq + 1, &end, 10);
+        if (errno || end == eq + 1 || *end || v > 65536) return err_set(CLS_E_ARG, "%s: %s='%s'", from, tok, eq + 1);
+        *clx_param_slot(p, t) = (unsigned)v;
+    }
+    return CLS_OK;
+}
+
+cls_status clx_params_for(const cls_device_info *info, clx_params *p)
+{
+    clx_params_default(info, p);
+    char path[4200];
+    if (clx_tuning_path(path, sizeof path)) {
+        cJSON *root;
+        cls_status s = clx_tuning_load(path, &root);
+        if (s != CLS_OK) return s;
+        const cJSON *e = root ? clx_tuning_find(root, info) : NULL;
+        if (e) s = from_entry(e, path, p);
+        cJSON_Delete(root);
+        if (s != CLS_OK) return s;
+        if (e && (s = clx_params_check(info, p, path)) != CLS_OK) return s;
+    }
+    const char *env = getenv("CLSEARCH_PARAMS");
+    if (env && *env) {
+        cls_status s = clx_params_parse(env, p, "CLSEARCH_PARAMS");
+        if (s != CLS_OK) return s;
+        size_t used = strlen(p->source);
+        snprintf(p->source + used, sizeof p->source - used, ", overridden by CLSEARCH_PARAMS=%s", env);
+    }
+    return clx_params_check(info, p, p->source);
+}
+
+void clx_params_str(const clx_params *p, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof registry / sizeof registry[0] && n < len; i++) {
+        int w = snprintf(buf + n, len - n, "%s%s=%u", i ? " " : "", registry[i].name,
+                         *clx_param_slot((clx_params *)p, &registry[i]));
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}
+
+void cls_device_params(const cls_device_info *d, char *buf, size_t len)
+{
+    clx_params p;
+    if (clx_params_for(d, &p) != CLS_OK) {
+        snprintf(buf, len, "error: %s", cls_last_error());
+        return;
+    }
+    char s[256];
+    clx_params_str(&p, s, sizeof s);
+    snprintf(buf, len, "%s\n        from %s", s, p.source);
+}
+
+const char *clx_scan_algo_name(unsigned algo)
+{
+    static const char *const names[] = {"Hillis-Steele", "work-efficient", "warp-shuffle"};
+    return algo < 3 ? names[algo] : "?";
+}
+
+int clx_scan_algo_parse(const char *s)
+{
+    static const char *const abbr[] = {"hs", "we", "shfl"};
+    for (int a = 0; a < 3; a++)
+        if (strcmp(s, abbr[a]) == 0) return a;
+    return -1;
+}
+
+const char *clx_scan_algos_for(const cls_device_info *info) { return clx_is_nvidia(info) ? "hs,we,shfl" : "hs,we"; }

@@ -1,0 +1,239 @@
+/* Kernel programs: sources (embedded at build time, or $CLSEARCH_KERNEL_DIR for kernel work),
+ * builds, and the on-disk binary cache.
+ *
+ * Cache entries live in $CLSEARCH_CACHE_DIR, else $XDG_CACHE_HOME/clsearch, else
+ * ~/.cache/clsearch, one file per key, the key an xxh64 of the source, build options, device
+ * name, driver version and platform version. An entry is a header (magic, key, size, xxh64
+ * of the binary) and the binary; anything that does not check out is ignored and rebuilt.
+ * Entries are written to a temporary name and renamed, so concurrent writers never leave a
+ * half-written file: the last rename wins and every version is whole. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "device/clx.h"
+#include "util/err.h"
+
+extern const clx_source cls_embedded_kernels[];
+
+#define CACHE_MAGIC "CLSPRG1\n"
+
+typedef struct cache_header {
+    char magic[8];
+    uint64_t key;
+    uint64_t size;
+    uint64_t xxh;
+} cache_header;
+
+/* The embedded source called name: in extra (when given), else in the library's own table. */
+static const clx_source *find_source(const clx_source *extra, const char *name)
+{
+    for (const clx_source *t = extra; t && t->name; t++)
+        if (strcmp(t->name, name) == 0) return t;
+    for (const clx_source *t = cls_embedded_kernels; t->name; t++)
+        if (strcmp(t->name, name) == 0) return t;
+    return NULL;
+}
+
+/* Appends one source (embedded, or the file of that name in dir) and a newline to buf. */
+static cls_status append_source(const clx_source *extra, const char *dir, const char *name, char **buf, size_t *n)
+{
+    const clx_source *src = find_source(extra, name);
+    if (!src) return err_set(CLS_E_ARG, "no kernel source called %s is compiled in", name);
+    char *text = NULL;
+    size_t len = src->len;
+    if (dir && *dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        FILE *f = fopen(path, "rb");
+        if (!f) return err_set(CLS_E_IO, "CLSEARCH_KERNEL_DIR: cannot open %s: %s", path, strerror(errno));
+        long sz = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+        text = sz >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)sz + 1) : NULL;
+        if (!text || fread(text, 1, (size_t)sz, f) != (size_t)sz) {
+            fclose(f);
+            free(text);
+            return err_set(CLS_E_IO, "cannot read %s", path);
+        }
+        fclose(f);
+        len = (size_t)sz;
+    }
+    char *nb = realloc(*buf, *n + len + 2);
+    if (!nb) {
+        free(text);
+        return err_set(CLS_E_NOMEM, "out of memory for kernel sources");
+    }
+    memcpy(nb + *n, text ? text : src->src, len);
+    *n += len;
+    nb[(*n)++] = '\n';
+    nb[*n] = '\0';
+    *buf = nb;
+    free(text);
+    return CLS_OK;
+}
+
+/* One program source: the host/device layouts (abi.h), common.cl, then the family files in the
+ * order given (caller frees). */
+static cls_status load_sources(const clx_source *extra, const char *const *families, char **out, size_t *len,
+                               char *note, size_t note_len)
+{
+    const char *dir = getenv("CLSEARCH_KERNEL_DIR");
+    char *buf = NULL;
+    size_t n = 0;
+    cls_status s = append_source(extra, dir, "abi.h", &buf, &n);
+    if (s == CLS_OK) s = append_source(extra, dir, "common.cl", &buf, &n);
+    for (; s == CLS_OK && *families; families++) s = append_source(extra, dir, *families, &buf, &n);
+    if (s != CLS_OK) {
+        free(buf);
+        return s;
+    }
+    if (dir && *dir) snprintf(note, note_len, "kernels from %s", dir);
+    else snprintf(note, note_len, "embedded kernels");
+    *out = buf;
+    *len = n;
+    return CLS_OK;
+}
+
+int clx_cache_dir(char *buf, size_t len)
+{
+    const char *d = getenv("CLSEARCH_CACHE_DIR");
+    if (d && *d) snprintf(buf, len, "%s", d);
+    else if ((d = getenv("XDG_CACHE_HOME")) && *d) snprintf(buf, len, "%s/clsearch", d);
+    else if ((d = getenv("HOME")) && *d) snprintf(buf, len, "%s/.cache/clsearch", d);
+    else return 0;
+    /* mkdir -p */
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        mkdir(buf, 0755);
+        *p = '/';
+    }
+    return mkdir(buf, 0755) == 0 || errno == EEXIST;
+}
+
+static unsigned char *cache_read(const char *path, uint64_t key, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    cache_header h;
+    unsigned char *bin = NULL;
+    if (fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, CACHE_MAGIC, 8) == 0 && h.key == key &&
+        h.size > 0 && h.size < (1ull << 31) && (bin = malloc((size_t)h.size)) != NULL &&
+        fread(bin, 1, (size_t)h.size, f) == h.size && fgetc(f) == EOF && XXH64(bin, (size_t)h.size, 0) == h.xxh) {
+        *len = (size_t)h.size;
+        fclose(f);
+        return bin;
+    }
+    free(bin);
+    fclose(f);
+    return NULL;
+}
+
+static void cache_write(const char *dir, const char *path, uint64_t key, const unsigned char *bin, size_t len)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/.tmp.XXXXXX", dir);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return; /* a cache that cannot be written only costs the next start time */
+    FILE *f = fdopen(fd, "wb");
+    cache_header h = {.key = key, .size = len, .xxh = XXH64(bin, len, 0)};
+    memcpy(h.magic, CACHE_MAGIC, 8);
+    int ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(bin, 1, len, f) == len;
+    if (f) ok = (fclose(f) == 0) && ok; else close(fd);
+    if (!ok || rename(tmp, path) != 0) remove(tmp);
+}
+
+static cls_status build_log_error(cl_program prog, cl_device_id dev, cl_int err, const char *options)
+{
+    size_t len = 0;
+    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
+    char *log = malloc(len + 1);
+    if (log && clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, len, log, NULL) == CL_SUCCESS) log[len] = '\0';
+    else if (log) log[0] = '\0';
+    cls_status s = err_set(CLS_E_BUILD, "clBuildProgram failed: %s (%d)\noptions: %s\nbuild log:\n%s",
+                           clx_errname(err), (int)err, options, log ? log : "(out of memory)");
+    free(log);
+    return s;
+}
+
+cls_status clx_build(cl_context ctx, const clx_device *dev, const char *const *families, const char *options,
+                     cl_program *out, double *seconds, int *from_cache, char *note, size_t note_len)
+{
+    return clx_build_ex(ctx, dev, NULL, families, options, out, seconds, from_cache, note, note_len);
+}
+
+cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source *extra, const char *const *families,
+                        const char *options, cl_program *out, double *seconds, int *from_cache, char *note,
+                        size_t note_len)
+{
+    double t0 = clx_now();
+    char *src = NULL;
+    size_t src_len;
+    char srcnote[4200];
+    cls_status s = load_sources(extra, families, &src, &src_len, srcnote, sizeof srcnote);
+    if (s != CLS_OK) return s;
+    XXH64_state_t *st = XXH64_createState();
+    if (!st) {
+        free(src);
+        return err_set(CLS_E_NOMEM, "out of memory");
+    }
+    XXH64_reset(st, 0);
+    XXH64_update(st, src, src_len);
+    const char *parts[] = {options, dev->info.name, dev->info.driver_version, dev->info.platform_version, dev->info.platform_name};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) XXH64_update(st, parts[i], strlen(parts[i]) + 1);
+    uint64_t key = XXH64_digest(st);
+    XXH64_freeState(st);
+
+    char dir[4096], path[4200];
+    int have_dir = clx_cache_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%016llx.bin", dir, (unsigned long long)key);
+    *from_cache = 0;
+    cl_int e;
+    cl_program prog = NULL;
+    size_t blen = 0;
+    unsigned char *bin = have_dir ? cache_read(path, key, &blen) : NULL;
+    if (bin) {
+        const unsigned char *bp = bin;
+        cl_int bstatus;
+        prog = clCreateProgramWithBinary(ctx, 1, &dev->device, &blen, &bp, &bstatus, &e);
+        if (prog && e == CL_SUCCESS && bstatus == CL_SUCCESS &&
+            clBuildProgram(prog, 1, &dev->device, options, NULL, NULL) == CL_SUCCESS) {
+            *from_cache = 1;
+        } else if (prog) { /* stale or foreign entry: fall through to a fresh build */
+            clReleaseProgram(prog);
+            prog = NULL;
+        }
+        free(bin);
+    }
+    if (!prog) {
+        const char *sp = src;
+        prog = clCreateProgramWithSource(ctx, 1, &sp, &src_len, &e);
+        if (!prog || e != CL_SUCCESS) {
+            free(src);
+            return clx_fail("clCreateProgramWithSource", e);
+        }
+        e = clBuildProgram(prog, 1, &dev->device, options, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            s = build_log_error(prog, dev->device, e, options);
+            clReleaseProgram(prog);
+            free(src);
+            return s;
+        }
+        size_t size = 0;
+        if (have_dir && clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) == CL_SUCCESS && size > 0) {
+            unsigned char *b = malloc(size);
+            if (b && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof b, &b, NULL) == CL_SUCCESS)
+                cache_write(dir, path, key, b, size);
+            free(b);
+        }
+    }
+    free(src);
+    *seconds = clx_now() - t0;
+    snprintf(note, note_len, "%s, %s start %.3f s (%s)", srcnote, *from_cache ? "warm" : "cold", *seconds,
+             have_dir ? path : "no cache folder");
+    *out = prog;
+    return CLS_OK;
+}

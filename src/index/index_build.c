@@ -1,0 +1,864 @@
+/* Index construction: analyse documents, invert in memory, encode blocks, write the file.
+ *
+ * Inversion keeps one (term, doc, tf) triple per posting, appended in docID order, so memory
+ * grows with the index (12 bytes a posting plus the dictionary), never with the raw text. At
+ * write time the terms are sorted by bytes and the triples counting-sorted by term (stable, so
+ * each list stays in docID order); index_write.c then encodes the lists and writes the file.
+ *
+ * Threads (cls_build_opts.threads > 1, or 0 on a machine of several cores): analysis, the
+ * costly part, runs in a pool of worker threads; inversion stays in the calling thread.
+ *
+ *   cls_builder_add copies (docno, text) into the batch being filled (~1 MiB of text). A full
+ *   batch goes to a FIFO queue; a worker takes it, analyses each document with its own
+ *   analyzer (the Snowball stemmer is not thread-safe) and turns it into (local term id, tf)
+ *   pairs through the worker's own dictionary; terms new to that dictionary travel with the
+ *   batch. The calling thread inverts finished batches strictly in submission order: it maps
+ *   each worker's new terms to global term ids (a per-worker translation table, so a posting
+ *   costs an array lookup, not a hash of its bytes) and appends the postings, docno and length
+ *   of every document exactly as the serial path does.
+ *
+ * Term ids may be numbered differently than in the serial path, but they never reach the file:
+ * lists are ordered by term bytes and each list by docID, and docIDs are the order of the
+ * cls_builder_add calls, so the file is byte-identical for any number of threads.
+ *
+ * Memory of the pipeline is bounded: 2 x threads + 1 batches exist, recycled; when all are in
+ * flight, cls_builder_add waits for the oldest one. Each worker keeps a dictionary of the terms
+ * it has seen (the vocabulary, at most once per worker).
+ *
+ * Errors: a bad docno is refused by the cls_builder_add that passes it, as in the serial path.
+ * A failure inside a worker (out of memory) is kept with its message; the cls_builder_add or
+ * cls_builder_write that inverts that batch reports it, and so does every later call: after it
+ * the builder only refuses. cls_builder_free stops and joins the workers in every state.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/an.h"
+#include "util/err.h"
+#include "index/index.h"
+#include "index/index_write.h"
+
+/* Batch size: documents' bytes (docnos and texts) or count, whichever fills first. */
+#define BATCH_BYTES ((size_t)1 << 20)
+#define BATCH_DOCS 8192u
+/* A batch that once held a huge document gives its memory back when it is recycled. */
+#define BATCH_KEEP_BYTES (4 * BATCH_BYTES)
+
+/* ---- Term dictionary ---------------------------------------------------------------------- */
+
+/* Term bytes in an arena, open-addressing hash of term ids (id + 1; 0 = empty). */
+typedef struct tdict {
+    char *arena;
+    uint64_t arena_len, arena_cap;
+    uint64_t *pos;
+    uint32_t *len;
+    uint32_t n;
+    uint64_t pos_cap, len_cap;
+    uint32_t *table;
+    size_t table_cap;
+} tdict;
+
+/* Grows *p (elements of size sz) to hold at least need elements; capacity doubles. */
+static int grow(void **p, uint64_t *cap, uint64_t need, size_t sz)
+{
+    if (need <= *cap) return 1;
+    uint64_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, (size_t)(c * sz));
+    if (!q) return 0;
+    *p = q;
+    *cap = c;
+    return 1;
+}
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a: terms are short, this is plenty */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int rehash(tdict *d, size_t cap)
+{
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (!t) return 0;
+    for (uint32_t id = 0; id < d->n; id++) {
+        size_t h = hash_bytes(d->arena + d->pos[id], d->len[id]) & (cap - 1);
+        while (t[h]) h = (h + 1) & (cap - 1);
+        t[h] = id + 1;
+    }
+    free(d->table);
+    d->table = t;
+    d->table_cap = cap;
+    return 1;
+}
+
+/* Term id of term, adding it when new (*added set then, if added is not NULL); UINT32_MAX on
+ * allocation failure. */
+static uint32_t term_id(tdict *d, const char *term, size_t len, int *added)
+{
+    size_t h = hash_bytes(term, len) & (d->table_cap - 1);
+    for (uint32_t e; (e = d->table[h]) != 0; h = (h + 1) & (d->table_cap - 1)) {
+        uint32_t id = e - 1;
+        if (d->len[id] == len && memcmp(d->arena + d->pos[id], term, len) == 0) return id;
+    }
+    if (d->n == UINT32_MAX - 1) return UINT32_MAX;
+    if (!grow((void **)&d->arena, &d->arena_cap, d->arena_len + len, 1) ||
+        !grow((void **)&d->pos, &d->pos_cap, (uint64_t)d->n + 1, sizeof *d->pos) ||
+        !grow((void **)&d->len, &d->len_cap, (uint64_t)d->n + 1, sizeof *d->len))
+        return UINT32_MAX;
+    memcpy(d->arena + d->arena_len, term, len);
+    uint32_t id = d->n++;
+    d->pos[id] = d->arena_len;
+    d->len[id] = (uint32_t)len;
+    d->arena_len += len;
+    d->table[h] = id + 1;
+    if (added) *added = 1;
+    if ((uint64_t)d->n * 2 > d->table_cap && !rehash(d, d->table_cap * 2)) return UINT32_MAX;
+    return id;
+}
+
+static void tdict_free(tdict *d)
+{
+    free(d->arena);
+    free(d->pos);
+    free(d->len);
+    free(d->table);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- One document's terms ------------------------------------------------------------------ */
+
+/* Gathers a document's (term id, tf) pairs in order of first occurrence, in time linear in its
+ * tokens: mark[id] == stamp says the term was seen in this document, at pairs[2 * slot[id]].
+ * The order of a document's postings never reaches the file (lists are sorted by term, and a
+ * term has one posting per document), so first occurrence serves as well as any. */
+typedef struct docacc {
+    uint32_t *mark, *slot; /* per term id */
+    uint64_t ids_cap;
+    uint32_t stamp;
+    uint32_t *pairs;       /* (id, tf) */
+    uint64_t np, pairs_cap;
+    uint64_t ntokens;
+} docacc;
+
+static void acc_begin(docacc *a)
+{
+    a->np = 0;
+    a->ntokens = 0;
+    if (++a->stamp == 0) { /* after 2^32 - 1 documents the stamps wrap: start afresh */
+        if (a->mark) memset(a->mark, 0, (size_t)a->ids_cap * sizeof *a->mark);
+        a->stamp = 1;
+    }
+}
+
+/* Counts one occurrence of id; 0 when out of memory. */
+static int acc_add(docacc *a, uint32_t id)
+{
+    if (id >= a->ids_cap) {
+        uint64_t cap = a->ids_cap ? a->ids_cap : 1024, old = a->ids_cap;
+        while (cap <= id) cap *= 2;
+        uint32_t *m = realloc(a->mark, (size_t)cap * sizeof *m);
+        if (!m) return 0;
+        a->mark = m;
+        uint32_t *sl = realloc(a->slot, (size_t)cap * sizeof *sl);
+        if (!sl) return 0;
+        a->slot = sl;
+        memset(a->mark + old, 0, (size_t)(cap - old) * sizeof *m);
+        a->ids_cap = cap;
+    }
+    a->ntokens++;
+    if (a->mark[id] == a->stamp) {
+        a->pairs[2 * (uint64_t)a->slot[id] + 1]++;
+        return 1;
+    }
+    if (!grow((void **)&a->pairs, &a->pairs_cap, 2 * (a->np + 1), sizeof *a->pairs)) return 0;
+    a->mark[id] = a->stamp;
+    a->slot[id] = (uint32_t)a->np;
+    a->pairs[2 * a->np] = id;
+    a->pairs[2 * a->np + 1] = 1;
+    a->np++;
+    return 1;
+}
+
+static void acc_free(docacc *a)
+{
+    free(a->mark);
+    free(a->slot);
+    free(a->pairs);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- Pipeline types ----------------------------------------------------------------------- */
+
+typedef struct bdoc {
+    size_t off;         /* docno, then text, at bytes + off */
+    size_t docno_len, text_len;
+} bdoc;
+
+/* Per analysed document: its pairs and its token count. */
+typedef struct bres {
+    uint32_t npairs;
+    uint64_t ntokens;
+} bres;
+
+typedef struct batch {
+    /* input, written by the calling thread while filling */
+    char *bytes;
+    uint64_t bytes_len, bytes_cap;
+    bdoc *docs;
+    uint64_t ndocs, docs_cap;
+    uint32_t first_doc; /* number (0-based, in add order) of the first document */
+    /* output, written by the worker that took the batch */
+    unsigned worker;
+    uint32_t first_new, nnew; /* the worker's local ids first_new .. first_new + nnew - 1 are new */
+    char *new_bytes;          /* their bytes, back to back */
+    uint64_t new_len, new_cap;
+    uint32_t *new_tlen;
+    uint64_t new_tlen_cap;
+    uint32_t *pairs;          /* (local id, tf), per document in order */
+    uint64_t npairs, pairs_cap;
+    bres *res;
+    uint64_t res_cap;
+    cls_status st;            /* a failure in the worker, with its message */
+    char msg[512];
+    int done;                 /* under the builder's mutex */
+} batch;
+
+typedef struct worker {
+    struct cls_builder *b;
+    unsigned id;
+    pthread_t th;
+    int started;
+    an_analyzer *an;
+    tdict dict;               /* local term ids */
+    docacc acc;               /* the document being analysed, in local ids */
+    batch *cur;
+    int oom;
+    /* the calling thread's: local id -> global term id */
+    uint32_t *trans;
+    uint64_t ntrans, trans_cap;
+} worker;
+
+struct cls_builder {
+    an_analyzer *an;
+    cls_analyzer_opts an_opts;
+    cls_build_opts opts;
+    unsigned an_flags;
+    tdict dict;
+    /* the document being added (serial path) */
+    docacc acc;
+    /* postings, in docID order */
+    uint32_t *p_term, *p_doc, *p_tf;
+    uint64_t num_postings, p_term_cap, p_doc_cap, p_tf_cap;
+    /* documents */
+    uint32_t *doclen;
+    uint64_t *docno_off; /* num_docs + 1 entries */
+    uint32_t num_docs;   /* inverted documents */
+    uint64_t doclen_cap, docno_off_cap;
+    char *docno;
+    uint64_t docno_len, docno_cap;
+    uint64_t num_tokens;
+    cls_status failed;   /* a failure inside the analyser callback (serial path) */
+    uint32_t docs_added; /* documents accepted by cls_builder_add (inverted or in flight) */
+
+    /* threads: 0 until the first add decides; 1 = serial */
+    unsigned nthreads;
+    int pipe;            /* the pool runs */
+    worker *workers;
+    batch *batches;
+    unsigned nbatches;
+    batch *filling;
+    batch **freeb;       /* recycled batches (calling thread only) */
+    unsigned nfree;
+    batch **inflight;    /* submitted, not yet inverted, in order (calling thread only) */
+    unsigned if_head, if_len;
+    pthread_mutex_t mu;  /* guards the queue, stop and every batch's done flag */
+    pthread_cond_t work_cv, done_cv;
+    batch **queue;       /* submitted, not yet taken by a worker */
+    unsigned q_head, q_len;
+    int stop;
+    cls_status sticky;   /* a pipeline failure: every later add and write report it */
+    char sticky_msg[1024];
+    uint64_t fail_at;    /* test hook: a worker fails on this document (1-based; 0: never) */
+};
+
+/* ---- Test hook ---------------------------------------------------------------------------- */
+
+/* (tests only; declared here, not in a header) Builders created after this call fail with
+ * CLS_E_NOMEM in a worker thread when analysing their doc-th document (1-based; 0 turns the
+ * fault off). The serial path ignores it. */
+void idx_build_test_fail_at(uint64_t doc);
+static uint64_t test_fail_at;
+void idx_build_test_fail_at(uint64_t doc) { test_fail_at = doc; }
+
+/* ---- Serial path ------------------------------------------------------------------------- */
+
+static int on_term(void *user, const char *term, size_t len)
+{
+    cls_builder *b = user;
+    uint32_t id = term_id(&b->dict, term, len, NULL);
+    if (id == UINT32_MAX || !acc_add(&b->acc, id)) {
+        b->failed = err_set(CLS_E_NOMEM, "indexing: out of memory for the term dictionary");
+        return 1;
+    }
+    return 0;
+}
+
+/* Appends one document's name and length (its postings are already appended). */
+static int append_doc(cls_builder *b, const char *docno, size_t docno_len, uint64_t ntokens)
+{
+    if (!grow((void **)&b->doclen, &b->doclen_cap, (uint64_t)b->num_docs + 1, sizeof *b->doclen) ||
+        !grow((void **)&b->docno_off, &b->docno_off_cap, (uint64_t)b->num_docs + 2, sizeof *b->docno_off) ||
+        !grow((void **)&b->docno, &b->docno_cap, b->docno_len + docno_len + 1, 1))
+        return 0;
+    uint32_t doc = b->num_docs;
+    b->docno_off[0] = 0;
+    memcpy(b->docno + b->docno_len, docno, docno_len);
+    b->docno[b->docno_len + docno_len] = '\0';
+    b->docno_len += docno_len + 1;
+    b->docno_off[doc + 1] = b->docno_len;
+    b->doclen[doc] = ntokens > UINT32_MAX ? UINT32_MAX : (uint32_t)ntokens;
+    b->num_tokens += ntokens;
+    b->num_docs++;
+    return 1;
+}
+
+static cls_status add_serial(cls_builder *b, const char *docno, size_t docno_len, const char *text,
+                             size_t text_len)
+{
+    acc_begin(&b->acc);
+    b->failed = CLS_OK;
+    cls_status s = an_run(b->an, text ? text : "", text_len, on_term, b);
+    if (b->failed != CLS_OK) return b->failed;
+    if (s != CLS_OK) return s;
+
+    if (!grow((void **)&b->doclen, &b->doclen_cap, (uint64_t)b->num_docs + 1, sizeof *b->doclen) ||
+        !grow((void **)&b->docno_off, &b->docno_off_cap, (uint64_t)b->num_docs + 2, sizeof *b->docno_off) ||
+        !grow((void **)&b->docno, &b->docno_cap, b->docno_len + docno_len + 1, 1))
+        return err_set(CLS_E_NOMEM, "indexing: out of memory for document data");
+
+    /* The document's (term, tf) pairs become its postings. */
+    uint64_t need = b->num_postings + b->acc.np;
+    if (!grow((void **)&b->p_term, &b->p_term_cap, need, 4) || !grow((void **)&b->p_doc, &b->p_doc_cap, need, 4) ||
+        !grow((void **)&b->p_tf, &b->p_tf_cap, need, 4))
+        return err_set(CLS_E_NOMEM, "indexing: out of memory for postings");
+    uint32_t doc = b->num_docs;
+    for (uint64_t i = 0; i < b->acc.np; i++) {
+        b->p_term[b->num_postings] = b->acc.pairs[2 * i];
+        b->p_doc[b->num_postings] = doc;
+        b->p_tf[b->num_postings] = b->acc.pairs[2 * i + 1];
+        b->num_postings++;
+    }
+    append_doc(b, docno, docno_len, b->acc.ntokens); /* cannot fail: grown above */
+    b->docs_added++;
+    return CLS_OK;
+}
+
+/* ---- Workers ------------------------------------------------------------------------------ */
+
+static int w_on_term(void *user, const char *term, size_t len)
+{
+    worker *w = user;
+    batch *t = w->cur;
+    int added = 0;
+    uint32_t id = term_id(&w->dict, term, len, &added);
+    if (id == UINT32_MAX) {
+        w->oom = 1;
+        return 1;
+    }
+    if (added) {
+        if (!grow((void **)&t->new_bytes, &t->new_cap, t->new_len + len, 1) ||
+            !grow((void **)&t->new_tlen, &t->new_tlen_cap, (uint64_t)t->nnew + 1, sizeof *t->new_tlen)) {
+            w->oom = 1;
+            return 1;
+        }
+        memcpy(t->new_bytes + t->new_len, term, len);
+        t->new_len += len;
+        t->new_tlen[t->nnew++] = (uint32_t)len;
+    }
+    if (!acc_add(&w->acc, id)) {
+        w->oom = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void batch_fail(batch *t, cls_status st, const char *msg)
+{
+    t->st = st;
+    snprintf(t->msg, sizeof t->msg, "%s", msg);
+}
+
+/* Analyses every document of t into (local id, tf) pairs. */
+static void work_batch(worker *w, batch *t)
+{
+    t->worker = w->id;
+    t->first_new = w->dict.n;
+    t->nnew = 0;
+    t->new_len = 0;
+    t->npairs = 0;
+    t->st = CLS_OK;
+    w->cur = t;
+    if (!grow((void **)&t->res, &t->res_cap, t->ndocs, sizeof *t->res)) {
+        batch_fail(t, CLS_E_NOMEM, "indexing: out of memory in an analysis thread");
+        return;
+    }
+    for (uint64_t i = 0; i < t->ndocs; i++) {
+        const bdoc *d = &t->docs[i];
+        if (w->b->fail_at && (uint64_t)t->first_doc + i + 1 == w->b->fail_at) {
+            batch_fail(t, CLS_E_NOMEM, "indexing: out of memory in an analysis thread (test fault)");
+            return;
+        }
+        acc_begin(&w->acc);
+        w->oom = 0;
+        cls_status s = an_run(w->an, t->bytes + d->off + d->docno_len, d->text_len, w_on_term, w);
+        if (w->oom) {
+            batch_fail(t, CLS_E_NOMEM, "indexing: out of memory for the term dictionary");
+            return;
+        }
+        if (s != CLS_OK) {
+            batch_fail(t, s, cls_last_error());
+            return;
+        }
+        if (!grow((void **)&t->pairs, &t->pairs_cap, 2 * (t->npairs + w->acc.np), sizeof *t->pairs)) {
+            batch_fail(t, CLS_E_NOMEM, "indexing: out of memory for postings");
+            return;
+        }
+        if (w->acc.np) memcpy(t->pairs + 2 * t->npairs, w->acc.pairs, (size_t)(2 * w->acc.np) * sizeof *t->pairs);
+        t->npairs += w->acc.np;
+        t->res[i].npairs = (uint32_t)w->acc.np;
+        t->res[i].ntokens = w->acc.ntokens;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    cls_builder *b = w->b;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (!b->stop && b->q_len == 0) pthread_cond_wait(&b->work_cv, &b->mu);
+        if (b->stop) break;
+        batch *t = b->queue[b->q_head];
+        b->q_head = (b->q_head + 1) % b->nbatches;
+        b->q_len--;
+        pthread_mutex_unlock(&b->mu);
+        work_batch(w, t);
+        pthread_mutex_lock(&b->mu);
+        t->done = 1;
+        pthread_cond_signal(&b->done_cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* ---- The calling thread's side ------------------------------------------------------------- */
+
+/* Stops and joins the workers (each finishes the batch it holds; queued ones are dropped) and
+ * frees the pipeline, whatever state pipe_start or a failure left it in. */
+static void pipe_stop(cls_builder *b)
+{
+    if (b->pipe) {
+        pthread_mutex_lock(&b->mu);
+        b->stop = 1;
+        pthread_cond_broadcast(&b->work_cv);
+        pthread_mutex_unlock(&b->mu);
+        for (unsigned i = 0; i < b->nthreads; i++)
+            if (b->workers[i].started) pthread_join(b->workers[i].th, NULL);
+        pthread_mutex_destroy(&b->mu);
+        pthread_cond_destroy(&b->work_cv);
+        pthread_cond_destroy(&b->done_cv);
+    }
+    for (unsigned i = 0; b->workers && i < b->nthreads; i++) {
+        worker *w = &b->workers[i];
+        an_free(w->an);
+        tdict_free(&w->dict);
+        acc_free(&w->acc);
+        free(w->trans);
+    }
+    free(b->workers);
+    b->workers = NULL;
+    b->filling = NULL;
+    b->nfree = b->if_len = b->q_len = 0;
+    for (unsigned i = 0; b->batches && i < b->nbatches; i++) {
+        batch *t = &b->batches[i];
+        free(t->bytes);
+        free(t->docs);
+        free(t->new_bytes);
+        free(t->new_tlen);
+        free(t->pairs);
+        free(t->res);
+    }
+    free(b->batches);
+    free(b->freeb);
+    free(b->inflight);
+    free(b->queue);
+    b->batches = NULL;
+    b->freeb = b->inflight = b->queue = NULL;
+    b->pipe = 0;
+}
+
+/* Starts nthreads workers, each with its own analyzer. */
+static cls_status pipe_start(cls_builder *b)
+{
+    unsigned n = b->nthreads;
+    b->nbatches = 2 * n + 1;
+    b->workers = calloc(n, sizeof *b->workers);
+    b->batches = calloc(b->nbatches, sizeof *b->batches);
+    b->freeb = malloc(b->nbatches * sizeof *b->freeb);
+    b->inflight = malloc(b->nbatches * sizeof *b->inflight);
+    b->queue = malloc(b->nbatches * sizeof *b->queue);
+    cls_status st = CLS_OK;
+    if (!b->workers || !b->batches || !b->freeb || !b->inflight || !b->queue) {
+        st = err_set(CLS_E_NOMEM, "indexing: out of memory for %u analysis threads", n);
+        goto fail;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        worker *w = &b->workers[i];
+        w->b = b;
+        w->id = i;
+        if ((st = an_create(&b->an_opts, &w->an)) != CLS_OK) goto fail;
+        if (!rehash(&w->dict, 1 << 14)) {
+            st = err_set(CLS_E_NOMEM, "indexing: out of memory for %u analysis threads", n);
+            goto fail;
+        }
+    }
+    for (unsigned i = 0; i < b->nbatches; i++) b->freeb[i] = &b->batches[b->nbatches - 1 - i];
+    b->nfree = b->nbatches;
+    b->if_head = b->if_len = b->q_head = b->q_len = 0;
+    b->stop = 0;
+    if (pthread_mutex_init(&b->mu, NULL) != 0) {
+        st = err_set(CLS_E_NOMEM, "indexing: cannot create a mutex");
+        goto fail;
+    }
+    if (pthread_cond_init(&b->work_cv, NULL) != 0) {
+        pthread_mutex_destroy(&b->mu);
+        st = err_set(CLS_E_NOMEM, "indexing: cannot create a condition variable");
+        goto fail;
+    }
+    if (pthread_cond_init(&b->done_cv, NULL) != 0) {
+        pthread_cond_destroy(&b->work_cv);
+        pthread_mutex_destroy(&b->mu);
+        st = err_set(CLS_E_NOMEM, "indexing: cannot create a condition variable");
+        goto fail;
+    }
+    b->pipe = 1;
+    for (unsigned i = 0; i < n; i++) {
+        int e = pthread_create(&b->workers[i].th, NULL, worker_main, &b->workers[i]);
+        if (e != 0) {
+            st = err_set(CLS_E_NOMEM, "indexing: cannot start analysis thread %u of %u: %s", i + 1, n,
+                         strerror(e));
+            goto fail;
+        }
+        b->workers[i].started = 1;
+    }
+    return CLS_OK;
+fail:
+    pipe_stop(b);
+    return st;
+}
+
+static cls_status set_sticky(cls_builder *b, cls_status st, const char *msg)
+{
+    if (b->sticky == CLS_OK) {
+        b->sticky = st;
+        snprintf(b->sticky_msg, sizeof b->sticky_msg, "%s", msg);
+    }
+    return err_set(b->sticky, "%s", b->sticky_msg);
+}
+
+/* Inverts a finished batch: the worker's new terms get global ids, then every document's
+ * postings, name and length are appended exactly as add_serial appends them. */
+static void invert(cls_builder *b, batch *t)
+{
+    if (b->sticky != CLS_OK) return; /* after a failure nothing more is inverted */
+    if (t->st != CLS_OK) {
+        set_sticky(b, t->st, t->msg);
+        return;
+    }
+    worker *w = &b->workers[t->worker];
+    if (t->first_new != w->ntrans) {
+        set_sticky(b, CLS_E_ARG, "indexing: internal error: analysis batches out of order");
+        return;
+    }
+    if (!grow((void **)&w->trans, &w->trans_cap, w->ntrans + t->nnew, sizeof *w->trans)) goto oom;
+    uint64_t off = 0;
+    for (uint32_t k = 0; k < t->nnew; k++) {
+        uint32_t id = term_id(&b->dict, t->new_bytes + off, t->new_tlen[k], NULL);
+        if (id == UINT32_MAX) goto oom;
+        off += t->new_tlen[k];
+        w->trans[w->ntrans++] = id;
+    }
+    uint64_t need = b->num_postings + t->npairs;
+    if (!grow((void **)&b->p_term, &b->p_term_cap, need, 4) || !grow((void **)&b->p_doc, &b->p_doc_cap, need, 4) ||
+        !grow((void **)&b->p_tf, &b->p_tf_cap, need, 4))
+        goto oom;
+    const uint32_t *pr = t->pairs, *trans = w->trans;
+    for (uint64_t i = 0; i < t->ndocs; i++) {
+        uint32_t doc = b->num_docs;
+        uint64_t at = b->num_postings;
+        for (uint32_t j = 0; j < t->res[i].npairs; j++, pr += 2, at++) {
+            b->p_term[at] = trans[pr[0]];
+            b->p_doc[at] = doc;
+            b->p_tf[at] = pr[1];
+        }
+        b->num_postings = at;
+        const bdoc *d = &t->docs[i];
+        if (!append_doc(b, t->bytes + d->off, d->docno_len, t->res[i].ntokens)) goto oom;
+    }
+    return;
+oom:
+    set_sticky(b, CLS_E_NOMEM, "indexing: out of memory inverting documents");
+}
+
+/* Returns an inverted batch to the free list, dropping memory a huge document left behind. */
+static void recycle(cls_builder *b, batch *t)
+{
+    if (t->bytes_cap > BATCH_KEEP_BYTES) {
+        free(t->bytes);
+        t->bytes = NULL;
+        t->bytes_cap = 0;
+    }
+    if (t->pairs_cap > 2 * BATCH_KEEP_BYTES / sizeof *t->pairs) {
+        free(t->pairs);
+        t->pairs = NULL;
+        t->pairs_cap = 0;
+    }
+    t->bytes_len = 0;
+    t->ndocs = 0;
+    t->npairs = 0;
+    t->done = 0;
+    b->freeb[b->nfree++] = t;
+}
+
+enum { COLLECT_READY, COLLECT_ONE, COLLECT_ALL };
+
+/* Inverts finished batches in submission order: those already done (COLLECT_READY), at least
+ * one (waiting for it), or all in flight. */
+static void collect(cls_builder *b, int mode)
+{
+    while (b->if_len > 0) {
+        batch *t = b->inflight[b->if_head];
+        pthread_mutex_lock(&b->mu);
+        if (mode == COLLECT_READY && !t->done) {
+            pthread_mutex_unlock(&b->mu);
+            return;
+        }
+        while (!t->done) pthread_cond_wait(&b->done_cv, &b->mu);
+        pthread_mutex_unlock(&b->mu);
+        b->if_head = (b->if_head + 1) % b->nbatches;
+        b->if_len--;
+        invert(b, t);
+        recycle(b, t);
+        if (mode == COLLECT_ONE) mode = COLLECT_READY;
+    }
+}
+
+static void submit(cls_builder *b)
+{
+    batch *t = b->filling;
+    b->filling = NULL;
+    pthread_mutex_lock(&b->mu);
+    b->queue[(b->q_head + b->q_len) % b->nbatches] = t;
+    b->q_len++;
+    pthread_cond_signal(&b->work_cv);
+    pthread_mutex_unlock(&b->mu);
+    b->inflight[(b->if_head + b->if_len) % b->nbatches] = t;
+    b->if_len++;
+}
+
+static cls_status add_threaded(cls_builder *b, const char *docno, size_t docno_len, const char *text,
+                               size_t text_len)
+{
+    if (!b->pipe) {
+        cls_status st = pipe_start(b);
+        if (st != CLS_OK) return st;
+    }
+    if (!b->filling) {
+        if (b->nfree == 0) collect(b, COLLECT_ONE);
+        if (b->sticky != CLS_OK) return set_sticky(b, b->sticky, b->sticky_msg);
+        b->filling = b->freeb[--b->nfree];
+        b->filling->first_doc = b->docs_added;
+    }
+    batch *t = b->filling;
+    size_t n = docno_len + text_len;
+    if (n < docno_len || !grow((void **)&t->bytes, &t->bytes_cap, t->bytes_len + n, 1) ||
+        !grow((void **)&t->docs, &t->docs_cap, t->ndocs + 1, sizeof *t->docs))
+        return err_set(CLS_E_NOMEM, "indexing: out of memory for a document of %zu bytes", text_len);
+    bdoc *d = &t->docs[t->ndocs++];
+    d->off = t->bytes_len;
+    d->docno_len = docno_len;
+    d->text_len = text_len;
+    memcpy(t->bytes + t->bytes_len, docno, docno_len);
+    if (text_len) memcpy(t->bytes + t->bytes_len + docno_len, text, text_len);
+    t->bytes_len += n;
+    b->docs_added++;
+    if (t->bytes_len >= BATCH_BYTES || t->ndocs >= BATCH_DOCS) submit(b);
+    collect(b, COLLECT_READY);
+    if (b->sticky != CLS_OK) return set_sticky(b, b->sticky, b->sticky_msg);
+    return CLS_OK;
+}
+
+/* Every document added is inverted when this returns CLS_OK. */
+static cls_status drain(cls_builder *b)
+{
+    if (!b->pipe) return b->sticky != CLS_OK ? set_sticky(b, b->sticky, b->sticky_msg) : CLS_OK;
+    if (b->filling) {
+        if (b->filling->ndocs) {
+            submit(b);
+        } else {
+            b->freeb[b->nfree++] = b->filling;
+            b->filling = NULL;
+        }
+    }
+    collect(b, COLLECT_ALL);
+    if (b->sticky != CLS_OK) return set_sticky(b, b->sticky, b->sticky_msg);
+    return CLS_OK;
+}
+
+/* ---- API ------------------------------------------------------------------------------------ */
+
+cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out)
+{
+    cls_analyzer_opts o;
+    if (an) o = *an; else cls_analyzer_defaults(&o);
+    if (!out) return err_set(CLS_E_ARG, "cls_builder_create: out is NULL");
+    *out = NULL;
+    cls_builder *b = calloc(1, sizeof *b);
+    if (!b) return err_set(CLS_E_NOMEM, "cls_builder_create: out of memory");
+    b->an_opts = o;
+    b->an_flags = an_opts_pack(&o);
+    b->fail_at = test_fail_at;
+    cls_build_defaults(&b->opts);
+    cls_status s = an_create(&o, &b->an);
+    if (s != CLS_OK || !rehash(&b->dict, 1 << 16)) {
+        cls_builder_free(b);
+        return s != CLS_OK ? s : err_set(CLS_E_NOMEM, "cls_builder_create: out of memory");
+    }
+    *out = b;
+    return CLS_OK;
+}
+
+cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o)
+{
+    if (!b) return err_set(CLS_E_ARG, "cls_builder_configure: builder is NULL");
+    cls_status s = idx_check_opts(o);
+    if (s != CLS_OK) return s;
+    if (b->docs_added) return err_set(CLS_E_ARG, "cls_builder_configure: documents were already added");
+    b->opts = *o;
+    return CLS_OK;
+}
+
+/* The analysis threads opts asks for: 0 is every online core; 1 (or a single core) is serial. */
+static unsigned resolve_threads(const cls_build_opts *o)
+{
+    if (o->threads) return o->threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) return 1;
+    return n > 1024 ? 1024u : (unsigned)n;
+}
+
+cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
+                           size_t text_len)
+{
+    if (!b || !docno || (!text && text_len)) return err_set(CLS_E_ARG, "cls_builder_add: NULL argument");
+    if (b->sticky != CLS_OK) return set_sticky(b, b->sticky, b->sticky_msg);
+    if (docno_len == 0 || memchr(docno, '\0', docno_len) || memchr(docno, '\n', docno_len) ||
+        memchr(docno, ' ', docno_len) || memchr(docno, '\t', docno_len))
+        return err_set(CLS_E_FORMAT, "document %u: docno is empty or holds a space, tab, newline or NUL",
+                       b->docs_added + 1);
+    if (b->docs_added == UINT32_MAX - 1)
+        return err_set(CLS_E_ARG, "too many documents for 32-bit docIDs");
+    if (b->nthreads == 0) b->nthreads = resolve_threads(&b->opts);
+    if (b->nthreads > 1) return add_threaded(b, docno, docno_len, text, text_len);
+    return add_serial(b, docno, docno_len, text, text_len);
+}
+
+
+cls_status cls_builder_write(cls_builder *b, const char *path)
+{
+    if (!b || !path) return err_set(CLS_E_ARG, "cls_builder_write: NULL argument");
+    cls_status st = drain(b);
+    if (st != CLS_OK) return st;
+    st = CLS_E_NOMEM;
+    uint32_t T = b->dict.n;
+    uint64_t P = b->num_postings;
+    idx_term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
+    uint32_t *rank = malloc(((size_t)T + 1) * sizeof *rank);
+    uint64_t *start = calloc((size_t)T + 2, sizeof *start);
+    uint64_t *fill = malloc(((size_t)T + 1) * sizeof *fill);
+    uint32_t *sdoc = malloc((size_t)(P + 1) * 4), *stf = malloc((size_t)(P + 1) * 4);
+    uint64_t *term_off = malloc(((size_t)T + 1) * sizeof *term_off);
+    char *term_blob = malloc(b->dict.arena_len + 1);
+    if (!order || !rank || !start || !fill || !sdoc || !stf || !term_off || !term_blob) {
+        st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
+        goto out;
+    }
+    for (uint32_t i = 0; i < T; i++)
+        order[i] = (idx_term_ref){b->dict.arena + b->dict.pos[i], b->dict.len[i], i};
+    qsort(order, T, sizeof *order, idx_term_ref_cmp);
+    uint64_t blob = 0;
+    for (uint32_t r = 0; r < T; r++) {
+        rank[order[r].id] = r;
+        term_off[r] = blob;
+        memcpy(term_blob + blob, order[r].s, order[r].len);
+        blob += order[r].len;
+    }
+    term_off[T] = blob;
+
+    /* Counting sort by term rank; stable, so every list stays in docID order. */
+    for (uint64_t i = 0; i < P; i++) start[rank[b->p_term[i]] + 1]++;
+    for (uint32_t r = 0; r < T; r++) start[r + 1] += start[r];
+    memcpy(fill, start, (size_t)T * sizeof *fill);
+    for (uint64_t i = 0; i < P; i++) {
+        uint64_t at = fill[rank[b->p_term[i]]]++;
+        sdoc[at] = b->p_doc[i];
+        stf[at] = b->p_tf[i];
+    }
+    uint64_t zero = 0;
+    idx_lists l = {
+        .analyzer = b->an_flags,
+        .num_docs = b->num_docs,
+        .doclen = b->doclen,
+        .docno_off = b->num_docs ? b->docno_off : &zero,
+        .docno_blob = b->docno,
+        .docno_blob_len = b->num_docs ? b->docno_len : 0,
+        .num_terms = T,
+        .term_off = term_off,
+        .term_blob = term_blob,
+        .list_start = start,
+        .docs = sdoc,
+        .freqs = stf,
+    };
+    st = idx_write_lists(path, &l, &b->opts);
+out:
+    free(order);
+    free(rank);
+    free(start);
+    free(fill);
+    free(sdoc);
+    free(stf);
+    free(term_off);
+    free(term_blob);
+    return st;
+}
+
+void cls_builder_free(cls_builder *b)
+{
+    if (!b) return;
+    pipe_stop(b);
+    an_free(b->an);
+    tdict_free(&b->dict);
+    acc_free(&b->acc);
+    free(b->p_term);
+    free(b->p_doc);
+    free(b->p_tf);
+    free(b->doclen);
+    free(b->docno_off);
+    free(b->docno);
+    free(b);
+}

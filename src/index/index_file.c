@@ -1,0 +1,417 @@
+/* Index files: writing (temporary name, then rename) and opening (map, then verify every
+ * section's bounds, checksum and internal consistency before anything reads it, so a damaged
+ * or foreign file is a clear error and never an out-of-bounds read on the host or device). */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include "index/index_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "analysis/an.h"
+#include "codec/codec.h"
+#include "util/err.h"
+
+#define SECTION_NAME(id)                                                                          \
+    ((id) == IDX_S_DOCLEN ? "doclen" : (id) == IDX_S_DOCNO_OFF ? "docno-offsets"                  \
+     : (id) == IDX_S_DOCNO_BLOB ? "docnos" : (id) == IDX_S_TERMS ? "terms"                        \
+     : (id) == IDX_S_TERM_OFF ? "term-offsets" : (id) == IDX_S_TERM_BLOB ? "term-strings"         \
+     : (id) == IDX_S_BLOCKS ? "blocks" : (id) == IDX_S_WORDS ? "postings" : "unknown")
+
+static uint64_t align_up(uint64_t x) { return (x + IDX_ALIGN - 1) & ~(uint64_t)(IDX_ALIGN - 1); }
+
+static int write_all(FILE *f, const void *p, uint64_t n) { return n == 0 || fwrite(p, 1, (size_t)n, f) == n; }
+
+cls_status idx_file_write(const char *path, const idx_file_parts *p)
+{
+    struct { const void *data; uint64_t size; } sec[IDX_NSECTIONS] = {
+        {p->doclen, (uint64_t)p->num_docs * 4},
+        {p->docno_off, ((uint64_t)p->num_docs + 1) * 8},
+        {p->docno_blob, p->docno_blob_len},
+        {p->terms, (uint64_t)p->num_terms * sizeof(idx_term)},
+        {p->term_off, ((uint64_t)p->num_terms + 1) * 8},
+        {p->term_blob, p->term_blob_len},
+        {p->blocks, p->num_blocks * sizeof(idx_block)},
+        {p->words, p->num_words * 4},
+    };
+    idx_section_entry table[IDX_NSECTIONS];
+    uint64_t at = align_up(sizeof(idx_header) + sizeof table);
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
+        table[i] = (idx_section_entry){.id = i + 1, .offset = at, .size = sec[i].size,
+                                        .xxh = XXH64(sec[i].data, (size_t)sec[i].size, 0)};
+        at = align_up(at + sec[i].size);
+    }
+    idx_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, IDX_MAGIC, 8);
+    h.version = IDX_VERSION;
+    h.analyzer = p->analyzer;
+    h.num_docs = p->num_docs;
+    h.num_terms = p->num_terms;
+    h.block_size = p->block_size;
+    h.codec = (uint32_t)p->codec;
+    h.pfor_depth = p->pfor_depth;
+    h.score_k1 = IDX_SCORE_K1;
+    h.score_b = IDX_SCORE_B;
+    h.num_sections = IDX_NSECTIONS;
+    h.num_postings = p->num_postings;
+    h.num_tokens = p->num_tokens;
+    h.table_xxh = XXH64(table, sizeof table, 0);
+    h.header_xxh = XXH64(&h, offsetof(idx_header, header_xxh), 0);
+
+    /* The file is written beside its final name and renamed over it, so the name must be a
+     * regular file or nothing: a link is resolved first (the link stays, its target is
+     * replaced) and anything else (a device, a folder) is refused, never renamed over. */
+    struct stat st;
+    char *real = NULL;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            real = realpath(path, NULL);
+            if (!real) return err_set(CLS_E_IO, "%s: a link whose target cannot be resolved: %s", path, strerror(errno));
+            path = real;
+            if (stat(path, &st) != 0) st.st_mode = S_IFREG; /* resolved but absent: create it */
+        }
+        if (!S_ISREG(st.st_mode)) {
+            cls_status s = err_set(CLS_E_IO, "%s exists and is not a regular file: an index is written only to a file", path);
+            free(real);
+            return s;
+        }
+    }
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    if (!tmp) {
+        free(real);
+        return err_set(CLS_E_NOMEM, "writing index: out of memory");
+    }
+    snprintf(tmp, plen + 32, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        cls_status s = err_set(CLS_E_IO, "cannot create a temporary file beside %s: %s", path, strerror(errno));
+        free(tmp);
+        free(real);
+        return s;
+    }
+    mode_t mask = umask(0); /* mkstemp makes 0600; an index gets what any new file would */
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+    FILE *f = fdopen(fd, "wb");
+    static const char zeros[IDX_ALIGN];
+    int ok = f != NULL && write_all(f, &h, sizeof h) && write_all(f, table, sizeof table);
+    uint64_t pos = sizeof h + sizeof table;
+    for (unsigned i = 0; ok && i < IDX_NSECTIONS; i++) {
+        ok = write_all(f, zeros, table[i].offset - pos) && write_all(f, sec[i].data, sec[i].size);
+        pos = table[i].offset + sec[i].size;
+    }
+    ok = ok && write_all(f, zeros, align_up(pos) - pos);
+    int saved = errno;
+    if (f) {
+        if (fflush(f) != 0 || fsync(fileno(f)) != 0) ok = 0, saved = errno;
+        if (fclose(f) != 0) ok = 0, saved = errno;
+    } else {
+        close(fd);
+    }
+    if (ok && rename(tmp, path) != 0) ok = 0, saved = errno;
+    cls_status s = CLS_OK;
+    if (!ok) {
+        remove(tmp);
+        s = err_set(CLS_E_IO, "writing %s: %s", path, strerror(saved));
+    }
+    free(tmp);
+    free(real);
+    return s;
+}
+
+/* ---- Opening ------------------------------------------------------------------------------ */
+
+static cls_status corrupt(const char *path, const char *section, const char *what)
+{
+    if (section) return err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': %s", path, section, what);
+    return err_set(CLS_E_CORRUPT, "%s: %s", path, what);
+}
+
+static cls_status verify(cls_index *x, const char *path)
+{
+    const unsigned char *base = x->map;
+    idx_header h;
+    if (x->map_len >= 8 && memcmp(base, IDX_MAGIC, 8) != 0) return corrupt(path, NULL, "bad magic: not a clsearch index");
+    if (x->map_len < sizeof h) return corrupt(path, NULL, "shorter than the header (truncated, or not an index)");
+    memcpy(&h, base, sizeof h);
+    if (memcmp(h.magic, IDX_MAGIC, 8) != 0) return corrupt(path, NULL, "bad magic: not a clsearch index");
+    if (h.header_xxh != XXH64(&h, offsetof(idx_header, header_xxh), 0))
+        return corrupt(path, "header", "checksum mismatch");
+    if (h.version != IDX_VERSION)
+        return err_set(CLS_E_VERSION, "%s: index format version %u, this build reads version %u", path,
+                       h.version, IDX_VERSION);
+    if (h.num_sections != IDX_NSECTIONS) return corrupt(path, "header", "unexpected section count");
+    if ((h.block_size != 64 && h.block_size != 128 && h.block_size != 256 && h.block_size != 512) ||
+        !cls_codec_name((cls_codec)h.codec) || h.pfor_depth > IDX_MAX_PFOR_DEPTH)
+        return corrupt(path, "header", "unknown codec, block size or pfor depth");
+    for (size_t i = 0; i < sizeof h.reserved; i++)
+        if (h.reserved[i]) return corrupt(path, "header", "reserved bytes are not zero");
+    idx_section_entry t[IDX_NSECTIONS];
+    if (x->map_len < sizeof h + sizeof t) return corrupt(path, "section table", "truncated");
+    memcpy(t, base + sizeof h, sizeof t);
+    if (h.table_xxh != XXH64(t, sizeof t, 0)) return corrupt(path, "section table", "checksum mismatch");
+    const void *ptr[IDX_NSECTIONS];
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
+        const char *name = SECTION_NAME(i + 1);
+        if (t[i].id != i + 1) return corrupt(path, name, "out of order");
+        if (t[i].offset % IDX_ALIGN || t[i].offset > x->map_len || t[i].size > x->map_len - t[i].offset)
+            return corrupt(path, name, "extends past the end of the file (truncated?)");
+        ptr[i] = base + t[i].offset;
+        if (XXH64(ptr[i], (size_t)t[i].size, 0) != t[i].xxh) return corrupt(path, name, "checksum mismatch");
+    }
+    const idx_section_entry *last = &t[IDX_NSECTIONS - 1];
+    if (x->map_len != align_up(last->offset + last->size))
+        return corrupt(path, NULL, "file size does not match its section table (truncated or extended)");
+    uint64_t N = h.num_docs, T = h.num_terms;
+    if (t[0].size != N * 4) return corrupt(path, "doclen", "size does not match the document count");
+    if (t[1].size != (N + 1) * 8) return corrupt(path, "docno-offsets", "size does not match the document count");
+    if (t[3].size != T * sizeof(idx_term)) return corrupt(path, "terms", "size does not match the term count");
+    if (t[4].size != (T + 1) * 8) return corrupt(path, "term-offsets", "size does not match the term count");
+    if (t[6].size % sizeof(idx_block)) return corrupt(path, "blocks", "size is not a whole number of blocks");
+    if (t[7].size % 4 || t[7].size / 4 > UINT32_MAX) return corrupt(path, "postings", "bad size");
+
+    x->num_docs = h.num_docs;
+    x->num_terms = h.num_terms;
+    x->block_size = h.block_size;
+    x->codec = (cls_codec)h.codec;
+    x->pfor_depth = h.pfor_depth;
+    x->score_k1 = h.score_k1;
+    x->score_b = h.score_b;
+    x->num_postings = h.num_postings;
+    x->num_tokens = h.num_tokens;
+    x->analyzer = h.analyzer;
+    x->doclen = ptr[0];
+    x->docno_off = ptr[1];
+    x->docno_blob = ptr[2];
+    x->terms = ptr[3];
+    x->term_off = ptr[4];
+    x->term_blob = ptr[5];
+    x->blocks = ptr[6];
+    x->num_blocks = t[6].size / sizeof(idx_block);
+    x->words = ptr[7];
+    x->num_words = t[7].size / 4;
+
+    uint64_t tokens = 0;
+    for (uint64_t d = 0; d < N; d++) {
+        tokens += x->doclen[d];
+        uint64_t a = x->docno_off[d], b = x->docno_off[d + 1];
+        if (a >= b || b > t[2].size || x->docno_blob[b - 1] != '\0')
+            return corrupt(path, "docno-offsets", "offsets out of order or docno not terminated");
+    }
+    if (x->docno_off[0] != 0 || x->docno_off[N] != t[2].size) return corrupt(path, "docno-offsets", "bad bounds");
+    if (tokens != x->num_tokens) return corrupt(path, "doclen", "lengths do not add up to the token count");
+    x->avg_doc_len = N ? (double)x->num_tokens / (double)N : 0.0;
+    double avgdl = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
+    const uint32_t B = x->block_size;
+    /* every block's max_score is checked against the norms at the header's k1 and b, once per document */
+    x->score_norms = malloc(((size_t)N + 1) * sizeof *x->score_norms);
+    if (!x->score_norms) return err_set(CLS_E_NOMEM, "%s: out of memory for %llu document norms", path, (unsigned long long)N);
+    for (uint64_t d = 0; d < N; d++) x->score_norms[d] = bm25_norm(x->score_k1, x->score_b, x->doclen[d], avgdl);
+    uint64_t postings = 0, next_block = 0, next_word = 0;
+    for (uint64_t i = 0; i < T; i++) {
+        const idx_term *e = &x->terms[i];
+        if (x->term_off[i] >= x->term_off[i + 1] || x->term_off[i + 1] > t[5].size)
+            return corrupt(path, "term-offsets", "offsets out of order");
+        if (e->first_block != next_block || e->df == 0 || e->df > N || e->reserved ||
+            e->num_blocks != (e->df + B - 1) / B || e->first_block + (uint64_t)e->num_blocks > x->num_blocks)
+            return corrupt(path, "terms", "block ranges inconsistent");
+        /* Decode the list once with the strict reference decoders: every stream well-formed and
+         * exactly as long as its extent, docIDs strictly increasing and below num_docs, first,
+         * last and max_score as stored. No engine can then read out of bounds, on the host or
+         * the device, even from a forged file whose checksums agree. */
+        float w = bm25_idf((uint32_t)N, e->df);
+        uint32_t vals[CDC_MAX_N];
+        uint64_t prev = 0;
+        for (uint32_t j = 0; j < e->num_blocks; j++) {
+            uint64_t bi = (uint64_t)e->first_block + j;
+            const idx_block *bl = &x->blocks[bi];
+            uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
+            uint64_t end = bi + 1 < x->num_blocks ? x->blocks[bi + 1].offset : x->num_words;
+            if (bl->offset != next_word || end < bl->offset || end > x->num_words || fofs > end - bl->offset ||
+                n != (j + 1 < e->num_blocks ? B : e->df - j * B) || bl->reserved)
+                return corrupt(path, "blocks", "block header out of range");
+            const uint32_t *wd = x->words + bl->offset;
+            if (cdc_decode(x->codec, wd, fofs, n - 1, bl->dparam, x->pfor_depth, vals, &used) != 0)
+                return corrupt(path, "postings", "malformed docID stream");
+            uint64_t d = bl->first;
+            if ((j > 0 && d <= prev) || d >= N) return corrupt(path, "blocks", "first docID out of order");
+            float best = 0.0f;
+            uint32_t docs[CDC_MAX_N];
+            docs[0] = (uint32_t)d;
+            for (uint32_t k = 1; k < n; k++) {
+                d += (uint64_t)vals[k - 1] + 1;
+                if (d >= N) return corrupt(path, "postings", "docID out of range");
+                docs[k] = (uint32_t)d;
+            }
+            if (d != bl->last) return corrupt(path, "blocks", "last docID does not match the postings");
+            prev = d;
+            if (cdc_decode(x->codec, wd + fofs, (uint32_t)(end - bl->offset - fofs), n, bl->fparam, x->pfor_depth,
+                           vals, &used) != 0)
+                return corrupt(path, "postings", "malformed frequency stream");
+            for (uint32_t k = 0; k < n; k++) {
+                if (vals[k] == UINT32_MAX) return corrupt(path, "postings", "frequency out of range");
+                float c = bm25_contrib(w, vals[k] + 1, x->score_norms[docs[k]]);
+                if (c > best) best = c;
+            }
+            if (memcmp(&best, &bl->max_score, sizeof best) != 0)
+                return corrupt(path, "blocks", "max_score does not match the postings");
+            next_word = end;
+        }
+        next_block += e->num_blocks;
+        postings += e->df;
+    }
+    if (next_word != x->num_words) return corrupt(path, "postings", "words after the last block");
+    if (x->term_off[0] != 0 || x->term_off[T] != t[5].size) return corrupt(path, "term-offsets", "bad bounds");
+    if (next_block != x->num_blocks || postings != x->num_postings)
+        return corrupt(path, "terms", "postings do not add up");
+    return CLS_OK;
+}
+
+cls_status cls_index_open(const char *path, cls_index **out)
+{
+    if (!path || !out) return err_set(CLS_E_ARG, "cls_index_open: NULL argument");
+    *out = NULL;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return err_set(CLS_E_IO, "cannot open index %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(CLS_E_IO, "%s: not a regular file", path);
+    }
+    cls_index *x = calloc(1, sizeof *x);
+    if (!x) {
+        close(fd);
+        return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
+    }
+    x->map_len = (size_t)st.st_size;
+    if (x->map_len > 0) {
+        x->map = mmap(NULL, x->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (x->map == MAP_FAILED) {
+            x->map = NULL;
+            close(fd);
+            free(x);
+            return err_set(CLS_E_IO, "cannot map %s: %s", path, strerror(errno));
+        }
+    }
+    close(fd);
+    cls_status s = verify(x, path);
+    if (s != CLS_OK) {
+        cls_index_close(x);
+        return s;
+    }
+    *out = x;
+    return CLS_OK;
+}
+
+void cls_index_close(cls_index *idx)
+{
+    if (!idx) return;
+    if (idx->map) munmap(idx->map, idx->map_len);
+    free(idx->score_norms);
+    free(idx);
+}
+
+void cls_index_get_stats(const cls_index *x, cls_index_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->num_docs = x->num_docs;
+    st->num_terms = x->num_terms;
+    st->num_postings = x->num_postings;
+    st->num_tokens = x->num_tokens;
+    st->avg_doc_len = x->avg_doc_len;
+    st->block_size = x->block_size;
+    st->codec = x->codec;
+    st->pfor_depth = x->pfor_depth;
+    st->num_blocks = x->num_blocks;
+    st->postings_bytes = x->num_words * 4;
+    st->meta_bytes = x->num_blocks * sizeof(idx_block);
+    for (uint64_t b = 0; b < x->num_blocks; b++) {
+        uint64_t fofs = idx_info_fofs(x->blocks[b].info);
+        st->doc_bits += fofs * 32;
+        st->freq_bits += (idx_block_words(x, b) - fofs) * 32;
+    }
+    st->file_bytes = x->map_len;
+}
+
+const char *cls_index_docno(const cls_index *x, uint32_t doc)
+{
+    return doc < x->num_docs ? x->docno_blob + x->docno_off[doc] : NULL;
+}
+
+void cls_index_analyzer(const cls_index *x, cls_analyzer_opts *o) { an_opts_unpack(x->analyzer, o); }
+
+uint32_t idx_lookup(const cls_index *x, const char *term, size_t len)
+{
+    uint32_t lo = 0, hi = x->num_terms;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint64_t a = x->term_off[mid], n = x->term_off[mid + 1] - a;
+        size_t m = n < len ? (size_t)n : len;
+        int c = memcmp(x->term_blob + a, term, m);
+        if (c == 0) c = (n > len) - (n < len);
+        if (c == 0) return mid;
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    return UINT32_MAX;
+}
+
+uint64_t idx_block_words(const cls_index *x, uint64_t b)
+{
+    uint64_t end = b + 1 < x->num_blocks ? x->blocks[b + 1].offset : x->num_words;
+    return end - x->blocks[b].offset;
+}
+
+void idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs)
+{
+    const idx_block *bl = &x->blocks[b];
+    uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
+    const uint32_t *w = x->words + bl->offset;
+    uint32_t gaps[CDC_MAX_N];
+    /* Verified at open: these cannot fail. */
+    (void)cdc_decode(x->codec, w, fofs, n - 1, bl->dparam, x->pfor_depth, gaps, &used);
+    (void)cdc_decode(x->codec, w + fofs, (uint32_t)(idx_block_words(x, b) - fofs), n, bl->fparam, x->pfor_depth,
+                     freqs, &used);
+    uint32_t d = bl->first;
+    docs[0] = d;
+    for (uint32_t i = 1; i < n; i++) docs[i] = d += gaps[i - 1] + 1;
+    for (uint32_t i = 0; i < n; i++) freqs[i] += 1;
+}
+
+uint32_t idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, uint32_t *freqs)
+{
+    const idx_term *e = &x->terms[term];
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < e->num_blocks; j++) {
+        uint64_t b = (uint64_t)e->first_block + j;
+        idx_decode_block(x, b, docs + n, freqs + n);
+        n += idx_info_count(x->blocks[b].info);
+    }
+    return n;
+}
+
+float bm25_idf(uint32_t num_docs, uint32_t df)
+{
+    double N = num_docs, d = df;
+    return (float)log(1.0 + (N - d + 0.5) / (d + 0.5));
+}
+
+float bm25_weight(const cls_index *x, uint32_t term, uint32_t qtf)
+{
+    double N = x->num_docs, df = x->terms[term].df;
+    return (float)(log(1.0 + (N - df + 0.5) / (df + 0.5)) * qtf);
+}
+
+void bm25_norms(const cls_index *x, float k1, float b, float *out)
+{
+    double avg = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
+    for (uint32_t d = 0; d < x->num_docs; d++) out[d] = bm25_norm(k1, b, x->doclen[d], avg);
+}

@@ -1,0 +1,31 @@
+/* Writing and opening index files (layout in index.h). */
+#ifndef CLS_INDEX_FILE_H
+#define CLS_INDEX_FILE_H
+
+#include "index/index.h"
+
+typedef struct idx_file_parts {
+    unsigned analyzer;
+    cls_codec codec;
+    uint32_t block_size;
+    unsigned pfor_depth;
+    uint32_t num_docs, num_terms;
+    uint64_t num_postings, num_tokens;
+    const uint32_t *doclen;
+    const uint64_t *docno_off;
+    const char *docno_blob;
+    uint64_t docno_blob_len;
+    const idx_term *terms;
+    const uint64_t *term_off;
+    const char *term_blob;
+    uint64_t term_blob_len;
+    const idx_block *blocks;
+    uint64_t num_blocks;
+    const uint32_t *words;
+    uint64_t num_words;
+} idx_file_parts;
+
+/* Writes the parts to path through a temporary file in the same folder, renamed at the end. */
+cls_status idx_file_write(const char *path, const idx_file_parts *p);
+
+#endif

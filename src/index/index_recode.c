@@ -1,0 +1,45 @@
+/* Rewriting an index in another codec or block size (cls_index_recode): every list is decoded
+ * with the reference decoder and handed, with the documents and dictionary as they are, to the
+ * same writer the builder uses. No text is read again. */
+#include <stdlib.h>
+
+#include "util/err.h"
+#include "index/index.h"
+#include "index/index_write.h"
+
+cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const char *path)
+{
+    if (!x || !o || !path) return err_set(CLS_E_ARG, "cls_index_recode: NULL argument");
+    cls_status s = idx_check_opts(o);
+    if (s != CLS_OK) return s;
+    uint32_t *docs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
+    uint32_t *freqs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
+    uint64_t *start = malloc(((size_t)x->num_terms + 1) * sizeof *start);
+    if (!docs || !freqs || !start) {
+        free(docs), free(freqs), free(start);
+        return err_set(CLS_E_NOMEM, "recoding: out of memory for %llu postings", (unsigned long long)x->num_postings);
+    }
+    uint64_t at = 0;
+    for (uint32_t t = 0; t < x->num_terms; t++) {
+        start[t] = at;
+        at += idx_decode_list(x, t, docs + at, freqs + at);
+    }
+    start[x->num_terms] = at;
+    idx_lists l = {
+        .analyzer = x->analyzer,
+        .num_docs = x->num_docs,
+        .doclen = x->doclen,
+        .docno_off = x->docno_off,
+        .docno_blob = x->docno_blob,
+        .docno_blob_len = x->docno_off[x->num_docs],
+        .num_terms = x->num_terms,
+        .term_off = x->term_off,
+        .term_blob = x->term_blob,
+        .list_start = start,
+        .docs = docs,
+        .freqs = freqs,
+    };
+    s = idx_write_lists(path, &l, o);
+    free(docs), free(freqs), free(start);
+    return s;
+}

@@ -1,0 +1,51 @@
+/* Encoding a whole collection's posting lists with a codec and writing the index file. Both
+ * the builder (index_build.c) and the CIFF importer (ciff.c) end here. */
+#ifndef CLS_INDEX_WRITE_H
+#define CLS_INDEX_WRITE_H
+
+#include "index/index.h"
+
+/* A collection, inverted: documents, and per term (in byte order) its postings. */
+typedef struct idx_lists {
+    unsigned analyzer;          /* an_opts_pack() flags */
+    uint32_t num_docs;
+    const uint32_t *doclen;     /* num_docs: indexed tokens per document */
+    const uint64_t *docno_off;  /* num_docs + 1 offsets into docno_blob */
+    const char *docno_blob;     /* NUL-terminated docnos */
+    uint64_t docno_blob_len;
+    uint32_t num_terms;         /* strictly increasing in memcmp order */
+    const uint64_t *term_off;   /* num_terms + 1 offsets into term_blob */
+    const char *term_blob;      /* term bytes, not terminated */
+    const uint64_t *list_start; /* num_terms + 1: term t's postings are [list_start[t], list_start[t+1]) */
+    const uint32_t *docs;       /* docIDs, strictly increasing within a list, < num_docs */
+    const uint32_t *freqs;      /* >= 1 */
+} idx_lists;
+
+/* A term's bytes and the caller's number for it; idx_term_ref_cmp sorts them into the
+ * dictionary's order (memcmp, the shorter first on a shared prefix), for qsort. */
+typedef struct idx_term_ref {
+    const char *s;
+    uint32_t len, id;
+} idx_term_ref;
+int idx_term_ref_cmp(const void *a, const void *b);
+
+/* A growing array of postings words. */
+typedef struct idx_words {
+    uint32_t *w;
+    uint64_t n, cap;
+} idx_words;
+
+/* Cuts one list (df postings) into blocks of o->block_size and codes them as the file stores
+ * them: ceil(df / B) entries into blocks, words appended to wb (offsets count from wb's
+ * start). idf and norm (per-document BM25 norms) give each block's max_score; norm NULL leaves
+ * it 0. vals: room for df values (pfor's list-wide width is chosen over them). */
+cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const uint32_t *freqs, uint32_t df,
+                           float idf, const float *norm, uint32_t *vals, idx_block *blocks, idx_words *wb);
+
+/* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
+ * size, and writes the file at path through a temporary name. */
+cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o);
+/* CLS_E_ARG unless o is a valid layout (codec, block size, pfor depth). */
+cls_status idx_check_opts(const cls_build_opts *o);
+
+#endif

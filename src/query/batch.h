@@ -1,0 +1,50 @@
+/* Query batches (analysed) and result sets: what every engine reads and writes. */
+#ifndef CLS_BATCH_H
+#define CLS_BATCH_H
+
+#include <stdint.h>
+
+#include "analysis/an.h"
+#include "clsearch.h"
+
+typedef struct batch_term {
+    uint32_t term; /* term id in the index */
+    uint32_t qtf;  /* occurrences in the query */
+} batch_term;
+
+typedef struct batch_query {
+    uint64_t qid_off;    /* into the qid arena */
+    uint64_t term_start; /* into terms[] */
+    uint32_t num_terms;  /* distinct known terms, in order of first appearance */
+    uint32_t unknown;    /* analysed terms the index lacks (AND queries with any match nothing) */
+} batch_query;
+
+struct cls_batch {
+    const cls_index *idx;
+    an_analyzer *an;
+    batch_query *q;
+    uint64_t nq, q_cap;
+    batch_term *terms;
+    uint64_t nterms, terms_cap;
+    char *qids;
+    uint64_t qids_len, qids_cap;
+};
+
+struct cls_results {
+    uint64_t nq, cap_q;
+    uint64_t *start; /* nq + 1 */
+    uint32_t *docs;
+    float *scores;
+    uint64_t total, cap_total;
+};
+
+/* Makes room for nq queries with up to total hits; sets nq and start[0] = 0. */
+cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total);
+
+/* Order of hits: higher score first, then smaller docID. */
+static inline int hit_before(float sa, uint32_t da, float sb, uint32_t db)
+{
+    return sa > sb || (sa == sb && da < db);
+}
+
+#endif

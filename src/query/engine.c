@@ -1,0 +1,103 @@
+/* cls_engine: picks the reference engine or the OpenCL engine from a device spec and forwards
+ * to it. There is no fallback: a spec that names an OpenCL device either gets it or fails. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/engine.h"
+#include "util/err.h"
+
+struct cls_engine {
+    const cls_index *idx;
+    ref_engine *ref;
+    clx_engine *cl;
+    char desc[2048];
+};
+
+void cls_search_defaults(cls_search_params *p)
+{
+    p->k = 1000;
+    p->mode = CLS_MODE_OR;
+    p->k1 = 0.9f;
+    p->b = 0.4f;
+}
+
+cls_status params_check(const cls_search_params *p)
+{
+    if (!p) return err_set(CLS_E_ARG, "search parameters are NULL");
+    if (p->k < 1 || p->k > CLS_MAX_K)
+        return err_set(CLS_E_ARG, "k must be between 1 and %u, not %u", CLS_MAX_K, p->k);
+    if (p->mode != CLS_MODE_OR && p->mode != CLS_MODE_AND) return err_set(CLS_E_ARG, "unknown query mode");
+    if (!(p->k1 >= 0 && p->k1 <= 100)) return err_set(CLS_E_ARG, "BM25 k1 must be in [0, 100]");
+    if (!(p->b >= 0 && p->b <= 1)) return err_set(CLS_E_ARG, "BM25 b must be in [0, 1]");
+    return CLS_OK;
+}
+
+cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engine **out)
+{
+    return engine_create_with(idx, device, NULL, out);
+}
+
+cls_status engine_create_with(const cls_index *idx, const char *device, const struct clx_params *prm, cls_engine **out)
+{
+    if (!idx || !out) return err_set(CLS_E_ARG, "cls_engine_create: NULL argument");
+    *out = NULL;
+    const char *why = "requested";
+    if (!device || !*device) {
+        device = getenv("CLSEARCH_DEVICE");
+        why = "from CLSEARCH_DEVICE";
+        if (!device || !*device) device = "auto", why = "default";
+    }
+    cls_engine *e = calloc(1, sizeof *e);
+    if (!e) return err_set(CLS_E_NOMEM, "cls_engine_create: out of memory");
+    e->idx = idx;
+    cls_status s;
+    if (strcmp(device, "ref") == 0) {
+        s = ref_create(idx, &e->ref);
+        snprintf(e->desc, sizeof e->desc, "device: reference engine (plain C, one query at a time; %s)", why);
+    } else {
+        char d[1900];
+        s = clx_create(idx, device, prm, &e->cl, d, sizeof d);
+        if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);
+    }
+    if (s != CLS_OK) {
+        free(e);
+        return s;
+    }
+    *out = e;
+    return CLS_OK;
+}
+
+void cls_engine_free(cls_engine *e)
+{
+    if (!e) return;
+    ref_free(e->ref);
+    clx_free(e->cl);
+    free(e);
+}
+
+const char *cls_engine_describe(const cls_engine *e) { return e->desc; }
+
+void cls_engine_profile(const cls_engine *e, cls_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    if (e->cl) clx_profile(e->cl, p);
+}
+
+void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache)
+{
+    *seconds = 0;
+    *from_cache = 0;
+    if (e->cl) clx_build_times(e->cl, seconds, from_cache);
+}
+
+cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r)
+{
+    if (!e || !b || !r) return err_set(CLS_E_ARG, "cls_engine_search: NULL argument");
+    if (b->idx != e->idx) return err_set(CLS_E_ARG, "the batch was analysed against another index");
+    cls_status s = params_check(p);
+    if (s != CLS_OK) return s;
+    return e->ref ? ref_search(e->ref, b, p, r) : clx_search(e->cl, b, p, r);
+}
+
+clx_engine *engine_clx(cls_engine *e) { return e->cl; }

@@ -1,0 +1,120 @@
+/* The reference engine: plain C, one query at a time, written to be obviously right. It is
+ * the oracle every OpenCL kernel is tested against, so it shares only the arithmetic
+ * (bm25_contrib, bm25_weight, bm25_norms) and the hit order (hit_before) with the device
+ * path, never its algorithms.
+ *
+ * Per query: decode every block of every term with the reference decoder; OR adds each term's
+ * contributions into a dense per-document accumulator in query-term order; AND counts how many
+ * terms hold each document and scores only those holding all; then sort (score desc, docID asc)
+ * and keep k. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/engine.h"
+#include "util/err.h"
+
+struct ref_engine {
+    const cls_index *idx;
+    float *norms, k1, b;
+    float *acc;
+    uint32_t *count;
+    uint32_t *docs, *freqs; /* one decoded list */
+    uint32_t *hit_doc;
+    float *hit_score;
+};
+
+cls_status ref_create(const cls_index *idx, ref_engine **out)
+{
+    ref_engine *e = calloc(1, sizeof *e);
+    size_t n = (size_t)idx->num_docs + 1;
+    if (e) {
+        e->idx = idx;
+        e->norms = malloc(n * sizeof *e->norms);
+        e->acc = calloc(n, sizeof *e->acc);
+        e->count = calloc(n, sizeof *e->count);
+        e->docs = malloc(n * sizeof *e->docs + IDX_MAX_BLOCK * 4);
+        e->freqs = malloc(n * sizeof *e->freqs + IDX_MAX_BLOCK * 4);
+        e->hit_doc = malloc(n * sizeof *e->hit_doc);
+        e->hit_score = malloc(n * sizeof *e->hit_score);
+        e->k1 = e->b = -1;
+    }
+    if (!e || !e->norms || !e->acc || !e->count || !e->docs || !e->freqs || !e->hit_doc || !e->hit_score) {
+        ref_free(e);
+        return err_set(CLS_E_NOMEM, "reference engine: out of memory for %u documents", idx->num_docs);
+    }
+    *out = e;
+    return CLS_OK;
+}
+
+void ref_free(ref_engine *e)
+{
+    if (!e) return;
+    free(e->norms);
+    free(e->acc);
+    free(e->count);
+    free(e->docs);
+    free(e->freqs);
+    free(e->hit_doc);
+    free(e->hit_score);
+    free(e);
+}
+
+/* Decodes term t's whole list into e->docs / e->freqs; returns its length. */
+static uint32_t decode_list(ref_engine *e, uint32_t t) { return idx_decode_list(e->idx, t, e->docs, e->freqs); }
+
+typedef struct hit { float s; uint32_t d; } hit;
+
+static int cmp_hit(const void *a, const void *b)
+{
+    const hit *x = a, *y = b;
+    return hit_before(x->s, x->d, y->s, y->d) ? -1 : hit_before(y->s, y->d, x->s, x->d) ? 1 : 0;
+}
+
+cls_status ref_search(ref_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
+{
+    const cls_index *idx = e->idx;
+    uint32_t N = idx->num_docs;
+    if (e->k1 != p->k1 || e->b != p->b) {
+        bm25_norms(idx, p->k1, p->b, e->norms);
+        e->k1 = p->k1;
+        e->b = p->b;
+    }
+    cls_status s = results_reset(r, bt->nq, bt->nq * (uint64_t)(p->k < N ? p->k : N));
+    if (s != CLS_OK) return s;
+    hit *hits = (hit *)malloc((size_t)N * sizeof(hit) + 1); /* scratch for one query's matches */
+    if (!hits) return err_set(CLS_E_NOMEM, "reference engine: out of memory");
+    for (uint64_t qi = 0; qi < bt->nq; qi++) {
+        const batch_query *q = &bt->q[qi];
+        const batch_term *qt = bt->terms + q->term_start;
+        int and_mode = p->mode == CLS_MODE_AND;
+        uint32_t nmatch = 0;
+        if (q->num_terms > 0 && !(and_mode && q->unknown > 0)) {
+            memset(e->acc, 0, (size_t)N * sizeof *e->acc);
+            memset(e->count, 0, (size_t)N * sizeof *e->count);
+            for (uint32_t i = 0; i < q->num_terms; i++) {
+                float w = bm25_weight(idx, qt[i].term, qt[i].qtf);
+                uint32_t n = decode_list(e, qt[i].term);
+                for (uint32_t j = 0; j < n; j++) {
+                    uint32_t d = e->docs[j];
+                    if (d >= N) continue; /* a damaged list must not write out of bounds */
+                    e->acc[d] += bm25_contrib(w, e->freqs[j], e->norms[d]);
+                    e->count[d]++;
+                }
+            }
+            uint32_t need = and_mode ? q->num_terms : 1;
+            for (uint32_t d = 0; d < N; d++)
+                if (e->count[d] >= need) hits[nmatch++] = (hit){e->acc[d], d};
+            qsort(hits, nmatch, sizeof *hits, cmp_hit);
+        }
+        uint32_t keep = nmatch < p->k ? nmatch : p->k;
+        uint64_t at = r->start[qi];
+        for (uint32_t j = 0; j < keep; j++) {
+            r->docs[at + j] = hits[j].d;
+            r->scores[at + j] = hits[j].s;
+        }
+        r->start[qi + 1] = at + keep;
+    }
+    r->total = r->start[bt->nq];
+    free(hits);
+    return CLS_OK;
+}
