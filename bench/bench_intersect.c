@@ -49,6 +49,7 @@
 
 #include "bench.h"
 #include "bench_dev.h"
+#include "cl/abi.h"
 #include "clx_scan.h"
 #include "util/err.h"
 
@@ -108,7 +109,7 @@ static int iset_plan(const clx_queue *q, const icase *c, uint64_t cap, iset *d, 
     d->hits = (uint32_t)(c->share * c->s + 0.5);
     d->perq = c->s + (uint64_t)(c->terms - 1) * lng;
     d->ndocs = c->nq * d->perq;
-    d->ndesc = 4 * (uint64_t)c->nq * (1 + c->terms);
+    d->ndesc = ((uint64_t)c->nq * sizeof(abi_query) + (uint64_t)c->nq * c->terms * sizeof(abi_term)) / 4;
     uint64_t nout = (uint64_t)c->nq * (c->s + 1); /* candidates and counts */
     d->set_bytes = 4 * (d->ndocs + d->ndesc + nout);
     if (d->set_bytes > cap) {
@@ -156,16 +157,14 @@ static void gen_query(uint64_t *st, const iset *d, uint32_t *out)
 static void fill_desc(const iset *d, unsigned k, uint32_t *desc)
 {
     const icase *c = &d->c;
-    uint32_t *qinfo = desc, *qterm = desc + 4 * (size_t)c->nq;
+    abi_query *qinfo = (abi_query *)desc;
+    abi_term *qterm = (abi_term *)(qinfo + c->nq);
     for (uint32_t q = 0; q < c->nq; q++) {
         uint32_t base = (uint32_t)(k * d->ndocs + q * d->perq);
-        uint32_t *qi = qinfo + 4 * (size_t)q, *qt = qterm + 4 * (size_t)q * c->terms;
-        qi[0] = q * c->terms, qi[1] = c->terms, qi[2] = q * c->s, qi[3] = 0;
-        for (uint32_t t = 0; t < c->terms; t++) {
-            qt[4 * t] = t == 0 ? base : base + c->s + (t - 1) * d->lng;
-            qt[4 * t + 1] = t == 0 ? c->s : d->lng;
-            qt[4 * t + 2] = qt[4 * t + 3] = 0;
-        }
+        abi_term *qt = qterm + (size_t)q * c->terms;
+        qinfo[q] = (abi_query){.term_start = q * c->terms, .num_terms = c->terms, .cand_offset = q * c->s};
+        for (uint32_t t = 0; t < c->terms; t++)
+            qt[t] = (abi_term){.list_offset = t == 0 ? base : base + c->s + (t - 1) * d->lng, .df = t == 0 ? c->s : d->lng};
     }
 }
 
@@ -247,7 +246,7 @@ static cls_status irun(const clx_queue *q, cl_kernel k, unsigned wg, const iset 
     CLX_TRY(clSetKernelArg(k, 5, sizeof(cl_mem), &d->d_ncand));
     size_t local = wg, global = (size_t)c->nq * wg;
     for (unsigned r = 0; r <= reps; r++) { /* r = 0: the warm-up */
-        cl_uint qinfo_base = (cl_uint)((r % d->copies) * d->ndesc), qterm_base = qinfo_base + 4 * c->nq;
+        cl_uint qinfo_base = (cl_uint)((r % d->copies) * d->ndesc), qterm_base = qinfo_base + c->nq * (cl_uint)(sizeof(abi_query) / 4);
         CLX_TRY(clSetKernelArg(k, 1, sizeof qinfo_base, &qinfo_base));
         CLX_TRY(clSetKernelArg(k, 2, sizeof qterm_base, &qterm_base));
         cl_event ev;

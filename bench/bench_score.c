@@ -56,6 +56,7 @@
 
 #include "bench.h"
 #include "bench_dev.h"
+#include "cl/abi.h"
 #include "clx_scan.h"
 #include "util/err.h"
 #include "index/index.h"
@@ -125,7 +126,7 @@ static int sset_plan(const clx_queue *q, const scase *c, uint64_t cap, sset *d, 
     d->ncand = c->or_mode ? 0 : (uint64_t)c->nq * c->perq;
     d->nnorm = c->or_mode ? d->ndoc : (uint64_t)c->nq * d->ndoc;
     d->nacc = c->or_mode ? (uint64_t)c->nq * d->ndoc : 0;
-    d->ndesc = 4 * (uint64_t)c->nq * (1 + c->terms);
+    d->ndesc = ((uint64_t)c->nq * sizeof(abi_query) + (uint64_t)c->nq * c->terms * sizeof(abi_term)) / 4;
     uint64_t per_copy = 4 * (2 * d->nlist + 2 * d->ncand + d->ndesc), shared = 4 * (d->nnorm + d->nacc + c->nq);
     d->set_bytes = per_copy + shared;
     if (d->set_bytes > cap) {
@@ -182,15 +183,16 @@ static void gen_query(uint64_t *st, const sset *d, uint32_t q)
 static void fill_desc(const sset *d, unsigned k, const uint32_t *w, uint32_t *desc)
 {
     const scase *c = &d->c;
-    uint32_t *qinfo = desc, *qterm = desc + 4 * (size_t)c->nq;
+    abi_query *qinfo = (abi_query *)desc;
+    abi_term *qterm = (abi_term *)(qinfo + c->nq);
     for (uint32_t q = 0; q < c->nq; q++) {
-        uint32_t *qi = qinfo + 4 * (size_t)q;
-        qi[0] = q * c->terms, qi[1] = c->terms, qi[3] = 0;
-        qi[2] = c->or_mode ? 0 : (uint32_t)(k * d->ncand + (uint64_t)q * c->perq);
+        qinfo[q] = (abi_query){.term_start = q * c->terms, .num_terms = c->terms,
+                               .cand_offset = c->or_mode ? 0 : (uint32_t)(k * d->ncand + (uint64_t)q * c->perq)};
         for (uint32_t t = 0; t < c->terms; t++) {
-            uint32_t j = q * c->terms + t, *qt = qterm + 4 * (size_t)j;
-            qt[0] = (uint32_t)(k * d->nlist + (uint64_t)j * d->len);
-            qt[1] = d->len, qt[2] = w[j], qt[3] = 0;
+            uint32_t j = q * c->terms + t;
+            float wf;
+            memcpy(&wf, &w[j], 4);
+            qterm[j] = (abi_term){.list_offset = (uint32_t)(k * d->nlist + (uint64_t)j * d->len), .df = d->len, .weight = wf};
         }
     }
 }
@@ -320,7 +322,7 @@ static cls_status srun(const clx_queue *q, cl_kernel k, unsigned wg, const sset 
     }
     size_t local = wg, global = (size_t)c->nq * wg;
     for (unsigned r = 0; r <= reps; r++) { /* r = 0: the warm-up */
-        cl_uint qinfo_base = (cl_uint)((r % d->copies) * d->ndesc), qterm_base = qinfo_base + 4 * c->nq;
+        cl_uint qinfo_base = (cl_uint)((r % d->copies) * d->ndesc), qterm_base = qinfo_base + c->nq * (cl_uint)(sizeof(abi_query) / 4);
         CLX_TRY(clSetKernelArg(k, 1, sizeof qinfo_base, &qinfo_base));
         CLX_TRY(clSetKernelArg(k, 2, sizeof qterm_base, &qterm_base));
         cl_event ev;
@@ -349,9 +351,8 @@ static uint32_t host_lower_bound(const uint32_t *a, uint32_t n, uint32_t key)
 
 static float weight(const sset *d, uint32_t q, uint32_t t)
 {
-    float w;
-    memcpy(&w, d->desc + 4 * (size_t)d->c.nq + 4 * ((size_t)q * d->c.terms + t) + 2, 4);
-    return w;
+    const abi_term *qterm = (const abi_term *)((const abi_query *)d->desc + d->c.nq);
+    return qterm[(size_t)q * d->c.terms + t].weight;
 }
 
 /* Whether got is want within the tolerance (exactly, where want is 0; never a NaN). */

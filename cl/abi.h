@@ -1,4 +1,85 @@
-/* abi.h: every layout that host and device share, defined once. */
+/* abi.h: every layout that host and device share, defined once.
+ *
+ * The host's C code includes this file ("cl/abi.h"); the device's OpenCL C gets it as the first
+ * part of every program source (src/device/clx_program.c puts it before common.cl). So block
+ * metadata, query and term descriptors, decode tasks and the result layout have one definition,
+ * with named fields, and the host checks sizes and offsets at compile time (below): a kernel
+ * never reads a record through a magic offset.
+ *
+ * Every record is made of 32-bit fields only, so C and OpenCL C lay it out the same way with no
+ * padding, and an array of uints can be read as an array of records (the batch input buffer
+ * holds several record arrays one after another; kernels get the word offset of each). */
 #ifndef CLS_ABI_H
 #define CLS_ABI_H
+
+#ifdef __OPENCL_VERSION__
+#define ABI_U32 uint
+#else
+#include <stddef.h>
+#include <stdint.h>
+#define ABI_U32 uint32_t
+#endif
+
+/* Per-block metadata of a posting list, 32 bytes: the index file's blocks section as it is
+ * stored (docs/FORMAT.md), uploaded to devices as is.
+ *
+ * The docID stream holds the block's n-1 gaps d_i - d_{i-1} - 1 (i = 1..n-1), so with x_0 = 0 and
+ * x_i = gap_i + 1, docID_i = first + inclusive_prefix_sum(x)_i; the frequency stream holds the n
+ * values tf - 1. Both are coded by the index's codec, whose per-stream parameter word is dparam /
+ * fparam. */
+typedef struct idx_block {
+    ABI_U32 first;   /* first docID of the block */
+    ABI_U32 last;    /* last docID of the block */
+    ABI_U32 offset;  /* first word of the docID stream in the words section */
+    ABI_U32 info;    /* (count - 1) | (frequency stream's offset after `offset`, in words) << 10 */
+    ABI_U32 dparam;  /* codec parameter of the docID stream */
+    ABI_U32 fparam;  /* codec parameter of the frequency stream */
+    float max_score; /* largest BM25 contribution in the block at the header's k1, b, qtf 1 */
+    ABI_U32 reserved; /* zero */
+} idx_block;
+
+#define IDX_INFO_COUNT(info) (((info) & 0x3FFu) + 1u)
+#define IDX_INFO_FOFS(info) ((info) >> 10)
+
+/* One block to decode: which block, and where its postings land in the decoded buffers. */
+typedef struct abi_task {
+    ABI_U32 block; /* index into the blocks section */
+    ABI_U32 dst;   /* first slot of the block's postings in the decoded docIDs / frequencies */
+} abi_task;
+
+/* One query of a device batch. */
+typedef struct abi_query {
+    ABI_U32 term_start;  /* its first abi_term in the batch */
+    ABI_U32 num_terms;   /* 0 when the query matches nothing */
+    ABI_U32 cand_offset; /* where its candidates start in the candidate buffers (AND) */
+    ABI_U32 flags;       /* ABI_QF_* */
+} abi_query;
+
+#define ABI_QF_EMPTY 1u /* the query matches nothing (no known term; AND with an unknown term) */
+
+/* One term of a query, in the query's term order (the order scores are summed in). */
+typedef struct abi_term {
+    ABI_U32 list_offset; /* first slot of its decoded list in the decoded docIDs / frequencies */
+    ABI_U32 df;          /* postings in the list */
+    float weight;        /* BM25 idf times the term's query weight */
+    ABI_U32 reserved;    /* zero */
+} abi_term;
+
+/* Results of a batch of Q queries at k, read back in one transfer, in 32-bit words:
+ *   [0, Q)                 hits per query (at most k)
+ *   [Q + q*k + r]          docID of query q's hit r (rank order)
+ *   [Q + Q*k + q*k + r]    its score, as float bits */
+#define ABI_OUT_DOC(Q, k, q, r) ((Q) + (q) * (k) + (r))
+#define ABI_OUT_SCORE(Q, k, q, r) ((Q) + (Q) * (k) + (q) * (k) + (r))
+#define ABI_OUT_WORDS(Q, k) ((Q) + 2 * (Q) * (k))
+
+#ifndef __OPENCL_VERSION__
+_Static_assert(sizeof(float) == 4, "the device's float is 32 bits");
+_Static_assert(sizeof(idx_block) == 32 && offsetof(idx_block, info) == 12 && offsetof(idx_block, max_score) == 24,
+               "idx_block is the file's 32-byte block record");
+_Static_assert(sizeof(abi_task) == 8, "abi_task is 2 words");
+_Static_assert(sizeof(abi_query) == 16 && offsetof(abi_query, flags) == 12, "abi_query is 4 words");
+_Static_assert(sizeof(abi_term) == 16 && offsetof(abi_term, weight) == 8, "abi_term is 4 words");
+#endif
+
 #endif

@@ -1,6 +1,6 @@
-/* common.cl: what every kernel family shares. The host builds one program from common.cl
- * followed by the family files (decode, intersect, score, topk), with parameters as -D
- * options; each default below is what a build without that option gets.
+/* common.cl: what every kernel family shares. The host builds each program from abi.h (the
+ * layouts shared with the host), common.cl and the program's family files, with parameters as
+ * -D options; each default below is what a build without that option gets.
  *
  * Device differences live here as macros and feature tests, never as host-side algorithms. */
 
@@ -147,8 +147,7 @@ inline float bm25_contrib(float w, uint tf, float norm)
     return (w * f) / (f + norm);
 }
 
-/* Query descriptors, written by the host into the batch input buffer:
- *   qinfo[4q..4q+3] = term_start, num_terms, cand_offset, flags (QF_EMPTY: matches nothing)
- *   qterm[4t..4t+3] = list_offset, list_length, weight (float bits), reserved
- * Decoded lists live at list_offset in the decoded docs/freqs buffers. */
-#define QF_EMPTY 1u
+/* The batch input buffer holds record arrays (cl/abi.h) one after another; kernels get the word
+ * offset of each and read records through these. */
+#define QUERY_AT(in, base, q) ((__global const abi_query *)((in) + (base)) + (q))
+#define TERMS_AT(in, base, t) ((__global const abi_term *)((in) + (base)) + (t))

@@ -13,9 +13,8 @@
  * twins; docs/FORMAT.md the layouts. Streams reaching the device were verified on the host
  * when the index was opened, so nothing here bounds-checks.
  *
- * tasks[2g], tasks[2g+1]: block index and output position of work-group g.
- * blocks[8b ..]: first, last, offset, info, dparam, fparam, max_score, reserved;
- * info = (count-1) | (frequency stream offset after `offset`) << 10. */
+ * Work-group g decodes the abi_task at word task_base of tasks + g: block metadata (idx_block)
+ * and output position (cl/abi.h). */
 
 #define CODEC_RAW 0
 #define CODEC_BP 1
@@ -204,7 +203,7 @@ inline void decode_stream(__global const uint *w, uint n, uint param, __local ui
 #endif
 
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
-void decode_blocks(__global const uint *words, __global const uint *blocks,
+void decode_blocks(__global const uint *words, __global const idx_block *blocks,
                    __global const uint *tasks, uint task_base,
                    __global uint *docs, __global uint *freqs)
 {
@@ -212,10 +211,10 @@ void decode_blocks(__global const uint *words, __global const uint *blocks,
     __local uint scan[BLOCK_SIZE];
     __local uint scratch[DECODE_SCRATCH];
     uint g = get_group_id(0), i = get_local_id(0);
-    uint blk = tasks[task_base + 2 * g], dst = tasks[task_base + 2 * g + 1];
-    __global const uint *m = blocks + 8 * (size_t)blk;
-    uint first = m[0], offset = m[2], info = m[3], dparam = m[4], fparam = m[5];
-    uint n = (info & 0x3FFu) + 1, fofs = info >> 10;
+    abi_task tk = ((__global const abi_task *)(tasks + task_base))[g];
+    __global const idx_block *m = blocks + tk.block;
+    uint dst = tk.dst, first = m->first, offset = m->offset, info = m->info, dparam = m->dparam, fparam = m->fparam;
+    uint n = IDX_INFO_COUNT(info), fofs = IDX_INFO_FOFS(info);
 
     decode_stream(words + offset, n - 1, dparam, vals, scratch);
     barrier(CLK_LOCAL_MEM_FENCE);

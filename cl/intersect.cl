@@ -11,17 +11,17 @@ void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
 {
     __local uint scan[WG_INTERSECT];
     uint q = get_group_id(0), lid = get_local_id(0);
-    __global const uint *qi = in + qinfo_base + 4 * q;
-    uint tstart = qi[0], nt = qi[1], coff = qi[2], flags = qi[3];
-    if (nt == 0 || (flags & QF_EMPTY)) {
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    uint nt = qi->num_terms, coff = qi->cand_offset;
+    if (nt == 0 || (qi->flags & ABI_QF_EMPTY)) {
         if (lid == 0) ncand[q] = 0;
         return;
     }
-    __global const uint *qt = in + qterm_base + 4 * tstart;
+    __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
     uint shortest = 0;
     for (uint t = 1; t < nt; t++)
-        if (qt[4 * t + 1] < qt[4 * shortest + 1]) shortest = t;
-    uint soff = qt[4 * shortest], slen = qt[4 * shortest + 1];
+        if (qt[t].df < qt[shortest].df) shortest = t;
+    uint soff = qt[shortest].list_offset, slen = qt[shortest].df;
     uint count = 0;
     for (uint base = 0; base < slen; base += WG_INTERSECT) { /* uniform trip count */
         uint i = base + lid, match = 0, d = 0;
@@ -30,7 +30,7 @@ void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
             match = 1;
             for (uint t = 0; t < nt && match; t++) {
                 if (t == shortest) continue;
-                uint off = qt[4 * t], len = qt[4 * t + 1];
+                uint off = qt[t].list_offset, len = qt[t].df;
                 uint p = lower_bound(docs + off, len, d);
                 match = p < len && docs[off + p] == d;
             }

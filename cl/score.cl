@@ -15,17 +15,17 @@ void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
                __global const uint *ncand, __global float *cscore)
 {
     uint q = get_group_id(0), lid = get_local_id(0);
-    __global const uint *qi = in + qinfo_base + 4 * q;
-    uint tstart = qi[0], nt = qi[1], coff = qi[2];
-    __global const uint *qt = in + qterm_base + 4 * tstart;
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    uint nt = qi->num_terms, coff = qi->cand_offset;
+    __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
     uint n = ncand[q];
     for (uint i = lid; i < n; i += WG_SCORE) {
         uint d = cand[coff + i];
         float s = 0.0f;
         for (uint t = 0; t < nt; t++) {
-            uint off = qt[4 * t], len = qt[4 * t + 1];
-            uint p = lower_bound(docs + off, len, d);
-            s += bm25_contrib(as_float(qt[4 * t + 2]), freqs[off + p], norms[d]);
+            uint off = qt[t].list_offset;
+            uint p = lower_bound(docs + off, qt[t].df, d);
+            s += bm25_contrib(qt[t].weight, freqs[off + p], norms[d]);
         }
         cscore[coff + i] = s;
     }
@@ -37,16 +37,16 @@ void score_or(__global const uint *in, uint qinfo_base, uint qterm_base,
               __global const float *norms, uint num_docs, __global float *acc)
 {
     uint q = get_group_id(0), lid = get_local_id(0);
-    __global const uint *qi = in + qinfo_base + 4 * q;
-    uint tstart = qi[0], nt = qi[1], flags = qi[3];
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    uint nt = qi->num_terms;
     __global float *row = acc + (ulong)q * num_docs;
     for (uint d = lid; d < num_docs; d += WG_SCORE) row[d] = 0.0f;
-    if (flags & QF_EMPTY) return; /* uniform across the group */
+    if (qi->flags & ABI_QF_EMPTY) return; /* uniform across the group */
     barrier(CLK_GLOBAL_MEM_FENCE);
-    __global const uint *qt = in + qterm_base + 4 * tstart;
+    __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
     for (uint t = 0; t < nt; t++) {
-        uint off = qt[4 * t], len = qt[4 * t + 1];
-        float w = as_float(qt[4 * t + 2]);
+        uint off = qt[t].list_offset, len = qt[t].df;
+        float w = qt[t].weight;
         for (uint i = lid; i < len; i += WG_SCORE) {
             uint d = docs[off + i];
             if (d < num_docs) row[d] += bm25_contrib(w, freqs[off + i], norms[d]);

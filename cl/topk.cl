@@ -10,8 +10,8 @@
  *  3. bitonic-sorts the m <= k survivors by (score desc, docID asc) and writes them out.
  * Input is either a dense accumulator row (docID = position) or a compacted candidate list.
  *
- * Output layout (one read for the whole batch): out[q] = hit count; out[Q + q*k + r] = docID;
- * out[Q + Q*k + q*k + r] = score bits. scratch holds P = next_pow2(k) pairs per query. */
+ * Output layout: cl/abi.h's ABI_OUT_* (one read for the whole batch). scratch holds
+ * P = next_pow2(k) pairs per query. */
 
 inline bool topk_before(float sa, uint da, float sb, uint db)
 {
@@ -34,7 +34,7 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
         base = (ulong)q * num_docs;
         count = num_docs;
     } else {
-        base = in[qinfo_base + 4 * q + 2];
+        base = QUERY_AT(in, qinfo_base, q)->cand_offset;
         count = ncand[q];
     }
     __global const float *sc = scores + base;
@@ -121,8 +121,8 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
         }
     }
     if (lid == 0) out[q] = m;
-    __global uint *od = out + Q + (ulong)q * k;
-    __global uint *os = out + Q + (ulong)Q * k + (ulong)q * k;
+    __global uint *od = out + ABI_OUT_DOC((ulong)Q, k, q, 0);
+    __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
     for (uint r = lid; r < m; r += WG_TOPK) {
         od[r] = sd[r];
         os[r] = as_uint(ss[r]);

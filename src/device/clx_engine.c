@@ -346,7 +346,9 @@ static cls_status run_batch_steps(clx_engine *e, const cls_batch *bt, uint64_t q
     size_t in_len = (size_t)qterm_base + 4 * (size_t)nqterms;
     if (!host_need((void **)&e->h_in, &e->h_in_cap, in_len, sizeof *e->h_in))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
-    uint32_t *tasks = e->h_in + task_base, *qinfo = e->h_in + qinfo_base, *qterm = e->h_in + qterm_base;
+    abi_task *tasks = (abi_task *)(e->h_in + task_base);
+    abi_query *qinfo = (abi_query *)(e->h_in + qinfo_base);
+    abi_term *qterm = (abi_term *)(e->h_in + qterm_base);
     uint32_t nt_used = 0, ntouched = 0, tpos = 0;
     uint64_t dec = 0, cand_off = 0;
     for (uint32_t i = 0; i < nq; i++) {
@@ -354,32 +356,27 @@ static cls_status run_batch_steps(clx_engine *e, const cls_batch *bt, uint64_t q
         const batch_term *t = bt->terms + q->term_start;
         int empty = q->num_terms == 0 || (and_mode && q->unknown > 0);
         uint32_t shortest = UINT32_MAX;
-        qinfo[4 * i] = nt_used;
-        qinfo[4 * i + 1] = empty ? 0 : q->num_terms;
-        qinfo[4 * i + 3] = empty ? 1u : 0u;
+        qinfo[i].term_start = nt_used;
+        qinfo[i].num_terms = empty ? 0 : q->num_terms;
+        qinfo[i].flags = empty ? ABI_QF_EMPTY : 0u;
         for (uint32_t j = 0; j < q->num_terms && !empty; j++) {
             const idx_term *te = &idx->terms[t[j].term];
             if (e->slot[t[j].term] == 0) { /* first use in this batch: decode its blocks */
                 e->slot[t[j].term] = (uint32_t)dec + 1;
                 e->touched[ntouched++] = t[j].term;
                 for (uint32_t b = 0; b < te->num_blocks; b++) {
-                    tasks[2 * tpos] = te->first_block + b;
-                    tasks[2 * tpos + 1] = (uint32_t)dec + b * e->idx->block_size;
+                    tasks[tpos].block = te->first_block + b;
+                    tasks[tpos].dst = (uint32_t)dec + b * e->idx->block_size;
                     tpos++;
                 }
                 dec += (uint64_t)te->num_blocks * e->idx->block_size;
             }
-            float w = bm25_weight(idx, t[j].term, t[j].qtf);
-            uint32_t wbits;
-            memcpy(&wbits, &w, 4);
-            qterm[4 * nt_used] = e->slot[t[j].term] - 1;
-            qterm[4 * nt_used + 1] = te->df;
-            qterm[4 * nt_used + 2] = wbits;
-            qterm[4 * nt_used + 3] = 0;
+            qterm[nt_used] = (abi_term){.list_offset = e->slot[t[j].term] - 1, .df = te->df,
+                                        .weight = bm25_weight(idx, t[j].term, t[j].qtf)};
             nt_used++;
             if (te->df < shortest) shortest = te->df;
         }
-        qinfo[4 * i + 2] = (uint32_t)cand_off;
+        qinfo[i].cand_offset = (uint32_t)cand_off;
         if (and_mode && !empty) cand_off += shortest;
     }
     for (uint32_t i = 0; i < ntouched; i++) e->slot[e->touched[i]] = 0;
@@ -439,13 +436,12 @@ static cls_status run_batch_steps(clx_engine *e, const cls_batch *bt, uint64_t q
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, &e->ev[EV_DOWN]));
     e->prof.bytes_down += out_len * 4;
 
-    const uint32_t *counts = e->h_out, *odoc = e->h_out + nq, *oscore = e->h_out + nq + (size_t)nq * kk;
     for (uint32_t i = 0; i < nq; i++) {
-        uint32_t m = counts[i];
+        uint32_t m = e->h_out[i];
         if (m > kk) return err_set(CLS_E_OPENCL, "topk_select returned %u hits for k = %u", m, kk);
         uint64_t at = r->start[q0 + i];
-        memcpy(r->docs + at, odoc + (size_t)i * kk, (size_t)m * 4);
-        memcpy(r->scores + at, oscore + (size_t)i * kk, (size_t)m * 4);
+        memcpy(r->docs + at, e->h_out + ABI_OUT_DOC((size_t)nq, kk, i, 0), (size_t)m * 4);
+        memcpy(r->scores + at, e->h_out + ABI_OUT_SCORE((size_t)nq, kk, i, 0), (size_t)m * 4);
         r->start[q0 + i + 1] = at + m;
     }
     return CLS_OK;
@@ -541,10 +537,7 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
     dbuf w = {0}, bl = {0}, tk = {0};
     uint32_t *tasks = malloc(((size_t)n * 2 + 1) * 4);
     if (!tasks) return err_set(CLS_E_NOMEM, "out of memory");
-    for (uint32_t i = 0; i < n; i++) {
-        tasks[2 * i] = i;
-        tasks[2 * i + 1] = i * e->idx->block_size;
-    }
+    for (uint32_t i = 0; i < n; i++) ((abi_task *)tasks)[i] = (abi_task){.block = i, .dst = i * e->idx->block_size};
     size_t outb = (size_t)n * e->idx->block_size * 4;
     uint32_t zero = 0;
     cls_status s;
@@ -634,10 +627,7 @@ cls_status clx_bench_decode(clx_engine *e, const uint32_t *sel, uint64_t b0, uin
     }
     uint32_t *tasks = malloc(((size_t)nb * 2 + 1) * 4);
     if (!tasks) return err_set(CLS_E_NOMEM, "out of memory");
-    for (uint32_t i = 0; i < nb; i++) {
-        tasks[2 * i] = sel ? sel[i] : (uint32_t)(b0 + i);
-        tasks[2 * i + 1] = i * B;
-    }
+    for (uint32_t i = 0; i < nb; i++) ((abi_task *)tasks)[i] = (abi_task){.block = sel ? sel[i] : (uint32_t)(b0 + i), .dst = i * B};
     dbuf tk = {0};
     size_t outb = (size_t)nb * B * 4;
     cls_status s;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cl/abi.h"
 #include "clsearch.h"
 
 #define IDX_MAGIC "CLSIDX\r\n" /* the CR-LF catches text-mode mangling */
@@ -24,27 +25,12 @@
 #define IDX_MAX_BLOCK 512u
 #define IDX_MAX_PFOR_DEPTH 3u
 
-/* Per-block metadata, 32 bytes; uploaded to devices as is (8 uints per block).
- *
- * The docID stream holds the block's n-1 gaps d_i - d_{i-1} - 1 (i = 1..n-1), so with
- * x_0 = 0 and x_i = gap_i + 1, docID_i = first + inclusive_prefix_sum(x)_i; the frequency
- * stream holds the n values tf - 1. Both streams are coded by the index's codec (codec.h),
- * whose per-stream parameter word is dparam / fparam. */
-typedef struct idx_block {
-    uint32_t first;     /* first docID of the block */
-    uint32_t last;      /* last docID of the block */
-    uint32_t offset;    /* first word of the docID stream in the words section */
-    uint32_t info;      /* (count - 1) | (frequency stream's offset after `offset`, in words) << 10 */
-    uint32_t dparam;    /* codec parameter of the docID stream */
-    uint32_t fparam;    /* codec parameter of the frequency stream */
-    float max_score;    /* largest BM25 contribution in the block at the header's k1, b, qtf 1 */
-    uint32_t reserved;  /* zero */
-} idx_block;
+/* Per-block metadata (idx_block): defined with every other host/device layout in cl/abi.h. */
 
 #define IDX_INFO(count, fofs) ((uint32_t)((count) - 1) | (uint32_t)(fofs) << 10)
 #define IDX_MAX_FOFS ((1u << 22) - 1)
-static inline uint32_t idx_info_count(uint32_t info) { return (info & 0x3FFu) + 1; }
-static inline uint32_t idx_info_fofs(uint32_t info) { return info >> 10; }
+static inline uint32_t idx_info_count(uint32_t info) { return IDX_INFO_COUNT(info); }
+static inline uint32_t idx_info_fofs(uint32_t info) { return IDX_INFO_FOFS(info); }
 
 /* Per-term entry, 16 bytes; terms are sorted by their bytes (memcmp order). */
 typedef struct idx_term {
