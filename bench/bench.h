@@ -68,6 +68,9 @@ int bench_plot(const char *dir, const char *name, const char *data, const char *
 /* Shared by the suites (bench_util.c). */
 double bench_now(void);                          /* monotonic seconds */
 void bench_sort(double *v, unsigned n);          /* ascending */
+struct cls_engine;
+/* The last search's profile in three sums: transfers to the device, kernels, the download. */
+void bench_profile_split(const struct cls_engine *e, double *up, double *kern, double *down);
 /* The commit the figures belong to: $CLSEARCH_COMMIT, else the one the build was made from. */
 const char *bench_commit(void);
 /* Appends printf output to the growing string *buf (length *len, room *cap); 0 when out of

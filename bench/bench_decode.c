@@ -39,6 +39,7 @@
 #include "bench.h"
 #include "clsearch.h"
 #include "clx_scan.h"
+#include "bench_hooks.h"
 #include "query/engine.h"
 #include "index/index.h"
 

@@ -170,7 +170,7 @@ int bench_e2e(int argc, char **argv)
     printf("e2e suite: commit %s, %s; index %s (%u docs, %llu postings, %s); %zu topics from %s; %.1f s per row\n",
            bench_commit(), bench_when(), index, st.num_docs, (unsigned long long)st.num_postings,
            cls_codec_name(st.codec), tl.n, topics, seconds);
-    printf("%-6s %-3s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s\n", "engine", "mode", "k", "batch", "chunks", "qps",
+    printf("%-6s %-6s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s\n", "engine", "mode", "k", "batch", "chunks", "qps",
            "p50 ms", "p95 ms", "p99 ms", "H2D ms", "kern ms", "D2H ms");
     cls_batch *batch;
     cls_results *res;
@@ -193,9 +193,7 @@ int bench_e2e(int argc, char **argv)
         for (char *sm = NULL, *mode = strtok_r(mcopy, ",", &sm); mode; mode = strtok_r(NULL, ",", &sm)) {
             cls_search_params p;
             cls_search_defaults(&p);
-            if (strcmp(mode, "and") == 0) p.mode = CLS_MODE_AND;
-            else if (strcmp(mode, "or") == 0) p.mode = CLS_MODE_OR;
-            else return failed(CLS_E_ARG, "-m takes or, and");
+            if ((s = cls_mode_parse(mode, &p.mode)) != CLS_OK) return failed(s, "-m");
             for (unsigned ki = 0; ki < nk; ki++)
                 for (unsigned bi = 0; bi < nb; bi++) {
                     p.k = (uint32_t)ks[ki];
@@ -212,12 +210,8 @@ int bench_e2e(int argc, char **argv)
                         double dt = bench_now() - a;
                         if (s != CLS_OK) return failed(s, dev);
                         if (chunk < 0) continue; /* warm-up */
-                        cls_profile pf;
-                        cls_engine_profile(e, &pf);
                         t[n] = dt;
-                        up[n] = pf.upload_s;
-                        kern[n] = pf.decode_s + pf.intersect_s + pf.score_s + pf.topk_s;
-                        down[n] = pf.download_s;
+                        bench_profile_split(e, &up[n], &kern[n], &down[n]);
                         n++;
                         spent += dt;
                     }
@@ -226,7 +220,7 @@ int bench_e2e(int argc, char **argv)
                     bench_sort(kern, n);
                     bench_sort(down, n);
                     double med = t[n / 2];
-                    printf("%-6s %-3s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f\n", dev, mode, p.k, B,
+                    printf("%-6s %-6s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f\n", dev, mode, p.k, B,
                            n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
                            up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3);
                     fflush(stdout);

@@ -211,7 +211,7 @@ static cls_status iset_make(const clx_queue *q, iset *d)
 /* intersect_and built for work-groups of wg with the in-group scan scan_algo (WG_SCAN_ALGO). */
 static cls_status ibuild(const clx_queue *q, unsigned wg, unsigned scan_algo, cl_program *prog, cl_kernel *k)
 {
-    static const char *const files[] = {"intersect.cl", NULL};
+    static const char *const files[] = {"and.cl", NULL}; /* intersect_and */
     char opts[96], note[4400];
     double secs;
     int cached;

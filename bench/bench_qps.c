@@ -39,7 +39,12 @@ int main(int argc, char **argv)
         case 'x': index = optarg; break;
         case 'q': topics = optarg; break;
         case 'd': devices = optarg; break;
-        case 'm': p.mode = strcmp(optarg, "and") == 0 ? CLS_MODE_AND : CLS_MODE_OR; break;
+        case 'm':
+            if (cls_mode_parse(optarg, &p.mode) != CLS_OK) {
+                fprintf(stderr, "bench_qps: %s\n", cls_last_error());
+                return 2;
+            }
+            break;
         case 'k': p.k = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'r': repeats = atoi(optarg); break;
         case 1: json = optarg; break;
@@ -66,7 +71,7 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("index %s: %u docs, %llu postings; %zu queries from %s; %s, k %u, %d repeats\n", index, st.num_docs,
-           (unsigned long long)st.num_postings, nq, topics, p.mode == CLS_MODE_AND ? "AND" : "OR", p.k, repeats);
+           (unsigned long long)st.num_postings, nq, topics, cls_mode_name(p.mode), p.k, repeats);
     printf("%-8s %10s %10s %10s %10s  %-8s %s\n", "engine", "qps_med", "qps_min", "qps_max", "start_s", "vs_ref", "device");
 
     cls_results *ref = NULL, *res = NULL;
@@ -117,25 +122,27 @@ int main(int argc, char **argv)
             verdict = "unchecked";
         }
         double med = t[repeats / 2], mn = t[0], mx = t[repeats - 1];
-        cls_profile pf; /* of the last repeat: transfers apart from kernel time */
-        cls_engine_profile(e, &pf);
+        const cls_profile_step *pst; /* of the last repeat: transfers apart from kernel time */
+        uint32_t batches;
+        size_t nst = cls_engine_profile(e, &pst, &batches);
+        char steps[512] = "", jsteps[512] = "";
+        size_t sl = 0, jl = 0;
+        for (size_t i = 0; i < nst && sl < sizeof steps && jl < sizeof jsteps; i++) {
+            sl += (size_t)snprintf(steps + sl, sizeof steps - sl, "%s %s %.3f", i ? "," : "", pst[i].name, pst[i].seconds * 1e3);
+            jl += (size_t)snprintf(jsteps + jl, sizeof jsteps - jl, "%s\"%s_ms\":%.4f", i ? "," : "", pst[i].name,
+                                   pst[i].seconds * 1e3);
+        }
         const char *desc = cls_engine_describe(e);
         int dl = (int)strcspn(desc, "\n");
         printf("%-8s %10.1f %10.1f %10.1f %10.3f  %-8s %.*s\n", d, nq / med, nq / mx, nq / mn, start, verdict, dl, desc);
-        if (pf.batches)
-            printf("%-8s   device ms (last repeat, %u batches): upload %.3f, decode %.3f, intersect %.3f, score %.3f, "
-                   "top-k %.3f, download %.3f; wall %.3f\n",
-                   "", pf.batches, pf.upload_s * 1e3, pf.decode_s * 1e3, pf.intersect_s * 1e3, pf.score_s * 1e3,
-                   pf.topk_s * 1e3, pf.download_s * 1e3, t[repeats - 1] * 1e3);
+        if (batches)
+            printf("%-8s   device ms (last repeat, %u batches):%s; wall %.3f\n", "", batches, steps, t[repeats - 1] * 1e3);
         if (jf)
             fprintf(jf, "{\"engine\":\"%s\",\"index\":\"%s\",\"queries\":%zu,\"mode\":\"%s\",\"k\":%u,\"repeats\":%d,"
                         "\"qps_median\":%.3f,\"qps_min\":%.3f,\"qps_max\":%.3f,\"startup_s\":%.4f,\"vs_ref\":\"%s\","
-                        "\"upload_ms\":%.4f,\"decode_ms\":%.4f,\"intersect_ms\":%.4f,\"score_ms\":%.4f,\"topk_ms\":%.4f,"
-                        "\"download_ms\":%.4f,\"bytes_up\":%llu,\"bytes_down\":%llu,\"device\":\"%.*s\"}\n",
-                    d, index, nq, p.mode == CLS_MODE_AND ? "and" : "or", p.k, repeats, nq / med, nq / mx, nq / mn,
-                    start, verdict, pf.upload_s * 1e3, pf.decode_s * 1e3, pf.intersect_s * 1e3, pf.score_s * 1e3,
-                    pf.topk_s * 1e3, pf.download_s * 1e3, (unsigned long long)pf.bytes_up,
-                    (unsigned long long)pf.bytes_down, dl, desc);
+                        "\"steps\":{%s},\"device\":\"%.*s\"}\n",
+                    d, index, nq, cls_mode_name(p.mode), p.k, repeats, nq / med, nq / mx, nq / mn, start, verdict, jsteps,
+                    dl, desc);
         cls_engine_free(e);
     }
     free(list);

@@ -271,7 +271,7 @@ out:
 /* score_and and score_or built for work-groups of wg (k[0], k[1]). */
 static cls_status sbuild(const clx_queue *q, unsigned wg, cl_program *prog, cl_kernel k[2])
 {
-    static const char *const files[] = {"score.cl", NULL};
+    static const char *const files[] = {"and.cl", "or.cl", NULL}; /* score_and, score_or */
     static const char *const names[2] = {"score_and", "score_or"};
     char opts[128], note[4400];
     double secs;

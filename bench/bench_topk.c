@@ -23,6 +23,7 @@
 #include "query/batch.h"
 #include "bench.h"
 #include "clsearch.h"
+#include "bench_hooks.h"
 #include "query/engine.h"
 #include "util/err.h"
 

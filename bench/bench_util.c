@@ -3,9 +3,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "bench.h"
+#include "clsearch.h"
 
 #ifndef CLSEARCH_GIT
 #define CLSEARCH_GIT "unknown"
@@ -16,6 +18,18 @@ double bench_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bench_profile_split(const cls_engine *e, double *up, double *kern, double *down)
+{
+    const cls_profile_step *st;
+    size_t n = cls_engine_profile(e, &st, NULL);
+    *up = *kern = *down = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!st[i].transfer) *kern += st[i].seconds;
+        else if (strcmp(st[i].name, "download") == 0) *down += st[i].seconds;
+        else *up += st[i].seconds;
+    }
 }
 
 static int cmp_double(const void *a, const void *b)

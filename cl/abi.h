@@ -55,7 +55,8 @@ typedef struct abi_query {
     ABI_U32 flags;       /* ABI_QF_* */
 } abi_query;
 
-#define ABI_QF_EMPTY 1u /* the query matches nothing (no known term; AND with an unknown term) */
+#define ABI_QF_EMPTY 1u        /* the query matches nothing: nothing of it is decoded */
+#define ABI_QF_UNKNOWN_TERM 2u /* a query term is unknown to the index: no document holds every term */
 
 /* One term of a query, in the query's term order (the order scores are summed in). */
 typedef struct abi_term {
@@ -64,6 +65,12 @@ typedef struct abi_term {
     float weight;        /* BM25 idf times the term's query weight */
     ABI_U32 reserved;    /* zero */
 } abi_term;
+
+/* Top-k ranks documents by a 32-bit key, larger first, then by docID, smaller first. A score's
+ * key is its float bits (BM25 scores are positive, so their bits order like the floats; 0 means
+ * "no match"); an algorithm that ranks a class of documents first sets ABI_KEY_TIER in their
+ * keys, and the results carry the score without it. */
+#define ABI_KEY_TIER 0x80000000u
 
 /* Results of a batch of Q queries at k, read back in one transfer, in 32-bit words:
  *   [0, Q)                 hits per query (at most k)

@@ -1,28 +1,31 @@
 /* topk.cl: per-query top-k selection, one work-group per query.
  *
- * Scores are positive floats (BM25 with Lucene's idf is > 0 for every match), so their bit
- * patterns order like the floats and a score of 0 means "no match". The group:
- *  1. finds the bit pattern T of the k-th largest score by radix select: four passes over
- *     the query's scores, each building a 256-bin histogram of the next 8 bits (local atomics)
- *     among the keys that share the prefix chosen so far;
- *  2. compacts, in docID order (prefix sums), every score > T and the first `need` scores
- *     equal to T, so ties at the boundary keep the smaller docIDs, into scratch;
- *  3. bitonic-sorts the m <= k survivors by (score desc, docID asc) and writes them out.
+ * It ranks 32-bit keys (cl/abi.h): a score's float bits (BM25 with Lucene's idf is > 0 for every
+ * match, so the bits order like the floats, and 0 means "no match"), with ABI_KEY_TIER set where
+ * an algorithm ranks a class of documents first. The group:
+ *  1. finds the k-th largest key T by radix select: four passes over the query's keys, each
+ *     building a 256-bin histogram of the next 8 bits (local atomics) among the keys that share
+ *     the prefix chosen so far;
+ *  2. compacts, in docID order (prefix sums), every key > T and the first `need` keys equal
+ *     to T, so ties at the boundary keep the smaller docIDs, into scratch;
+ *  3. bitonic-sorts the m <= k survivors by (key desc, docID asc) and writes them out, scores
+ *     without the tier bit.
  * Input is either a dense accumulator row (docID = position) or a compacted candidate list.
  *
  * Output layout: cl/abi.h's ABI_OUT_* (one read for the whole batch). scratch holds
  * P = next_pow2(k) pairs per query. */
 
-inline bool topk_before(float sa, uint da, float sb, uint db)
+/* The rank order: larger key first, then smaller docID (src/query/batch.h: hit_before). */
+inline bool topk_before(uint ka, uint da, uint kb, uint db)
 {
-    return sa > sb || (sa == sb && da < db);
+    return ka > kb || (ka == kb && da < db);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
-void topk_select(__global const float *scores, __global const uint *cand_docs,
+void topk_select(__global const uint *scores, __global const uint *cand_docs,
                  __global const uint *in, uint qinfo_base, __global const uint *ncand,
                  uint dense, uint num_docs, uint k, uint P, uint Q,
-                 __global uint *sdoc, __global float *sscore, __global uint *out)
+                 __global uint *sdoc, __global uint *skey, __global uint *out)
 {
     __local uint hist[256];
     __local uint scan[WG_TOPK];
@@ -37,7 +40,7 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
         base = QUERY_AT(in, qinfo_base, q)->cand_offset;
         count = ncand[q];
     }
-    __global const float *sc = scores + base;
+    __global const uint *sc = scores + base; /* keys: score bits, maybe with ABI_KEY_TIER */
 
     /* 1. radix select */
     if (lid == 0) {
@@ -51,7 +54,7 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
         barrier(CLK_LOCAL_MEM_FENCE);
         uint prefix = shared_prefix;
         for (uint i = lid; i < count; i += WG_TOPK) {
-            uint key = as_uint(sc[i]);
+            uint key = sc[i];
             if (key != 0 && (key & mask) == prefix) atomic_inc(&hist[(key >> shift) & 255u]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -78,11 +81,11 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
 
     /* 2. ordered compaction of the survivors */
     __global uint *sd = sdoc + (ulong)q * P;
-    __global float *ss = sscore + (ulong)q * P;
+    __global uint *ss = skey + (ulong)q * P;
     uint m = 0, ties = 0;
     for (uint b0 = 0; b0 < count; b0 += WG_TOPK) {
         uint i = b0 + lid;
-        uint key = i < count ? as_uint(sc[i]) : 0u;
+        uint key = i < count ? sc[i] : 0u;
         uint gt = key != 0 && key > T, eq = key != 0 && key == T;
         uint tot_eq, tot_sel;
         uint eq_rank = wg_scan_incl(scan, eq, &tot_eq) - eq + ties;
@@ -90,7 +93,7 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
         uint pos = wg_scan_incl(scan, sel, &tot_sel) - sel + m;
         if (sel) {
             sd[pos] = dense ? i : cand_docs[base + i];
-            ss[pos] = as_float(key);
+            ss[pos] = key;
         }
         ties += tot_eq;
         m += tot_sel;
@@ -101,7 +104,7 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
     while (p2 < m) p2 <<= 1;
     for (uint i = m + lid; i < p2; i += WG_TOPK) {
         sd[i] = 0xFFFFFFFFu;
-        ss[i] = -1.0f;
+        ss[i] = 0u; /* below every match's key */
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
     for (uint size = 2; size <= p2; size <<= 1) {
@@ -109,7 +112,7 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
             for (uint t = lid; t < p2 / 2; t += WG_TOPK) {
                 uint a = 2 * stride * (t / stride) + (t % stride), b = a + stride;
                 bool first_half = (a & size) == 0; /* this run sorts best-first, else worst-first */
-                float sa = ss[a], sb = ss[b];
+                uint sa = ss[a], sb = ss[b];
                 uint da = sd[a], db = sd[b];
                 bool swap = first_half ? topk_before(sb, db, sa, da) : topk_before(sa, da, sb, db);
                 if (swap) {
@@ -125,6 +128,6 @@ void topk_select(__global const float *scores, __global const uint *cand_docs,
     __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
     for (uint r = lid; r < m; r += WG_TOPK) {
         od[r] = sd[r];
-        os[r] = as_uint(ss[r]);
+        os[r] = ss[r] & ~ABI_KEY_TIER;
     }
 }

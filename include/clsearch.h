@@ -252,7 +252,21 @@ void cls_batch_free(cls_batch *b);
 
 /* ---- Engines ---------------------------------------------------------------------------- */
 
-typedef enum cls_mode { CLS_MODE_OR = 0, CLS_MODE_AND = 1 } cls_mode;
+/* Query algorithms (src/query/algos.c holds one module per mode). */
+typedef enum cls_mode {
+    CLS_MODE_OR = 0,    /* documents holding any query term, ranked by BM25 */
+    CLS_MODE_AND = 1,   /* documents holding every query term (none when a term is unknown) */
+    CLS_MODE_AND_OR = 2 /* AND, completed by OR when fewer than k documents hold every term:
+                         * the AND hits first, ranked by score, then the best others */
+} cls_mode;
+#define CLS_NUM_MODES 3
+
+/* "or", "and", "and-or"; NULL for an unknown value. */
+const char *cls_mode_name(cls_mode m);
+/* One line saying what mode m returns; NULL for an unknown value. */
+const char *cls_mode_help(cls_mode m);
+/* The mode named name; CLS_E_ARG (with the valid names in the message) when unknown. */
+cls_status cls_mode_parse(const char *name, cls_mode *out);
 
 typedef struct cls_search_params {
     uint32_t k;     /* results per query, 1 .. CLS_MAX_K */
@@ -292,16 +306,21 @@ cls_status cls_results_compare(const cls_results *a, const cls_results *b, doubl
 cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
                              cls_results *r);
 
-/* (advanced) Where the device time of the last cls_engine_search went, from OpenCL profiling
- * events: transfers apart from kernel time. All zero for the reference engine. */
-typedef struct cls_profile {
-    double upload_s;    /* host to device: query batches, and BM25 norms when k1 or b change */
-    double decode_s, intersect_s, score_s, topk_s; /* kernel time per step */
-    double download_s;  /* device to host: results */
-    uint64_t bytes_up, bytes_down;
-    uint32_t batches;   /* device batches the search was cut into */
-} cls_profile;
-void cls_engine_profile(const cls_engine *e, cls_profile *p);
+/* (advanced) One step of a search's device time, from OpenCL profiling events, summed over the
+ * search's batches. Steps are named by what runs: "upload" (query batches, and BM25 norms when k1
+ * or b change), "decode", the algorithm's kernels ("intersect", "score", "mark", ...), "topk",
+ * "download" (results). */
+typedef struct cls_profile_step {
+    const char *name;
+    int transfer;    /* 1: a copy between host and device; 0: kernels */
+    double seconds;
+    uint64_t bytes;  /* transfers: bytes moved */
+} cls_profile_step;
+/* (advanced) The profile of the last cls_engine_search: *steps receives its steps in the order
+ * they first ran (valid until the engine's next search or its free), *batches (when not NULL)
+ * the device batches the search was cut into; returns the number of steps. The reference engine
+ * has none (0). */
+size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **steps, uint32_t *batches);
 
 /* ---- Devices -------------------------------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
 #include "query/batch.h"
 #include "clx_scan.h"
 #include "codec/codec.h"
+#include "kernel_hooks.h"
 #include "query/engine.h"
 #include "index/index.h"
 #include "testutil.h"

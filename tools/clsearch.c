@@ -351,9 +351,7 @@ static int cmd_search(int argc, char **argv)
             p.k = (uint32_t)v;
             break;
         case 'm':
-            if (strcmp(optarg, "or") == 0) p.mode = CLS_MODE_OR;
-            else if (strcmp(optarg, "and") == 0) p.mode = CLS_MODE_AND;
-            else return usage_error("search: mode must be 'and' or 'or', not '%s'", optarg);
+            if (cls_mode_parse(optarg, &p.mode) != CLS_OK) return usage_error("search: %s", cls_last_error());
             break;
         case 1:
             if (!parse_float(optarg, &p.k1) || !(p.k1 >= 0 && p.k1 <= 100))
@@ -482,19 +480,20 @@ static int cmd_search(int argc, char **argv)
         fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
         goto done;
     }
-    cls_profile prof;
-    cls_engine_profile(eng, &prof);
-    if (verbose && prof.batches)
-        fprintf(stderr,
-                "device time in %u batch(es): upload %.3f ms (%.2f MB), decode %.3f ms, intersect %.3f ms, score %.3f ms, "
-                "top-k %.3f ms, download %.3f ms (%.2f MB)\n",
-                prof.batches, prof.upload_s * 1e3, (double)prof.bytes_up / 1e6, prof.decode_s * 1e3,
-                prof.intersect_s * 1e3, prof.score_s * 1e3, prof.topk_s * 1e3, prof.download_s * 1e3,
-                (double)prof.bytes_down / 1e6);
+    const cls_profile_step *steps;
+    uint32_t batches;
+    size_t nsteps = cls_engine_profile(eng, &steps, &batches);
+    if (verbose && batches) {
+        fprintf(stderr, "device time in %u batch(es):", batches);
+        for (size_t i = 0; i < nsteps; i++) {
+            fprintf(stderr, "%s %s %.3f ms", i ? "," : "", steps[i].name, steps[i].seconds * 1e3);
+            if (steps[i].transfer) fprintf(stderr, " (%.2f MB)", (double)steps[i].bytes / 1e6);
+        }
+        fputc('\n', stderr);
+    }
     if (verbose)
         fprintf(stderr, "searched %zu queries (%s, k %u) in %.3f s: %.1f queries/s, %zu hits, %zu queries without results\n",
-                nq, p.mode == CLS_MODE_AND ? "AND" : "OR", p.k, t_search, t_search > 0 ? (double)nq / t_search : 0.0,
-                hits, empty);
+                nq, cls_mode_name(p.mode), p.k, t_search, t_search > 0 ? (double)nq / t_search : 0.0, hits, empty);
     rc = 0;
 done:
     free(tmp);
@@ -880,10 +879,13 @@ static void help(void)
            "                  docno = relative path (%%XX-escaped), *.gz decompressed, binary files skipped;\n"
            "                  --threads: analysis threads (default: all cores); -q: no progress line\n"
            "                  (shown when stderr is a terminal); -v: summary and timings\n"
-           "  clsearch search -x INDEX -q TOPICS [-f {auto,tsv,anserini,trec,smart,mq}] [-k K] [-m {and,or}]\n"
+           "  clsearch search -x INDEX -q TOPICS [-f {auto,tsv,anserini,trec,smart,mq}] [-k K] [-m MODE]\n"
            "                  [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [-v]\n"
-           "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto)\n"
-           "  clsearch stats INDEX [--codecs]             sizes; --codecs: every codec and block size\n"
+           "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto)\n",
+           cls_version());
+    for (cls_mode m = 0; cls_mode_name(m); m++)
+        printf("                  -m %-7s %s%s\n", cls_mode_name(m), cls_mode_help(m), m == CLS_MODE_OR ? " (default)" : "");
+    printf("  clsearch stats INDEX [--codecs]             sizes; --codecs: every codec and block size\n"
            "  clsearch recode INDEX -o OUT [--codec raw|bp|pfor|optpfd|rice] [--block 64|128|256|512]\n"
            "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"
            "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
@@ -904,7 +906,7 @@ static void help(void)
            "  clsearch bench decode [-d ref,DEVICES] [-r N] [--select 1,0.05] [--algo hs,we,shfl|all]\n"
            "                  [--ceiling GBPS] [--json FILE] [--plot DIR] INDEX...\n"
            "                  decoding speed of whole lists and scattered blocks per scan variant, checked against ref\n"
-           "  clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]\n"
+           "  clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and,and-or] [-k 10,100,1000]\n"
            "                  [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n"
            "                  queries/s and latency p50/p95/p99 by batch size, transfers apart\n"
            "  clsearch bench topk [-d DEVICES] [-c ROWSxN:K,...] [-r N] [--json FILE]\n"
@@ -923,8 +925,7 @@ static void help(void)
            "  clsearch tune --list                        the registry of tunable parameters\n\n"
            "Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
            "(kernel sources instead of the embedded ones), CLSEARCH_TUNING (tuning file; 'none' ignores it;\n"
-           "default CACHE_DIR/tuning.json), CLSEARCH_PARAMS (NAME=VALUE,... over the tuned values).\n",
-           cls_version());
+           "default CACHE_DIR/tuning.json), CLSEARCH_PARAMS (NAME=VALUE,... over the tuned values).\n");
 }
 
 int main(int argc, char **argv)

@@ -1,18 +1,49 @@
 /* cls_engine: picks the reference engine or the OpenCL engine from a device spec and forwards
- * to it. There is no fallback: a spec that names an OpenCL device either gets it or fails. */
+ * to it through its ops table. There is no fallback: a spec that names an OpenCL device either
+ * gets it or fails. */
+#include "query/engine.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/engine.h"
+#include "query/algo.h"
 #include "util/err.h"
 
 struct cls_engine {
     const cls_index *idx;
-    ref_engine *ref;
-    clx_engine *cl;
+    const engine_ops *ops;
+    void *impl;
     char desc[2048];
 };
+
+static cls_status ref_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
+{
+    return ref_search(impl, b, p, r);
+}
+static void ref_free_op(void *impl) { ref_free(impl); }
+
+static const engine_ops REF_OPS = {.kind = "reference", .search = ref_search_op, .free = ref_free_op};
+
+static cls_status clx_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
+{
+    return clx_search(impl, b, p, r);
+}
+static void clx_free_op(void *impl) { clx_free(impl); }
+static void clx_build_times_op(const void *impl, double *seconds, int *from_cache)
+{
+    clx_build_times(impl, seconds, from_cache);
+}
+static size_t clx_profile_op(const void *impl, const cls_profile_step **steps, uint32_t *batches)
+{
+    return clx_profile(impl, steps, batches);
+}
+
+static const engine_ops CLX_OPS = {.kind = "opencl",
+                                   .search = clx_search_op,
+                                   .free = clx_free_op,
+                                   .build_times = clx_build_times_op,
+                                   .profile = clx_profile_op};
 
 void cls_search_defaults(cls_search_params *p)
 {
@@ -27,7 +58,7 @@ cls_status params_check(const cls_search_params *p)
     if (!p) return err_set(CLS_E_ARG, "search parameters are NULL");
     if (p->k < 1 || p->k > CLS_MAX_K)
         return err_set(CLS_E_ARG, "k must be between 1 and %u, not %u", CLS_MAX_K, p->k);
-    if (p->mode != CLS_MODE_OR && p->mode != CLS_MODE_AND) return err_set(CLS_E_ARG, "unknown query mode");
+    if (!query_algo_for((int)p->mode)) return err_set(CLS_E_ARG, "unknown query mode %d", (int)p->mode);
     if (!(p->k1 >= 0 && p->k1 <= 100)) return err_set(CLS_E_ARG, "BM25 k1 must be in [0, 100]");
     if (!(p->b >= 0 && p->b <= 1)) return err_set(CLS_E_ARG, "BM25 b must be in [0, 1]");
     return CLS_OK;
@@ -53,11 +84,17 @@ cls_status engine_create_with(const cls_index *idx, const char *device, const st
     e->idx = idx;
     cls_status s;
     if (strcmp(device, "ref") == 0) {
-        s = ref_create(idx, &e->ref);
+        ref_engine *re = NULL;
+        s = ref_create(idx, &re);
+        e->ops = &REF_OPS;
+        e->impl = re;
         snprintf(e->desc, sizeof e->desc, "device: reference engine (plain C, one query at a time; %s)", why);
     } else {
+        clx_engine *ce = NULL;
         char d[1900];
-        s = clx_create(idx, device, prm, &e->cl, d, sizeof d);
+        s = clx_create(idx, device, prm, &ce, d, sizeof d);
+        e->ops = &CLX_OPS;
+        e->impl = ce;
         if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);
     }
     if (s != CLS_OK) {
@@ -71,24 +108,24 @@ cls_status engine_create_with(const cls_index *idx, const char *device, const st
 void cls_engine_free(cls_engine *e)
 {
     if (!e) return;
-    ref_free(e->ref);
-    clx_free(e->cl);
+    e->ops->free(e->impl);
     free(e);
 }
 
 const char *cls_engine_describe(const cls_engine *e) { return e->desc; }
 
-void cls_engine_profile(const cls_engine *e, cls_profile *p)
+size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **steps, uint32_t *batches)
 {
-    memset(p, 0, sizeof *p);
-    if (e->cl) clx_profile(e->cl, p);
+    *steps = NULL;
+    if (batches) *batches = 0;
+    return e->ops->profile ? e->ops->profile(e->impl, steps, batches) : 0;
 }
 
 void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache)
 {
     *seconds = 0;
     *from_cache = 0;
-    if (e->cl) clx_build_times(e->cl, seconds, from_cache);
+    if (e->ops->build_times) e->ops->build_times(e->impl, seconds, from_cache);
 }
 
 cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r)
@@ -97,7 +134,7 @@ cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search
     if (b->idx != e->idx) return err_set(CLS_E_ARG, "the batch was analysed against another index");
     cls_status s = params_check(p);
     if (s != CLS_OK) return s;
-    return e->ref ? ref_search(e->ref, b, p, r) : clx_search(e->cl, b, p, r);
+    return e->ops->search(e->impl, b, p, r);
 }
 
-clx_engine *engine_clx(cls_engine *e) { return e->cl; }
+clx_engine *engine_clx(cls_engine *e) { return e->ops == &CLX_OPS ? e->impl : NULL; }

@@ -3,13 +3,14 @@
  * (bm25_contrib, bm25_weight, bm25_norms) and the hit order (hit_before) with the device
  * path, never its algorithms.
  *
- * Per query: decode every block of every term with the reference decoder; OR adds each term's
- * contributions into a dense per-document accumulator in query-term order; AND counts how many
- * terms hold each document and scores only those holding all; then sort (score desc, docID asc)
- * and keep k. */
+ * Per query: decode every block of every term with the reference decoder; add each term's
+ * contributions into a dense per-document accumulator in query-term order and count how many
+ * terms hold each document; the query algorithm's reference twin (src/query/<mode>.c) picks the
+ * matches from that; sort (tier desc, score desc, docID asc) and keep k. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "query/algo.h"
 #include "query/engine.h"
 #include "util/err.h"
 
@@ -19,8 +20,7 @@ struct ref_engine {
     float *acc;
     uint32_t *count;
     uint32_t *docs, *freqs; /* one decoded list */
-    uint32_t *hit_doc;
-    float *hit_score;
+    ref_hit *hits; /* one query's matches */
 };
 
 cls_status ref_create(const cls_index *idx, ref_engine **out)
@@ -34,11 +34,10 @@ cls_status ref_create(const cls_index *idx, ref_engine **out)
         e->count = calloc(n, sizeof *e->count);
         e->docs = malloc(n * sizeof *e->docs + IDX_MAX_BLOCK * 4);
         e->freqs = malloc(n * sizeof *e->freqs + IDX_MAX_BLOCK * 4);
-        e->hit_doc = malloc(n * sizeof *e->hit_doc);
-        e->hit_score = malloc(n * sizeof *e->hit_score);
+        e->hits = malloc(n * sizeof *e->hits);
         e->k1 = e->b = -1;
     }
-    if (!e || !e->norms || !e->acc || !e->count || !e->docs || !e->freqs || !e->hit_doc || !e->hit_score) {
+    if (!e || !e->norms || !e->acc || !e->count || !e->docs || !e->freqs || !e->hits) {
         ref_free(e);
         return err_set(CLS_E_NOMEM, "reference engine: out of memory for %u documents", idx->num_docs);
     }
@@ -54,25 +53,24 @@ void ref_free(ref_engine *e)
     free(e->count);
     free(e->docs);
     free(e->freqs);
-    free(e->hit_doc);
-    free(e->hit_score);
+    free(e->hits);
     free(e);
 }
 
 /* Decodes term t's whole list into e->docs / e->freqs; returns its length. */
 static uint32_t decode_list(ref_engine *e, uint32_t t) { return idx_decode_list(e->idx, t, e->docs, e->freqs); }
 
-typedef struct hit { float s; uint32_t d; } hit;
-
 static int cmp_hit(const void *a, const void *b)
 {
-    const hit *x = a, *y = b;
+    const ref_hit *x = a, *y = b;
+    if (x->tier != y->tier) return x->tier > y->tier ? -1 : 1;
     return hit_before(x->s, x->d, y->s, y->d) ? -1 : hit_before(y->s, y->d, x->s, x->d) ? 1 : 0;
 }
 
 cls_status ref_search(ref_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {
     const cls_index *idx = e->idx;
+    const query_algo *algo = query_algo_for((int)p->mode);
     uint32_t N = idx->num_docs;
     if (e->k1 != p->k1 || e->b != p->b) {
         bm25_norms(idx, p->k1, p->b, e->norms);
@@ -81,14 +79,13 @@ cls_status ref_search(ref_engine *e, const cls_batch *bt, const cls_search_param
     }
     cls_status s = results_reset(r, bt->nq, bt->nq * (uint64_t)(p->k < N ? p->k : N));
     if (s != CLS_OK) return s;
-    hit *hits = (hit *)malloc((size_t)N * sizeof(hit) + 1); /* scratch for one query's matches */
-    if (!hits) return err_set(CLS_E_NOMEM, "reference engine: out of memory");
     for (uint64_t qi = 0; qi < bt->nq; qi++) {
         const batch_query *q = &bt->q[qi];
         const batch_term *qt = bt->terms + q->term_start;
-        int and_mode = p->mode == CLS_MODE_AND;
+        algo_need need;
+        algo->need(q, 0, &need);
         uint32_t nmatch = 0;
-        if (q->num_terms > 0 && !(and_mode && q->unknown > 0)) {
+        if (!(need.flags & ABI_QF_EMPTY)) {
             memset(e->acc, 0, (size_t)N * sizeof *e->acc);
             memset(e->count, 0, (size_t)N * sizeof *e->count);
             for (uint32_t i = 0; i < q->num_terms; i++) {
@@ -101,20 +98,18 @@ cls_status ref_search(ref_engine *e, const cls_batch *bt, const cls_search_param
                     e->count[d]++;
                 }
             }
-            uint32_t need = and_mode ? q->num_terms : 1;
-            for (uint32_t d = 0; d < N; d++)
-                if (e->count[d] >= need) hits[nmatch++] = (hit){e->acc[d], d};
-            qsort(hits, nmatch, sizeof *hits, cmp_hit);
+            ref_query rq = {.q = q, .num_docs = N, .acc = e->acc, .count = e->count};
+            nmatch = algo->ref(&rq, e->hits);
+            qsort(e->hits, nmatch, sizeof *e->hits, cmp_hit);
         }
         uint32_t keep = nmatch < p->k ? nmatch : p->k;
         uint64_t at = r->start[qi];
         for (uint32_t j = 0; j < keep; j++) {
-            r->docs[at + j] = hits[j].d;
-            r->scores[at + j] = hits[j].s;
+            r->docs[at + j] = e->hits[j].d;
+            r->scores[at + j] = e->hits[j].s;
         }
         r->start[qi + 1] = at + keep;
     }
     r->total = r->start[bt->nq];
-    free(hits);
     return CLS_OK;
 }

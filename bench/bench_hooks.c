@@ -1,0 +1,95 @@
+/* Benchmark hooks (bench_hooks.h): decode_blocks and topk_select alone through the engine's own
+ * launch functions, each run timed by its profiling event. */
+#include "bench_hooks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/dev.h"
+#include "util/err.h"
+
+/* Waits for the batch's last command, takes its time, and releases the batch's events. */
+static cls_status last_time(clx_engine *e, double *t)
+{
+    cl_event ev = e->events[e->nevents - 1].ev;
+    cl_int err = clWaitForEvents(1, &ev);
+    if (err == CL_SUCCESS && t) *t = clx_event_span(ev, ev);
+    dev_profile_collect(e, 0);
+    return err == CL_SUCCESS ? CLS_OK : clx_fail("clWaitForEvents", err);
+}
+
+cls_status clx_bench_decode(clx_engine *e, const uint32_t *sel, uint64_t b0, uint32_t nb, unsigned reps,
+                            double *kernel_s, double *upload_s)
+{
+    const cls_index *x = e->idx;
+    if (!sel && (b0 > x->num_blocks || nb > x->num_blocks - b0)) return err_set(CLS_E_ARG, "block range out of the index");
+    for (uint32_t i = 0; sel && i < nb; i++)
+        if (sel[i] >= x->num_blocks) return err_set(CLS_E_ARG, "block %u out of the index", sel[i]);
+    uint32_t B = x->block_size;
+    cl_event ev = NULL;
+    *upload_s = 0;
+    /* the index upload, timed: words and block records, as clx_create sends them */
+    size_t wbytes = (size_t)x->num_words * 4, bbytes = (size_t)x->num_blocks * sizeof(idx_block);
+    if (wbytes) {
+        CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_words, CL_TRUE, 0, wbytes, x->words, 0, NULL, &ev));
+        *upload_s += clx_event_span(ev, ev);
+        clReleaseEvent(ev);
+    }
+    if (bbytes) {
+        CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_blocks, CL_TRUE, 0, bbytes, x->blocks, 0, NULL, &ev));
+        *upload_s += clx_event_span(ev, ev);
+        clReleaseEvent(ev);
+    }
+    abi_task *tasks = malloc(((size_t)nb + 1) * sizeof *tasks);
+    if (!tasks) return err_set(CLS_E_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < nb; i++) tasks[i] = (abi_task){.block = sel ? sel[i] : (uint32_t)(b0 + i), .dst = i * B};
+    dbuf tk = {0};
+    size_t outb = (size_t)nb * B * 4;
+    cls_status s;
+    if ((s = dev_upload(e, &tk, tasks, (size_t)nb * sizeof *tasks, "tasks")) == CLS_OK &&
+        (s = dev_buf_need(e, &e->docs, outb, "docs")) == CLS_OK && (s = dev_buf_need(e, &e->freqs, outb, "freqs")) == CLS_OK) {
+        for (unsigned r = 0; r <= reps && s == CLS_OK; r++) { /* r = 0: warm-up */
+            if ((s = dev_decode(e, e->d_words, e->d_blocks, tk.mem, 0, nb, "decode")) != CLS_OK) break;
+            if (nb) s = last_time(e, r > 0 ? &kernel_s[r - 1] : NULL);
+            else if (r > 0) kernel_s[r - 1] = 0;
+        }
+    }
+    dev_profile_collect(e, 0);
+    dev_buf_release(&tk);
+    free(tasks);
+    return s;
+}
+
+cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_t *freqs)
+{
+    size_t outb = (size_t)nb * e->idx->block_size * 4;
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->docs.mem, CL_TRUE, 0, outb, docs, 0, NULL, NULL));
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->freqs.mem, CL_TRUE, 0, outb, freqs, 0, NULL, NULL));
+    return CLS_OK;
+}
+
+cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, unsigned reps,
+                          double *kernel_s, double *upload_s, uint32_t *docs0, float *scores0, uint32_t *count0)
+{
+    uint32_t P = 1;
+    while (P < k) P <<= 1;
+    dev_batch b;
+    cls_status s = dev_topk_rows(e, nq, N, k, &b);
+    if (s != CLS_OK) return s;
+    cl_event ev;
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->acc.mem, CL_TRUE, 0, (size_t)nq * N * 4, scores, 0, NULL, &ev));
+    *upload_s = clx_event_span(ev, ev);
+    clReleaseEvent(ev);
+    for (unsigned r = 0; r <= reps; r++) { /* r = 0: warm-up */
+        if ((s = dev_topk(e, &b, k, P, "topk")) != CLS_OK || (s = last_time(e, r > 0 ? &kernel_s[r - 1] : NULL)) != CLS_OK) {
+            dev_profile_collect(e, 0);
+            return s;
+        }
+    }
+    size_t out_len = ABI_OUT_WORDS((size_t)nq, k);
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
+    *count0 = e->h_out[0];
+    memcpy(docs0, e->h_out + ABI_OUT_DOC((size_t)nq, k, 0, 0), (size_t)k * 4);
+    memcpy(scores0, e->h_out + ABI_OUT_SCORE((size_t)nq, k, 0, 0), (size_t)k * 4);
+    return CLS_OK;
+}

@@ -1,0 +1,113 @@
+/* The OpenCL engine's insides, for the files that work with them: the engine itself
+ * (dev_engine.c: create, the search loop), kernel launching and profiling (dev_launch.c), the
+ * query algorithms' launch functions (src/query/<name>.c), and the hooks that run one kernel
+ * family alone for the tests (tests/kernel_hooks.c) and the benchmarks (bench/bench_hooks.c). */
+#ifndef CLS_DEVICE_DEV_H
+#define CLS_DEVICE_DEV_H
+
+#include "device/clx.h"
+#include "index/index.h"
+#include "query/algo.h"
+#include "query/plan.h"
+
+#define DEV_MIN_BUF 64u
+#define DEV_MAX_BATCH 1024u /* queries per device batch */
+#define DEV_MAX_KERNELS 16u
+#define DEV_MAX_STEPS 16u   /* named steps of a profile */
+#define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
+
+/* A device buffer that only grows (contents are not kept when it does). */
+typedef struct dbuf {
+    cl_mem mem;
+    size_t cap; /* bytes */
+} dbuf;
+
+/* A command of the batch in flight and the profile step it counts toward. */
+typedef struct dev_event {
+    cl_event ev;
+    unsigned step;
+    uint64_t bytes;
+} dev_event;
+
+typedef struct clx_engine {
+    const cls_index *idx;
+    clx_device dev;
+    clx_params prm;
+    cl_context ctx;
+    cl_command_queue queue;
+    cl_program prog, prog_dec; /* query kernels (every algorithm's file and topk.cl); the index's decoder */
+    cl_kernel kernels[DEV_MAX_KERNELS];
+    const char *kernel_names[DEV_MAX_KERNELS];
+    unsigned nkernels;
+    cl_mem d_words, d_blocks, d_norms; /* resident: the index's postings and block records; norms */
+    float norm_k1, norm_b;             /* the parameters d_norms holds (-1: none yet) */
+    float *h_norms;
+    /* per-batch buffers, sized from the data, reused */
+    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out;
+    uint32_t *h_out;
+    size_t h_out_cap; /* words */
+    batch_plan plan;
+    uint64_t budget; /* bytes the per-batch buffers may take together */
+    double build_secs;
+    int from_cache;
+    /* profile of the last search: named steps, and the events of the batch in flight */
+    cls_profile_step steps[DEV_MAX_STEPS];
+    unsigned nsteps;
+    uint32_t batches;
+    dev_event events[DEV_MAX_EVENTS];
+    unsigned nevents;
+} clx_engine;
+
+/* One planned batch on its way through the kernels: what an algorithm's launch reads and sets. */
+typedef struct dev_batch {
+    clx_engine *e;
+    uint32_t nq, num_docs;
+    cl_mem in;                     /* the upload: tasks | queries | terms (cl/abi.h) */
+    cl_uint queries_base, terms_base; /* word offsets of the query and term records in `in` */
+    /* set by the algorithm's launch: what topk_select ranks */
+    cl_mem scores;    /* dense rows (num_docs a query), or candidate scores at each cand_offset */
+    cl_mem cand_docs; /* with candidate scores: their docIDs (ignored for dense rows) */
+    cl_uint dense;
+} dev_batch;
+
+/* ---- dev_launch.c ---------------------------------------------------------------------- */
+
+/* Grows b to at least need bytes (what names it in errors). */
+cls_status dev_buf_need(clx_engine *e, dbuf *b, size_t need, const char *what);
+void dev_buf_release(dbuf *b);
+
+/* One kernel argument. DEV_MEM(x) and DEV_U32(x) take lvalues (their address is kept). */
+typedef struct dev_arg {
+    size_t size;
+    const void *ptr;
+} dev_arg;
+#define DEV_MEM(m) ((dev_arg){sizeof(cl_mem), &(m)})
+#define DEV_U32(v) ((dev_arg){sizeof(cl_uint), &(v)})
+
+/* Sets kernel's arguments and enqueues groups work-groups of wg items; the command's device
+ * time counts toward the profile step called step. Errors name the kernel (and the argument). */
+cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
+                   const char *step);
+/* The kernel called name (created with the programs), or NULL. */
+cl_kernel dev_kernel(const clx_engine *e, const char *name);
+/* Counts a transfer's event toward step (the event is kept until the batch's profile is taken). */
+void dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes);
+/* Adds the batch's finished commands to the profile (when ok) and releases their events. */
+void dev_profile_collect(clx_engine *e, int ok);
+void dev_profile_reset(clx_engine *e);
+
+/* decode_blocks over ntasks abi_task records at word task_base of tasks, from words/blocks. */
+cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, cl_uint task_base, size_t ntasks,
+                      const char *step);
+/* topk_select for b's nq queries at kk into e->out (scratch sized for P = next_pow2(kk)). */
+cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint kk, cl_uint P, const char *step);
+
+/* ---- one kernel family alone, for the tests' and benchmarks' hooks --------------------------- */
+
+/* Grows b and writes bytes of data into it, blocking. */
+cls_status dev_upload(clx_engine *e, dbuf *b, const void *data, size_t bytes, const char *what);
+/* Buffers for topk_select over nq dense rows of N scores at k (the rows go into e->acc, which the
+ * caller fills); *b describes the batch for dev_topk. */
+cls_status dev_topk_rows(clx_engine *e, uint32_t nq, uint32_t N, uint32_t k, dev_batch *b);
+
+#endif

@@ -1,0 +1,292 @@
+/* The OpenCL engine: the index's words and block records live on the device; a search is cut
+ * into batches, and each batch goes through the same loop whatever the query algorithm:
+ *
+ *   plan      the batch planner (src/query/plan.c) picks the queries, the blocks to decode and
+ *             writes the descriptors of cl/abi.h into one host buffer
+ *   upload    one transfer: tasks | queries | terms
+ *   decode    decode_blocks: one work-group per block (cl/decode.cl)
+ *   launch    the algorithm's kernels (src/query/<name>.c, cl/<name>.cl): decoded lists to
+ *             dense score rows or scored candidates
+ *   top-k     topk_select: one work-group per query (cl/topk.cl)
+ *   collect   one read back: counts | docIDs | scores, copied into the cls_results
+ *
+ * Every buffer is sized from the data of the batch and kept for the next one (capacities only
+ * grow), so the hot path allocates nothing per query. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/dev.h"
+#include "query/engine.h"
+#include "util/err.h"
+
+int clx_correct_div(cl_device_id d)
+{
+    cl_device_fp_config cfg = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof cfg, &cfg, NULL) != CL_SUCCESS) return 0;
+    return (cfg & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+}
+
+static cls_status add_kernel(clx_engine *e, cl_program prog, const char *name)
+{
+    if (e->nkernels == DEV_MAX_KERNELS) return err_set(CLS_E_ARG, "more than %u kernels", DEV_MAX_KERNELS);
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, name, &err);
+    if (!k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
+    e->kernels[e->nkernels] = k;
+    e->kernel_names[e->nkernels++] = name;
+    return CLS_OK;
+}
+
+/* A read-only device copy of host data (at least DEV_MIN_BUF bytes). */
+static cls_status resident(clx_engine *e, const void *data, size_t bytes, const char *what, cl_mem *out)
+{
+    cl_int err;
+    *out = bytes ? clCreateBuffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, (void *)data, &err)
+                 : clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, DEV_MIN_BUF, NULL, &err);
+    if (!*out || err != CL_SUCCESS) {
+        *out = NULL;
+        return err_wrap(clx_fail("clCreateBuffer", err), "uploading %s (%zu bytes): ", what, bytes);
+    }
+    return CLS_OK;
+}
+
+/* Builds the two programs and creates every kernel. The decoder depends on the index (codec,
+ * block size, pfor depth), the query kernels only on the device's parameters, so each caches on
+ * its own and another codec costs only the small decode build. */
+static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t notes_len)
+{
+    const cls_index *idx = e->idx;
+    size_t nalgo;
+    const query_algo *const *algos = query_algos(&nalgo);
+    const char *qfiles[DEV_MAX_KERNELS + 2];
+    size_t nf = 0;
+    for (size_t i = 0; i < nalgo; i++) qfiles[nf++] = algos[i]->kernel_file;
+    qfiles[nf++] = "topk.cl";
+    qfiles[nf] = NULL;
+    static const char *const dec_files[] = {"decode.cl", NULL};
+    char dopts[256], qopts[512], dnote[4400], qnote[4400];
+    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DCODEC=%d -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u",
+             idx->block_size, (int)idx->codec, idx->pfor_depth, e->prm.wg_scan_algo);
+    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
+             e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+    double qsecs = 0;
+    int qcache = 0;
+    cls_status s = clx_build(e->ctx, &e->dev, dec_files, dopts, &e->prog_dec, &e->build_secs, &e->from_cache, dnote,
+                             sizeof dnote);
+    if (s != CLS_OK) return s;
+    s = clx_build(e->ctx, &e->dev, qfiles, qopts, &e->prog, &qsecs, &qcache, qnote, sizeof qnote);
+    if (s != CLS_OK) return s;
+    e->build_secs += qsecs;
+    e->from_cache = e->from_cache && qcache;
+    if ((s = add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK)
+        return s;
+    for (size_t i = 0; i < nalgo; i++)
+        for (const char *const *k = algos[i]->kernels; *k; k++)
+            if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog, *k)) != CLS_OK) return s;
+    snprintf(notes, notes_len, "programs: decode (%s) %s; query (%s) %s", dopts, dnote, qopts, qnote);
+    return CLS_OK;
+}
+
+cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, clx_engine **out, char *desc,
+                      size_t desc_len)
+{
+    *out = NULL;
+    clx_engine *e = calloc(1, sizeof *e);
+    if (!e) return err_set(CLS_E_NOMEM, "out of memory");
+    e->idx = idx;
+    e->norm_k1 = e->norm_b = -1;
+    cls_status s = clx_select(spec, &e->dev);
+    if (s != CLS_OK) goto fail;
+    if (prm) {
+        e->prm = *prm;
+        if ((s = clx_params_check(&e->dev.info, &e->prm, e->prm.source)) != CLS_OK) goto fail;
+    } else if ((s = clx_params_for(&e->dev.info, &e->prm)) != CLS_OK) {
+        goto fail;
+    }
+    if (e->dev.info.max_work_group < idx->block_size) {
+        s = err_set(CLS_E_NODEVICE, "%s: work-groups of %zu, the decoder needs %u (the index's block size; "
+                    "rebuild with a smaller --block)", e->dev.info.name, e->dev.info.max_work_group, idx->block_size);
+        goto fail;
+    }
+    cl_int err;
+    e->ctx = clCreateContext(NULL, 1, &e->dev.device, NULL, NULL, &err);
+    if (!e->ctx || err != CL_SUCCESS) {
+        s = clx_fail("clCreateContext", err);
+        goto fail;
+    }
+    e->queue = clCreateCommandQueue(e->ctx, e->dev.device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!e->queue || err != CL_SUCCESS) {
+        s = clx_fail("clCreateCommandQueue", err);
+        goto fail;
+    }
+    int cdiv = clx_correct_div(e->dev.device);
+    char notes[9800];
+    if ((s = build_programs(e, cdiv, notes, sizeof notes)) != CLS_OK) goto fail;
+
+    /* The index goes up once; the per-batch buffers share what is left of a budget. */
+    size_t wbytes = (size_t)idx->num_words * 4, bbytes = (size_t)idx->num_blocks * sizeof(idx_block);
+    size_t nbytes = ((size_t)idx->num_docs + 1) * sizeof(float);
+    if ((s = resident(e, idx->words, wbytes, "the postings", &e->d_words)) != CLS_OK ||
+        (s = resident(e, idx->blocks, bbytes, "the block records", &e->d_blocks)) != CLS_OK)
+        goto fail;
+    e->d_norms = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, nbytes, NULL, &err);
+    if (!e->d_norms || err != CL_SUCCESS) {
+        e->d_norms = NULL;
+        s = clx_fail("clCreateBuffer", err);
+        goto fail;
+    }
+    e->h_norms = malloc(nbytes);
+    if (!e->h_norms) {
+        s = err_set(CLS_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    if ((s = plan_init(&e->plan, idx)) != CLS_OK) goto fail;
+    uint64_t gm = e->dev.info.global_mem, fixed = wbytes + bbytes + nbytes;
+    e->budget = gm > fixed ? (gm - fixed) / 2 : 0; /* leave room for the driver and others */
+
+    size_t nalgo;
+    const query_algo *const *algos = query_algos(&nalgo);
+    char alg[1024];
+    size_t at = 0;
+    for (size_t i = 0; i < nalgo && at < sizeof alg; i++)
+        at += (size_t)snprintf(alg + at, sizeof alg - at, "%s%s=%s", i ? ", " : "", algos[i]->name, algos[i]->describe);
+    uint64_t gmib = e->dev.info.global_mem;
+    snprintf(desc, desc_len,
+             "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
+             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix-select+bitonic (WG %u); "
+             "WG intersect %u, score %u; parameters from %s; division %s\n%s",
+             e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
+             e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
+             e->dev.info.compute_units, (double)gmib / (1u << 30), e->dev.reason, cls_codec_name(idx->codec),
+             clx_scan_algo_name(e->prm.wg_scan_algo), idx->block_size, alg, e->prm.wg_topk, e->prm.wg_intersect,
+             e->prm.wg_score, e->prm.source,
+             cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", notes);
+    *out = e;
+    return CLS_OK;
+fail:
+    clx_free(e);
+    return s;
+}
+
+void clx_free(clx_engine *e)
+{
+    if (!e) return;
+    dev_profile_collect(e, 0);
+    dbuf *bufs[] = {&e->in, &e->docs, &e->freqs, &e->cand, &e->cscore, &e->ncand, &e->acc, &e->sdoc, &e->sscore, &e->out};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
+    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (mems[i]) clReleaseMemObject(mems[i]);
+    for (unsigned i = 0; i < e->nkernels; i++) clReleaseKernel(e->kernels[i]);
+    if (e->prog) clReleaseProgram(e->prog);
+    if (e->prog_dec) clReleaseProgram(e->prog_dec);
+    if (e->queue) clReleaseCommandQueue(e->queue);
+    if (e->ctx) clReleaseContext(e->ctx);
+    free(e->h_out);
+    free(e->h_norms);
+    plan_free(&e->plan);
+    free(e);
+}
+
+void clx_build_times(const clx_engine *e, double *seconds, int *from_cache)
+{
+    *seconds = e->build_secs;
+    *from_cache = e->from_cache;
+}
+
+size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches)
+{
+    *steps = e->steps;
+    if (batches) *batches = e->batches;
+    return e->nsteps;
+}
+
+/* The planned batch through upload, decode, the algorithm, top-k and the read back into r. */
+static cls_status run_batch(clx_engine *e, const query_algo *algo, const cls_batch *bt, cls_results *r)
+{
+    batch_plan *pl = &e->plan;
+    const uint32_t nq = pl->nq, kk = pl->kk, P = pl->P, N = e->idx->num_docs;
+    size_t words;
+    dev_batch b = {.e = e, .nq = nq, .num_docs = N};
+    cls_status s = plan_finish(pl, &words, &b.queries_base, &b.terms_base);
+    if (s != CLS_OK) return s;
+    size_t out_len = ABI_OUT_WORDS((size_t)nq, kk);
+    if ((s = dev_buf_need(e, &e->in, words * 4, "the batch input")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->docs, (size_t)pl->dec * 4, "decoded docIDs")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->freqs, (size_t)pl->dec * 4, "decoded frequencies")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->ncand, (size_t)nq * 4, "candidate counts")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->cand, (size_t)pl->cand * 4, "candidates")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->cscore, (size_t)pl->cand * 4, "candidate scores")) != CLS_OK ||
+        (pl->dense && (s = dev_buf_need(e, &e->acc, (size_t)nq * N * 4, "accumulator rows")) != CLS_OK) ||
+        (s = dev_buf_need(e, &e->sdoc, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->sscore, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->out, out_len * 4, "results")) != CLS_OK)
+        return s;
+    void *h = realloc(e->h_out, out_len * 4 + 4);
+    if (!h) return err_set(CLS_E_NOMEM, "out of memory for results");
+    e->h_out = h;
+    b.in = e->in.mem;
+
+    cl_event ev;
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, words * 4, pl->upload, 0, NULL, &ev));
+    dev_record(e, ev, "upload", words * 4);
+    if ((s = dev_decode(e, e->d_words, e->d_blocks, e->in.mem, 0, pl->ntasks, "decode")) != CLS_OK) return s;
+    if ((s = algo->launch(&b)) != CLS_OK) return s;
+    if ((s = dev_topk(e, &b, kk, P, "topk")) != CLS_OK) return s;
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, &ev));
+    dev_record(e, ev, "download", out_len * 4);
+
+    for (uint32_t i = 0; i < nq; i++) {
+        uint32_t m = e->h_out[i];
+        if (m > kk) return err_set(CLS_E_OPENCL, "topk_select returned %u hits for k = %u", m, kk);
+        uint64_t at = r->start[pl->q0 + i];
+        memcpy(r->docs + at, e->h_out + ABI_OUT_DOC((size_t)nq, kk, i, 0), (size_t)m * 4);
+        memcpy(r->scores + at, e->h_out + ABI_OUT_SCORE((size_t)nq, kk, i, 0), (size_t)m * 4);
+        r->start[pl->q0 + i + 1] = at + m;
+    }
+    return CLS_OK;
+}
+
+cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
+{
+    dev_profile_reset(e);
+    const cls_index *idx = e->idx;
+    const query_algo *algo = query_algo_for(p->mode);
+    uint32_t N = idx->num_docs;
+    uint32_t kk = p->k < N ? p->k : (N ? N : 1);
+    cls_status s = results_reset(r, bt->nq, bt->nq * (uint64_t)kk);
+    if (s != CLS_OK) return s;
+    if (bt->nq == 0) return CLS_OK;
+    if (e->norm_k1 != p->k1 || e->norm_b != p->b) {
+        bm25_norms(idx, p->k1, p->b, e->h_norms);
+        cl_event ev;
+        cl_int err = clEnqueueWriteBuffer(e->queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0,
+                                          NULL, &ev);
+        if (err != CL_SUCCESS) return clx_fail("clEnqueueWriteBuffer(norms)", err);
+        dev_record(e, ev, "upload", (size_t)N * 4);
+        dev_profile_collect(e, 1);
+        e->norm_k1 = p->k1;
+        e->norm_b = p->b;
+    }
+    plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc, .max_queries = DEV_MAX_BATCH};
+    uint64_t q0 = 0;
+    while (q0 < bt->nq) {
+        plan_begin(&e->plan, algo, kk, &lim, q0);
+        int added = 1;
+        while (added && q0 + e->plan.nq < bt->nq)
+            if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
+        s = run_batch(e, algo, bt, r);
+        dev_profile_collect(e, s == CLS_OK);
+        e->batches++;
+        if (s != CLS_OK) return s;
+        q0 += e->plan.nq;
+    }
+    r->total = r->start[bt->nq];
+    return CLS_OK;
+}
+
+void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }
+
+const clx_params *clx_engine_params(const clx_engine *e) { return &e->prm; }

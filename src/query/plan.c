@@ -1,0 +1,166 @@
+/* The batch planner (plan.h). */
+#include "query/plan.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/index.h"
+#include "util/err.h"
+
+/* Grows *p to hold need elements of size sz (capacity doubles; contents kept). */
+static int reserve(void **p, size_t *cap, size_t need, size_t sz)
+{
+    if (need <= *cap && *p) return 1;
+    size_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    if (c > SIZE_MAX / sz) return 0;
+    void *q = realloc(*p, c * sz);
+    if (!q) return 0;
+    *p = q;
+    *cap = c;
+    return 1;
+}
+
+cls_status plan_init(batch_plan *pl, const cls_index *idx)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->idx = idx;
+    pl->slot = calloc((size_t)idx->num_terms + 1, sizeof *pl->slot);
+    pl->touched = malloc(((size_t)idx->num_terms + 1) * sizeof *pl->touched);
+    if (!pl->slot || !pl->touched) {
+        plan_free(pl);
+        return err_set(CLS_E_NOMEM, "out of memory for the batch planner (%u terms)", idx->num_terms);
+    }
+    return CLS_OK;
+}
+
+void plan_free(batch_plan *pl)
+{
+    free(pl->slot);
+    free(pl->touched);
+    free(pl->tasks);
+    free(pl->queries);
+    free(pl->terms);
+    free(pl->upload);
+    memset(pl, 0, sizeof *pl);
+}
+
+static uint32_t next_pow2(uint32_t x)
+{
+    uint32_t p = 1;
+    while (p < x) p <<= 1;
+    return p;
+}
+
+void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_limits *lim, uint64_t q0)
+{
+    pl->algo = algo;
+    pl->kk = kk;
+    pl->P = next_pow2(kk);
+    pl->lim = *lim;
+    pl->q0 = q0;
+    pl->nq = pl->ntasks = pl->nterms = pl->dense = pl->ntouched = 0;
+    pl->dec = pl->cand = pl->bytes = 0;
+}
+
+/* Takes back the terms slotted since ntouched0 (a query that did not fit). */
+static void unslot(batch_plan *pl, uint32_t ntouched0)
+{
+    for (uint32_t i = ntouched0; i < pl->ntouched; i++) pl->slot[pl->touched[i]] = 0;
+    pl->ntouched = ntouched0;
+}
+
+cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
+{
+    *added = 0;
+    const cls_index *idx = pl->idx;
+    const uint64_t qi = pl->q0 + pl->nq;
+    assert(qi < bt->nq);
+    const batch_query *q = &bt->q[qi];
+    const batch_term *t = bt->terms + q->term_start;
+    uint32_t shortest = q->num_terms ? UINT32_MAX : 0;
+    for (uint32_t j = 0; j < q->num_terms; j++)
+        if (idx->terms[t[j].term].df < shortest) shortest = idx->terms[t[j].term].df;
+    algo_need need = {0};
+    pl->algo->need(q, shortest, &need);
+    int empty = (need.flags & ABI_QF_EMPTY) != 0;
+    if (empty) need.cand = 0; /* a dense row is still zeroed and ranked (empty) by the kernels */
+
+    if (!reserve((void **)&pl->queries, &pl->queries_cap, (size_t)pl->nq + 1, sizeof *pl->queries) ||
+        !reserve((void **)&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms)) {
+        return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
+    }
+    /* Slot the query's new terms, costing what they add; undone if the query does not fit. */
+    const uint32_t B = idx->block_size, ntouched0 = pl->ntouched;
+    uint64_t dec = pl->dec;
+    uint32_t ntasks = pl->ntasks;
+    for (uint32_t j = 0; j < q->num_terms && !empty; j++) {
+        const idx_term *te = &idx->terms[t[j].term];
+        if (pl->slot[t[j].term]) continue;
+        if (dec + (uint64_t)te->num_blocks * B >= UINT32_MAX) { /* slot + 1 must fit 32 bits */
+            unslot(pl, ntouched0);
+            if (pl->nq > 0) return CLS_OK;
+            return err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
+        }
+        pl->slot[t[j].term] = (uint32_t)dec + 1;
+        pl->touched[pl->ntouched++] = t[j].term;
+        dec += (uint64_t)te->num_blocks * B;
+        ntasks += te->num_blocks;
+    }
+    uint64_t bytes = pl->bytes + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
+                     (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
+                     (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 + (uint64_t)need.dense * idx->num_docs * 4;
+    uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
+    const plan_limits *L = &pl->lim;
+    if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || dec * 4 > L->max_alloc ||
+                       (pl->cand + need.cand) * 4 > L->max_alloc || rows * idx->num_docs * 4 > L->max_alloc ||
+                       nq * pl->P * 4 > L->max_alloc)) {
+        unslot(pl, ntouched0);
+        return CLS_OK;
+    }
+    /* It fits: write its tasks and descriptors. */
+    if (!reserve((void **)&pl->tasks, &pl->tasks_cap, ntasks, sizeof *pl->tasks)) {
+        unslot(pl, ntouched0);
+        return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
+    }
+    for (uint32_t i = ntouched0; i < pl->ntouched; i++) {
+        const idx_term *te = &idx->terms[pl->touched[i]];
+        uint32_t at = pl->slot[pl->touched[i]] - 1;
+        for (uint32_t b = 0; b < te->num_blocks; b++)
+            pl->tasks[pl->ntasks++] = (abi_task){.block = te->first_block + b, .dst = at + b * B};
+    }
+    assert(pl->ntasks == ntasks);
+    abi_query *aq = &pl->queries[pl->nq];
+    *aq = (abi_query){.term_start = pl->nterms, .num_terms = empty ? 0 : q->num_terms,
+                      .cand_offset = (uint32_t)pl->cand, .flags = need.flags};
+    for (uint32_t j = 0; j < aq->num_terms; j++) {
+        const idx_term *te = &idx->terms[t[j].term];
+        pl->terms[pl->nterms++] = (abi_term){.list_offset = pl->slot[t[j].term] - 1, .df = te->df,
+                                             .weight = bm25_weight(idx, t[j].term, t[j].qtf)};
+    }
+    pl->dec = dec;
+    pl->cand += need.cand;
+    pl->dense += need.dense;
+    pl->bytes = bytes;
+    pl->nq++;
+    *added = 1;
+    return CLS_OK;
+}
+
+cls_status plan_finish(batch_plan *pl, size_t *words, uint32_t *queries_base, uint32_t *terms_base)
+{
+    size_t wt = (size_t)pl->ntasks * sizeof(abi_task) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,
+           wr = (size_t)pl->nterms * sizeof(abi_term) / 4;
+    unslot(pl, 0);
+    if (wt + wq + wr >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
+    if (!reserve((void **)&pl->upload, &pl->upload_cap, wt + wq + wr + 1, 4))
+        return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
+    memcpy(pl->upload, pl->tasks, wt * 4);
+    memcpy(pl->upload + wt, pl->queries, wq * 4);
+    memcpy(pl->upload + wt + wq, pl->terms, wr * 4);
+    *words = wt + wq + wr;
+    *queries_base = (uint32_t)wt;
+    *terms_base = (uint32_t)(wt + wq);
+    return CLS_OK;
+}

@@ -1,0 +1,72 @@
+/* The batch planner: which queries of a cls_batch go into one device batch, which blocks are
+ * decoded where, and the descriptors the kernels read (cl/abi.h), in one host buffer that is
+ * uploaded in one transfer:
+ *
+ *   tasks (abi_task per block to decode) | queries (abi_query) | terms (abi_term)
+ *
+ * Queries are added one at a time, in batch order, each costed exactly as it is planned (a term
+ * that an earlier query of the batch already decodes costs nothing again), until the next one
+ * would break a limit: the byte budget of the batch's device buffers, the device's largest
+ * allocation for any one buffer, 2^32 decoded slots, or the most queries a batch takes. A query
+ * that breaks a limit alone still gets a batch of its own; the engine's buffer allocation then
+ * reports the device's refusal.
+ *
+ * Plain C, no OpenCL: the same plan would serve any device API, and the tests can check it. */
+#ifndef CLS_QUERY_PLAN_H
+#define CLS_QUERY_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cl/abi.h"
+#include "query/algo.h"
+
+typedef struct plan_limits {
+    uint64_t budget;      /* bytes the batch's device buffers may take together */
+    uint64_t max_alloc;   /* bytes of the largest single device buffer */
+    uint32_t max_queries; /* queries per batch */
+} plan_limits;
+
+typedef struct batch_plan {
+    /* set by plan_init */
+    const cls_index *idx;
+    const query_algo *algo;
+    plan_limits lim;
+    uint32_t kk, P; /* hits kept per query (k, at most the documents), top-k scratch per query */
+    uint32_t *slot; /* per index term: decoded slot + 1 in this batch, 0 = not planned (all 0
+                     * between batches) */
+    /* the batch being planned */
+    uint64_t q0;         /* its first query in the cls_batch */
+    uint32_t nq;         /* queries */
+    uint32_t ntasks;     /* blocks to decode */
+    uint32_t nterms;     /* abi_term records */
+    uint64_t dec;        /* decoded slots (docIDs and frequencies each) */
+    uint64_t cand;       /* candidate slots */
+    uint32_t dense;      /* accumulator rows */
+    uint64_t bytes;      /* device bytes the batch's buffers need, as costed */
+    uint32_t ntouched;   /* terms slotted in this batch */
+    /* host arrays, reused from batch to batch (capacities only grow) */
+    abi_task *tasks;
+    abi_query *queries;
+    abi_term *terms;
+    uint32_t *touched;
+    size_t tasks_cap, queries_cap, terms_cap;
+    uint32_t *upload; /* the packed input: tasks | queries | terms */
+    size_t upload_cap;
+} batch_plan;
+
+/* Sets up a planner for idx (allocates the per-term slots). */
+cls_status plan_init(batch_plan *pl, const cls_index *idx);
+void plan_free(batch_plan *pl);
+
+/* Starts a batch at query q0 of a search with algo, kk hits per query and limits lim. */
+void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_limits *lim, uint64_t q0);
+/* Offers the next query of bt to the batch: *added is 1 when it was added, 0 when the batch is
+ * full (never so for its first query). Fails when out of memory or when a query alone needs 2^32
+ * decoded slots. */
+cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added);
+/* Packs the upload buffer and clears the term slots; *words receives its length in uint32s and
+ * the bases of the query and term records within it. */
+cls_status plan_finish(batch_plan *pl, size_t *words, uint32_t *queries_base, uint32_t *terms_base);
+
+#endif

@@ -1,0 +1,20 @@
+/* Hooks of the tests: one kernel family of an OpenCL engine alone, on inputs the test makes. */
+#ifndef CLS_TESTS_KERNEL_HOOKS_H
+#define CLS_TESTS_KERNEL_HOOKS_H
+
+#include <stdint.h>
+
+#include "index/index.h"
+#include "query/engine.h"
+
+/* Decodes n blocks described by blocks[] over words[] with decode_blocks; block i's postings
+ * land at docs/freqs + i * (the engine index's block size); the program is built for that
+ * index's codec, block size and pfor depth. */
+cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords, const idx_block *blocks, uint32_t n,
+                           uint32_t *docs, uint32_t *freqs);
+/* Runs topk_select in dense mode over nq rows of N scores (0 = no match); writes per-query
+ * counts and the k best (docID, score) pairs at q * k. */
+cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, uint32_t *counts,
+                         uint32_t *docs, float *out_scores);
+
+#endif

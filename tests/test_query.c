@@ -1,0 +1,331 @@
+/* The query algorithms (src/query/algos.c), each on the OpenCL device ($CLS_TEST_DEVICE, default
+ * POCL's CPU device) against its plain-C reference twin: same docIDs in the same order, same
+ * scores bit for bit, never an empty comparison. Then what only some algorithms promise (and-or:
+ * AND first, completed by OR), and the batch planner: device batches cut small by the byte
+ * budget and the query limit give the same results, and the plan itself respects its limits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/algo.h"
+#include "query/engine.h"
+#include "query/plan.h"
+#include "testutil.h"
+
+static const char *device(void)
+{
+    const char *d = getenv("CLS_TEST_DEVICE");
+    return d && *d ? d : "cpu";
+}
+
+/* A collection of ndocs random documents over words w0..w{vocab-1}, small ids far more
+ * frequent (lists from one posting to many blocks), every 5th document a clone of "w1 w2 w3"
+ * (equal scores: the docID tie-break), built with block size 64 so lists span blocks. */
+static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
+{
+    cls_analyzer_opts an = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
+    cls_build_opts o;
+    cls_build_defaults(&o);
+    o.block_size = 64;
+    cls_builder *b;
+    ck_assert_int_eq(cls_builder_create(&an, &b), CLS_OK);
+    ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
+    uint64_t st = seed;
+    char text[2048], docno[32];
+    for (uint32_t d = 0; d < ndocs; d++) {
+        size_t len = 0;
+        if (d % 5 == 2) {
+            len = (size_t)snprintf(text, sizeof text, "w1 w2 w3");
+        } else {
+            uint32_t n = 1 + (uint32_t)(tu_rand(&st) % 30);
+            for (uint32_t i = 0; i < n; i++) {
+                double u = (double)(tu_rand(&st) % 100000) / 100000.0;
+                len += (size_t)snprintf(text + len, sizeof text - len, "w%u ", (uint32_t)(u * u * vocab));
+            }
+        }
+        snprintf(docno, sizeof docno, "D%u", d);
+        ck_assert_int_eq(cls_builder_add(b, docno, strlen(docno), text, len), CLS_OK);
+    }
+    const char *path = tu_tmp_path("query.idx");
+    ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
+    cls_builder_free(b);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    remove(path);
+    return idx;
+}
+
+/* Edge cases first (no term, unknown terms only, known + unknown, repeated terms, a term in every
+ * clone), then nq random queries of 1 to 6 terms. */
+static cls_batch *random_queries(const cls_index *idx, uint64_t seed, uint32_t nq, uint32_t vocab)
+{
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    const char *fixed[] = {"", "nosuchterm", "w1 nosuchterm", "w1 w1 w2", "w1 w2 w3", "w3 w2 w1", "w0", "w2 w5 w9"};
+    char qid[32], text[256];
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        snprintf(qid, sizeof qid, "f%zu", i);
+        ck_assert_int_eq(cls_batch_add(b, qid, fixed[i]), CLS_OK);
+    }
+    uint64_t st = seed;
+    for (uint32_t q = 0; q < nq; q++) {
+        uint32_t n = 1 + (uint32_t)(tu_rand(&st) % 6);
+        size_t len = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            double u = (double)(tu_rand(&st) % 100000) / 100000.0;
+            len += (size_t)snprintf(text + len, sizeof text - len, "w%u ", (uint32_t)(u * u * vocab));
+        }
+        snprintf(qid, sizeof qid, "q%u", q);
+        ck_assert_int_eq(cls_batch_add(b, qid, text), CLS_OK);
+    }
+    return b;
+}
+
+static cls_results *search(cls_engine *e, const cls_batch *b, cls_mode mode, uint32_t k)
+{
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = k;
+    p.mode = mode;
+    cls_results *r;
+    ck_assert_int_eq(cls_results_create(&r), CLS_OK);
+    ck_assert_msg(cls_engine_search(e, b, &p, r) == CLS_OK, "%s k %u: %s", cls_mode_name(mode), k, cls_last_error());
+    return r;
+}
+
+/* The device's results equal the reference's exactly, and the reference found something. */
+static void same_as_ref(cls_engine *dev, cls_engine *ref, const cls_batch *b, cls_mode mode, uint32_t k)
+{
+    cls_results *rr = search(ref, b, mode, k), *rd = search(dev, b, mode, k);
+    size_t n = cls_results_count(rr), hits = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t m;
+        const uint32_t *d;
+        const float *s;
+        cls_results_get(rr, i, &m, &d, &s);
+        hits += m;
+    }
+    ck_assert_msg(n == cls_batch_count(b) && hits > 0, "%s k %u: the reference found nothing", cls_mode_name(mode), k);
+    ck_assert_msg(cls_results_compare(rr, rd, 0.0) == CLS_OK, "%s k %u: %s", cls_mode_name(mode), k, cls_last_error());
+    cls_results_free(rr);
+    cls_results_free(rd);
+}
+
+/* ---- every algorithm of the table --------------------------------------------------------- */
+
+START_TEST(each_algorithm_matches_its_reference)
+{
+    size_t nalgo;
+    const query_algo *const *algos = query_algos(&nalgo);
+    ck_assert_int_eq(nalgo, CLS_NUM_MODES);
+    const query_algo *a = algos[_i];
+    ck_assert_ptr_eq(query_algo_for(_i), a);
+    ck_assert_str_eq(cls_mode_name((cls_mode)_i), a->name);
+    cls_mode m;
+    ck_assert_int_eq(cls_mode_parse(a->name, &m), CLS_OK);
+    ck_assert_int_eq((int)m, _i);
+
+    cls_index *idx = random_index(11 + (uint64_t)_i, 3000, 400);
+    cls_batch *b = random_queries(idx, 7 + (uint64_t)_i, 200, 400);
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    const uint32_t ks[] = {1, 10, 1000, 5000}; /* 5000: k beyond the collection */
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) same_as_ref(dev, ref, b, (cls_mode)_i, ks[i]);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_batch_free(b);
+    cls_index_close(idx);
+}
+END_TEST
+
+START_TEST(unknown_mode_is_refused)
+{
+    cls_index *idx = random_index(3, 50, 20);
+    cls_batch *b = random_queries(idx, 3, 2, 20);
+    cls_engine *ref;
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.mode = (cls_mode)CLS_NUM_MODES;
+    cls_results *r;
+    ck_assert_int_eq(cls_results_create(&r), CLS_OK);
+    ck_assert_int_eq(cls_engine_search(ref, b, &p, r), CLS_E_ARG);
+    cls_mode m;
+    ck_assert_int_eq(cls_mode_parse("xor", &m), CLS_E_ARG);
+    ck_assert_ptr_null(cls_mode_name((cls_mode)CLS_NUM_MODES));
+    cls_results_free(r);
+    cls_engine_free(ref);
+    cls_batch_free(b);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* ---- and-or: AND first, then OR --------------------------------------------------------------- */
+
+/* Whether doc is among query i's hits of r. */
+static int holds(const cls_results *r, size_t i, uint32_t doc)
+{
+    size_t n;
+    const uint32_t *d;
+    const float *s;
+    cls_results_get(r, i, &n, &d, &s);
+    for (size_t j = 0; j < n; j++)
+        if (d[j] == doc) return 1;
+    return 0;
+}
+
+/* For every query, at k: the and-or hits are the AND hits (same order, same scores), then the
+ * OR ranking's hits that AND lacks, in the OR ranking's order, up to k in all. */
+static void and_or_is_and_then_or(cls_engine *e, const cls_batch *b, uint32_t k, int *completed)
+{
+    cls_results *ra = search(e, b, CLS_MODE_AND, k), *ro = search(e, b, CLS_MODE_OR, CLS_MAX_K),
+                *rao = search(e, b, CLS_MODE_AND_OR, k);
+    for (size_t i = 0; i < cls_batch_count(b); i++) {
+        size_t na, no, n;
+        const uint32_t *da, *dor, *d;
+        const float *sa, *so, *s;
+        cls_results_get(ra, i, &na, &da, &sa);
+        cls_results_get(ro, i, &no, &dor, &so);
+        cls_results_get(rao, i, &n, &d, &s);
+        const char *qid = cls_batch_qid(b, i);
+        ck_assert_msg(n == (no < k ? no : k), "%s k %u: %zu hits, OR has %zu", qid, k, n, no);
+        for (size_t j = 0; j < na; j++)
+            ck_assert_msg(d[j] == da[j] && s[j] == sa[j], "%s k %u: hit %zu is not AND's", qid, k, j);
+        size_t at = na;
+        for (size_t j = 0; j < no && at < n; j++) {
+            if (holds(ra, i, dor[j])) continue;
+            ck_assert_msg(d[at] == dor[j] && s[at] == so[j], "%s k %u: hit %zu is not OR's next", qid, k, at);
+            at++;
+        }
+        ck_assert_uint_eq(at, n);
+        if (na > 0 && n > na) (*completed)++;
+    }
+    cls_results_free(ra);
+    cls_results_free(ro);
+    cls_results_free(rao);
+}
+
+START_TEST(and_or_is_and_completed_by_or)
+{
+    cls_index *idx = random_index(5, 2000, 300);
+    cls_batch *b = random_queries(idx, 9, 150, 300);
+    const char *devs[] = {"ref", device()};
+    for (int i = 0; i < 2; i++) {
+        cls_engine *e;
+        ck_assert_msg(cls_engine_create(idx, devs[i], &e) == CLS_OK, "%s", cls_last_error());
+        int completed = 0;
+        and_or_is_and_then_or(e, b, 10, &completed);
+        and_or_is_and_then_or(e, b, 200, &completed);
+        ck_assert_msg(completed > 0, "%s: no query had both AND hits and OR completions", devs[i]);
+        cls_engine_free(e);
+    }
+    cls_batch_free(b);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* ---- the batch planner ------------------------------------------------------------------------- */
+
+/* Budgets from "one query a batch" up: the device cuts the search into batches and the results
+ * stay those of the reference. */
+START_TEST(budget_splits_batches)
+{
+    cls_index *idx = random_index(21, 2500, 300);
+    cls_batch *b = random_queries(idx, 4, 120, 300);
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    clx_engine *cx = engine_clx(dev);
+    ck_assert_ptr_nonnull(cx);
+    const uint64_t budgets[] = {1, 16 << 10, 64 << 10};
+    for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++) {
+        clx_set_budget(cx, budgets[i]);
+        for (int m = 0; m < CLS_NUM_MODES; m++) {
+            same_as_ref(dev, ref, b, (cls_mode)m, 100);
+            const cls_profile_step *st;
+            uint32_t batches;
+            size_t n = cls_engine_profile(dev, &st, &batches);
+            ck_assert_uint_gt(n, 0);
+            if (i == 0) ck_assert_uint_eq(batches, cls_batch_count(b)); /* one query a batch */
+            else ck_assert_uint_gt(batches, 1);
+        }
+    }
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_batch_free(b);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* The plan, without a device: every batch respects the query limit and the budget (unless it
+ * holds one query), batches tile the queries in order, and a term shared by queries of a batch
+ * is decoded once. */
+START_TEST(plan_respects_limits)
+{
+    cls_index *idx = random_index(8, 1500, 200);
+    cls_batch *b = random_queries(idx, 6, 300, 200);
+    batch_plan pl;
+    ck_assert_int_eq(plan_init(&pl, idx), CLS_OK);
+    const plan_limits lims[] = {{.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 7},
+                                {.budget = 200 << 10, .max_alloc = UINT64_MAX, .max_queries = 1024},
+                                {.budget = UINT64_MAX, .max_alloc = 64 << 10, .max_queries = 1024}};
+    for (int m = 0; m < CLS_NUM_MODES; m++)
+        for (size_t l = 0; l < sizeof lims / sizeof *lims; l++) {
+            uint64_t q0 = 0;
+            unsigned nbatches = 0;
+            while (q0 < cls_batch_count(b)) {
+                plan_begin(&pl, query_algo_for(m), 10, &lims[l], q0);
+                int added = 1;
+                while (added && q0 + pl.nq < cls_batch_count(b)) ck_assert_int_eq(plan_add(&pl, b, &added), CLS_OK);
+                ck_assert_uint_ge(pl.nq, 1);
+                ck_assert_uint_le(pl.nq, lims[l].max_queries);
+                if (pl.nq > 1) {
+                    ck_assert_uint_le(pl.bytes, lims[l].budget);
+                    ck_assert_uint_le(pl.dec * 4, lims[l].max_alloc);
+                }
+                /* no block decoded twice, none landing on another's slots, all within dec */
+                uint8_t *seen = calloc(idx->num_blocks + 1, 1), *used = calloc(pl.dec / idx->block_size + 1, 1);
+                for (uint32_t t = 0; t < pl.ntasks; t++) {
+                    const abi_task *tk = &pl.tasks[t];
+                    ck_assert_uint_lt(tk->block, idx->num_blocks);
+                    ck_assert_uint_eq(tk->dst % idx->block_size, 0);
+                    ck_assert_uint_lt(tk->dst, pl.dec);
+                    ck_assert_msg(!seen[tk->block] && !used[tk->dst / idx->block_size], "block %u planned twice", tk->block);
+                    seen[tk->block] = used[tk->dst / idx->block_size] = 1;
+                }
+                free(seen);
+                free(used);
+                for (uint32_t i = 0; i < pl.nq; i++) ck_assert_uint_le(pl.queries[i].num_terms, 6);
+                size_t words;
+                uint32_t qb, tb;
+                ck_assert_int_eq(plan_finish(&pl, &words, &qb, &tb), CLS_OK);
+                for (uint32_t t = 0; t < idx->num_terms; t++) ck_assert_uint_eq(pl.slot[t], 0);
+                q0 += pl.nq;
+                nbatches++;
+            }
+            ck_assert_uint_eq(q0, cls_batch_count(b));
+            if (l == 0) ck_assert_uint_eq(nbatches, (cls_batch_count(b) + 6) / 7);
+            else ck_assert_uint_gt(nbatches, 1);
+        }
+    plan_free(&pl);
+    cls_batch_free(b);
+    cls_index_close(idx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("query");
+    TCase *tc = tcase_create("algorithms");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, each_algorithm_matches_its_reference, 0, CLS_NUM_MODES);
+    tcase_add_test(tc, unknown_mode_is_refused);
+    tcase_add_test(tc, and_or_is_and_completed_by_or);
+    tcase_add_test(tc, budget_splits_batches);
+    tcase_add_test(tc, plan_respects_limits);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run_suite(suite()); }
