@@ -284,7 +284,7 @@ START_TEST(search_errors)
         expect_fail(rc, err, 2, needle, NULL, run, "bad -k");
     }
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -m xor -o '%s'", idx, topics, run);
-    expect_fail(rc, err, 2, "mode must be 'and' or 'or', not 'xor'", NULL, run, "-m xor");
+    expect_fail(rc, err, 2, "unknown query mode 'xor' (or, and, and-or)", NULL, run, "-m xor");
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -f csv -o '%s'", idx, topics, run);
     expect_fail(rc, err, 2, "unknown topics format 'csv'", NULL, run, "-f csv");
     rc = cli(&err, "search -x '%s' -d ref -o '%s'", idx, run);
@@ -558,7 +558,7 @@ START_TEST(build_failure_shows_log)
     const char *src = getenv("CLS_SOURCE_DIR");
     ck_assert(src != NULL);
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cp -r '%s/cl' '%s' && echo 'this_is_not_opencl x;' >> '%s/score.cl'", src, wp("badcl"),
+    snprintf(cmd, sizeof cmd, "cp -r '%s/cl' '%s' && echo 'this_is_not_opencl x;' >> '%s/or.cl'", src, wp("badcl"),
              wp("badcl"));
     ck_assert_int_eq(system(cmd), 0);
     setenv("CLSEARCH_KERNEL_DIR", wp("badcl"), 1);
