@@ -1,6 +1,6 @@
 /* Posting-list codecs, the reference (plain C) side: how one stream of a block (its n-1 docID
- * gaps, or its n frequencies minus one) becomes 32-bit words and back. cl/decode.cl holds the
- * device twin of every decoder; docs/FORMAT.md specifies each layout.
+ * gaps, or its n frequencies minus one) becomes 32-bit words and back. Each codec's device twin
+ * is its kernel fragment cl/codec_<name>.cl; docs/FORMAT.md specifies each layout.
  *
  * A stream is coded on its own: its words start at a word boundary and the decoder needs
  * only the words, the value count n (0..IDX_MAX_BLOCK) and the parameter word the encoder

@@ -31,7 +31,7 @@
  * Bound. With the 90% rule a child node of m values has at most floor(m/10) exceptions, so
  * the child nodes of a block hold at most 2e + 4*floor(e/10) + 8*floor(e/100) < 2.5n values
  * in all (e <= n the top's exceptions). The format caps that sum at 3n: the device keeps every
- * child node's values in local memory (3 * BLOCK_SIZE words, cl/decode.cl), and the decoder
+ * child node's values in local memory (3 * BLOCK_SIZE words, cl/codec_pfor.cl), and the decoder
  * rejects a tree beyond it. A tree has at most 2^(D+1) - 1 = 15 nodes.
  *
  * The reference decoder accepts only what an encoder could have written and the device can

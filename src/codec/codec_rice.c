@@ -22,7 +22,7 @@
  * So the r-th one bit (r counted from 0) of the unary part ends value r, at bit position
  * pos_r, and q_r = pos_r - pos_{r-1} - 1 (pos_{-1} = -1). Value r = q_r << k | low_r.
  *
- * The device (cl/decode.cl) counts the ones per word, turns the counts into ranks with a
+ * The device (cl/codec_rice.cl) counts the ones per word, turns the counts into ranks with a
  * work-group prefix sum, then each work-item writes the bit position of each one in its words
  * into pos[rank] (the compaction); q follows from neighbouring positions.
  *

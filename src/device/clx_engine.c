@@ -144,10 +144,10 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
      * query kernels only on the device's parameters, so each caches on its own and a new
      * codec costs only the small decode build. */
     char dopts[256], qopts[512], dnote[4400], qnote[4400];
-    static const char *const dec_files[] = {"decode.cl", NULL};
+    const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL};
     static const char *const query_files[] = {"intersect.cl", "score.cl", "topk.cl", NULL};
-    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DCODEC=%d -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u",
-             idx->block_size, (int)idx->codec, idx->pfor_depth, e->prm.wg_scan_algo);
+    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u",
+             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo);
     snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");

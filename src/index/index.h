@@ -17,6 +17,7 @@
 
 #include "cl/abi.h"
 #include "clsearch.h"
+#include "codec/codec.h" /* the index's codec: its descriptor, decoder and kernel fragment */
 
 #define IDX_MAGIC "CLSIDX\r\n" /* the CR-LF catches text-mode mangling */
 #define IDX_VERSION 2u
