@@ -5,18 +5,9 @@
 /* optpfd (src/codec/codec_optpfd.c): param = b | hb << 6 | e << 12; one bit stream of n
  * slots of b bits, e positions of pw = width(n-1) bits, e high parts of hb bits. Each
  * work-item unpacks its slots; after a barrier, work-item i < e ORs high_i << b into slot
- * pos_i (positions are distinct, so no two work-items write the same slot). */
+ * pos_i (positions are distinct, so no two work-items write the same slot). Positions and
+ * high parts sit at arbitrary bit offsets: bits_at (common.cl) reads them. */
 #define DECODE_SCRATCH 1
-/* bw bits at bit offset `bit` of w (bits_get with a bit offset instead of an index). */
-inline uint bits_at(__global const uint *w, uint bit, uint bw)
-{
-    if (bw == 0) return 0;
-    uint wi = bit >> 5, sh = bit & 31;
-    ulong x = w[wi];
-    if (sh + bw > 32) x |= (ulong)w[wi + 1] << 32;
-    x >>= sh;
-    return bw == 32 ? (uint)x : (uint)x & ((1u << bw) - 1u);
-}
 inline void decode_stream(__global const uint *w, uint n, uint param, __local uint *vals, __local uint *scratch)
 {
     uint lid = get_local_id(0);

@@ -21,7 +21,7 @@
  *     puts a barrier after it before reading vals; scratch[0..DECODE_SCRATCH) is its own for
  *     the call;
  *   - it may use the build options (BLOCK_SIZE, PFOR_DEPTH: defaults where the fragment needs
- *     them) and common.cl's helpers (bits_get, wg_scan_incl), nothing of decode.cl.
+ *     them) and common.cl's helpers (bits_get, bits_at, wg_scan_incl), nothing of decode.cl.
  * src/codec/codec_<name>.c holds each decoder's plain-C twin; docs/FORMAT.md the layouts.
  * Streams reaching the device were verified on the host when the index was opened, so
  * nothing here bounds-checks.
