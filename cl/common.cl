@@ -22,18 +22,25 @@
 #define WG_TOPK 256      /* work-items per query in topk_select */
 #endif
 
-/* Value i of a stream of bw-bit values packed LSB-first in 32-bit words (src/codec_bp.c:
- * bp_get is the reference). A value may straddle two words; bw 0 holds nothing. */
-inline uint bits_get(__global const uint *w, uint i, uint bw)
+/* The one bit reader of the device decoders. Streams pack bits LSB-first in 32-bit words (bit
+ * j is bit j % 32 of word j / 32).
+ *
+ * bits_at: the bw bits (0..32) at bit offset `bit` of w; they may straddle two words, and bw 0
+ * reads nothing (src/codec/codec_bp.c: bp_get_bits is the reference). Bit offsets within a
+ * stream stay far below 2^32 (a stream is at most 4 * BLOCK_SIZE + 64 words: codec.h's
+ * cdc_max_words), so uint arithmetic does not overflow. */
+inline uint bits_at(__global const uint *w, uint bit, uint bw)
 {
     if (bw == 0) return 0;
-    uint bit = i * bw; /* i < BLOCK_SIZE and bw <= 32: no overflow */
     uint wi = bit >> 5, sh = bit & 31;
     ulong x = w[wi];
     if (sh + bw > 32) x |= (ulong)w[wi + 1] << 32;
     x >>= sh;
     return bw == 32 ? (uint)x : (uint)x & ((1u << bw) - 1u);
 }
+
+/* bits_get: value i of a stream of bw-bit values (bp_get is the reference). */
+inline uint bits_get(__global const uint *w, uint i, uint bw) { return bits_at(w, i * bw, bw); }
 
 /* ---- Work-group prefix sum: the primitive under decoding, intersection and top-k -------
  *

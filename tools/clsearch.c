@@ -26,6 +26,7 @@
 
 #include "bench.h"
 #include "clsearch.h"
+#include "codec/codec.h"
 
 static const char *prog = "clsearch";
 
@@ -537,7 +538,7 @@ static int cmd_stats(int argc, char **argv)
            "avg doc length   %.2f\ncodec            %s (block size %u",
            st.num_docs, st.num_terms, (unsigned long long)st.num_postings, (unsigned long long)st.num_tokens,
            st.avg_doc_len, cls_codec_name(st.codec), st.block_size);
-    if (st.codec == CLS_CODEC_PFOR) printf(", exception depth %u", st.pfor_depth);
+    if (cdc_get(st.codec) && cdc_get(st.codec)->uses_depth) printf(", exception depth %u", st.pfor_depth);
     printf(")\nblocks           %llu\npostings bytes   %llu (%.2f bits per posting)\nfile bytes       %llu\n"
            "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n\n",
            (unsigned long long)st.num_blocks, (unsigned long long)st.postings_bytes,
@@ -867,13 +868,28 @@ static int cmd_ciff_export(int argc, char **argv)
     return 0;
 }
 
+/* The codec names from the codec table, "raw|bp|pfor|optpfd|rice", for the usage lines. */
+static const char *codec_names(char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CLS_NUM_CODECS && at < len; c++) {
+        int k = snprintf(buf + at, len - at, "%s%s", c ? "|" : "", cls_codec_name((cls_codec)c));
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+    return buf;
+}
+
 static void help(void)
 {
+    char codecs[256];
+    codec_names(codecs, sizeof codecs);
     printf("clsearch %s: query processing on OpenCL devices\n\n"
            "  clsearch devices [-v]                       list OpenCL platforms and devices\n"
            "  clsearch index -c {jsonl,beir,html,trec,smart,files} -o INDEX INPUT...\n"
            "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
-           "                  [--threads N] [--codec raw|bp|pfor|optpfd|rice] [--block 64|128|256|512]\n"
+           "                  [--threads N] [--codec %s] [--block 64|128|256|512]\n"
            "                  [--pfor-depth 0..3] [-q] [-v]\n"
            "                  files: a folder tree, archive (.tar[.gz|.xz|...], .zip) or file of plain text,\n"
            "                  docno = relative path (%%XX-escaped), *.gz decompressed, binary files skipped;\n"
@@ -882,11 +898,11 @@ static void help(void)
            "  clsearch search -x INDEX -q TOPICS [-f {auto,tsv,anserini,trec,smart,mq}] [-k K] [-m MODE]\n"
            "                  [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [-v]\n"
            "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto)\n",
-           cls_version());
+           cls_version(), codecs);
     for (cls_mode m = 0; cls_mode_name(m); m++)
         printf("                  -m %-7s %s%s\n", cls_mode_name(m), cls_mode_help(m), m == CLS_MODE_OR ? " (default)" : "");
     printf("  clsearch stats INDEX [--codecs]             sizes; --codecs: every codec and block size\n"
-           "  clsearch recode INDEX -o OUT [--codec raw|bp|pfor|optpfd|rice] [--block 64|128|256|512]\n"
+           "  clsearch recode INDEX -o OUT [--codec %s] [--block 64|128|256|512]\n"
            "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"
            "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
            "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv\n"
@@ -922,8 +938,14 @@ static void help(void)
            "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"
            "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE]\n"
            "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
-           "  clsearch tune --list                        the registry of tunable parameters\n\n"
-           "Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
+           "  clsearch tune --list                        the registry of tunable parameters\n\n",
+           codecs);
+    printf("Codecs (--codec):\n");
+    for (int c = 0; c < CLS_NUM_CODECS; c++) {
+        const cdc_codec *d = cdc_get((cls_codec)c);
+        printf("  %-8s %s\n", d->name, d->help);
+    }
+    printf("\nEnvironment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
            "(kernel sources instead of the embedded ones), CLSEARCH_TUNING (tuning file; 'none' ignores it;\n"
            "default CACHE_DIR/tuning.json), CLSEARCH_PARAMS (NAME=VALUE,... over the tuned values).\n");
 }

@@ -1,6 +1,6 @@
 /* Posting-list codecs, the reference (plain C) side: how one stream of a block (its n-1 docID
- * gaps, or its n frequencies minus one) becomes 32-bit words and back. cl/decode.cl holds the
- * device twin of every decoder; docs/FORMAT.md specifies each layout.
+ * gaps, or its n frequencies minus one) becomes 32-bit words and back. Each codec's device twin
+ * is its kernel fragment cl/codec_<name>.cl; docs/FORMAT.md specifies each layout.
  *
  * A stream is coded on its own: its words start at a word boundary and the decoder needs
  * only the words, the value count n (0..IDX_MAX_BLOCK) and the parameter word the encoder
@@ -41,20 +41,37 @@ uint32_t cdc_encode(cls_codec c, const uint32_t *v, uint32_t n, uint32_t list_pa
 int cdc_decode(cls_codec c, const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, unsigned depth,
                uint32_t *out, uint32_t *used);
 
-/* Per-codec entry points (codec_<name>.c), dispatched by the two functions above. */
-uint32_t cdc_raw_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out);
-int cdc_raw_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out, uint32_t *used);
-uint32_t cdc_bp_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out);
-int cdc_bp_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out, uint32_t *used);
-uint32_t cdc_pfor_list_param(const uint32_t *v, uint64_t n);
-uint32_t cdc_pfor_encode(const uint32_t *v, uint32_t n, uint32_t list_width, unsigned depth, uint32_t *param,
-                         uint32_t *out);
-int cdc_pfor_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, unsigned depth, uint32_t *out,
-                    uint32_t *used);
-uint32_t cdc_optpfd_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out);
-int cdc_optpfd_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out,
-                      uint32_t *used);
-uint32_t cdc_rice_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out);
-int cdc_rice_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out, uint32_t *used);
+/* ---- The codec table (codec.c) -------------------------------------------------------------
+ *
+ * A codec is one file src/codec/codec_<name>.c holding its encoder, its strict decoder and its
+ * descriptor, `const cdc_codec cdc_codec_<name>`, plus its device decoder cl/codec_<name>.cl;
+ * codec.c's table lists the descriptors in cls_codec order (its head says how to add one) and
+ * every function above dispatches through it. */
+
+/* Encodes v[0..n) as cdc_encode does (list_param and depth may be ignored). */
+typedef uint32_t cdc_encode_fn(const uint32_t *v, uint32_t n, uint32_t list_param, unsigned depth, uint32_t *param,
+                               uint32_t *out);
+/* Decodes as cdc_decode does, n <= CDC_MAX_N already checked (depth may be ignored). */
+typedef int cdc_decode_fn(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, unsigned depth,
+                          uint32_t *out, uint32_t *used);
+/* The list-wide parameter over a whole list's stream values v[0..n). */
+typedef uint32_t cdc_list_param_fn(const uint32_t *v, uint64_t n);
+
+typedef struct cdc_codec {
+    const char *name;              /* as --codec takes it and cls_codec_name gives it */
+    const char *help;              /* one line for the command's help */
+    cdc_encode_fn *encode;
+    cdc_decode_fn *decode;
+    cdc_list_param_fn *list_param; /* NULL: the codec has none (cdc_list_param gives 0) */
+    int uses_depth;                /* whether the index's pfor depth shapes its streams */
+    const char *kernel;            /* its device decoder: a file of cl/, "codec_<name>.cl" */
+} cdc_codec;
+
+/* Codec c's descriptor (a row of codec.c's table); NULL for a value outside cls_codec. */
+const cdc_codec *cdc_get(cls_codec c);
+
+/* The kernel fragment of codec c (cl/decode.cl says what it defines), which the decode
+ * program compiles ahead of decode.cl; NULL for a value outside cls_codec. */
+const char *cdc_kernel_file(cls_codec c);
 
 #endif

@@ -1,4 +1,5 @@
-/* Bit-packing, the reference (plain C) side. cl/common.cl's bits_get() is its device twin. */
+/* Bit-packing, the reference (plain C) side. cl/common.cl's bits_at() and bits_get() are the
+ * device twins of bp_get_bits() and bp_get(). */
 #include "codec/codec_bp.h"
 #include "codec/codec.h"
 
@@ -48,7 +49,8 @@ void bp_pack_low(const uint32_t *v, uint32_t n, unsigned bw, uint32_t *out)
 uint32_t bp_get(const uint32_t *w, uint32_t i, unsigned bw) { return bp_get_bits(w, (uint64_t)i * bw, bw); }
 
 /* bp as a stream codec: parameter = the bit width (0..32), then n values packed. */
-uint32_t cdc_bp_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out)
+static uint32_t bp_encode(const uint32_t *v, uint32_t n, uint32_t list_param, unsigned depth, uint32_t *param,
+                          uint32_t *out)
 {
     unsigned bw = bp_width(v, n);
     bp_pack(v, n, bw, out);
@@ -56,7 +58,8 @@ uint32_t cdc_bp_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t 
     return bp_words(n, bw);
 }
 
-int cdc_bp_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out, uint32_t *used)
+static int bp_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, unsigned depth, uint32_t *out,
+                     uint32_t *used)
 {
     if (param > 32 || avail != bp_words(n, param)) return -1;
     *used = avail;
@@ -81,3 +84,13 @@ int cdc_bp_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param,
     /* the last word's bits past the last value are padding, written as zeros */
     return buf != 0 ? -1 : 0;
 }
+
+const cdc_codec cdc_codec_bp = {
+    .name = "bp",
+    .help = "bit-packing, one bit width per block and stream",
+    .encode = bp_encode,
+    .decode = bp_decode,
+    .list_param = NULL,
+    .uses_depth = 0,
+    .kernel = "codec_bp.cl",
+};

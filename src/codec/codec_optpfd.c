@@ -45,7 +45,8 @@ static unsigned width_of(uint32_t x)
     return w;
 }
 
-uint32_t cdc_optpfd_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out)
+static uint32_t optpfd_encode(const uint32_t *v, uint32_t n, uint32_t list_param, unsigned depth, uint32_t *param,
+                              uint32_t *out)
 {
     /* cnt[w]: values of width exactly w; the exceptions at slot width b are those wider than b. */
     uint32_t cnt[33] = {0};
@@ -85,8 +86,8 @@ uint32_t cdc_optpfd_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint3
     return (uint32_t)best_words;
 }
 
-int cdc_optpfd_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out,
-                      uint32_t *used)
+static int optpfd_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, unsigned depth, uint32_t *out,
+                         uint32_t *used)
 {
     unsigned b = param & OPD_FIELD, hb = (param >> 6) & OPD_FIELD;
     uint32_t e = (param >> 12) & OPD_E_MAX;
@@ -108,3 +109,13 @@ int cdc_optpfd_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t pa
     *used = avail;
     return 0;
 }
+
+const cdc_codec cdc_codec_optpfd = {
+    .name = "optpfd",
+    .help = "PForDelta with each block's size-minimizing width (OptPFD)",
+    .encode = optpfd_encode,
+    .decode = optpfd_decode,
+    .list_param = NULL,
+    .uses_depth = 0,
+    .kernel = "codec_optpfd.cl",
+};

@@ -23,7 +23,7 @@
  * Node word (the parameter, and each child's header): bits 0-7 b (0..32), bits 8-17 e
  * (0..m), bits 18-31 zero.
  *
- * Widths. cdc_pfor_list_param gives the list-wide width: the smallest b that at least
+ * Widths. pfor_list_param (cdc_list_param) gives the list-wide width: the smallest b that at least
  * ceil(90%) of the list's stream values fit. The top node uses it, or the block's largest
  * width if that is smaller (then the block has no exceptions and costs what bp costs; Ding
  * et al. would keep the list width). At depth 0 the top node takes the block's largest width.
@@ -31,7 +31,7 @@
  * Bound. With the 90% rule a child node of m values has at most floor(m/10) exceptions, so
  * the child nodes of a block hold at most 2e + 4*floor(e/10) + 8*floor(e/100) < 2.5n values
  * in all (e <= n the top's exceptions). The format caps that sum at 3n: the device keeps every
- * child node's values in local memory (3 * BLOCK_SIZE words, cl/decode.cl), and the decoder
+ * child node's values in local memory (3 * BLOCK_SIZE words, cl/codec_pfor.cl), and the decoder
  * rejects a tree beyond it. A tree has at most 2^(D+1) - 1 = 15 nodes.
  *
  * The reference decoder accepts only what an encoder could have written and the device can
@@ -69,8 +69,7 @@ static unsigned width90(const uint32_t *v, uint64_t n)
     return 32;
 }
 
-uint32_t cdc_pfor_list_param(const uint32_t *v, uint64_t n) { return width90(v, n); }
-
+static uint32_t pfor_list_param(const uint32_t *v, uint64_t n) { return width90(v, n); }
 
 static uint32_t child_encode(const uint32_t *v, uint32_t m, unsigned d, uint32_t *out);
 
@@ -107,8 +106,8 @@ static uint32_t child_encode(const uint32_t *v, uint32_t m, unsigned d, uint32_t
     return 1 + nw;
 }
 
-uint32_t cdc_pfor_encode(const uint32_t *v, uint32_t n, uint32_t list_width, unsigned depth, uint32_t *param,
-                         uint32_t *out)
+static uint32_t pfor_encode(const uint32_t *v, uint32_t n, uint32_t list_width, unsigned depth, uint32_t *param,
+                            uint32_t *out)
 {
     if (depth > PFOR_MAX_DEPTH) depth = PFOR_MAX_DEPTH; /* index_write allows 0..3 only */
     unsigned maxw = bp_width(v, n);
@@ -160,8 +159,8 @@ static int child_decode(reader *r, uint32_t m, unsigned d, uint32_t *out)
     return node_decode(r, m, PFOR_B(hdr), PFOR_E(hdr), d, out);
 }
 
-int cdc_pfor_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, unsigned depth, uint32_t *out,
-                    uint32_t *used)
+static int pfor_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, unsigned depth, uint32_t *out,
+                       uint32_t *used)
 {
     if (depth > PFOR_MAX_DEPTH || n > CDC_MAX_N || PFOR_RESERVED(param) != 0) return -1;
     reader r = {w, avail, 0, 3 * n};
@@ -169,3 +168,13 @@ int cdc_pfor_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t para
     *used = avail;
     return 0;
 }
+
+const cdc_codec cdc_codec_pfor = {
+    .name = "pfor",
+    .help = "PForDelta, one width per list, exceptions' high bits and positions coded recursively (--pfor-depth)",
+    .encode = pfor_encode,
+    .decode = pfor_decode,
+    .list_param = pfor_list_param,
+    .uses_depth = 1,
+    .kernel = "codec_pfor.cl",
+};

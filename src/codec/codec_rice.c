@@ -22,7 +22,7 @@
  * So the r-th one bit (r counted from 0) of the unary part ends value r, at bit position
  * pos_r, and q_r = pos_r - pos_{r-1} - 1 (pos_{-1} = -1). Value r = q_r << k | low_r.
  *
- * The device (cl/decode.cl) counts the ones per word, turns the counts into ranks with a
+ * The device (cl/codec_rice.cl) counts the ones per word, turns the counts into ranks with a
  * work-group prefix sum, then each work-item writes the bit position of each one in its words
  * into pos[rank] (the compaction); q follows from neighbouring positions.
  *
@@ -36,7 +36,8 @@
 #include <string.h>
 
 
-uint32_t cdc_rice_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_t *out)
+static uint32_t rice_encode(const uint32_t *v, uint32_t n, uint32_t list_param, unsigned depth, uint32_t *param,
+                            uint32_t *out)
 {
     unsigned best_k = 32;
     uint64_t best_words = UINT64_MAX, best_u = n;
@@ -66,7 +67,8 @@ uint32_t cdc_rice_encode(const uint32_t *v, uint32_t n, uint32_t *param, uint32_
     return nb + nu;
 }
 
-int cdc_rice_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, uint32_t *out, uint32_t *used)
+static int rice_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t param, unsigned depth, uint32_t *out,
+                       uint32_t *used)
 {
     unsigned k = param & 0xFFu;
     uint32_t U = param >> 8;
@@ -102,3 +104,13 @@ int cdc_rice_decode(const uint32_t *w, uint32_t avail, uint32_t n, uint32_t para
     *used = avail;
     return 0;
 }
+
+const cdc_codec cdc_codec_rice = {
+    .name = "rice",
+    .help = "Rice codes, unary and binary parts in separate bit arrays",
+    .encode = rice_encode,
+    .decode = rice_decode,
+    .list_param = NULL,
+    .uses_depth = 0,
+    .kernel = "codec_rice.cl",
+};

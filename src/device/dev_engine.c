@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec.h"
 #include "device/dev.h"
 #include "query/engine.h"
 #include "util/err.h"
@@ -64,10 +65,10 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     for (size_t i = 0; i < nalgo; i++) qfiles[nf++] = algos[i]->kernel_file;
     qfiles[nf++] = "topk.cl";
     qfiles[nf] = NULL;
-    static const char *const dec_files[] = {"decode.cl", NULL};
+    const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
     char dopts[256], qopts[512], dnote[4400], qnote[4400];
-    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DCODEC=%d -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u",
-             idx->block_size, (int)idx->codec, idx->pfor_depth, e->prm.wg_scan_algo);
+    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u", idx->block_size,
+             idx->pfor_depth, e->prm.wg_scan_algo);
     snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");

@@ -90,9 +90,11 @@ cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const 
                            float idf, const float *norm, uint32_t *vals, idx_block *blocks, idx_words *wb)
 {
     const uint32_t B = o->block_size;
-    /* List-wide parameters (pfor's width) over the very values the blocks will code. */
+    /* List-wide parameters (pfor's width) over the very values the blocks will code, for the
+     * codecs that have one (codec.h: cdc_codec.list_param); 0 for the others. */
+    const cdc_codec *cd = cdc_get(o->codec);
     uint32_t dlist = 0, flist = 0;
-    if (o->codec == CLS_CODEC_PFOR) {
+    if (cd && cd->list_param) {
         uint64_t m = 0;
         for (uint32_t i = 0; i < df; i++)
             if (i % B) vals[m++] = docs[i] - docs[i - 1] - 1;

@@ -1,0 +1,10 @@
+/* codec_bp.cl: bp's device decoder, the twin of src/codec/codec_bp.c; the decode
+ * program compiles it ahead of decode.cl, whose header gives the contract (DECODE_SCRATCH,
+ * decode_stream). */
+
+/* bp: param is the bit width. */
+#define DECODE_SCRATCH 1
+inline void decode_stream(__global const uint *w, uint n, uint param, __local uint *vals, __local uint *scratch)
+{
+    for (uint j = get_local_id(0); j < n; j += BLOCK_SIZE) vals[j] = bits_get(w, j, param);
+}

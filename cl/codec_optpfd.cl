@@ -1,0 +1,23 @@
+/* codec_optpfd.cl: optpfd's device decoder, the twin of src/codec/codec_optpfd.c; the decode
+ * program compiles it ahead of decode.cl, whose header gives the contract (DECODE_SCRATCH,
+ * decode_stream). */
+
+/* optpfd (src/codec/codec_optpfd.c): param = b | hb << 6 | e << 12; one bit stream of n
+ * slots of b bits, e positions of pw = width(n-1) bits, e high parts of hb bits. Each
+ * work-item unpacks its slots; after a barrier, work-item i < e ORs high_i << b into slot
+ * pos_i (positions are distinct, so no two work-items write the same slot). Positions and
+ * high parts sit at arbitrary bit offsets: bits_at (common.cl) reads them. */
+#define DECODE_SCRATCH 1
+inline void decode_stream(__global const uint *w, uint n, uint param, __local uint *vals, __local uint *scratch)
+{
+    uint lid = get_local_id(0);
+    uint b = param & 63u, hb = (param >> 6) & 63u, e = (param >> 12) & 0x3FFu;
+    for (uint j = lid; j < n; j += BLOCK_SIZE) vals[j] = bits_get(w, j, b);
+    /* No early return when e = 0, although it would be uniform: PoCL 3.1 (CPU, LLVM 15)
+     * miscompiled such a return ahead of this barrier (patches landed in the wrong values). */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint pw = n > 1 ? 32 - clz(n - 1) : 0;
+    uint pbase = n * b, hbase = pbase + e * pw;
+    for (uint i = lid; i < e; i += BLOCK_SIZE)
+        vals[bits_at(w, pbase + i * pw, pw)] |= bits_at(w, hbase + i * hb, hb) << b; /* e > 0: b < 32 */
+}
