@@ -69,6 +69,7 @@
 #include "index/index.h"
 #include "index/index_file.h"
 #include "index/index_write.h"
+#include "util/vec.h"
 
 #define GI_CHECK 256u   /* documents between saved generator states */
 #define GI_TF_BITS 5u   /* a posting: docID << 5 | tf, where tf 31 means "31 or more": escape */
@@ -130,7 +131,8 @@ typedef struct gi_worker {
     uint32_t *used; /* a document's distinct ranks (filling) */
     gi_rs *rs;      /* per rank */
     gi_esc *esc;    /* tf escapes, in the order written */
-    uint64_t nesc, esc_cap;
+    uint64_t nesc;
+    size_t esc_cap;
     idx_words wb;   /* encoding: this worker's words */
     uint64_t base;  /* where they go in the words section */
     uint32_t t0, t1; /* encoding: its terms [t0, t1) */
@@ -462,13 +464,8 @@ static cls_status gi_fill(gi_ctx *g, gi_worker *w)
                 continue;
             }
             post[s] = d << GI_TF_BITS | GI_TF_ESC;
-            if (w->nesc == w->esc_cap) {
-                uint64_t cap = w->esc_cap ? 2 * w->esc_cap : 4096;
-                gi_esc *e = realloc(w->esc, (size_t)cap * sizeof *e);
-                if (!e) return err_set(CLS_E_NOMEM, "generate: out of memory for large frequencies");
-                w->esc = e;
-                w->esc_cap = cap;
-            }
+            if (!vec_reserve(&w->esc, &w->esc_cap, w->nesc + 1, sizeof *w->esc))
+                return err_set(CLS_E_NOMEM, "generate: out of memory for large frequencies");
             w->esc[w->nesc++] = (gi_esc){s, tf, 0};
         }
         if ((d - d0) % GI_BATCH == GI_BATCH - 1) {
