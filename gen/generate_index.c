@@ -67,6 +67,7 @@
 #include "util/err.h"
 #include "gen.h"
 #include "index/index.h"
+#include "index/bm25.h"
 #include "index/index_file.h"
 #include "index/index_write.h"
 #include "util/vec.h"

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "device/clx.h"
+#include "index/bm25.h"
 #include "query/engine.h"
 #include "util/err.h"
 

@@ -13,6 +13,7 @@
 #include "codec/codec.h"
 #include "util/err.h"
 #include "index/index_file.h"
+#include "index/bm25.h"
 #include "util/vec.h"
 
 void cls_build_defaults(cls_build_opts *o)
