@@ -42,6 +42,7 @@
 #include "bench_hooks.h"
 #include "query/engine.h"
 #include "index/index.h"
+#include "util/vec.h"
 
 static int die(cls_status s, const char *what)
 {
@@ -164,7 +165,8 @@ int bench_decode(int argc, char **argv)
            "up GB/s", "check");
     double *t = malloc((reps > ref_reps ? reps : ref_reps) * sizeof *t);
     row *rows = NULL;
-    unsigned nrows = 0, rcap = 0;
+    unsigned nrows = 0;
+    size_t rcap = 0;
     int rc = 0;
     for (int a = optind; a < argc && !rc; a++) {
         cls_index *idx;
@@ -259,12 +261,7 @@ int bench_decode(int argc, char **argv)
                                 (unsigned long long)postings, bits, dev, name, variant, is_dev ? reps : ref_reps, f.med,
                                 f.min, f.max, gp, is_dev ? gbs : 0.0, ceiling, up, check);
                     fflush(stdout);
-                    if (nrows == rcap) {
-                        rcap = rcap ? 2 * rcap : 64;
-                        row *nr = realloc(rows, rcap * sizeof *nr);
-                        if (!nr) return die(CLS_E_NOMEM, "rows");
-                        rows = nr;
-                    }
+                    if (!vec_reserve(&rows, &rcap, (size_t)nrows + 1, sizeof *rows)) return die(CLS_E_NOMEM, "rows");
                     row *w = &rows[nrows++];
                     w->index = argv[a];
                     snprintf(w->codec, sizeof w->codec, "%s", cls_codec_name(idx->codec));

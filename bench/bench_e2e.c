@@ -24,6 +24,7 @@
 
 #include "bench.h"
 #include "clsearch.h"
+#include "util/vec.h"
 
 typedef struct topic_list {
     char **qid, **text;
@@ -33,14 +34,10 @@ typedef struct topic_list {
 static int on_topic(void *u, const char *qid, const char *text)
 {
     topic_list *t = u;
-    if (t->n == t->cap) {
-        size_t c = t->cap ? 2 * t->cap : 1024;
-        char **a = realloc(t->qid, c * sizeof *a), **b = a ? realloc(t->text, c * sizeof *b) : NULL;
-        if (a) t->qid = a;
-        if (!b) return 1;
-        t->text = b;
-        t->cap = c;
-    }
+    size_t qcap = t->cap, tcap = t->cap; /* the two arrays share t->cap */
+    if (!vec_reserve(&t->qid, &qcap, t->n + 1, sizeof *t->qid) || !vec_reserve(&t->text, &tcap, t->n + 1, sizeof *t->text))
+        return 1;
+    t->cap = qcap < tcap ? qcap : tcap;
     t->qid[t->n] = strdup(qid);
     t->text[t->n] = strdup(text);
     if (!t->qid[t->n] || !t->text[t->n]) return 1;
@@ -224,13 +221,8 @@ int bench_e2e(int argc, char **argv)
                            n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
                            up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3);
                     fflush(stdout);
-                    if (nrows == rows_cap) {
-                        size_t cap = rows_cap ? 2 * rows_cap : 64;
-                        e2e_row *nr = realloc(rows, cap * sizeof *nr);
-                        if (!nr) return failed(CLS_E_NOMEM, "keeping rows for the plots");
-                        rows = nr;
-                        rows_cap = cap;
-                    }
+                    if (!vec_reserve(&rows, &rows_cap, nrows + 1, sizeof *rows))
+                        return failed(CLS_E_NOMEM, "keeping rows for the plots");
                     e2e_row *row = &rows[nrows++];
                     snprintf(row->series, sizeof row->series, "%.40s-%s-k%u", dev, mode, p.k);
                     row->batch = B;

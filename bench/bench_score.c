@@ -14,7 +14,7 @@
  * or: score_or over BATCH queries of TERMS lists of LISTS postings each, into dense rows of
  * N = 4 x LISTS documents: each list holds one docID of each block of 4, so a query's lists
  * overlap at random. score_or zeroes the row, then adds one term's postings at a time.
- * Both: frequencies uniform in 1..16; norms k1 (1 - b + b dl / avgdl) (src/index.h: bm25_norm,
+ * Both: frequencies uniform in 1..16; norms k1 (1 - b + b dl / avgdl) (src/index/bm25.h: bm25_norm,
  * k1 0.9, b 0.4, dl uniform in 10..599, avgdl 300) per docID; weights uniform in 0.5..8 per
  * query term. A seeded PRNG (splitmix64) makes them. The inputs are laid out as the engine lays
  * out a batch (src/clx_engine.c): per query qinfo {first term, terms, candidate offset, flags},
@@ -60,6 +60,7 @@
 #include "clx_scan.h"
 #include "util/err.h"
 #include "index/index.h"
+#include "index/bm25.h"
 
 #define ROT_BYTES ((uint64_t)256 << 20)   /* the copies of the inputs total at least this */
 #define FLUSH_BYTES ((uint64_t)256 << 20) /* scratch written to evict caches */

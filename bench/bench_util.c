@@ -8,6 +8,7 @@
 
 #include "bench.h"
 #include "clsearch.h"
+#include "util/vec.h"
 
 #ifndef CLSEARCH_GIT
 #define CLSEARCH_GIT "unknown"
@@ -68,10 +69,6 @@ int bench_cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
             *len += (size_t)n;
             return 1;
         }
-        size_t c = (*cap ? *cap * 2 : 4096) + (size_t)n;
-        char *p = realloc(*buf, c);
-        if (!p) return 0;
-        *buf = p;
-        *cap = c;
+        if (!vec_reserve(buf, cap, *len + (size_t)n + 1, 1)) return 0;
     }
 }

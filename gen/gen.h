@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "clsearch.h"
+#include "generate.h"
 
 /* Limits that keep the output meaningful and memory bounded. Document ids have 8 digits. */
 #define GEN_MAX_DOCS 100000000u
@@ -115,14 +115,14 @@ static inline uint32_t cdf_search(const double *cdf, uint32_t n, double u) { ret
 /* ---- generate.c -------------------------------------------------------------------------- */
 
 /* CLS_E_ARG unless o's counts and model parameters are within the generator's limits. */
-cls_status gen_check_model(const cls_gen_opts *o);
+cls_status gen_check_model(const gen_opts *o);
 /* words (vocab x GEN_WORD_STRIDE, NUL-terminated) and lens: word i has frequency rank i. */
 cls_status gen_vocab(uint64_t seed, uint32_t vocab, char *words, uint8_t *lens);
 /* cdf[i] = P(rank <= i) under Zipf(s) over n ranks; the last entry is exactly 1. */
 void gen_cdf(double *cdf, uint32_t n, double s);
 /* Writes o->num_queries topics (qid<TAB>text, the Million Query length model) to path through a
  * temporary name in its folder, renamed when complete. */
-cls_status gen_topics_file(const cls_gen_opts *o, const char *words, const uint8_t *lens,
+cls_status gen_topics_file(const gen_opts *o, const char *words, const uint8_t *lens,
                            const double *cdf, const char *path);
 
 #endif

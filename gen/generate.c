@@ -36,7 +36,7 @@
  * what both need of the model is in gen.h, so the two cannot drift apart (test_generate checks
  * that the two indexes are byte-identical).
  */
-#include "clsearch.h"
+#include "generate.h"
 #include "util/err.h"
 #include "gen.h"
 
@@ -291,7 +291,7 @@ static void out_discard(gen_out *o)
 /* ---- Writers ------------------------------------------------------------------------------ */
 
 typedef struct gen_ctx {
-    const cls_gen_opts *o;
+    const gen_opts *o;
     const char *words; /* vocab_size x GEN_WORD_STRIDE, rank order */
     const uint8_t *lens;
     const double *cdf;
@@ -299,7 +299,7 @@ typedef struct gen_ctx {
 
 static cls_status write_corpus(const gen_ctx *g, gen_out *out)
 {
-    const cls_gen_opts *o = g->o;
+    const gen_opts *o = g->o;
     gen_len lm;
     gen_len_init(&lm, o->mean_doc_len);
     uint32_t max_len = lm.max_len;
@@ -333,7 +333,7 @@ static cls_status write_corpus(const gen_ctx *g, gen_out *out)
 
 static cls_status write_topics(const gen_ctx *g, gen_out *out)
 {
-    const cls_gen_opts *o = g->o;
+    const gen_opts *o = g->o;
     uint32_t v = o->vocab_size;
     /* The "head": top 0.1% of ranks (at least 1). A tail draw maps u into [cdf[head-1], 1), an
      * exact sample of the distribution conditioned on rank >= head, still one binary search. */
@@ -375,7 +375,7 @@ static cls_status write_topics(const gen_ctx *g, gen_out *out)
 
 /* ---- Public ------------------------------------------------------------------------------ */
 
-void cls_gen_defaults(cls_gen_opts *o)
+void gen_defaults(gen_opts *o)
 {
     o->seed = 42;
     o->num_docs = 20000;
@@ -385,13 +385,13 @@ void cls_gen_defaults(cls_gen_opts *o)
     o->mean_doc_len = 150.0;
 }
 
-static cls_status check_opts(const cls_gen_opts *o, const char *dir)
+static cls_status check_opts(const gen_opts *o, const char *dir)
 {
     if (!o || !dir || !*dir) return err_set(CLS_E_ARG, "generate: no options or no folder");
     return gen_check_model(o);
 }
 
-cls_status gen_check_model(const cls_gen_opts *o)
+cls_status gen_check_model(const gen_opts *o)
 {
     if (!o) return err_set(CLS_E_ARG, "generate: no options");
     if (o->num_docs == 0 || o->num_docs > GEN_MAX_DOCS)
@@ -411,7 +411,7 @@ cls_status gen_check_model(const cls_gen_opts *o)
     return CLS_OK;
 }
 
-cls_status cls_generate(const cls_gen_opts *o, const char *dir)
+cls_status gen_corpus(const gen_opts *o, const char *dir)
 {
     cls_status st = check_opts(o, dir);
     if (st != CLS_OK) return st;
@@ -459,7 +459,7 @@ cls_status gen_vocab(uint64_t seed, uint32_t vocab, char *words, uint8_t *lens)
 
 void gen_cdf(double *cdf, uint32_t n, double s) { make_cdf(cdf, n, s); }
 
-cls_status gen_topics_file(const cls_gen_opts *o, const char *words, const uint8_t *lens,
+cls_status gen_topics_file(const gen_opts *o, const char *words, const uint8_t *lens,
                            const double *cdf, const char *path)
 {
     /* out_open wants the folder and the name apart. */

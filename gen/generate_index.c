@@ -1,10 +1,10 @@
 /*
- * Generated collections straight into an index: cls_generate's documents, never written as text.
+ * Generated collections straight into an index: gen_corpus's documents, never written as text.
  *
  * The model is generate.c's, draw for draw (gen.h holds what both share): the same vocabulary,
  * the same document stream (one xoshiro256** sequence, stream 2, a document's two length draws
  * then one draw per token), the same Zipf ranks. So the index equals, byte for byte, the one
- * `clsearch index` builds from cls_generate's corpus.jsonl with the default analyzer (the
+ * `clsearch index` builds from gen_corpus's corpus.jsonl with the default analyzer (the
  * generated words are never stopwords and Porter leaves them as they are) and the same build
  * options, and the topics equal its topics.tsv. test_generate checks that.
  *
@@ -50,7 +50,7 @@
  * at the peak, while encoding.
  */
 #define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
-#include "clsearch.h"
+#include "generate.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -67,8 +67,10 @@
 #include "util/err.h"
 #include "gen.h"
 #include "index/index.h"
+#include "index/bm25.h"
 #include "index/index_file.h"
 #include "index/index_write.h"
+#include "util/vec.h"
 
 #define GI_CHECK 256u   /* documents between saved generator states */
 #define GI_TF_BITS 5u   /* a posting: docID << 5 | tf, where tf 31 means "31 or more": escape */
@@ -86,10 +88,10 @@
 #define GOV2_VOCAB 4000000u
 #define GOV2_MEAN_LEN 301.0
 
-cls_status cls_gen_scale(const char *name, cls_gen_opts *o)
+cls_status gen_scale(const char *name, gen_opts *o)
 {
     if (!name || !o) return err_set(CLS_E_ARG, "generate: no scale name or options");
-    cls_gen_defaults(o);
+    gen_defaults(o);
     if (strcmp(name, "small") == 0) return CLS_OK;
     if (strcmp(name, "medium") == 0 || strcmp(name, "gov2") == 0) {
         o->num_docs = name[0] == 'm' ? 2000000u : GOV2_DOCS;
@@ -130,14 +132,15 @@ typedef struct gi_worker {
     uint32_t *used; /* a document's distinct ranks (filling) */
     gi_rs *rs;      /* per rank */
     gi_esc *esc;    /* tf escapes, in the order written */
-    uint64_t nesc, esc_cap;
+    uint64_t nesc;
+    size_t esc_cap;
     idx_words wb;   /* encoding: this worker's words */
     uint64_t base;  /* where they go in the words section */
     uint32_t t0, t1; /* encoding: its terms [t0, t1) */
 } gi_worker;
 
 typedef struct gi_ctx {
-    const cls_gen_opts *o;
+    const gen_opts *o;
     const cls_build_opts *b;
     uint32_t N, V;
     unsigned T;
@@ -175,7 +178,7 @@ typedef struct gi_ctx {
     atomic_uint_fast64_t done;
     atomic_uint finished;
     atomic_int stop;
-    cls_gen_progress_fn progress;
+    gen_progress_fn progress;
     void *user;
 } gi_ctx;
 
@@ -462,13 +465,8 @@ static cls_status gi_fill(gi_ctx *g, gi_worker *w)
                 continue;
             }
             post[s] = d << GI_TF_BITS | GI_TF_ESC;
-            if (w->nesc == w->esc_cap) {
-                uint64_t cap = w->esc_cap ? 2 * w->esc_cap : 4096;
-                gi_esc *e = realloc(w->esc, (size_t)cap * sizeof *e);
-                if (!e) return err_set(CLS_E_NOMEM, "generate: out of memory for large frequencies");
-                w->esc = e;
-                w->esc_cap = cap;
-            }
+            if (!vec_reserve(&w->esc, &w->esc_cap, w->nesc + 1, sizeof *w->esc))
+                return err_set(CLS_E_NOMEM, "generate: out of memory for large frequencies");
             w->esc[w->nesc++] = (gi_esc){s, tf, 0};
         }
         if ((d - d0) % GI_BATCH == GI_BATCH - 1) {
@@ -865,9 +863,8 @@ static cls_status gi_check_folder(const char *path)
     return CLS_OK;
 }
 
-cls_status cls_generate_index_ex(const cls_gen_opts *o, const cls_build_opts *b, const char *index_path,
-                                 const char *topics_path, cls_gen_progress_fn progress, void *user,
-                                 cls_gen_index_info *info)
+cls_status gen_index_ex(const gen_opts *o, const cls_build_opts *b, const char *index_path,
+                        const char *topics_path, gen_progress_fn progress, void *user, gen_index_info *info)
 {
     if (!o || !b || !index_path || !*index_path)
         return err_set(CLS_E_ARG, "generate: no options or no index path");
@@ -952,8 +949,7 @@ out:
     return st;
 }
 
-cls_status cls_generate_index(const cls_gen_opts *o, const cls_build_opts *b, const char *index_path,
-                              const char *topics_path)
+cls_status gen_index(const gen_opts *o, const cls_build_opts *b, const char *index_path, const char *topics_path)
 {
-    return cls_generate_index_ex(o, b, index_path, topics_path, NULL, NULL, NULL);
+    return gen_index_ex(o, b, index_path, topics_path, NULL, NULL, NULL);
 }

@@ -30,6 +30,15 @@ extern "C" {
 #define CLSEARCH_VERSION_MINOR 1
 #define CLSEARCH_VERSION_PATCH 0
 
+/* Marks the library's interface: it is built with hidden visibility (-fvisibility=hidden), so
+ * libclsearch.so exports the functions declared with CLS_API and nothing else (the `symbols`
+ * test checks it). In a program using the library the attribute changes nothing. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CLS_API __attribute__((visibility("default")))
+#else
+#define CLS_API
+#endif
+
 /* ---- Status ------------------------------------------------------------------------------ */
 
 typedef enum cls_status {
@@ -48,11 +57,11 @@ typedef enum cls_status {
 } cls_status;
 
 /* A fixed, short description of a status ("invalid argument"). Never NULL. */
-const char *cls_status_str(cls_status s);
+CLS_API const char *cls_status_str(cls_status s);
 /* The detailed message of the last failed call in this thread ("" if none). */
-const char *cls_last_error(void);
+CLS_API const char *cls_last_error(void);
 /* "0.1.0" */
-const char *cls_version(void);
+CLS_API const char *cls_version(void);
 
 /* ---- Analysis ------------------------------------------------------------------------------ */
 
@@ -66,7 +75,7 @@ typedef struct cls_analyzer_opts {
     int stem;       /* Porter stemming */
 } cls_analyzer_opts;
 
-void cls_analyzer_defaults(cls_analyzer_opts *o);
+CLS_API void cls_analyzer_defaults(cls_analyzer_opts *o);
 
 /* ---- Corpora and topics -------------------------------------------------------------------- */
 
@@ -99,7 +108,7 @@ typedef int (*cls_doc_fn)(void *user, const char *docno, size_t docno_len, const
                           size_t text_len);
 
 /* Streams every document of path (a file or a folder) to fn, in a deterministic order. */
-cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user);
+CLS_API cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user);
 
 /* What the last cls_corpus_read or cls_corpus_read_ex of this thread passed over without
  * failing; only CLS_CORPUS_FILES passes anything over. */
@@ -107,7 +116,7 @@ typedef struct cls_corpus_counts {
     uint64_t skipped_binary; /* files skipped as binary: a NUL byte in their first 8 KiB */
     uint64_t truncated;      /* files indexed only up to their first 64 MiB */
 } cls_corpus_counts;
-void cls_corpus_last_counts(cls_corpus_counts *out);
+CLS_API void cls_corpus_last_counts(cls_corpus_counts *out);
 
 /* (advanced) Progress of a read: documents so far, input bytes consumed so far (compressed
  * bytes for compressed input) and the input's total size in bytes (0 when unknown). */
@@ -117,8 +126,8 @@ typedef void (*cls_progress_fn)(void *user, uint64_t docs, uint64_t bytes_done, 
  * 0.2 s have passed since the last call, and once at the end of a successful read (every
  * document, bytes_done == bytes_total). bytes_total is the input's size (a folder: the sum of
  * the sizes of the files the format reads; 0 for a pipe); bytes_done never goes down. */
-cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
-                              cls_progress_fn progress, void *progress_user);
+CLS_API cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
+                                      cls_progress_fn progress, void *progress_user);
 
 typedef enum cls_topics_format {
     CLS_TOPICS_TSV,     /* qid<TAB>text per line */
@@ -133,10 +142,10 @@ typedef enum cls_topics_format {
 typedef int (*cls_topic_fn)(void *user, const char *qid, const char *text);
 
 /* Streams every topic of path to fn (NUL-terminated strings, valid during the call). */
-cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn fn, void *user);
+CLS_API cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn fn, void *user);
 /* The format of a topics file guessed from its first non-blank line (TSV when unsure or
  * unreadable: the reader then reports the error). */
-cls_topics_format cls_topics_detect(const char *path);
+CLS_API cls_topics_format cls_topics_detect(const char *path);
 
 /* ---- Index building ------------------------------------------------------------------------ */
 
@@ -154,9 +163,9 @@ typedef enum cls_codec {
 #define CLS_NUM_CODECS 5
 
 /* "raw", "bp", "pfor", "optpfd", "rice"; NULL for an unknown value. */
-const char *cls_codec_name(cls_codec c);
+CLS_API const char *cls_codec_name(cls_codec c);
 /* The codec named name; CLS_E_ARG (with the valid names in the message) when unknown. */
-cls_status cls_codec_parse(const char *name, cls_codec *out);
+CLS_API cls_status cls_codec_parse(const char *name, cls_codec *out);
 
 /* How an index is laid out. */
 typedef struct cls_build_opts {
@@ -167,24 +176,24 @@ typedef struct cls_build_opts {
                           * thread. The index file is byte-identical for any value. */
 } cls_build_opts;
 
-void cls_build_defaults(cls_build_opts *o);
+CLS_API void cls_build_defaults(cls_build_opts *o);
 
 typedef struct cls_builder cls_builder;
 
-cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out);
+CLS_API cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out);
 /* Sets the layout and threads; before the first cls_builder_add. Checks every field. */
-cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o);
+CLS_API cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o);
 /* Adds one document; internal docIDs are assigned in the order of these calls. With threads > 1
  * the document is copied and analysed later by a worker thread: a failure there (out of memory)
  * is returned by a later cls_builder_add or by cls_builder_write, and from then on every call
  * returns it. A bad docno is refused at once, in either mode, and the builder stays usable. */
-cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
-                           size_t text_len);
+CLS_API cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
+                                   size_t text_len);
 /* Writes the index to path (through a temporary name, renamed when complete), after waiting for
  * every document added to be analysed. */
-cls_status cls_builder_write(cls_builder *b, const char *path);
+CLS_API cls_status cls_builder_write(cls_builder *b, const char *path);
 /* Stops and joins the builder's threads, whatever state it is in, and frees it. */
-void cls_builder_free(cls_builder *b);
+CLS_API void cls_builder_free(cls_builder *b);
 
 /* ---- Index -------------------------------------------------------------------------------- */
 
@@ -209,31 +218,31 @@ typedef struct cls_index_stats {
 /* (advanced) The size the postings of idx would take in codec c at block_size (re-encodes every
  * list; the index is unchanged): num_blocks, doc_bits, freq_bits, meta_bytes and postings_bytes
  * of st are filled, the rest as cls_index_get_stats. */
-cls_status cls_index_codec_stats(const cls_index *idx, cls_codec c, uint32_t block_size,
-                                 unsigned pfor_depth, cls_index_stats *st);
+CLS_API cls_status cls_index_codec_stats(const cls_index *idx, cls_codec c, uint32_t block_size,
+                                         unsigned pfor_depth, cls_index_stats *st);
 
 /* Opens and verifies an index file (bounds, checksums, internal consistency). */
-cls_status cls_index_open(const char *path, cls_index **out);
-void cls_index_close(cls_index *idx);
-void cls_index_get_stats(const cls_index *idx, cls_index_stats *st);
+CLS_API cls_status cls_index_open(const char *path, cls_index **out);
+CLS_API void cls_index_close(cls_index *idx);
+CLS_API void cls_index_get_stats(const cls_index *idx, cls_index_stats *st);
 /* The external identifier of internal docID doc (NUL-terminated), or NULL if out of range. */
-const char *cls_index_docno(const cls_index *idx, uint32_t doc);
+CLS_API const char *cls_index_docno(const cls_index *idx, uint32_t doc);
 /* The analyzer the index was built with. */
-void cls_index_analyzer(const cls_index *idx, cls_analyzer_opts *o);
+CLS_API void cls_index_analyzer(const cls_index *idx, cls_analyzer_opts *o);
 
 /* Writes idx again at path (through a temporary name) with o's codec, block size and pfor
  * depth; documents, dictionary and postings unchanged. o->threads is ignored. */
-cls_status cls_index_recode(const cls_index *idx, const cls_build_opts *o, const char *path);
+CLS_API cls_status cls_index_recode(const cls_index *idx, const cls_build_opts *o, const char *path);
 
 /* ---- Exchange: CIFF ------------------------------------------------------------------------- */
 
 /* Builds an index at index_path from a CIFF file (the Common Index File Format: a header,
  * postings lists and document records, each a length-delimited protobuf message). CIFF holds
  * analysed terms, so an records the analyzer that queries must use (NULL: the defaults). */
-cls_status cls_ciff_import(const char *ciff_path, const cls_analyzer_opts *an,
-                           const cls_build_opts *o, const char *index_path);
+CLS_API cls_status cls_ciff_import(const char *ciff_path, const cls_analyzer_opts *an,
+                                   const cls_build_opts *o, const char *index_path);
 /* Writes idx as CIFF (through a temporary name); description goes into the header. */
-cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const char *description);
+CLS_API cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const char *description);
 
 /* ---- Queries -------------------------------------------------------------------------------- */
 
@@ -241,14 +250,14 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
  * repeated terms become one term with a query weight equal to its count. */
 typedef struct cls_batch cls_batch;
 
-cls_status cls_batch_create(const cls_index *idx, cls_batch **out);
-cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text);
-void cls_batch_clear(cls_batch *b);
-size_t cls_batch_count(const cls_batch *b);
-const char *cls_batch_qid(const cls_batch *b, size_t i);
+CLS_API cls_status cls_batch_create(const cls_index *idx, cls_batch **out);
+CLS_API cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text);
+CLS_API void cls_batch_clear(cls_batch *b);
+CLS_API size_t cls_batch_count(const cls_batch *b);
+CLS_API const char *cls_batch_qid(const cls_batch *b, size_t i);
 /* Number of distinct known terms of query i after analysis (0: the query matches nothing). */
-size_t cls_batch_terms(const cls_batch *b, size_t i);
-void cls_batch_free(cls_batch *b);
+CLS_API size_t cls_batch_terms(const cls_batch *b, size_t i);
+CLS_API void cls_batch_free(cls_batch *b);
 
 /* ---- Engines ---------------------------------------------------------------------------- */
 
@@ -262,11 +271,11 @@ typedef enum cls_mode {
 #define CLS_NUM_MODES 3
 
 /* "or", "and", "and-or"; NULL for an unknown value. */
-const char *cls_mode_name(cls_mode m);
+CLS_API const char *cls_mode_name(cls_mode m);
 /* One line saying what mode m returns; NULL for an unknown value. */
-const char *cls_mode_help(cls_mode m);
+CLS_API const char *cls_mode_help(cls_mode m);
 /* The mode named name; CLS_E_ARG (with the valid names in the message) when unknown. */
-cls_status cls_mode_parse(const char *name, cls_mode *out);
+CLS_API cls_status cls_mode_parse(const char *name, cls_mode *out);
 
 typedef struct cls_search_params {
     uint32_t k;     /* results per query, 1 .. CLS_MAX_K */
@@ -276,35 +285,35 @@ typedef struct cls_search_params {
 
 #define CLS_MAX_K 100000u
 
-void cls_search_defaults(cls_search_params *p); /* k 1000, OR, k1 0.9, b 0.4 */
+CLS_API void cls_search_defaults(cls_search_params *p); /* k 1000, OR, k1 0.9, b 0.4 */
 
 typedef struct cls_engine cls_engine;
 
 /* device: "auto" (first GPU, else first CPU device), "gpu", "cpu", "ref" (plain-C reference
  * engine, no OpenCL), or "P:D" (platform and device indices as `clsearch devices` lists them).
  * NULL means $CLSEARCH_DEVICE, else "auto". The engine keeps idx; close idx after the engine. */
-cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engine **out);
-void cls_engine_free(cls_engine *e);
+CLS_API cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engine **out);
+CLS_API void cls_engine_free(cls_engine *e);
 /* One line naming the device, why it was chosen, the kernel variant and its parameters. */
-const char *cls_engine_describe(const cls_engine *e);
+CLS_API const char *cls_engine_describe(const cls_engine *e);
 /* Program build times of the last engine creation, for the verbose report. */
-void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache);
+CLS_API void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache);
 
 typedef struct cls_results cls_results;
 
-cls_status cls_results_create(cls_results **out);
-void cls_results_free(cls_results *r);
-size_t cls_results_count(const cls_results *r);
+CLS_API cls_status cls_results_create(cls_results **out);
+CLS_API void cls_results_free(cls_results *r);
+CLS_API size_t cls_results_count(const cls_results *r);
 /* Query i's hits in rank order: docs[j] and scores[j], j < *n. */
-void cls_results_get(const cls_results *r, size_t i, size_t *n, const uint32_t **docs,
-                     const float **scores);
+CLS_API void cls_results_get(const cls_results *r, size_t i, size_t *n, const uint32_t **docs,
+                             const float **scores);
 /* Compares two result sets: same docIDs in the same order and scores within rel_tol relative.
  * CLS_OK if equal, else CLS_E_MISMATCH with the first difference in cls_last_error(). */
-cls_status cls_results_compare(const cls_results *a, const cls_results *b, double rel_tol);
+CLS_API cls_status cls_results_compare(const cls_results *a, const cls_results *b, double rel_tol);
 
 /* Runs every query of batch; r receives one entry per query, in batch order. */
-cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
-                             cls_results *r);
+CLS_API cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
+                                     cls_results *r);
 
 /* (advanced) One step of a search's device time, from OpenCL profiling events, summed over the
  * search's batches. Steps are named by what runs: "upload" (query batches, and BM25 norms when k1
@@ -320,7 +329,7 @@ typedef struct cls_profile_step {
  * they first ran (valid until the engine's next search or its free), *batches (when not NULL)
  * the device batches the search was cut into; returns the number of steps. The reference engine
  * has none (0). */
-size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **steps, uint32_t *batches);
+CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **steps, uint32_t *batches);
 
 /* ---- Devices -------------------------------------------------------------------------------- */
 
@@ -341,58 +350,11 @@ typedef struct cls_device_info {
 } cls_device_info;
 
 /* Lists every device of every platform. *n is 0 (and CLS_OK) when no platform exists. */
-cls_status cls_devices_list(cls_device_info **out, size_t *n);
-void cls_devices_free(cls_device_info *list);
+CLS_API cls_status cls_devices_list(cls_device_info **out, size_t *n);
+CLS_API void cls_devices_free(cls_device_info *list);
 /* (advanced) The kernel parameters an engine on this device would use, and where they come
  * from (tuned-parameter database entry), as one line into buf. */
-void cls_device_params(const cls_device_info *d, char *buf, size_t len);
-
-/* ---- Generated collections (advanced) -------------------------------------------------------- */
-
-typedef struct cls_gen_opts {
-    uint64_t seed;
-    uint32_t num_docs;
-    uint32_t num_queries;
-    uint32_t vocab_size;
-    double zipf_s;       /* Zipf exponent of term frequencies */
-    double mean_doc_len; /* mean document length in tokens (log-normal lengths) */
-} cls_gen_opts;
-
-void cls_gen_defaults(cls_gen_opts *o);
-/* Writes dir/corpus.jsonl (JSONL collection) and dir/topics.tsv; deterministic for a seed. */
-cls_status cls_generate(const cls_gen_opts *o, const char *dir);
-
-/* A named scale: cls_gen_defaults, then for "small" nothing more (20,000 documents); "gov2":
- * 25,205,179 documents (TREC GOV2's count), a 4,000,000-word vocabulary, 301 tokens a document
- * on average, so ~238 distinct terms a document and ~6.0e9 postings, 10,000 queries; "medium":
- * gov2's model at 2,000,000 documents. CLS_E_ARG for another name. */
-cls_status cls_gen_scale(const char *name, cls_gen_opts *o);
-
-/* Generates o's collection straight into an index at index_path, with no text: the very index
- * that cls_generate's corpus.jsonl, indexed with the default analyzer and b, gives (byte for
- * byte), built by b->threads threads (0: all cores; the file is the same for any number).
- * topics_path (NULL: none) receives o->num_queries topics, cls_generate's topics.tsv. Each file
- * is written under a temporary name and renamed when complete, the index first. */
-cls_status cls_generate_index(const cls_gen_opts *o, const cls_build_opts *b, const char *index_path,
-                              const char *topics_path);
-
-/* (advanced) Progress of cls_generate_index_ex, from the calling thread, at most every 0.1 s:
- * phase "set-up" (vocabulary and document lengths: done/total documents), "counting", "filling"
- * (documents), "encoding" (postings), "gathering" (words), "writing" (0/0), "topics" (queries). */
-typedef void (*cls_gen_progress_fn)(void *user, const char *phase, uint64_t done, uint64_t total);
-
-typedef struct cls_gen_index_info {
-    uint32_t num_docs, num_terms;
-    uint64_t num_tokens, num_postings;
-    uint64_t num_words;  /* 32-bit words of coded postings */
-    unsigned threads;    /* worker threads used */
-    double seconds_setup, seconds_count, seconds_fill, seconds_encode, seconds_write, seconds_topics;
-} cls_gen_index_info;
-
-/* cls_generate_index with progress (NULL: none) and totals (info NULL: none). */
-cls_status cls_generate_index_ex(const cls_gen_opts *o, const cls_build_opts *b, const char *index_path,
-                                 const char *topics_path, cls_gen_progress_fn progress, void *user,
-                                 cls_gen_index_info *info);
+CLS_API void cls_device_params(const cls_device_info *d, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "index/index.h"
+#include "util/vec.h"
 #include "testutil.h"
 
 /* Analysis without stemming or stopwords: the test controls the terms exactly. */
@@ -163,11 +164,7 @@ typedef struct pb {
 
 static void pb_raw(pb *b, const void *s, size_t n)
 {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        ck_assert(b->p != NULL);
-    }
+    ck_assert(vec_reserve(&b->p, &b->cap, b->n + n, 1));
     if (n) memcpy(b->p + b->n, s, n);
     b->n += n;
 }

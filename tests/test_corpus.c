@@ -14,6 +14,7 @@
 
 #include "clsearch.h"
 #include "corpus/corpus.h"
+#include "util/vec.h"
 #include "testutil.h"
 
 /* ---- Collecting callbacks ---------------------------------------------------------------- */
@@ -47,12 +48,10 @@ static char *dupn(const char *s, size_t n)
 
 static void coll_add(coll *c, const char *id, size_t il, const char *t, size_t tl)
 {
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 16;
-        c->ids = realloc(c->ids, c->cap * sizeof *c->ids);
-        c->texts = realloc(c->texts, c->cap * sizeof *c->texts);
-        ck_assert(c->ids && c->texts);
-    }
+    size_t icap = c->cap, tcap = c->cap; /* the two arrays share c->cap */
+    ck_assert(vec_reserve(&c->ids, &icap, c->n + 1, sizeof *c->ids) &&
+              vec_reserve(&c->texts, &tcap, c->n + 1, sizeof *c->texts));
+    c->cap = icap < tcap ? icap : tcap;
     c->ids[c->n] = dupn(id, il);
     c->texts[c->n] = dupn(t, tl);
     c->n++;
@@ -608,12 +607,12 @@ static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     ck_assert_msg(f != NULL, "open %s", path);
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
+    size_t cap = 0, n = 0;
+    char *b = NULL;
+    ck_assert(vec_reserve(&b, &cap, 1 << 16, 1));
     for (size_t k; (k = fread(b + n, 1, cap - n, f)) > 0;) {
         n += k;
-        if (n == cap) b = realloc(b, cap *= 2);
-        ck_assert(b != NULL);
+        ck_assert(vec_reserve(&b, &cap, n + 1, 1));
     }
     fclose(f);
     *len = n;

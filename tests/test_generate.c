@@ -2,6 +2,7 @@
  * option checking and failure cleanup; and the same collection generated straight into an index
  * (equal to the text path's index, the scales, thread-count independence, the command). */
 #include "clsearch.h"
+#include "generate.h"
 #include "testutil.h"
 
 #include <cJSON.h>
@@ -22,9 +23,9 @@ static const char *const STOPWORDS[] = {
     "they", "this", "to",    "was",  "will",  "with"};
 
 /* Small options so each case runs in milliseconds. */
-static void small_opts(cls_gen_opts *o)
+static void small_opts(gen_opts *o)
 {
-    cls_gen_defaults(o);
+    gen_defaults(o);
     o->num_docs = 500;
     o->num_queries = 200;
     o->vocab_size = 2000;
@@ -75,17 +76,17 @@ static size_t count_lines(const char *s)
     return n;
 }
 
-static void gen_ok(const cls_gen_opts *o, const char *dir)
+static void gen_ok(const gen_opts *o, const char *dir)
 {
-    cls_status st = cls_generate(o, dir);
-    ck_assert_msg(st == CLS_OK, "cls_generate: %s: %s", cls_status_str(st), cls_last_error());
+    cls_status st = gen_corpus(o, dir);
+    ck_assert_msg(st == CLS_OK, "gen_corpus: %s: %s", cls_status_str(st), cls_last_error());
 }
 
 START_TEST(defaults)
 {
-    cls_gen_opts o;
+    gen_opts o;
     memset(&o, 0xff, sizeof o);
-    cls_gen_defaults(&o);
+    gen_defaults(&o);
     ck_assert_uint_eq(o.seed, 42);
     ck_assert_uint_eq(o.num_docs, 20000);
     ck_assert_uint_eq(o.num_queries, 1000);
@@ -97,7 +98,7 @@ END_TEST
 
 START_TEST(deterministic)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     const char *a = tu_tmp_path("gen_a"), *b = tu_tmp_path("gen_b"), *c = tu_tmp_path("gen_c");
     gen_ok(&o, a);
@@ -127,7 +128,7 @@ END_TEST
 /* Separate PRNG streams: more queries leave the corpus alone, and the first queries stay. */
 START_TEST(independent_streams)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     const char *a = tu_tmp_path("gen_a"), *b = tu_tmp_path("gen_b");
     gen_ok(&o, a);
@@ -175,7 +176,7 @@ static size_t check_words(const char *s, const char *where)
 
 START_TEST(corpus_shape)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     o.num_docs = 2000;
     o.mean_doc_len = 60;
@@ -233,7 +234,7 @@ END_TEST
 START_TEST(query_lengths)
 {
     static const double want[8] = {0.1863, 0.3684, 0.2699, 0.1161, 0.0398, 0.0130, 0.0037, 0.0027};
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     o.num_docs = 1;
     o.num_queries = 5000;
@@ -275,7 +276,7 @@ END_TEST
  * frequency of rank r falls like 1/r. */
 START_TEST(zipf_frequencies)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     o.num_docs = 1000;
     o.vocab_size = 1000;
@@ -339,7 +340,7 @@ END_TEST
 
 START_TEST(zero_queries_and_creates_parents)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     o.num_queries = 0;
     const char *base = tu_tmp_path("gen_parent");
@@ -365,7 +366,7 @@ START_TEST(invalid_options)
     ck_assert_int_eq(mkdir(dir, 0777), 0);
     const char *absent = tu_tmp_path("gen_absent");
     for (int i = 0; i < 8; i++) {
-        cls_gen_opts o;
+        gen_opts o;
         small_opts(&o);
         switch (i) {
         case 0: o.num_docs = 0; break;
@@ -377,18 +378,18 @@ START_TEST(invalid_options)
         case 6: o.mean_doc_len = NAN; break;
         case 7: o.vocab_size = 0; break;
         }
-        cls_status st = cls_generate(&o, dir);
+        cls_status st = gen_corpus(&o, dir);
         ck_assert_msg(st == CLS_E_ARG, "case %d: %s", i, cls_status_str(st));
         ck_assert_msg(cls_last_error()[0] != '\0', "case %d: no detail", i);
         ck_assert_int_eq(count_entries(dir), 0);
-        ck_assert_int_eq(cls_generate(&o, absent), CLS_E_ARG);
+        ck_assert_int_eq(gen_corpus(&o, absent), CLS_E_ARG);
         ck_assert_int_eq(count_entries(absent), -1); /* not even created */
     }
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
-    ck_assert_int_eq(cls_generate(NULL, dir), CLS_E_ARG);
-    ck_assert_int_eq(cls_generate(&o, NULL), CLS_E_ARG);
-    ck_assert_int_eq(cls_generate(&o, ""), CLS_E_ARG);
+    ck_assert_int_eq(gen_corpus(NULL, dir), CLS_E_ARG);
+    ck_assert_int_eq(gen_corpus(&o, NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_corpus(&o, ""), CLS_E_ARG);
     /* The smallest valid vocabulary works. */
     o.vocab_size = 100;
     gen_ok(&o, dir);
@@ -398,26 +399,26 @@ END_TEST
 
 START_TEST(unwritable)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     /* A folder below a regular file cannot be created, even by root. */
     const char *file = tu_tmp_path("gen_file");
     tu_write_file(file, "x", 1);
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/sub", file);
-    cls_status st = cls_generate(&o, dir);
+    cls_status st = gen_corpus(&o, dir);
     ck_assert_msg(st == CLS_E_IO, "%s", cls_status_str(st));
     ck_assert_msg(strstr(cls_last_error(), file) != NULL, "detail lacks the path: %s",
                   cls_last_error());
     /* The folder is an existing regular file. */
-    ck_assert_int_eq(cls_generate(&o, file), CLS_E_IO);
+    ck_assert_int_eq(gen_corpus(&o, file), CLS_E_IO);
     remove(file);
 
     /* A read-only folder (permissions do not bind root, so only checked for others). */
     if (geteuid() != 0) {
         const char *ro = tu_tmp_path("gen_ro");
         ck_assert_int_eq(mkdir(ro, 0555), 0);
-        st = cls_generate(&o, ro);
+        st = gen_corpus(&o, ro);
         ck_assert_msg(st == CLS_E_IO, "%s", cls_status_str(st));
         ck_assert_ptr_nonnull(strstr(cls_last_error(), ro));
         ck_assert_int_eq(count_entries(ro), 0);
@@ -429,7 +430,7 @@ END_TEST
 /* A write that fails half-way (here: the file-size limit, EFBIG) leaves no temporary behind. */
 START_TEST(write_failure_cleans_up)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     o.num_docs = 5000; /* ~1.5 MB of corpus */
     const char *dir = tu_tmp_path("gen_efbig");
@@ -440,7 +441,7 @@ START_TEST(write_failure_cleans_up)
     lim.rlim_cur = 64 * 1024;
     void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
-    cls_status st = cls_generate(&o, dir);
+    cls_status st = gen_corpus(&o, dir);
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, old_handler);
     ck_assert_msg(st == CLS_E_IO, "%s: %s", cls_status_str(st), cls_last_error());
@@ -451,13 +452,13 @@ START_TEST(write_failure_cleans_up)
 }
 END_TEST
 
-/* ---- Straight into an index (cls_generate_index) ---------------------------------------------- */
+/* ---- Straight into an index (gen_index) ---------------------------------------------- */
 
-static void gen_index_ok(const cls_gen_opts *o, const cls_build_opts *b, const char *idx, const char *topics,
-                         cls_gen_index_info *info)
+static void gen_index_ok(const gen_opts *o, const cls_build_opts *b, const char *idx, const char *topics,
+                         gen_index_info *info)
 {
-    cls_status st = cls_generate_index_ex(o, b, idx, topics, NULL, NULL, info);
-    ck_assert_msg(st == CLS_OK, "cls_generate_index: %s: %s", cls_status_str(st), cls_last_error());
+    cls_status st = gen_index_ex(o, b, idx, topics, NULL, NULL, info);
+    ck_assert_msg(st == CLS_OK, "gen_index: %s: %s", cls_status_str(st), cls_last_error());
 }
 
 static int same_file(const char *a, const char *b)
@@ -475,8 +476,8 @@ static int add_to_builder(void *user, const char *docno, size_t dl, const char *
     return cls_builder_add(user, docno, dl, text, tl) != CLS_OK;
 }
 
-/* The text path: cls_generate's corpus.jsonl through the builder (default analyzer) into idx. */
-static void text_index(const cls_gen_opts *o, const cls_build_opts *b, const char *dir, const char *idx)
+/* The text path: gen_corpus's corpus.jsonl through the builder (default analyzer) into idx. */
+static void text_index(const gen_opts *o, const cls_build_opts *b, const char *dir, const char *idx)
 {
     gen_ok(o, dir);
     cls_builder *bl;
@@ -495,7 +496,7 @@ static void text_index(const cls_gen_opts *o, const cls_build_opts *b, const cha
 START_TEST(index_equals_text_path)
 {
     for (int c = 0; c < 3; c++) {
-        cls_gen_opts o;
+        gen_opts o;
         small_opts(&o);
         cls_build_opts b;
         cls_build_defaults(&b);
@@ -527,7 +528,7 @@ END_TEST
 
 /* Expected distinct terms of a document under the model: sum over ranks of 1 - (1 - p_r)^len,
  * averaged over the log-normal lengths (rounded, clamped as the generator does) by quadrature. */
-static double expected_distinct(const cls_gen_opts *o)
+static double expected_distinct(const gen_opts *o)
 {
     uint32_t V = o->vocab_size;
     double *p = malloc(V * sizeof *p), H = 0;
@@ -553,13 +554,13 @@ static double expected_distinct(const cls_gen_opts *o)
  * same for 1 and 3 threads, and the topics' terms are the index's. */
 START_TEST(index_small_scale)
 {
-    cls_gen_opts o;
-    ck_assert_int_eq(cls_gen_scale("small", &o), CLS_OK);
+    gen_opts o;
+    ck_assert_int_eq(gen_scale("small", &o), CLS_OK);
     cls_build_opts b;
     cls_build_defaults(&b);
     const char *a = tu_tmp_path("gen_small1.idx"), *c = tu_tmp_path("gen_small3.idx");
     const char *ta = tu_tmp_path("gen_small1.tsv"), *tc = tu_tmp_path("gen_small3.tsv");
-    cls_gen_index_info ia, ic;
+    gen_index_info ia, ic;
     b.threads = 1;
     gen_index_ok(&o, &b, a, ta, &ia);
     b.threads = 3;
@@ -620,22 +621,22 @@ END_TEST
 
 START_TEST(index_scales)
 {
-    cls_gen_opts o, d;
-    cls_gen_defaults(&d);
-    ck_assert_int_eq(cls_gen_scale("small", &o), CLS_OK);
+    gen_opts o, d;
+    gen_defaults(&d);
+    ck_assert_int_eq(gen_scale("small", &o), CLS_OK);
     ck_assert(o.seed == d.seed && o.num_docs == d.num_docs && o.num_queries == d.num_queries &&
               o.vocab_size == d.vocab_size && o.zipf_s == d.zipf_s && o.mean_doc_len == d.mean_doc_len);
-    ck_assert_int_eq(cls_gen_scale("medium", &o), CLS_OK);
+    ck_assert_int_eq(gen_scale("medium", &o), CLS_OK);
     ck_assert_uint_eq(o.num_docs, 2000000);
     ck_assert_uint_eq(o.vocab_size, 4000000);
     ck_assert(o.mean_doc_len == 301.0);
-    ck_assert_int_eq(cls_gen_scale("gov2", &o), CLS_OK);
+    ck_assert_int_eq(gen_scale("gov2", &o), CLS_OK);
     ck_assert_uint_eq(o.num_docs, 25205179);
     ck_assert_uint_eq(o.vocab_size, 4000000);
     ck_assert(o.mean_doc_len == 301.0);
-    ck_assert_int_eq(cls_gen_scale("large", &o), CLS_E_ARG);
+    ck_assert_int_eq(gen_scale("large", &o), CLS_E_ARG);
     ck_assert_ptr_nonnull(strstr(cls_last_error(), "gov2"));
-    ck_assert_int_eq(cls_gen_scale(NULL, &o), CLS_E_ARG);
+    ck_assert_int_eq(gen_scale(NULL, &o), CLS_E_ARG);
 }
 END_TEST
 
@@ -657,20 +658,20 @@ static void on_prog(void *user, const char *phase, uint64_t done, uint64_t total
 
 START_TEST(index_progress_and_threads)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     cls_build_opts b;
     cls_build_defaults(&b);
     const char *x = tu_tmp_path("gen_prog.idx"), *y = tu_tmp_path("gen_prog7.idx");
     prog_log l = {0, 0, "", 0};
-    cls_gen_index_info info;
-    ck_assert_int_eq(cls_generate_index_ex(&o, &b, x, NULL, on_prog, &l, &info), CLS_OK);
+    gen_index_info info;
+    ck_assert_int_eq(gen_index_ex(&o, &b, x, NULL, on_prog, &l, &info), CLS_OK);
     ck_assert_int_gt(l.calls, 5);
     ck_assert(l.writing && !l.bad);
     ck_assert_str_eq(l.last, "writing"); /* no topics asked for */
     /* More threads than ranges of documents: each still gets whole ranges, the file the same. */
     b.threads = 7;
-    ck_assert_int_eq(cls_generate_index(&o, &b, y, NULL), CLS_OK);
+    ck_assert_int_eq(gen_index(&o, &b, y, NULL), CLS_OK);
     ck_assert(same_file(x, y));
     remove(x);
     remove(y);
@@ -679,30 +680,30 @@ END_TEST
 
 START_TEST(index_invalid)
 {
-    cls_gen_opts o;
+    gen_opts o;
     small_opts(&o);
     cls_build_opts b;
     cls_build_defaults(&b);
     const char *dir = tu_tmp_path("gen_ibad");
     ck_assert_int_eq(mkdir(dir, 0777), 0);
     const char *x = file_in(dir, "x.idx");
-    ck_assert_int_eq(cls_generate_index(NULL, &b, x, NULL), CLS_E_ARG);
-    ck_assert_int_eq(cls_generate_index(&o, NULL, x, NULL), CLS_E_ARG);
-    ck_assert_int_eq(cls_generate_index(&o, &b, NULL, NULL), CLS_E_ARG);
-    ck_assert_int_eq(cls_generate_index(&o, &b, "", NULL), CLS_E_ARG);
-    ck_assert_int_eq(cls_generate_index(&o, &b, x, x), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(NULL, &b, x, NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(&o, NULL, x, NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(&o, &b, NULL, NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(&o, &b, "", NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(&o, &b, x, x), CLS_E_ARG);
     o.num_docs = 0;
-    ck_assert_int_eq(cls_generate_index(&o, &b, x, NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(&o, &b, x, NULL), CLS_E_ARG);
     small_opts(&o);
     o.vocab_size = 99;
-    ck_assert_int_eq(cls_generate_index(&o, &b, x, NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(&o, &b, x, NULL), CLS_E_ARG);
     small_opts(&o);
     b.block_size = 100;
-    ck_assert_int_eq(cls_generate_index(&o, &b, x, NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(&o, &b, x, NULL), CLS_E_ARG);
     ck_assert_ptr_nonnull(strstr(cls_last_error(), "block size"));
     cls_build_defaults(&b);
     b.codec = (cls_codec)99;
-    ck_assert_int_eq(cls_generate_index(&o, &b, x, NULL), CLS_E_ARG);
+    ck_assert_int_eq(gen_index(&o, &b, x, NULL), CLS_E_ARG);
     cls_build_defaults(&b);
     ck_assert_int_eq(count_entries(dir), 0);
     /* Unwritable: an index below a regular file; the topics folder absent. Both are found before
@@ -711,10 +712,10 @@ START_TEST(index_invalid)
     tu_write_file(file, "x", 1);
     char bad[4200];
     snprintf(bad, sizeof bad, "%s/sub/x.idx", file);
-    cls_status st = cls_generate_index(&o, &b, bad, NULL);
+    cls_status st = gen_index(&o, &b, bad, NULL);
     ck_assert_msg(st == CLS_E_IO, "%s", cls_status_str(st));
     snprintf(bad, sizeof bad, "%s/absent/t.tsv", dir);
-    st = cls_generate_index(&o, &b, x, bad);
+    st = gen_index(&o, &b, x, bad);
     ck_assert_msg(st == CLS_E_IO, "%s: %s", cls_status_str(st), cls_last_error());
     ck_assert_ptr_nonnull(strstr(cls_last_error(), "absent"));
     remove(file);

@@ -27,6 +27,7 @@
 #include "bench.h"
 #include "clsearch.h"
 #include "codec/codec.h"
+#include "generate.h"
 
 static const char *prog = "clsearch";
 
@@ -697,21 +698,21 @@ static int cmd_generate(int argc, char **argv)
     if (!index && (topics || index_only))
         return usage_error("generate: --topics, --threads, --codec, --block and --pfor-depth go with --index "
                            "(-o DIR writes DIR/topics.tsv)%s", "");
-    cls_gen_opts o;
-    if (cls_gen_scale(scale, &o) != CLS_OK) return usage_error("generate: unknown --scale '%s' (small, medium, gov2)", scale);
+    gen_opts o;
+    if (gen_scale(scale, &o) != CLS_OK) return usage_error("generate: unknown --scale '%s' (small, medium, gov2)", scale);
     if (set_docs) o.num_docs = (uint32_t)docs;
     if (set_queries) o.num_queries = (uint32_t)queries;
     if (set_vocab) o.vocab_size = (uint32_t)vocab;
     if (set_seed) o.seed = seed;
     if (set_doc_len) o.mean_doc_len = (double)doc_len;
     if (out) {
-        s = cls_generate(&o, out);
+        s = gen_corpus(&o, out);
         if (s != CLS_OK) return fail(s, "generating the collection");
         return 0;
     }
     gen_progress p = {!quiet && isatty(2), 0, now()};
-    cls_gen_index_info info;
-    s = cls_generate_index_ex(&o, &bo, index, topics, on_gen_progress, &p, &info);
+    gen_index_info info;
+    s = gen_index_ex(&o, &bo, index, topics, on_gen_progress, &p, &info);
     if (p.drawn) fputc('\n', stderr);
     if (s != CLS_OK) return fail(s, "generating the index");
     double el = now() - p.t0;

@@ -58,6 +58,7 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
 #include "corpus/corpus.h"
 #include "index/index.h"
 #include "index/index_write.h"
+#include "util/vec.h"
 
 #define CIFF_VERSION 1
 /* Largest message accepted. A posting takes 4 to 8 bytes on the wire (and some 70 in memory
@@ -67,20 +68,6 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
 #define RD_CHUNK ((size_t)1 << 16)
 
 /* ---- Small helpers ------------------------------------------------------------------------ */
-
-/* Grows *p (elements of size sz) to hold at least need elements; capacity doubles. */
-static int grow(void **p, uint64_t *cap, uint64_t need, size_t sz)
-{
-    if (need <= *cap) return 1;
-    uint64_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
-    if (c > SIZE_MAX / sz) return 0;
-    void *q = realloc(*p, (size_t)(c * sz));
-    if (!q) return 0;
-    *p = q;
-    *cap = c;
-    return 1;
-}
 
 /* s[0..n) for an error message: at most 64 bytes, bytes outside [ -~] (and \ and ') as \xNN.
  * The result lives until the next call in the same thread. */
@@ -278,14 +265,8 @@ static cls_status rd_message(reader *r, const char *what, size_t *len, int *got)
     if (v > CIFF_MAX_MSG)
         return err_set(CLS_E_FORMAT, "%s: %s claims %llu bytes, more than the 1 GiB limit: not a CIFF file, or "
                        "damaged", r->path, what, (unsigned long long)v);
-    if (v + 1 > r->msg_cap) {
-        size_t cap = r->msg_cap ? r->msg_cap : 4096;
-        while (cap < v + 1) cap *= 2;
-        unsigned char *p = realloc(r->msg, cap);
-        if (!p) return err_set(CLS_E_NOMEM, "%s: out of memory for %s of %llu bytes", r->path, what, (unsigned long long)v);
-        r->msg = p;
-        r->msg_cap = cap;
-    }
+    if (!vec_reserve(&r->msg, &r->msg_cap, (size_t)v + 1, 1))
+        return err_set(CLS_E_NOMEM, "%s: out of memory for %s of %llu bytes", r->path, what, (unsigned long long)v);
     size_t k;
     cls_status s = rd_bytes(r, r->msg, (size_t)v, &k);
     if (s != CLS_OK) return s;
@@ -312,15 +293,18 @@ static cls_status unpack_error(const reader *r, const arena *ar, const char *wha
 typedef struct gathered {
     uint32_t num_docs, num_lists;
     char *terms;                 /* term bytes, in file order */
-    uint64_t terms_len, terms_cap;
+    uint64_t terms_len;
+    size_t terms_cap;
     uint64_t *term_off;          /* num_lists + 1 */
     uint64_t *list_start;        /* num_lists + 1 */
     uint32_t *docs, *freqs;
-    uint64_t num_postings, docs_cap, freqs_cap;
+    uint64_t num_postings;
+    size_t docs_cap, freqs_cap;
     uint32_t *doclen;
     uint64_t *docno_off;         /* num_docs + 1 */
     char *docnos;
-    uint64_t docnos_len, docnos_cap;
+    uint64_t docnos_len;
+    size_t docnos_cap;
 } gathered;
 
 static void gathered_free(gathered *g)
@@ -392,9 +376,9 @@ static cls_status read_list(reader *r, arena *ar, gathered *g, uint32_t i)
     if (n > g->num_docs)
         return err_set(CLS_E_FORMAT, "%s: %s, term '%s': %zu postings, more than the header's %u "
                        "documents", P, what, term, n, g->num_docs);
-    if (!grow((void **)&g->terms, &g->terms_cap, g->terms_len + tl, 1) ||
-        !grow((void **)&g->docs, &g->docs_cap, g->num_postings + n, 4) ||
-        !grow((void **)&g->freqs, &g->freqs_cap, g->num_postings + n, 4))
+    if (!vec_reserve(&g->terms, &g->terms_cap, g->terms_len + tl, 1) ||
+        !vec_reserve(&g->docs, &g->docs_cap, g->num_postings + n, sizeof *g->docs) ||
+        !vec_reserve(&g->freqs, &g->freqs_cap, g->num_postings + n, sizeof *g->freqs))
         return err_set(CLS_E_NOMEM, "%s: out of memory for the postings (%llu so far)", P,
                        (unsigned long long)g->num_postings);
     uint32_t *docs = g->docs + g->num_postings, *freqs = g->freqs + g->num_postings;
@@ -461,7 +445,7 @@ static cls_status read_doc(reader *r, arena *ar, gathered *g, uint32_t d)
     if (rec->doclength < 0)
         return err_set(CLS_E_FORMAT, "%s: %s: field doclength %d is negative", P, what,
                        (int)rec->doclength);
-    if (!grow((void **)&g->docnos, &g->docnos_cap, g->docnos_len + nl + 1, 1))
+    if (!vec_reserve(&g->docnos, &g->docnos_cap, g->docnos_len + nl + 1, 1))
         return err_set(CLS_E_NOMEM, "%s: out of memory for the document names", P);
     memcpy(g->docnos + g->docnos_len, no, nl);
     g->docnos[g->docnos_len + nl] = '\0';
@@ -641,20 +625,9 @@ static void put_message(writer *w, const ProtobufCMessage *m)
 {
     if (w->err) return;
     size_t n = protobuf_c_message_get_packed_size(m), k = 0;
-    if (n > SIZE_MAX - 16) {
+    if (n > SIZE_MAX - 16 || !vec_reserve(&w->buf, &w->cap, n + 10, 1)) {
         w->err = ENOMEM;
         return;
-    }
-    if (n + 10 > w->cap) {
-        size_t cap = w->cap ? w->cap : 1 << 16;
-        while (cap < n + 10) cap = cap > SIZE_MAX / 2 ? n + 10 : cap * 2;
-        uint8_t *p = realloc(w->buf, cap);
-        if (!p) {
-            w->err = ENOMEM;
-            return;
-        }
-        w->buf = p;
-        w->cap = cap;
     }
     uint64_t x = n;
     do {

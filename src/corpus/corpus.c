@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "util/err.h"
+#include "util/vec.h"
 
 /* Decompressed bytes fetched from libarchive per call; lines are assembled across chunks. */
 
@@ -53,14 +54,8 @@ const char *crp_find_tag(const char *s, size_t n, const char *tag)
 cls_status crp_buf_add(crp_buf *b, const char *s, size_t n)
 {
     if (n > SIZE_MAX - 1 - b->n) return err_set(CLS_E_NOMEM, "record too long");
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap = cap > SIZE_MAX / 2 ? b->n + n + 1 : cap * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return err_set(CLS_E_NOMEM, "out of memory for a record of %zu bytes", b->n + n);
-        b->p = p;
-        b->cap = cap;
-    }
+    if (!vec_reserve(&b->p, &b->cap, b->n + n + 1, 1))
+        return err_set(CLS_E_NOMEM, "out of memory for a record of %zu bytes", b->n + n);
     if (n) memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = '\0';
@@ -283,16 +278,9 @@ cls_status crp_lines_open_entry(crp_lines *r, struct archive *a, const char *whe
 static cls_status line_append(crp_lines *r, size_t used, const char *p, size_t n)
 {
     if (n > SIZE_MAX - 1 - used) return err_set(CLS_E_NOMEM, "%s: line too long", r->path);
-    if (used + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap < used + n + 1) cap = cap > SIZE_MAX / 2 ? used + n + 1 : cap * 2;
-        char *q = realloc(r->line, cap);
-        if (!q)
-            return err_set(CLS_E_NOMEM, "%s:%lu: out of memory for a line of %zu bytes",
-                           r->path, r->lineno + 1, used + n);
-        r->line = q;
-        r->cap = cap;
-    }
+    if (!vec_reserve(&r->line, &r->cap, used + n + 1, 1))
+        return err_set(CLS_E_NOMEM, "%s:%lu: out of memory for a line of %zu bytes",
+                       r->path, r->lineno + 1, used + n);
     memcpy(r->line + used, p, n);
     return CLS_OK;
 }
@@ -388,13 +376,8 @@ typedef struct pathvec {
 
 static cls_status pathvec_push(pathvec *pv, char *p, uint64_t size)
 {
-    if (pv->n == pv->cap) {
-        size_t cap = pv->cap ? pv->cap * 2 : 64;
-        walk_file *v = realloc(pv->v, cap * sizeof *v);
-        if (!v) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
-        pv->v = v;
-        pv->cap = cap;
-    }
+    if (!vec_reserve(&pv->v, &pv->cap, pv->n + 1, sizeof *pv->v))
+        return err_set(CLS_E_NOMEM, "folder walk: out of memory");
     pv->v[pv->n].rel = p;
     pv->v[pv->n].size = size;
     pv->n++;

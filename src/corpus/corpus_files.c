@@ -39,6 +39,7 @@
 
 #include "corpus/corpus.h"
 #include "util/err.h"
+#include "util/vec.h"
 
 #define SNIFF_BYTES 8192u        /* a NUL byte in this prefix marks a file as binary */
 #define CHUNK (64u * 1024u)      /* libarchive block size, and the first read of a file */
@@ -217,14 +218,9 @@ static cls_status files_archive(files_ctx *c, const char *path)
         if ((st = crp_archive_next(a, path, &e, &name, &rel, &got)) != CLS_OK || !got) break;
         /* "archive:entry" locates a failure inside the archive. */
         size_t wl = strlen(path) + 1 + strlen(name) + 1;
-        if (wl > where_cap) {
-            char *w = realloc(where, wl);
-            if (!w) {
-                st = err_set(CLS_E_NOMEM, "%s: out of memory", path);
-                break;
-            }
-            where = w;
-            where_cap = wl;
+        if (!vec_reserve(&where, &where_cap, wl, 1)) {
+            st = err_set(CLS_E_NOMEM, "%s: out of memory", path);
+            break;
         }
         snprintf(where, wl, "%s:%s", path, name);
         uint64_t hint = 0;

@@ -13,6 +13,7 @@
 
 #include "corpus/corpus.h"
 #include "util/err.h"
+#include "util/vec.h"
 
 /* Per-file (or per-entry) state: the line reader plus a reusable buffer for BEIR's title + "\n" + text. */
 typedef struct jsonl_state {
@@ -148,14 +149,9 @@ static cls_status handle_line(jsonl_state *st, char *line, size_t len, cls_doc_f
         s = crp_emit_doc(fn, user, id, id_len, text, xl);
         goto done;
     }
-    if (tl + 1 + xl > st->joined_cap) {
-        char *p = realloc(st->joined, tl + 1 + xl);
-        if (!p) {
-            s = err_set(CLS_E_NOMEM, "%s:%lu: out of memory", st->r->path, st->r->lineno);
-            goto done;
-        }
-        st->joined = p;
-        st->joined_cap = tl + 1 + xl;
+    if (!vec_reserve(&st->joined, &st->joined_cap, tl + 1 + xl, 1)) {
+        s = err_set(CLS_E_NOMEM, "%s:%lu: out of memory", st->r->path, st->r->lineno);
+        goto done;
     }
     memcpy(st->joined, title, tl);
     st->joined[tl] = '\n';

@@ -22,6 +22,7 @@
 
 #include "device/clx.h"
 #include "util/err.h"
+#include "util/vec.h"
 
 /* ---- The registry ----------------------------------------------------------------------- */
 
@@ -155,20 +156,15 @@ cls_status clx_tuning_load(const char *path, cJSON **out)
     char *buf = NULL;
     size_t n = 0, cap_ = 0;
     for (;;) {
-        if (n + 4096 + 1 > cap_) {
-            cap_ = cap_ ? 2 * cap_ : 16384;
-            if (cap_ > (16u << 20)) {
-                free(buf);
-                fclose(f);
-                return err_set(CLS_E_FORMAT, "tuning file %s: larger than 16 MiB, not a tuning file", path);
-            }
-            char *nb = realloc(buf, cap_);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return err_set(CLS_E_NOMEM, "out of memory");
-            }
-            buf = nb;
+        if (n + 4096 + 1 > (16u << 20)) { /* the buffer would pass 16 MiB */
+            free(buf);
+            fclose(f);
+            return err_set(CLS_E_FORMAT, "tuning file %s: larger than 16 MiB, not a tuning file", path);
+        }
+        if (!vec_reserve(&buf, &cap_, n + 4096 + 1, 1)) {
+            free(buf);
+            fclose(f);
+            return err_set(CLS_E_NOMEM, "out of memory");
         }
         size_t got = fread(buf + n, 1, 4096, f);
         n += got;

@@ -17,9 +17,11 @@
 #include <string.h>
 
 #include "codec/codec.h"
+#include "index/bm25.h"
 #include "device/dev.h"
 #include "query/engine.h"
 #include "util/err.h"
+#include "util/vec.h"
 
 int clx_correct_div(cl_device_id d)
 {
@@ -225,9 +227,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, const cls_bat
         (s = dev_buf_need(e, &e->sscore, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
         (s = dev_buf_need(e, &e->out, out_len * 4, "results")) != CLS_OK)
         return s;
-    void *h = realloc(e->h_out, out_len * 4 + 4);
-    if (!h) return err_set(CLS_E_NOMEM, "out of memory for results");
-    e->h_out = h;
+    if (!vec_reserve(&e->h_out, &e->h_out_cap, out_len + 1, 4)) return err_set(CLS_E_NOMEM, "out of memory for results");
     b.in = e->in.mem;
 
     cl_event ev;

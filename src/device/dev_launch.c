@@ -7,6 +7,7 @@
 
 #include "device/dev.h"
 #include "util/err.h"
+#include "util/vec.h"
 
 cls_status dev_buf_need(clx_engine *e, dbuf *b, size_t need, const char *what)
 {
@@ -129,9 +130,7 @@ cls_status dev_topk_rows(clx_engine *e, uint32_t nq, uint32_t N, uint32_t k, dev
     while (P < k) P <<= 1;
     size_t out_len = ABI_OUT_WORDS((size_t)nq, k);
     abi_query *none = calloc((size_t)nq + 1, sizeof *none); /* empty descriptors: top-k reads none of them */
-    void *h = realloc(e->h_out, out_len * 4 + 4);
-    if (h) e->h_out = h;
-    if (!none || !h) {
+    if (!none || !vec_reserve(&e->h_out, &e->h_out_cap, out_len + 1, 4)) {
         free(none);
         return err_set(CLS_E_NOMEM, "out of memory");
     }

@@ -87,7 +87,7 @@ struct cls_index {
     cls_codec codec;
     unsigned pfor_depth;
     float score_k1, score_b;
-    float *score_norms;     /* bm25_norm per document at score_k1, score_b (owned) */
+    float *score_norms;     /* bm25_norm (index/bm25.h) per document at score_k1, score_b (owned) */
     uint64_t num_postings, num_tokens, num_blocks, num_words;
     unsigned analyzer;
     double avg_doc_len;
@@ -111,26 +111,5 @@ void idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, uint32_t
 uint32_t idx_decode_list(const cls_index *idx, uint32_t term, uint32_t *docs, uint32_t *freqs);
 /* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end. */
 uint64_t idx_block_words(const cls_index *idx, uint64_t b);
-
-/* BM25 as both engines compute it, in float, in this operation order. */
-static inline float bm25_contrib(float w, uint32_t tf, float norm)
-{
-    float f = (float)tf;
-    return (w * f) / (f + norm);
-}
-/* Lucene's idf: log(1 + (N - df + 0.5) / (df + 0.5)). */
-float bm25_idf(uint32_t num_docs, uint32_t df);
-/* Lucene's idf times the query weight (term count in the query). */
-float bm25_weight(const cls_index *idx, uint32_t term, uint32_t qtf);
-/* k1 * (1 - b + b * dl / avgdl), in double, rounded once to float. */
-static inline float bm25_norm(float k1, float b, uint32_t dl, double avgdl)
-{
-    return (float)(k1 * (1.0 - b + b * (double)dl / avgdl));
-}
-/* The BM25 parameters of the blocks' max_score (the engines' defaults). */
-#define IDX_SCORE_K1 0.9f
-#define IDX_SCORE_B 0.4f
-/* bm25_norm for every document (avgdl: 1 for an empty collection). */
-void bm25_norms(const cls_index *idx, float k1, float b, float *out);
 
 #endif

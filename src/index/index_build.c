@@ -40,6 +40,7 @@
 #include "util/err.h"
 #include "index/index.h"
 #include "index/index_write.h"
+#include "util/vec.h"
 
 /* Batch size: documents' bytes (docnos and texts) or count, whichever fills first. */
 #define BATCH_BYTES ((size_t)1 << 20)
@@ -52,27 +53,15 @@
 /* Term bytes in an arena, open-addressing hash of term ids (id + 1; 0 = empty). */
 typedef struct tdict {
     char *arena;
-    uint64_t arena_len, arena_cap;
+    uint64_t arena_len;
+    size_t arena_cap;
     uint64_t *pos;
     uint32_t *len;
     uint32_t n;
-    uint64_t pos_cap, len_cap;
+    size_t pos_cap, len_cap;
     uint32_t *table;
     size_t table_cap;
 } tdict;
-
-/* Grows *p (elements of size sz) to hold at least need elements; capacity doubles. */
-static int grow(void **p, uint64_t *cap, uint64_t need, size_t sz)
-{
-    if (need <= *cap) return 1;
-    uint64_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, (size_t)(c * sz));
-    if (!q) return 0;
-    *p = q;
-    *cap = c;
-    return 1;
-}
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
@@ -106,9 +95,9 @@ static uint32_t term_id(tdict *d, const char *term, size_t len, int *added)
         if (d->len[id] == len && memcmp(d->arena + d->pos[id], term, len) == 0) return id;
     }
     if (d->n == UINT32_MAX - 1) return UINT32_MAX;
-    if (!grow((void **)&d->arena, &d->arena_cap, d->arena_len + len, 1) ||
-        !grow((void **)&d->pos, &d->pos_cap, (uint64_t)d->n + 1, sizeof *d->pos) ||
-        !grow((void **)&d->len, &d->len_cap, (uint64_t)d->n + 1, sizeof *d->len))
+    if (!vec_reserve(&d->arena, &d->arena_cap, d->arena_len + len, 1) ||
+        !vec_reserve(&d->pos, &d->pos_cap, (size_t)d->n + 1, sizeof *d->pos) ||
+        !vec_reserve(&d->len, &d->len_cap, (size_t)d->n + 1, sizeof *d->len))
         return UINT32_MAX;
     memcpy(d->arena + d->arena_len, term, len);
     uint32_t id = d->n++;
@@ -138,10 +127,11 @@ static void tdict_free(tdict *d)
  * term has one posting per document), so first occurrence serves as well as any. */
 typedef struct docacc {
     uint32_t *mark, *slot; /* per term id */
-    uint64_t ids_cap;
+    size_t ids_cap;
     uint32_t stamp;
     uint32_t *pairs;       /* (id, tf) */
-    uint64_t np, pairs_cap;
+    uint64_t np;
+    size_t pairs_cap;
     uint64_t ntokens;
 } docacc;
 
@@ -159,15 +149,12 @@ static void acc_begin(docacc *a)
 static int acc_add(docacc *a, uint32_t id)
 {
     if (id >= a->ids_cap) {
-        uint64_t cap = a->ids_cap ? a->ids_cap : 1024, old = a->ids_cap;
-        while (cap <= id) cap *= 2;
-        uint32_t *m = realloc(a->mark, (size_t)cap * sizeof *m);
-        if (!m) return 0;
-        a->mark = m;
-        uint32_t *sl = realloc(a->slot, (size_t)cap * sizeof *sl);
-        if (!sl) return 0;
-        a->slot = sl;
-        memset(a->mark + old, 0, (size_t)(cap - old) * sizeof *m);
+        /* mark and slot share ids_cap, which moves once both have grown; mark's new entries
+         * are cleared at once, so a failure of slot's leaves everything consistent. */
+        size_t old = a->ids_cap, cap = old, slot_cap = old;
+        if (!vec_reserve(&a->mark, &cap, (size_t)id + 1, sizeof *a->mark)) return 0;
+        memset(a->mark + old, 0, (cap - old) * sizeof *a->mark);
+        if (!vec_reserve(&a->slot, &slot_cap, cap, sizeof *a->slot)) return 0;
         a->ids_cap = cap;
     }
     a->ntokens++;
@@ -175,7 +162,7 @@ static int acc_add(docacc *a, uint32_t id)
         a->pairs[2 * (uint64_t)a->slot[id] + 1]++;
         return 1;
     }
-    if (!grow((void **)&a->pairs, &a->pairs_cap, 2 * (a->np + 1), sizeof *a->pairs)) return 0;
+    if (!vec_reserve(&a->pairs, &a->pairs_cap, 2 * (a->np + 1), sizeof *a->pairs)) return 0;
     a->mark[id] = a->stamp;
     a->slot[id] = (uint32_t)a->np;
     a->pairs[2 * a->np] = id;
@@ -208,21 +195,25 @@ typedef struct bres {
 typedef struct batch {
     /* input, written by the calling thread while filling */
     char *bytes;
-    uint64_t bytes_len, bytes_cap;
+    uint64_t bytes_len;
+    size_t bytes_cap;
     bdoc *docs;
-    uint64_t ndocs, docs_cap;
+    uint64_t ndocs;
+    size_t docs_cap;
     uint32_t first_doc; /* number (0-based, in add order) of the first document */
     /* output, written by the worker that took the batch */
     unsigned worker;
     uint32_t first_new, nnew; /* the worker's local ids first_new .. first_new + nnew - 1 are new */
     char *new_bytes;          /* their bytes, back to back */
-    uint64_t new_len, new_cap;
+    uint64_t new_len;
+    size_t new_cap;
     uint32_t *new_tlen;
-    uint64_t new_tlen_cap;
+    size_t new_tlen_cap;
     uint32_t *pairs;          /* (local id, tf), per document in order */
-    uint64_t npairs, pairs_cap;
+    uint64_t npairs;
+    size_t pairs_cap;
     bres *res;
-    uint64_t res_cap;
+    size_t res_cap;
     cls_status st;            /* a failure in the worker, with its message */
     char msg[512];
     int done;                 /* under the builder's mutex */
@@ -240,7 +231,8 @@ typedef struct worker {
     int oom;
     /* the calling thread's: local id -> global term id */
     uint32_t *trans;
-    uint64_t ntrans, trans_cap;
+    uint64_t ntrans;
+    size_t trans_cap;
 } worker;
 
 struct cls_builder {
@@ -253,14 +245,16 @@ struct cls_builder {
     docacc acc;
     /* postings, in docID order */
     uint32_t *p_term, *p_doc, *p_tf;
-    uint64_t num_postings, p_term_cap, p_doc_cap, p_tf_cap;
+    uint64_t num_postings;
+    size_t p_term_cap, p_doc_cap, p_tf_cap;
     /* documents */
     uint32_t *doclen;
     uint64_t *docno_off; /* num_docs + 1 entries */
     uint32_t num_docs;   /* inverted documents */
-    uint64_t doclen_cap, docno_off_cap;
+    size_t doclen_cap, docno_off_cap;
     char *docno;
-    uint64_t docno_len, docno_cap;
+    uint64_t docno_len;
+    size_t docno_cap;
     uint64_t num_tokens;
     cls_status failed;   /* a failure inside the analyser callback (serial path) */
     uint32_t docs_added; /* documents accepted by cls_builder_add (inverted or in flight) */
@@ -311,9 +305,9 @@ static int on_term(void *user, const char *term, size_t len)
 /* Appends one document's name and length (its postings are already appended). */
 static int append_doc(cls_builder *b, const char *docno, size_t docno_len, uint64_t ntokens)
 {
-    if (!grow((void **)&b->doclen, &b->doclen_cap, (uint64_t)b->num_docs + 1, sizeof *b->doclen) ||
-        !grow((void **)&b->docno_off, &b->docno_off_cap, (uint64_t)b->num_docs + 2, sizeof *b->docno_off) ||
-        !grow((void **)&b->docno, &b->docno_cap, b->docno_len + docno_len + 1, 1))
+    if (!vec_reserve(&b->doclen, &b->doclen_cap, (size_t)b->num_docs + 1, sizeof *b->doclen) ||
+        !vec_reserve(&b->docno_off, &b->docno_off_cap, (size_t)b->num_docs + 2, sizeof *b->docno_off) ||
+        !vec_reserve(&b->docno, &b->docno_cap, b->docno_len + docno_len + 1, 1))
         return 0;
     uint32_t doc = b->num_docs;
     b->docno_off[0] = 0;
@@ -336,15 +330,16 @@ static cls_status add_serial(cls_builder *b, const char *docno, size_t docno_len
     if (b->failed != CLS_OK) return b->failed;
     if (s != CLS_OK) return s;
 
-    if (!grow((void **)&b->doclen, &b->doclen_cap, (uint64_t)b->num_docs + 1, sizeof *b->doclen) ||
-        !grow((void **)&b->docno_off, &b->docno_off_cap, (uint64_t)b->num_docs + 2, sizeof *b->docno_off) ||
-        !grow((void **)&b->docno, &b->docno_cap, b->docno_len + docno_len + 1, 1))
+    if (!vec_reserve(&b->doclen, &b->doclen_cap, (size_t)b->num_docs + 1, sizeof *b->doclen) ||
+        !vec_reserve(&b->docno_off, &b->docno_off_cap, (size_t)b->num_docs + 2, sizeof *b->docno_off) ||
+        !vec_reserve(&b->docno, &b->docno_cap, b->docno_len + docno_len + 1, 1))
         return err_set(CLS_E_NOMEM, "indexing: out of memory for document data");
 
     /* The document's (term, tf) pairs become its postings. */
     uint64_t need = b->num_postings + b->acc.np;
-    if (!grow((void **)&b->p_term, &b->p_term_cap, need, 4) || !grow((void **)&b->p_doc, &b->p_doc_cap, need, 4) ||
-        !grow((void **)&b->p_tf, &b->p_tf_cap, need, 4))
+    if (!vec_reserve(&b->p_term, &b->p_term_cap, need, sizeof *b->p_term) ||
+        !vec_reserve(&b->p_doc, &b->p_doc_cap, need, sizeof *b->p_doc) ||
+        !vec_reserve(&b->p_tf, &b->p_tf_cap, need, sizeof *b->p_tf))
         return err_set(CLS_E_NOMEM, "indexing: out of memory for postings");
     uint32_t doc = b->num_docs;
     for (uint64_t i = 0; i < b->acc.np; i++) {
@@ -371,8 +366,8 @@ static int w_on_term(void *user, const char *term, size_t len)
         return 1;
     }
     if (added) {
-        if (!grow((void **)&t->new_bytes, &t->new_cap, t->new_len + len, 1) ||
-            !grow((void **)&t->new_tlen, &t->new_tlen_cap, (uint64_t)t->nnew + 1, sizeof *t->new_tlen)) {
+        if (!vec_reserve(&t->new_bytes, &t->new_cap, t->new_len + len, 1) ||
+            !vec_reserve(&t->new_tlen, &t->new_tlen_cap, (size_t)t->nnew + 1, sizeof *t->new_tlen)) {
             w->oom = 1;
             return 1;
         }
@@ -403,7 +398,7 @@ static void work_batch(worker *w, batch *t)
     t->npairs = 0;
     t->st = CLS_OK;
     w->cur = t;
-    if (!grow((void **)&t->res, &t->res_cap, t->ndocs, sizeof *t->res)) {
+    if (!vec_reserve(&t->res, &t->res_cap, t->ndocs, sizeof *t->res)) {
         batch_fail(t, CLS_E_NOMEM, "indexing: out of memory in an analysis thread");
         return;
     }
@@ -424,7 +419,7 @@ static void work_batch(worker *w, batch *t)
             batch_fail(t, s, cls_last_error());
             return;
         }
-        if (!grow((void **)&t->pairs, &t->pairs_cap, 2 * (t->npairs + w->acc.np), sizeof *t->pairs)) {
+        if (!vec_reserve(&t->pairs, &t->pairs_cap, 2 * (t->npairs + w->acc.np), sizeof *t->pairs)) {
             batch_fail(t, CLS_E_NOMEM, "indexing: out of memory for postings");
             return;
         }
@@ -585,7 +580,7 @@ static void invert(cls_builder *b, batch *t)
         set_sticky(b, CLS_E_ARG, "indexing: internal error: analysis batches out of order");
         return;
     }
-    if (!grow((void **)&w->trans, &w->trans_cap, w->ntrans + t->nnew, sizeof *w->trans)) goto oom;
+    if (!vec_reserve(&w->trans, &w->trans_cap, w->ntrans + t->nnew, sizeof *w->trans)) goto oom;
     uint64_t off = 0;
     for (uint32_t k = 0; k < t->nnew; k++) {
         uint32_t id = term_id(&b->dict, t->new_bytes + off, t->new_tlen[k], NULL);
@@ -594,8 +589,9 @@ static void invert(cls_builder *b, batch *t)
         w->trans[w->ntrans++] = id;
     }
     uint64_t need = b->num_postings + t->npairs;
-    if (!grow((void **)&b->p_term, &b->p_term_cap, need, 4) || !grow((void **)&b->p_doc, &b->p_doc_cap, need, 4) ||
-        !grow((void **)&b->p_tf, &b->p_tf_cap, need, 4))
+    if (!vec_reserve(&b->p_term, &b->p_term_cap, need, sizeof *b->p_term) ||
+        !vec_reserve(&b->p_doc, &b->p_doc_cap, need, sizeof *b->p_doc) ||
+        !vec_reserve(&b->p_tf, &b->p_tf_cap, need, sizeof *b->p_tf))
         goto oom;
     const uint32_t *pr = t->pairs, *trans = w->trans;
     for (uint64_t i = 0; i < t->ndocs; i++) {
@@ -686,8 +682,8 @@ static cls_status add_threaded(cls_builder *b, const char *docno, size_t docno_l
     }
     batch *t = b->filling;
     size_t n = docno_len + text_len;
-    if (n < docno_len || !grow((void **)&t->bytes, &t->bytes_cap, t->bytes_len + n, 1) ||
-        !grow((void **)&t->docs, &t->docs_cap, t->ndocs + 1, sizeof *t->docs))
+    if (n < docno_len || !vec_reserve(&t->bytes, &t->bytes_cap, t->bytes_len + n, 1) ||
+        !vec_reserve(&t->docs, &t->docs_cap, t->ndocs + 1, sizeof *t->docs))
         return err_set(CLS_E_NOMEM, "indexing: out of memory for a document of %zu bytes", text_len);
     bdoc *d = &t->docs[t->ndocs++];
     d->off = t->bytes_len;

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 
 #include "analysis/an.h"
 #include "codec/codec.h"
+#include "index/bm25.h"
 #include "util/err.h"
 
 #define SECTION_NAME(id)                                                                          \
@@ -396,22 +396,4 @@ uint32_t idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, uint
         n += idx_info_count(x->blocks[b].info);
     }
     return n;
-}
-
-float bm25_idf(uint32_t num_docs, uint32_t df)
-{
-    double N = num_docs, d = df;
-    return (float)log(1.0 + (N - d + 0.5) / (d + 0.5));
-}
-
-float bm25_weight(const cls_index *x, uint32_t term, uint32_t qtf)
-{
-    double N = x->num_docs, df = x->terms[term].df;
-    return (float)(log(1.0 + (N - df + 0.5) / (df + 0.5)) * qtf);
-}
-
-void bm25_norms(const cls_index *x, float k1, float b, float *out)
-{
-    double avg = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
-    for (uint32_t d = 0; d < x->num_docs; d++) out[d] = bm25_norm(k1, b, x->doclen[d], avg);
 }

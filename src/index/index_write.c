@@ -13,6 +13,8 @@
 #include "codec/codec.h"
 #include "util/err.h"
 #include "index/index_file.h"
+#include "index/bm25.h"
+#include "util/vec.h"
 
 void cls_build_defaults(cls_build_opts *o)
 {
@@ -74,18 +76,6 @@ static cls_status check_lists(const idx_lists *l)
     return CLS_OK;
 }
 
-static int words_room(idx_words *b, uint64_t more)
-{
-    if (b->n + more <= b->cap) return 1;
-    uint64_t c = b->cap ? b->cap : 1 << 16;
-    while (c < b->n + more) c *= 2;
-    uint32_t *p = realloc(b->w, (size_t)c * 4);
-    if (!p) return 0;
-    b->w = p;
-    b->cap = c;
-    return 1;
-}
-
 cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const uint32_t *freqs, uint32_t df,
                            float idf, const float *norm, uint32_t *vals, idx_block *blocks, idx_words *wb)
 {
@@ -112,7 +102,7 @@ cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const 
             float c = norm ? bm25_contrib(idf, freqs[i + j], norm[docs[i + j]]) : 0.0f;
             if (c > best) best = c;
         }
-        if (!words_room(wb, 2 * (uint64_t)cdc_max_words(n)))
+        if (!vec_reserve(&wb->w, &wb->cap, wb->n + 2 * (size_t)cdc_max_words(n), sizeof *wb->w))
             return err_set(CLS_E_NOMEM, "encoding: out of memory for the postings");
         idx_block *bl = &blocks[i / B];
         memset(bl, 0, sizeof *bl);

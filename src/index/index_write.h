@@ -32,7 +32,8 @@ int idx_term_ref_cmp(const void *a, const void *b);
 /* A growing array of postings words. */
 typedef struct idx_words {
     uint32_t *w;
-    uint64_t n, cap;
+    uint64_t n;
+    size_t cap;
 } idx_words;
 
 /* Cuts one list (df postings) into blocks of o->block_size and codes them as the file stores

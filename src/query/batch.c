@@ -6,19 +6,8 @@
 
 #include "query/batch.h"
 #include "util/err.h"
+#include "util/vec.h"
 #include "index/index.h"
-
-static int grow(void **p, uint64_t *cap, uint64_t need, size_t sz)
-{
-    if (need <= *cap) return 1;
-    uint64_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, (size_t)(c * sz));
-    if (!q) return 0;
-    *p = q;
-    *cap = c;
-    return 1;
-}
 
 cls_status cls_batch_create(const cls_index *idx, cls_batch **out)
 {
@@ -59,7 +48,7 @@ static int on_query_term(void *user, const char *term, size_t len)
             t[i].qtf++;
             return 0;
         }
-    if (!grow((void **)&b->terms, &b->terms_cap, b->nterms + 1, sizeof *b->terms)) {
+    if (!vec_reserve(&b->terms, &b->terms_cap, b->nterms + 1, sizeof *b->terms)) {
         c->nomem = 1;
         return 1;
     }
@@ -74,8 +63,8 @@ cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text)
     size_t qlen = strlen(qid);
     if (qlen == 0 || strpbrk(qid, " \t\n\r"))
         return err_set(CLS_E_FORMAT, "query id '%s' is empty or holds white space", qid);
-    if (!grow((void **)&b->q, &b->q_cap, b->nq + 1, sizeof *b->q) ||
-        !grow((void **)&b->qids, &b->qids_cap, b->qids_len + qlen + 1, 1))
+    if (!vec_reserve(&b->q, &b->q_cap, b->nq + 1, sizeof *b->q) ||
+        !vec_reserve(&b->qids, &b->qids_cap, b->qids_len + qlen + 1, 1))
         return err_set(CLS_E_NOMEM, "cls_batch_add: out of memory");
     batch_query *q = &b->q[b->nq];
     *q = (batch_query){.qid_off = b->qids_len, .term_start = b->nterms};
@@ -130,10 +119,10 @@ void cls_results_free(cls_results *r)
 
 cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total)
 {
-    uint64_t c1 = r->cap_total, c2 = r->cap_total;
-    if (!grow((void **)&r->start, &r->cap_q, nq + 1, sizeof *r->start) ||
-        !grow((void **)&r->docs, &c1, total, sizeof *r->docs) ||
-        !grow((void **)&r->scores, &c2, total, sizeof *r->scores))
+    size_t c1 = r->cap_total, c2 = r->cap_total;
+    if (!vec_reserve(&r->start, &r->cap_q, nq + 1, sizeof *r->start) ||
+        !vec_reserve(&r->docs, &c1, total, sizeof *r->docs) ||
+        !vec_reserve(&r->scores, &c2, total, sizeof *r->scores))
         return err_set(CLS_E_NOMEM, "results: out of memory for %llu hits", (unsigned long long)total);
     r->cap_total = c1 < c2 ? c1 : c2;
     r->nq = nq;

@@ -23,19 +23,24 @@ struct cls_batch {
     const cls_index *idx;
     an_analyzer *an;
     batch_query *q;
-    uint64_t nq, q_cap;
+    uint64_t nq;
+    size_t q_cap;
     batch_term *terms;
-    uint64_t nterms, terms_cap;
+    uint64_t nterms;
+    size_t terms_cap;
     char *qids;
-    uint64_t qids_len, qids_cap;
+    uint64_t qids_len;
+    size_t qids_cap;
 };
 
 struct cls_results {
-    uint64_t nq, cap_q;
+    uint64_t nq;
+    size_t cap_q;
     uint64_t *start; /* nq + 1 */
     uint32_t *docs;
     float *scores;
-    uint64_t total, cap_total;
+    uint64_t total;
+    size_t cap_total;
 };
 
 /* Makes room for nq queries with up to total hits; sets nq and start[0] = 0. */

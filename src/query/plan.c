@@ -5,22 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/bm25.h"
 #include "index/index.h"
 #include "util/err.h"
-
-/* Grows *p to hold need elements of size sz (capacity doubles; contents kept). */
-static int reserve(void **p, size_t *cap, size_t need, size_t sz)
-{
-    if (need <= *cap && *p) return 1;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    if (c > SIZE_MAX / sz) return 0;
-    void *q = realloc(*p, c * sz);
-    if (!q) return 0;
-    *p = q;
-    *cap = c;
-    return 1;
-}
+#include "util/vec.h"
 
 cls_status plan_init(batch_plan *pl, const cls_index *idx)
 {
@@ -87,8 +75,8 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     int empty = (need.flags & ABI_QF_EMPTY) != 0;
     if (empty) need.cand = 0; /* a dense row is still zeroed and ranked (empty) by the kernels */
 
-    if (!reserve((void **)&pl->queries, &pl->queries_cap, (size_t)pl->nq + 1, sizeof *pl->queries) ||
-        !reserve((void **)&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms)) {
+    if (!vec_reserve(&pl->queries, &pl->queries_cap, (size_t)pl->nq + 1, sizeof *pl->queries) ||
+        !vec_reserve(&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms)) {
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
     }
     /* Slot the query's new terms, costing what they add; undone if the query does not fit. */
@@ -120,7 +108,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         return CLS_OK;
     }
     /* It fits: write its tasks and descriptors. */
-    if (!reserve((void **)&pl->tasks, &pl->tasks_cap, ntasks, sizeof *pl->tasks)) {
+    if (!vec_reserve(&pl->tasks, &pl->tasks_cap, ntasks, sizeof *pl->tasks)) {
         unslot(pl, ntouched0);
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
     }
@@ -154,11 +142,11 @@ cls_status plan_finish(batch_plan *pl, size_t *words, uint32_t *queries_base, ui
            wr = (size_t)pl->nterms * sizeof(abi_term) / 4;
     unslot(pl, 0);
     if (wt + wq + wr >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
-    if (!reserve((void **)&pl->upload, &pl->upload_cap, wt + wq + wr + 1, 4))
+    if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + 1, 4))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
-    memcpy(pl->upload, pl->tasks, wt * 4);
-    memcpy(pl->upload + wt, pl->queries, wq * 4);
-    memcpy(pl->upload + wt + wq, pl->terms, wr * 4);
+    if (wt) memcpy(pl->upload, pl->tasks, wt * 4);
+    if (wq) memcpy(pl->upload + wt, pl->queries, wq * 4);
+    if (wr) memcpy(pl->upload + wt + wq, pl->terms, wr * 4);
     *words = wt + wq + wr;
     *queries_base = (uint32_t)wt;
     *terms_base = (uint32_t)(wt + wq);

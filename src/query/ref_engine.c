@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/bm25.h"
 #include "query/algo.h"
 #include "query/engine.h"
 #include "util/err.h"

@@ -1,0 +1,39 @@
+/* BM25 as clsearch computes it everywhere: the reference engine, the OpenCL engine's host side
+ * (query weights, per-document norms), and the index writer and reader (each block's max_score
+ * at IDX_SCORE_K1, IDX_SCORE_B). Scores must be bit-identical between the reference engine and
+ * the device, so these are the exact operations in their exact order: the weight and the norms
+ * in double, each rounded once to float; a term's contribution in float. cl/common.cl repeats
+ * bm25_contrib for the kernels, operation for operation.
+ */
+#ifndef CLS_BM25_H
+#define CLS_BM25_H
+
+#include <stdint.h>
+
+#include "clsearch.h"
+
+/* The BM25 parameters of the blocks' max_score (the engines' defaults). */
+#define IDX_SCORE_K1 0.9f
+#define IDX_SCORE_B 0.4f
+
+/* One posting's contribution: (w * f) / (f + norm) in float, f = (float)tf. */
+static inline float bm25_contrib(float w, uint32_t tf, float norm)
+{
+    float f = (float)tf;
+    return (w * f) / (f + norm);
+}
+
+/* k1 * (1 - b + b * dl / avgdl), in double, rounded once to float. */
+static inline float bm25_norm(float k1, float b, uint32_t dl, double avgdl)
+{
+    return (float)(k1 * (1.0 - b + b * (double)dl / avgdl));
+}
+
+/* Lucene's idf: log(1 + (N - df + 0.5) / (df + 0.5)), in double, rounded once to float. */
+float bm25_idf(uint32_t num_docs, uint32_t df);
+/* Lucene's idf times the query weight (term count in the query), in double, rounded once. */
+float bm25_weight(const cls_index *idx, uint32_t term, uint32_t qtf);
+/* bm25_norm for every document of idx into out (avgdl: 1 for an empty collection). */
+void bm25_norms(const cls_index *idx, float k1, float b, float *out);
+
+#endif
