@@ -593,10 +593,10 @@ static void collection_matches_ref(cls_corpus_format cf, const char *corpus, cls
     remove(path);
 }
 
+/* In the data part (test_kernels_data): main() has checked that CACM is there. */
 START_TEST(cacm_top1000_matches_ref)
 {
     const char *corpus = tu_data_path("cacm/cacm.tar.gz"), *topics = tu_data_path("cacm/topics.cacm.txt");
-    if (!corpus || !topics) return;
     collection_matches_ref(CLS_CORPUS_HTML, corpus, CLS_TOPICS_ANSERINI, topics);
 }
 END_TEST
@@ -777,10 +777,24 @@ static Suite *suite(void)
     tcase_add_test(tc, search_random_collections);
     tcase_add_test(tc, search_many_batches);
     tcase_add_test(tc, program_cache_cold_warm_corrupt_concurrent);
-    tcase_add_test(tc, cacm_top1000_matches_ref);
     tcase_add_test(tc, generated_top1000_matches_ref);
     suite_add_tcase(s, tc);
     return s;
 }
 
-int main(void) { return tu_run_suite(suite()); }
+/* The cases that need ../shared/data: `test_kernels --data`, CTest's test_kernels_data. */
+static Suite *data_suite(void)
+{
+    Suite *s = suite_create("kernels_data");
+    TCase *tc = tcase_create("collections");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, cacm_top1000_matches_ref);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const needs[] = {"cacm/cacm.tar.gz", "cacm/topics.cacm.txt", NULL};
+    return tu_main(argc, argv, suite, data_suite, needs);
+}
