@@ -49,6 +49,11 @@ while read -r name fmt corpus topics qrels qfmt want_map want_ndcg; do
       fi
     done
   done
+  # byte-identical runs prove nothing if they are empty (with CLS_EFF_NO_EVAL no MAP would tell)
+  if [ ! -s "$first" ]; then
+    echo "FAIL $name: the run $(basename "$first") is empty"
+    status=1
+  fi
   if [ "$noeval" = 1 ]; then
     out=$(printf 'map all -\nndcg_cut_10 all -\n')
     want_map=-

@@ -386,12 +386,14 @@ static void check_topk(clx_engine *cl, uint32_t nq, uint32_t N, uint32_t k, uint
     float *scores = malloc((size_t)nq * k * 4);
     ck_assert_msg(clx_test_topk(cl, sc, nq, N, k, counts, docs, scores) == CLS_OK, "%s", cls_last_error());
     pair *ref = malloc((size_t)N * sizeof *ref);
+    uint64_t kept = 0;
     for (uint32_t q = 0; q < nq; q++) {
         uint32_t m = 0;
         for (uint32_t d = 0; d < N; d++)
             if (sc[(size_t)q * N + d] > 0) ref[m++] = (pair){sc[(size_t)q * N + d], d};
         qsort(ref, m, sizeof *ref, cmp_pair);
         uint32_t keep = m < k ? m : k;
+        kept += keep;
         ck_assert_msg(counts[q] == keep, "N=%u k=%u query %u: %u hits, reference %u", N, k, q, counts[q], keep);
         for (uint32_t j = 0; j < keep; j++) {
             ck_assert_msg(docs[(size_t)q * k + j] == ref[j].d && scores[(size_t)q * k + j] == ref[j].s,
@@ -399,6 +401,7 @@ static void check_topk(clx_engine *cl, uint32_t nq, uint32_t N, uint32_t k, uint
                           docs[(size_t)q * k + j], scores[(size_t)q * k + j], ref[j].d, ref[j].s);
         }
     }
+    ck_assert_msg(kept > 0, "N=%u k=%u: no query has a match; nothing was compared", N, k);
     free(sc);
     free(counts);
     free(docs);
