@@ -3,10 +3,14 @@
 # evaluate with a trec_eval-compatible package; MAP must be within 0.005 of Anserini's 0.3123.
 set -eu
 cls=$1 src=$2 data=$3 tmp=$4 device=${5:-cpu}
-if [ ! -f "$data/cacm/cacm.tar.gz" ]; then
-  echo "SKIP: $data/cacm/cacm.tar.gz is absent"
-  exit 77
-fi
+absent=0
+for f in cacm.tar.gz topics.cacm.txt qrels.cacm.txt; do
+  if [ ! -f "$data/cacm/$f" ]; then
+    echo "SKIP: $data/cacm/$f is absent"
+    absent=1
+  fi
+done
+[ $absent = 0 ] || exit 77
 py=$("$src/tools/pyenv.sh" "$tmp/../pyenv" | tail -1)
 "$cls" index -c html -o "$tmp/cacm.idx" "$data/cacm/cacm.tar.gz"
 "$cls" search -x "$tmp/cacm.idx" -q "$data/cacm/topics.cacm.txt" -d "$device" -o "$tmp/cacm.run" -v

@@ -523,10 +523,10 @@ static int on_cacm(void *user, const char *docno, size_t dl, const char *text, s
     return 0;
 }
 
+/* Data part (test_corpus_data), as is every case that calls tu_data_path. */
 START_TEST(cacm_tarball)
 {
     const char *p = tu_data_path("cacm/cacm.tar.gz");
-    if (!p) return; /* tu_data_path printed which path is missing */
     cacm_state cs = {0};
     ck_assert_msg(cls_corpus_read(CLS_CORPUS_HTML, p, on_cacm, &cs) == CLS_OK, "%s",
                   cls_last_error());
@@ -954,15 +954,12 @@ static int on_real_doc(void *user, const char *docno, size_t dl, const char *tex
     return 0;
 }
 
-/* A real documentation tree, when this machine has one. */
+/* A real documentation tree: in the data part, which skips naming it when this machine has none. */
 START_TEST(files_real_tree)
 {
-    const char *d = "/usr/share/doc";
+    const char *d = tu_data_path("/usr/share/doc");
     struct stat sb;
-    if (stat(d, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "SKIP: %s is absent\n", d);
-        return;
-    }
+    ck_assert_msg(stat(d, &sb) == 0 && S_ISDIR(sb.st_mode), "%s is not a folder", d);
     docno_check c = {0};
     prog_rec pr = {0};
     cls_status st = cls_corpus_read_ex(CLS_CORPUS_FILES, d, on_real_doc, &c, on_prog, &pr);
@@ -1025,10 +1022,31 @@ static int same_file(const char *a, const char *b)
 {
     size_t la, lb;
     char *x = slurp(a, &la), *y = slurp(b, &lb);
+    ck_assert_msg(la > 0, "%s is empty: the comparison would prove nothing", a);
     int same = la == lb && memcmp(x, y, la) == 0;
     free(x);
     free(y);
     return same;
+}
+
+/* Indexes in (format fmt) through the command with 1 and with 4 threads: the same bytes. */
+static void threads_through_command(const char *fmt, const char *in)
+{
+    const char *i1 = tu_tmp_path("f1.idx"), *i4 = tu_tmp_path("f4.idx"), *err;
+    char args[9000];
+    snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 1 -q", fmt, i1, in);
+    ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
+    snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 4 -v --codec pfor --pfor-depth 2 --block 256",
+             fmt, i4, in);
+    ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
+    ck_assert_ptr_nonnull(strstr(err, "4 threads"));
+    if (strcmp(fmt, "files") == 0) ck_assert_ptr_nonnull(strstr(err, "skipped 1 binary file"));
+    snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 4 -q", fmt, i4, in);
+    ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
+    ck_assert_str_eq(err, ""); /* not a terminal, -q: nothing at all */
+    ck_assert_msg(same_file(i1, i4), "%s: 1 and 4 threads differ", in);
+    remove(i1);
+    remove(i4);
 }
 
 START_TEST(threads_byte_identical)
@@ -1053,26 +1071,15 @@ START_TEST(threads_byte_identical)
     cls_index_close(idx);
     remove(p1);
 
-    /* The files reader and the CACM tarball, through the command: 1 and 4 threads. */
-    const char *d = make_tree(), *cacm = tu_data_path("cacm/cacm.tar.gz");
-    const char *i1 = tu_tmp_path("f1.idx"), *i4 = tu_tmp_path("f4.idx"), *err;
-    char args[9000];
-    for (int k = 0; k < (cacm ? 2 : 1); k++) {
-        const char *fmt = k ? "html" : "files", *in = k ? cacm : d;
-        snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 1 -q", fmt, i1, in);
-        ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
-        snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 4 -v --codec pfor --pfor-depth 2 --block 256",
-                 fmt, i4, in);
-        ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
-        ck_assert_ptr_nonnull(strstr(err, "4 threads"));
-        if (!k) ck_assert_ptr_nonnull(strstr(err, "skipped 1 binary file"));
-        snprintf(args, sizeof args, "index -c %s -o '%s' '%s' --threads 4 -q", fmt, i4, in);
-        ck_assert_msg(tu_run_cli(args, &err) == 0, "%s", err);
-        ck_assert_str_eq(err, ""); /* not a terminal, -q: nothing at all */
-        ck_assert_msg(same_file(i1, i4), "%s: 1 and 4 threads differ", in);
-    }
-    remove(i1);
-    remove(i4);
+    /* The files reader through the command (and CACM in threads_cacm_command). */
+    threads_through_command("files", make_tree());
+}
+END_TEST
+
+/* In the data part: the CACM tarball through the command, 1 and 4 threads. */
+START_TEST(threads_cacm_command)
+{
+    threads_through_command("html", tu_data_path("cacm/cacm.tar.gz"));
 }
 END_TEST
 
@@ -1175,12 +1182,17 @@ START_TEST(topics_tsv)
     ck_assert_str_eq(c.texts[0], "seven");
     coll_free(&c);
 
+}
+END_TEST
+
+/* Data part: MS MARCO's dev topics. */
+START_TEST(topics_tsv_msmarco)
+{
+    coll c = {0};
     const char *msmarco = tu_data_path("queries/topics.msmarco-passage.dev-subset.txt");
-    if (msmarco) {
-        ck_assert_int_eq(cls_topics_read(CLS_TOPICS_TSV, msmarco, on_topic, &c), CLS_OK);
-        ck_assert_uint_eq(c.n, 6980);
-        coll_free(&c);
-    }
+    ck_assert_int_eq(cls_topics_read(CLS_TOPICS_TSV, msmarco, on_topic, &c), CLS_OK);
+    ck_assert_uint_eq(c.n, 6980);
+    coll_free(&c);
 }
 END_TEST
 
@@ -1219,9 +1231,14 @@ START_TEST(topics_anserini)
     ck_assert_str_eq(c.ids[2], "3");
     ck_assert_str_eq(c.texts[2], "");
     coll_free(&c);
+}
+END_TEST
 
+/* Data part: CACM's topics. */
+START_TEST(topics_anserini_cacm)
+{
+    coll c = {0};
     const char *cacm = tu_data_path("cacm/topics.cacm.txt");
-    if (!cacm) return;
     ck_assert_msg(cls_topics_read(CLS_TOPICS_ANSERINI, cacm, on_topic, &c) == CLS_OK, "%s",
                   cls_last_error());
     ck_assert_uint_eq(c.n, 64);
@@ -1350,6 +1367,7 @@ static int on_smart(void *user, const char *docno, size_t dl, const char *text, 
     return 0;
 }
 
+/* Data part: Cranfield, MED and CISI. */
 START_TEST(smart_collections)
 {
     static const struct {
@@ -1358,7 +1376,6 @@ START_TEST(smart_collections)
     } sets[] = {{"cranfield/cran.all.1400", 1400}, {"med/MED.ALL", 1033}, {"cisi/CISI.ALL", 1460}};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         const char *p = tu_data_path(sets[i].rel);
-        if (!p) continue;
         smart_count sc = {0, 1};
         ck_assert_msg(cls_corpus_read(CLS_CORPUS_SMART, p, on_smart, &sc) == CLS_OK, "%s",
                       cls_last_error());
@@ -1367,7 +1384,6 @@ START_TEST(smart_collections)
     }
     /* CISI's .X cross-references are not text: document 1 ends with its abstract. */
     const char *cisi = tu_data_path("cisi/CISI.ALL");
-    if (!cisi) return;
     coll c = {.stop_after = 1};
     ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_SMART, cisi, on_doc, &c), CLS_E_ARG);
     ck_assert_str_eq(c.ids[0], "1");
@@ -1585,10 +1601,10 @@ START_TEST(lines_archive_edges)
 }
 END_TEST
 
+/* Data part: MED. */
 START_TEST(med_in_tarball)
 {
     const char *med = tu_data_path("med/MED.ALL");
-    if (!med) return;
     char dir[4200], path[4300];
     snprintf(dir, sizeof dir, "%s", tu_data_path("med"));
     snprintf(path, sizeof path, "%s.tar.gz", tu_tmp_path("med"));
@@ -1662,14 +1678,19 @@ START_TEST(topics_smart)
     expect_bad_topics(CLS_TOPICS_SMART, "x\n.I 1\n.W\nx\n", ":1: text before the first");
     expect_bad_topics(CLS_TOPICS_SMART, ".I one\n.W\nx\n", ":1: \".I\" must be followed");
     expect_bad_topics(CLS_TOPICS_SMART, "", ":1: no \".I\" queries found");
+}
+END_TEST
 
+/* Data part: the queries of Cranfield, MED and CISI. */
+START_TEST(topics_smart_collections)
+{
+    coll c = {0};
     static const struct {
         const char *rel;
         size_t n;
     } sets[] = {{"cranfield/cran.qry", 225}, {"med/MED.QRY", 30}, {"cisi/CISI.QRY", 112}};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         const char *q = tu_data_path(sets[i].rel);
-        if (!q) continue;
         ck_assert_msg(cls_topics_read(CLS_TOPICS_SMART, q, on_topic, &c) == CLS_OK, "%s",
                       cls_last_error());
         ck_assert_uint_eq(c.n, sets[i].n);
@@ -1707,9 +1728,14 @@ START_TEST(topics_mq)
     expect_bad_topics(CLS_TOPICS_MQ, "1:x:bad priority\n", ":1: expected qid:priority:query");
     expect_bad_topics(CLS_TOPICS_MQ, ":1:no qid\n", ":1: expected qid:priority:query");
     expect_bad_topics(CLS_TOPICS_MQ, "1::no priority\n", ":1: expected qid:priority:query");
+}
+END_TEST
 
+/* Data part: the TREC 2009 Million Query topics. */
+START_TEST(topics_mq_million_query)
+{
+    coll c = {0};
     const char *mq = tu_data_path("queries/topics.mq.20001-60000.txt");
-    if (!mq) return;
     ck_assert_int_eq(cls_topics_read(CLS_TOPICS_MQ, mq, on_topic, &c), CLS_OK);
     ck_assert_uint_eq(c.n, 40000);
     ck_assert_str_eq(c.ids[0], "20001");
@@ -1736,12 +1762,10 @@ static Suite *corpus_suite(void)
     tcase_add_test(tc, html_folder_sorted);
     tcase_add_test(tc, html_oversized_file);
     tcase_add_test(tc, html_archives);
-    tcase_add_test(tc, cacm_tarball);
     tcase_add_test(tc, files_folder);
     tcase_add_test(tc, files_archives);
     tcase_add_test(tc, files_failures);
     tcase_add_test(tc, progress_in_file);
-    tcase_add_test(tc, files_real_tree);
     tcase_add_test(tc, threads_byte_identical);
     tcase_add_test(tc, threads_errors);
     tcase_add_test(tc, topics_tsv);
@@ -1751,10 +1775,8 @@ static Suite *corpus_suite(void)
     tcase_add_test(tc, trec_corpus);
     tcase_add_test(tc, trec_corpus_malformed);
     tcase_add_test(tc, smart_corpus);
-    tcase_add_test(tc, smart_collections);
     tcase_add_test(tc, lines_archives);
     tcase_add_test(tc, lines_archive_edges);
-    tcase_add_test(tc, med_in_tarball);
     tcase_add_test(tc, topics_trec);
     tcase_add_test(tc, topics_smart);
     tcase_add_test(tc, topics_mq);
@@ -1762,4 +1784,30 @@ static Suite *corpus_suite(void)
     return s;
 }
 
-int main(void) { return tu_run_suite(corpus_suite()); }
+/* The cases that need files outside the project: `test_corpus --data`, CTest's test_corpus_data. */
+static Suite *data_suite(void)
+{
+    Suite *s = suite_create("corpus_data");
+    TCase *tc = tcase_create("collections");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, cacm_tarball);
+    tcase_add_test(tc, threads_cacm_command);
+    tcase_add_test(tc, files_real_tree);
+    tcase_add_test(tc, topics_tsv_msmarco);
+    tcase_add_test(tc, topics_anserini_cacm);
+    tcase_add_test(tc, smart_collections);
+    tcase_add_test(tc, med_in_tarball);
+    tcase_add_test(tc, topics_smart_collections);
+    tcase_add_test(tc, topics_mq_million_query);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const needs[] = {
+        "cacm/cacm.tar.gz", "cacm/topics.cacm.txt", "queries/topics.msmarco-passage.dev-subset.txt",
+        "queries/topics.mq.20001-60000.txt", "cranfield/cran.all.1400", "cranfield/cran.qry", "med/MED.ALL",
+        "med/MED.QRY", "cisi/CISI.ALL", "cisi/CISI.QRY", "/usr/share/doc", NULL};
+    return tu_main(argc, argv, corpus_suite, data_suite, needs);
+}

@@ -111,6 +111,7 @@ START_TEST(deterministic)
         char *fa = (char *)tu_read_file(file_in(a, names[i]), &la);
         char *fb = (char *)tu_read_file(file_in(b, names[i]), &lb);
         char *fc = (char *)tu_read_file(file_in(c, names[i]), &lc);
+        ck_assert_msg(la > 0, "%s is empty: nothing to compare", names[i]);
         ck_assert_msg(la == lb && memcmp(fa, fb, la) == 0, "%s differs for one seed", names[i]);
         ck_assert_msg(la != lc || memcmp(fa, fc, la) != 0, "%s same for two seeds", names[i]);
         free(fa);
@@ -136,9 +137,13 @@ START_TEST(independent_streams)
     gen_ok(&o, b);
     char *ca = (char *)tu_read_file(file_in(a, "corpus.jsonl"), NULL);
     char *cb = (char *)tu_read_file(file_in(b, "corpus.jsonl"), NULL);
+    ck_assert_uint_gt(strlen(ca), 0);
     ck_assert_str_eq(ca, cb);
     char *ta = (char *)tu_read_file(file_in(a, "topics.tsv"), NULL);
     char *tb = (char *)tu_read_file(file_in(b, "topics.tsv"), NULL);
+    /* a's topics are a proper prefix of b's: as many lines as asked for, b has more */
+    ck_assert_uint_eq(count_lines(ta), o.num_queries / 2);
+    ck_assert_uint_eq(count_lines(tb), o.num_queries);
     ck_assert(strncmp(ta, tb, strlen(ta)) == 0);
     free(ca);
     free(cb);
@@ -465,6 +470,7 @@ static int same_file(const char *a, const char *b)
 {
     size_t la, lb;
     unsigned char *fa = tu_read_file(a, &la), *fb = tu_read_file(b, &lb);
+    ck_assert_msg(la > 0, "%s is empty: the comparison would prove nothing", a);
     int same = la == lb && memcmp(fa, fb, la) == 0;
     free(fa);
     free(fb);

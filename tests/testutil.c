@@ -7,19 +7,48 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-const char *tu_data_path(const char *rel)
+/* rel under the data folder (or rel itself when absolute), in one of four rotating buffers. */
+static const char *data_file(const char *rel)
 {
     static char buf[4][4096];
     static int slot;
     const char *dir = getenv("CLS_DATA_DIR");
     char *p = buf[slot++ & 3];
-    struct stat st;
-    snprintf(p, 4096, "%s/%s", dir ? dir : "../shared/data", rel);
-    if (stat(p, &st) != 0) {
-        fprintf(stderr, "SKIP: %s is absent (shared data not beside the project)\n", p);
-        return NULL;
-    }
+    if (rel[0] == '/') snprintf(p, 4096, "%s", rel);
+    else snprintf(p, 4096, "%s/%s", dir && *dir ? dir : "../shared/data", rel);
     return p;
+}
+
+const char *tu_data_path(const char *rel)
+{
+    const char *p = data_file(rel);
+    struct stat st;
+    ck_assert_msg(stat(p, &st) == 0, "%s is absent: a case that needs it must be in its suite's data part, "
+                                     "and the file in that part's needs", p);
+    return p;
+}
+
+int tu_main(int argc, char **argv, Suite *(*plain)(void), Suite *(*data)(void), const char *const *needs)
+{
+    if (argc == 1) return tu_run_suite(plain());
+    if (argc != 2 || strcmp(argv[1], "--data") != 0 || !data) {
+        fprintf(stderr, "usage: %s%s\n", argv[0], data ? " [--data]" : "");
+        return 2;
+    }
+    int absent = 0;
+    for (size_t i = 0; needs && needs[i]; i++) {
+        const char *p = data_file(needs[i]);
+        struct stat st;
+        if (stat(p, &st) != 0) {
+            printf("SKIP: %s is absent\n", p);
+            absent = 1;
+        }
+    }
+    if (absent) {
+        fflush(stdout);
+        return TU_SKIP;
+    }
+    return tu_run_suite(data());
 }
 
 const char *tu_tmp_path(const char *name)

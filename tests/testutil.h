@@ -6,8 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Path of a shared data file ("cacm/cacm.tar.gz"), or NULL when $CLS_DATA_DIR/../shared/data is
- * absent; then the caller skips, and tu_skip() has printed which path was missing. */
+/* Exit status that CTest counts as skipped (SKIP_RETURN_CODE in tests/CMakeLists.txt). */
+#define TU_SKIP 77
+
+/* Path of a shared data file ("cacm/cacm.tar.gz") under $CLS_DATA_DIR (default ../shared/data);
+ * an absolute path is returned as it is. Fails the test when the file is absent: only the data
+ * part of a suite calls it, and tu_main has checked that part's needs before running it. */
 const char *tu_data_path(const char *rel);
 /* A fresh path under the test temp folder: "<tmp>/<name>.<pid>.<counter>". */
 const char *tu_tmp_path(const char *name);
@@ -27,5 +31,12 @@ int tu_run_cli_to(const char *args, const char *out, const char **err);
 uint64_t tu_rand(uint64_t *state);
 /* Runs a suite, returning the process exit status for main(). */
 int tu_run_suite(Suite *s);
+/* main() of a suite split in two parts, each its own CTest entry. Without arguments it runs
+ * plain(): the cases that need nothing outside the project and the build. With --data it runs
+ * data(): the cases that need files named in needs (NULL-terminated; relative to $CLS_DATA_DIR,
+ * or absolute). When any of them is absent, the data part runs nothing, prints
+ * "SKIP: <path> is absent" for each and returns TU_SKIP, so CTest reports it as skipped, never
+ * as passed. Another argument is a usage error (exit 2). */
+int tu_main(int argc, char **argv, Suite *(*plain)(void), Suite *(*data)(void), const char *const *needs);
 
 #endif
