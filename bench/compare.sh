@@ -7,7 +7,9 @@
 #
 #   bench/compare.sh TREE_A TREE_B DEVICE OUT [DOCS] [QUERIES]
 #
-# Environment: MODES (or,and), KS (10,1000), BATCHES (1,64,1024), SECONDS (2 per row).
+# Tables and JSON lines go to OUT/{a,b}.{1,2}.{txt,jsonl}.
+#
+# Environment: MODES (or,and), KS (10,1000), BATCHES (1,64,1024), SECONDS_PER_ROW (2).
 set -euo pipefail
 a=${1:?TREE_A} b=${2:?TREE_B} dev=${3:?DEVICE} out=${4:?OUT}
 docs=${5:-200000} queries=${6:-4000}
@@ -19,9 +21,11 @@ done
 idx=$out/cmp.idx topics=$out/cmp.tsv
 [ -f "$idx" ] || "$b/build-cmp/clsearch" generate --index "$idx" --topics "$topics" --docs "$docs" --queries "$queries" -q
 for round in 1 2; do
-  for t in "$a" "$b"; do
-    name=$(basename "$t").$round
-    echo "== $name: $(cd "$t" && git rev-parse --short HEAD 2>/dev/null || cat "$t/.commit" 2>/dev/null || echo '?')"
+  for side in a b; do
+    if [ $side = a ]; then t=$a; else t=$b; fi
+    name=$side.$round
+    # a tree unpacked from git archive names its commit in .commit
+    echo "== $name: $t, commit $(cat "$t/.commit" 2>/dev/null || (cd "$t" && git rev-parse --short HEAD 2>/dev/null) || echo '?')"
     "$t/build-cmp/clsearch" bench e2e -x "$idx" -q "$topics" -d "$dev" -m "${MODES:-or,and}" -k "${KS:-10,1000}" \
       -b "${BATCHES:-1,64,1024}" --seconds "${SECONDS_PER_ROW:-2}" --json "$out/$name.jsonl" | tee "$out/$name.txt"
   done
