@@ -80,6 +80,12 @@ typedef struct idx_section_entry {
     uint64_t xxh;
 } idx_section_entry;
 
+/* The file's records are read in place from the mapping (index_file.c), so their sizes are the
+ * format's (docs/FORMAT.md); idx_block's is checked in cl/abi.h. */
+_Static_assert(sizeof(idx_term) == 16, "idx_term is the file's 16-byte term record");
+_Static_assert(sizeof(idx_header) == 128 && offsetof(idx_header, table_xxh) == 112, "idx_header is 128 bytes");
+_Static_assert(sizeof(idx_section_entry) == 32, "idx_section_entry is 32 bytes");
+
 struct cls_index {
     void *map;
     size_t map_len;
