@@ -244,6 +244,10 @@ static cls_status irun(const clx_queue *q, cl_kernel k, unsigned wg, const iset 
     CLX_TRY(clSetKernelArg(k, 3, sizeof(cl_mem), &d->d_docs));
     CLX_TRY(clSetKernelArg(k, 4, sizeof(cl_mem), &d->d_cand));
     CLX_TRY(clSetKernelArg(k, 5, sizeof(cl_mem), &d->d_ncand));
+    /* block skipping's arguments: no term here skips (abi_term.skip 0), so any buffer will do */
+    cl_uint no_skips = 0;
+    CLX_TRY(clSetKernelArg(k, 6, sizeof no_skips, &no_skips));
+    for (cl_uint i = 7; i <= 9; i++) CLX_TRY(clSetKernelArg(k, i, sizeof(cl_mem), &d->d_ncand));
     size_t local = wg, global = (size_t)c->nq * wg;
     for (unsigned r = 0; r <= reps; r++) { /* r = 0: the warm-up */
         cl_uint qinfo_base = (cl_uint)((r % d->copies) * d->ndesc), qterm_base = qinfo_base + c->nq * (cl_uint)(sizeof(abi_query) / 4);

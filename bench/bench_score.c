@@ -320,6 +320,10 @@ static cls_status srun(const clx_queue *q, cl_kernel k, unsigned wg, const sset 
         CLX_TRY(clSetKernelArg(k, 6, sizeof(cl_mem), &d->d_cand));
         CLX_TRY(clSetKernelArg(k, 7, sizeof(cl_mem), &d->d_ncand));
         CLX_TRY(clSetKernelArg(k, 8, sizeof(cl_mem), &d->d_out));
+        /* block skipping's arguments: no term here skips (abi_term.skip 0), so any buffer will do */
+        cl_uint no_skips = 0;
+        CLX_TRY(clSetKernelArg(k, 9, sizeof no_skips, &no_skips));
+        for (cl_uint i = 10; i <= 12; i++) CLX_TRY(clSetKernelArg(k, i, sizeof(cl_mem), &d->d_ncand));
     }
     size_t local = wg, global = (size_t)c->nq * wg;
     for (unsigned r = 0; r <= reps; r++) { /* r = 0: the warm-up */

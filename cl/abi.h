@@ -43,9 +43,11 @@ typedef struct idx_block {
 
 /* One block to decode: which block, and where its postings land in the decoded buffers. */
 typedef struct abi_task {
-    ABI_U32 block; /* index into the blocks section */
+    ABI_U32 block; /* index into the blocks section; ABI_NO_BLOCK: nothing (the work-group returns) */
     ABI_U32 dst;   /* first slot of the block's postings in the decoded docIDs / frequencies */
 } abi_task;
+
+#define ABI_NO_BLOCK 0xFFFFFFFFu
 
 /* One query of a device batch. */
 typedef struct abi_query {
@@ -63,8 +65,24 @@ typedef struct abi_term {
     ABI_U32 list_offset; /* first slot of its decoded list in the decoded docIDs / frequencies */
     ABI_U32 df;          /* postings in the list */
     float weight;        /* BM25 idf times the term's query weight */
-    ABI_U32 reserved;    /* zero */
+    ABI_U32 skip;        /* 0: the whole list is decoded at list_offset; else 1 + its abi_skip */
 } abi_term;
+
+/* Block skipping (Ding et al.): a term of an AND query whose blocks are decoded only where the
+ * query's driving list (its shortest; the first of them on a tie) has a docID within the block's
+ * [first, last]. select_blocks (and.cl) writes the chosen blocks, in list order, as abi_tasks at
+ * task_base of the selected-tasks buffer, each landing at dst_base + i * block_size, and their
+ * number into nsel[its index]; the tasks after them up to max_tasks are ABI_NO_BLOCK. A list's
+ * blocks hold disjoint docID ranges, so at most min(num_blocks, driving df) blocks are chosen. */
+typedef struct abi_skip {
+    ABI_U32 query;       /* the batch's query this term belongs to */
+    ABI_U32 first_block; /* the term's blocks in the blocks section */
+    ABI_U32 num_blocks;
+    ABI_U32 task_base;   /* first abi_task of its region in the selected-tasks buffer */
+    ABI_U32 max_tasks;   /* the region's size */
+    ABI_U32 dst_base;    /* first decoded slot of its region */
+    ABI_U32 reserved[2]; /* zero */
+} abi_skip;
 
 /* Top-k ranks documents by a 32-bit key, larger first, then by docID, smaller first. A score's
  * key is its float bits (BM25 scores are positive, so their bits order like the floats; 0 means
@@ -79,6 +97,8 @@ typedef struct abi_term {
 #define ABI_OUT_DOC(Q, k, q, r) ((Q) + (q) * (k) + (r))
 #define ABI_OUT_SCORE(Q, k, q, r) ((Q) + (Q) * (k) + (q) * (k) + (r))
 #define ABI_OUT_WORDS(Q, k) ((Q) + 2 * (Q) * (k))
+/* One more word after them counts the blocks block skipping chose to decode in the batch. */
+#define ABI_OUT_NSEL(Q, k) ABI_OUT_WORDS(Q, k)
 
 #ifndef __OPENCL_VERSION__
 _Static_assert(sizeof(float) == 4, "the device's float is 32 bits");
@@ -87,6 +107,7 @@ _Static_assert(sizeof(idx_block) == 32 && offsetof(idx_block, info) == 12 && off
 _Static_assert(sizeof(abi_task) == 8, "abi_task is 2 words");
 _Static_assert(sizeof(abi_query) == 16 && offsetof(abi_query, flags) == 12, "abi_query is 4 words");
 _Static_assert(sizeof(abi_term) == 16 && offsetof(abi_term, weight) == 8, "abi_term is 4 words");
+_Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20, "abi_skip is 8 words");
 #endif
 
 #endif

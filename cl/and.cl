@@ -1,5 +1,12 @@
 /* and.cl: conjunctive queries (-m and): the documents holding every term of the query, scored
- * by BM25. src/query/and.c launches intersect_and then score_and; and-or reuses intersect_and.
+ * by BM25. src/query/and.c launches select_blocks, the second decode, intersect_and and score_and;
+ * and-or reuses intersect_and.
+ *
+ * Block skipping (Ding et al.): a query's driving list (its shortest) is decoded whole; of every
+ * other list with skipping (abi_term.skip, cl/abi.h), select_blocks picks the blocks whose
+ * [first, last] holds a docID of the driving list, one work-group per list, and only those are
+ * decoded. find_doc then locates a docID in such a list by a binary search over the chosen
+ * blocks' last docIDs and one within the block.
  *
  * intersect_and: one work-group per query, as in Wu et al.'s batched intersection: the group walks the
  * query's shortest decoded list in chunks of WG_INTERSECT; each work-item binary-searches its
@@ -11,9 +18,81 @@
  * score_and: one work-group per query; each candidate docID is looked up (binary search) in every
  * term's decoded list, in query-term order, and its contributions summed from 0 in that order,
  * exactly as the reference engine adds them. */
+/* Slot of docID d in term t's decoded postings, or ABI_NO_BLOCK when the list lacks it. */
+inline uint find_doc(__global const abi_term *t, uint d, __global const uint *docs, __global const uint *in,
+                     uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
+                     __global const uint *nsel)
+{
+    if (t->skip == 0) {
+        uint off = t->list_offset, p = lower_bound(docs + off, t->df, d);
+        return p < t->df && docs[off + p] == d ? off + p : ABI_NO_BLOCK;
+    }
+    __global const abi_skip *sk = SKIPS_AT(in, skips_base, t->skip - 1);
+    __global const abi_task *tk = stasks + sk->task_base;
+    uint lo = 0, hi = nsel[t->skip - 1];
+    while (lo < hi) { /* the first chosen block whose last docID is >= d */
+        uint mid = lo + ((hi - lo) >> 1);
+        if (blocks[tk[mid].block].last < d) lo = mid + 1; else hi = mid;
+    }
+    if (lo == nsel[t->skip - 1]) return ABI_NO_BLOCK;
+    __global const idx_block *b = blocks + tk[lo].block;
+    if (b->first > d) return ABI_NO_BLOCK;
+    uint off = tk[lo].dst, n = IDX_INFO_COUNT(b->info), p = lower_bound(docs + off, n, d);
+    return p < n && docs[off + p] == d ? off + p : ABI_NO_BLOCK;
+}
+
+/* The query's driving term: its shortest list, the first of them on a tie (the planner's rule). */
+inline uint driving_term(__global const abi_term *qt, uint nt)
+{
+    uint s = 0;
+    for (uint t = 1; t < nt; t++)
+        if (qt[t].df < qt[s].df) s = t;
+    return s;
+}
+
+/* One work-group per abi_skip: the blocks of its list whose docID range holds a docID of the
+ * query's driving list, in list order, as decode tasks (block_size slots each). */
+__kernel __attribute__((reqd_work_group_size(WG_INTERSECT, 1, 1)))
+void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, uint skips_base,
+                   __global const idx_block *blocks, __global const uint *docs, uint block_size,
+                   __global abi_task *stasks, __global uint *nsel, __global uint *out, uint nsel_at)
+{
+    __local uint scan[WG_INTERSECT];
+    uint r = get_group_id(0), lid = get_local_id(0);
+    __global const abi_skip *sk = SKIPS_AT(in, skips_base, r);
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, sk->query);
+    __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
+    __global const abi_term *dt = qt + driving_term(qt, qi->num_terms);
+    uint soff = dt->list_offset, slen = dt->df, fb = sk->first_block, nb = sk->num_blocks;
+    __global abi_task *dst = stasks + sk->task_base;
+    uint count = 0;
+    for (uint base = 0; base < nb; base += WG_INTERSECT) { /* uniform trip count */
+        uint b = base + lid, hit = 0;
+        if (b < nb) {
+            __global const idx_block *m = blocks + fb + b;
+            uint p = lower_bound(docs + soff, slen, m->first);
+            hit = p < slen && docs[soff + p] <= m->last;
+        }
+        uint total;
+        uint pos = wg_scan_incl(scan, hit, &total) - hit + count;
+        if (hit) {
+            abi_task t = {fb + b, sk->dst_base + pos * block_size};
+            dst[pos] = t;
+        }
+        count += total;
+    }
+    for (uint i = count + lid; i < sk->max_tasks; i += WG_INTERSECT) dst[i].block = ABI_NO_BLOCK;
+    if (lid == 0) {
+        nsel[r] = count;
+        atomic_add(out + nsel_at, count); /* the batch's chosen blocks, read back with the results */
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(WG_INTERSECT, 1, 1)))
 void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
-                   __global const uint *docs, __global uint *cand, __global uint *ncand)
+                   __global const uint *docs, __global uint *cand, __global uint *ncand,
+                   uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
+                   __global const uint *nsel)
 {
     __local uint scan[WG_INTERSECT];
     uint q = get_group_id(0), lid = get_local_id(0);
@@ -24,9 +103,7 @@ void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
         return;
     }
     __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
-    uint shortest = 0;
-    for (uint t = 1; t < nt; t++)
-        if (qt[t].df < qt[shortest].df) shortest = t;
+    uint shortest = driving_term(qt, nt);
     uint soff = qt[shortest].list_offset, slen = qt[shortest].df;
     uint count = 0;
     for (uint base = 0; base < slen; base += WG_INTERSECT) { /* uniform trip count */
@@ -34,12 +111,9 @@ void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
         if (i < slen) {
             d = docs[soff + i];
             match = 1;
-            for (uint t = 0; t < nt && match; t++) {
-                if (t == shortest) continue;
-                uint off = qt[t].list_offset, len = qt[t].df;
-                uint p = lower_bound(docs + off, len, d);
-                match = p < len && docs[off + p] == d;
-            }
+            for (uint t = 0; t < nt && match; t++)
+                if (t != shortest)
+                    match = find_doc(qt + t, d, docs, in, skips_base, blocks, stasks, nsel) != ABI_NO_BLOCK;
         }
         uint total;
         uint pos = wg_scan_incl(scan, match, &total);
@@ -53,7 +127,9 @@ __kernel __attribute__((reqd_work_group_size(WG_SCORE, 1, 1)))
 void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
                __global const uint *docs, __global const uint *freqs,
                __global const float *norms, __global const uint *cand,
-               __global const uint *ncand, __global float *cscore)
+               __global const uint *ncand, __global float *cscore,
+               uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
+               __global const uint *nsel)
 {
     uint q = get_group_id(0), lid = get_local_id(0);
     __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
@@ -64,9 +140,8 @@ void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
         uint d = cand[coff + i];
         float s = 0.0f;
         for (uint t = 0; t < nt; t++) {
-            uint off = qt[t].list_offset;
-            uint p = lower_bound(docs + off, qt[t].df, d);
-            s += bm25_contrib(qt[t].weight, freqs[off + p], norms[d]);
+            uint at = find_doc(qt + t, d, docs, in, skips_base, blocks, stasks, nsel);
+            s += bm25_contrib(qt[t].weight, freqs[at], norms[d]);
         }
         cscore[coff + i] = s;
     }

@@ -158,3 +158,4 @@ inline float bm25_contrib(float w, uint tf, float norm)
  * offset of each and read records through these. */
 #define QUERY_AT(in, base, q) ((__global const abi_query *)((in) + (base)) + (q))
 #define TERMS_AT(in, base, t) ((__global const abi_term *)((in) + (base)) + (t))
+#define SKIPS_AT(in, base, s) ((__global const abi_skip *)((in) + (base)) + (s))

@@ -43,6 +43,7 @@ void decode_blocks(__global const uint *words, __global const idx_block *blocks,
     __local uint scratch[DECODE_SCRATCH];
     uint g = get_group_id(0), i = get_local_id(0);
     abi_task tk = ((__global const abi_task *)(tasks + task_base))[g];
+    if (tk.block == ABI_NO_BLOCK) return; /* uniform: a region's unused tail (block skipping) */
     __global const idx_block *m = blocks + tk.block;
     uint dst = tk.dst, first = m->first, offset = m->offset, info = m->info, dparam = m->dparam, fparam = m->fparam;
     uint n = IDX_INFO_COUNT(info), fofs = IDX_INFO_FOFS(info);

@@ -331,6 +331,17 @@ typedef struct cls_profile_step {
  * has none (0). */
 CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **steps, uint32_t *batches);
 
+/* (advanced) What the last cls_engine_search did, counted: "queries", "blocks_in_lists" (the
+ * blocks of the lists its device batches used: decoding them all is the exhaustive work) and
+ * "blocks_decoded" (what the device decoded: block skipping leaves blocks out). */
+typedef struct cls_counter {
+    const char *name;
+    uint64_t value;
+} cls_counter;
+/* (advanced) *counters receives the last search's counters (valid until the engine's next
+ * search or its free); returns their number (0 for the reference engine). */
+CLS_API size_t cls_engine_counters(const cls_engine *e, const cls_counter **counters);
+
 /* ---- Devices -------------------------------------------------------------------------------- */
 
 typedef struct cls_device_info {

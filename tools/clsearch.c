@@ -492,6 +492,16 @@ static int cmd_search(int argc, char **argv)
             if (steps[i].transfer) fprintf(stderr, " (%.2f MB)", (double)steps[i].bytes / 1e6);
         }
         fputc('\n', stderr);
+        const cls_counter *cn;
+        size_t ncn = cls_engine_counters(eng, &cn);
+        uint64_t in_lists = 0, decoded = 0;
+        for (size_t i = 0; i < ncn; i++) {
+            if (strcmp(cn[i].name, "blocks_in_lists") == 0) in_lists = cn[i].value;
+            if (strcmp(cn[i].name, "blocks_decoded") == 0) decoded = cn[i].value;
+        }
+        if (in_lists)
+            fprintf(stderr, "blocks decoded: %llu of the %llu in the queries' lists (%.1f%%)\n",
+                    (unsigned long long)decoded, (unsigned long long)in_lists, 100.0 * (double)decoded / (double)in_lists);
     }
     if (verbose)
         fprintf(stderr, "searched %zu queries (%s, k %u) in %.3f s: %.1f queries/s, %zu hits, %zu queries without results\n",

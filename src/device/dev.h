@@ -29,6 +29,12 @@ typedef struct dev_event {
     uint64_t bytes;
 } dev_event;
 
+/* A query's cost (dev_engine.c: query_cost) and its index, for ordering a search. */
+typedef struct dev_qcost {
+    uint64_t cost;
+    uint32_t q;
+} dev_qcost;
+
 typedef struct clx_engine {
     const cls_index *idx;
     clx_device dev;
@@ -43,17 +49,21 @@ typedef struct clx_engine {
     float norm_k1, norm_b;             /* the parameters d_norms holds (-1: none yet) */
     float *h_norms;
     /* per-batch buffers, sized from the data, reused */
-    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out;
+    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out, stasks, nsel;
     uint32_t *h_out;
     size_t h_out_cap; /* words */
     batch_plan plan;
     uint64_t budget; /* bytes the per-batch buffers may take together */
+    uint32_t *order; /* the search's queries, cheapest first (balanced batches) */
+    dev_qcost *cost;
+    size_t order_cap, cost_cap;
     double build_secs;
     int from_cache;
     /* profile of the last search: named steps, and the events of the batch in flight */
     cls_profile_step steps[DEV_MAX_STEPS];
     unsigned nsteps;
     uint32_t batches;
+    cls_counter counters[3]; /* queries, blocks in their lists, blocks decoded */
     dev_event events[DEV_MAX_EVENTS];
     unsigned nevents;
 } clx_engine;
@@ -62,8 +72,11 @@ typedef struct clx_engine {
 typedef struct dev_batch {
     clx_engine *e;
     uint32_t nq, num_docs;
-    cl_mem in;                     /* the upload: tasks | queries | terms (cl/abi.h) */
-    cl_uint queries_base, terms_base; /* word offsets of the query and term records in `in` */
+    cl_mem in;                     /* the upload: tasks | queries | terms | skips (cl/abi.h) */
+    cl_uint queries_base, terms_base, skips_base; /* word offsets of the records in `in` */
+    cl_uint nskips;                /* abi_skip records */
+    cl_uint nstasks;               /* selected-task slots of their regions */
+    cl_uint nsel_at;               /* word of e->out where select_blocks counts the blocks it chose */
     /* set by the algorithm's launch: what topk_select ranks */
     cl_mem scores;    /* dense rows (num_docs a query), or candidate scores at each cand_offset */
     cl_mem cand_docs; /* with candidate scores: their docIDs (ignored for dense rows) */

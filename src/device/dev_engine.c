@@ -177,7 +177,8 @@ void clx_free(clx_engine *e)
 {
     if (!e) return;
     dev_profile_collect(e, 0);
-    dbuf *bufs[] = {&e->in, &e->docs, &e->freqs, &e->cand, &e->cscore, &e->ncand, &e->acc, &e->sdoc, &e->sscore, &e->out};
+    dbuf *bufs[] = {&e->in,   &e->docs,   &e->freqs,  &e->cand, &e->cscore, &e->ncand,
+                    &e->acc,  &e->sdoc,   &e->sscore, &e->out,  &e->stasks, &e->nsel};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
@@ -189,6 +190,8 @@ void clx_free(clx_engine *e)
     if (e->ctx) clReleaseContext(e->ctx);
     free(e->h_out);
     free(e->h_norms);
+    free(e->order);
+    free(e->cost);
     plan_free(&e->plan);
     free(e);
 }
@@ -206,53 +209,95 @@ size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t
     return e->nsteps;
 }
 
-/* The planned batch through upload, decode, the algorithm, top-k and the read back into r. */
-static cls_status run_batch(clx_engine *e, const query_algo *algo, const cls_batch *bt, cls_results *r)
+/* The planned batch through upload, decode, the algorithm, top-k and the read back. Query qi's
+ * hits land at r->docs + qi * kk (every query has room for kk) with their count in
+ * r->start[qi + 1]; clx_search packs them once every batch has run. */
+static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *r)
 {
     batch_plan *pl = &e->plan;
     const uint32_t nq = pl->nq, kk = pl->kk, P = pl->P, N = e->idx->num_docs;
-    size_t words;
-    dev_batch b = {.e = e, .nq = nq, .num_docs = N};
-    cls_status s = plan_finish(pl, &words, &b.queries_base, &b.terms_base);
+    plan_layout lay;
+    cls_status s = plan_finish(pl, &lay);
     if (s != CLS_OK) return s;
-    size_t out_len = ABI_OUT_WORDS((size_t)nq, kk);
-    if ((s = dev_buf_need(e, &e->in, words * 4, "the batch input")) != CLS_OK ||
+    dev_batch b = {.e = e, .nq = nq, .num_docs = N, .queries_base = lay.queries_base, .terms_base = lay.terms_base,
+                   .skips_base = lay.skips_base, .nskips = pl->nskips, .nstasks = (cl_uint)pl->stasks};
+    size_t out_len = ABI_OUT_WORDS((size_t)nq, kk), read_len = out_len + (pl->nskips ? 1 : 0);
+    b.nsel_at = (cl_uint)ABI_OUT_NSEL((size_t)nq, kk);
+    if ((s = dev_buf_need(e, &e->in, lay.words * 4, "the batch input")) != CLS_OK ||
         (s = dev_buf_need(e, &e->docs, (size_t)pl->dec * 4, "decoded docIDs")) != CLS_OK ||
         (s = dev_buf_need(e, &e->freqs, (size_t)pl->dec * 4, "decoded frequencies")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->stasks, (size_t)pl->stasks * sizeof(abi_task), "selected blocks")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->nsel, (size_t)pl->nskips * 4, "selected block counts")) != CLS_OK ||
         (s = dev_buf_need(e, &e->ncand, (size_t)nq * 4, "candidate counts")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cand, (size_t)pl->cand * 4, "candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)pl->cand * 4, "candidate scores")) != CLS_OK ||
         (pl->dense && (s = dev_buf_need(e, &e->acc, (size_t)nq * N * 4, "accumulator rows")) != CLS_OK) ||
         (s = dev_buf_need(e, &e->sdoc, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
         (s = dev_buf_need(e, &e->sscore, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->out, out_len * 4, "results")) != CLS_OK)
+        (s = dev_buf_need(e, &e->out, (out_len + 1) * 4, "results")) != CLS_OK)
         return s;
     if (!vec_reserve(&e->h_out, &e->h_out_cap, out_len + 1, 4)) return err_set(CLS_E_NOMEM, "out of memory for results");
     b.in = e->in.mem;
 
     cl_event ev;
-    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, words * 4, pl->upload, 0, NULL, &ev));
-    dev_record(e, ev, "upload", words * 4);
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, lay.words * 4, pl->upload, 0, NULL, &ev));
+    dev_record(e, ev, "upload", lay.words * 4);
+    if (pl->nskips) { /* select_blocks counts into the word after the results */
+        cl_uint zero = 0;
+        CLX_TRY(clEnqueueFillBuffer(e->queue, e->out.mem, &zero, 4, (size_t)b.nsel_at * 4, 4, 0, NULL, &ev));
+        dev_record(e, ev, "upload", 4);
+    }
     if ((s = dev_decode(e, e->d_words, e->d_blocks, e->in.mem, 0, pl->ntasks, "decode")) != CLS_OK) return s;
     if ((s = algo->launch(&b)) != CLS_OK) return s;
     if ((s = dev_topk(e, &b, kk, P, "topk")) != CLS_OK) return s;
-    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, &ev));
-    dev_record(e, ev, "download", out_len * 4);
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, read_len * 4, e->h_out, 0, NULL, &ev));
+    dev_record(e, ev, "download", read_len * 4);
 
+    e->counters[0].value += nq;
+    e->counters[1].value += pl->blocks_in_lists;
+    e->counters[2].value += pl->ntasks + (pl->nskips ? e->h_out[out_len] : 0);
     for (uint32_t i = 0; i < nq; i++) {
         uint32_t m = e->h_out[i];
         if (m > kk) return err_set(CLS_E_OPENCL, "topk_select returned %u hits for k = %u", m, kk);
-        uint64_t at = r->start[pl->q0 + i];
-        memcpy(r->docs + at, e->h_out + ABI_OUT_DOC((size_t)nq, kk, i, 0), (size_t)m * 4);
-        memcpy(r->scores + at, e->h_out + ABI_OUT_SCORE((size_t)nq, kk, i, 0), (size_t)m * 4);
-        r->start[pl->q0 + i + 1] = at + m;
+        uint64_t qi = plan_query(pl, i);
+        memcpy(r->docs + qi * kk, e->h_out + ABI_OUT_DOC((size_t)nq, kk, i, 0), (size_t)m * 4);
+        memcpy(r->scores + qi * kk, e->h_out + ABI_OUT_SCORE((size_t)nq, kk, i, 0), (size_t)m * 4);
+        r->start[qi + 1] = m;
     }
     return CLS_OK;
+}
+
+/* What a query costs, to order a search's queries so that each batch holds queries of like cost
+ * and no batch waits on one long query (Wu et al. bucket by the shortest list): the postings its
+ * kernels walk. With block skipping that is about its driving list once per term; otherwise
+ * every posting of every list. */
+static uint64_t query_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t)
+{
+    uint64_t sum = 0, shortest = UINT64_MAX;
+    for (uint32_t j = 0; j < q->num_terms; j++) {
+        uint64_t df = idx->terms[t[j].term].df;
+        sum += df;
+        if (df < shortest) shortest = df;
+    }
+    algo_need need = {0};
+    algo->need(q, (uint32_t)(q->num_terms ? shortest : 0), &need);
+    if (need.flags & ABI_QF_EMPTY) return 0;
+    return need.skip ? shortest * q->num_terms : sum;
+}
+
+static int cmp_cost(const void *a, const void *b)
+{
+    const dev_qcost *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+    return (x->q > y->q) - (x->q < y->q); /* stable: batch order among equals */
 }
 
 cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {
     dev_profile_reset(e);
+    e->counters[0] = (cls_counter){"queries", 0};
+    e->counters[1] = (cls_counter){"blocks_in_lists", 0};
+    e->counters[2] = (cls_counter){"blocks_decoded", 0};
     const cls_index *idx = e->idx;
     const query_algo *algo = query_algo_for(p->mode);
     uint32_t N = idx->num_docs;
@@ -271,21 +316,45 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         e->norm_k1 = p->k1;
         e->norm_b = p->b;
     }
+    /* Balanced batches: the queries in order of cost, so batches hold queries of like cost. */
+    if (bt->nq > UINT32_MAX) return err_set(CLS_E_ARG, "more than 2^32 queries in one search");
+    if (!vec_reserve(&e->order, &e->order_cap, bt->nq, sizeof *e->order) ||
+        !vec_reserve(&e->cost, &e->cost_cap, bt->nq, sizeof *e->cost))
+        return err_set(CLS_E_NOMEM, "out of memory for the query order");
+    for (uint64_t i = 0; i < bt->nq; i++)
+        e->cost[i] = (dev_qcost){query_cost(idx, algo, &bt->q[i], bt->terms + bt->q[i].term_start), (uint32_t)i};
+    qsort(e->cost, bt->nq, sizeof *e->cost, cmp_cost);
+    for (uint64_t i = 0; i < bt->nq; i++) e->order[i] = e->cost[i].q;
     plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc, .max_queries = DEV_MAX_BATCH};
     uint64_t q0 = 0;
     while (q0 < bt->nq) {
-        plan_begin(&e->plan, algo, kk, &lim, q0);
+        plan_begin(&e->plan, algo, kk, &lim, e->order, q0);
         int added = 1;
         while (added && q0 + e->plan.nq < bt->nq)
             if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
-        s = run_batch(e, algo, bt, r);
+        s = run_batch(e, algo, r);
         dev_profile_collect(e, s == CLS_OK);
         e->batches++;
         if (s != CLS_OK) return s;
         q0 += e->plan.nq;
     }
+    /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
+    for (uint64_t i = 0; i < bt->nq; i++) {
+        uint64_t m = r->start[i + 1], at = r->start[i];
+        if (at != i * kk && m) {
+            memmove(r->docs + at, r->docs + i * kk, m * 4);
+            memmove(r->scores + at, r->scores + i * kk, m * 4);
+        }
+        r->start[i + 1] = at + m;
+    }
     r->total = r->start[bt->nq];
     return CLS_OK;
+}
+
+size_t clx_counters(const clx_engine *e, const cls_counter **counters)
+{
+    *counters = e->counters;
+    return e->counters[0].name ? 3 : 0;
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }

@@ -1,8 +1,11 @@
 /* AND (-m and): the documents holding every query term, ranked by BM25. A query with a term the
  * index lacks matches nothing.
  *
- * Device (cl/and.cl): intersect_and, one work-group per query, keeps the documents of the
- * query's shortest decoded list that binary search finds in every other list, in docID order;
+ * Device (cl/and.cl), with block skipping (Ding et al.): the planner decodes each query's
+ * driving (shortest) list whole and gives every other list of more than one block a region of
+ * its own; select_blocks picks, per such list, the blocks whose docID range holds a docID of the
+ * driving list, and a second decode_blocks decodes only those. intersect_and, one work-group per
+ * query, keeps the driving list's documents found in every other list, in docID order;
  * score_and sums each candidate's contributions in query-term order; top-k reads the scored
  * candidates. Reference: the documents every term's list holds, with the accumulated sum. */
 #include "device/dev.h"
@@ -11,29 +14,45 @@
 static void need(const batch_query *q, uint32_t shortest_df, algo_need *n)
 {
     int empty = q->num_terms == 0 || q->unknown > 0;
-    *n = (algo_need){.flags = empty ? ABI_QF_EMPTY : 0u, .cand = shortest_df};
+    *n = (algo_need){.flags = empty ? ABI_QF_EMPTY : 0u, .cand = shortest_df, .skip = 1};
 }
 
 cls_status algo_and_intersect(dev_batch *b)
 {
     clx_engine *e = b->e;
-    dev_arg a[] = {DEV_MEM(b->in),       DEV_U32(b->queries_base), DEV_U32(b->terms_base),
-                   DEV_MEM(e->docs.mem), DEV_MEM(e->cand.mem),     DEV_MEM(e->ncand.mem)};
-    return dev_run(e, "intersect_and", a, 6, b->nq, e->prm.wg_intersect, "intersect");
+    dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
+                   DEV_MEM(e->cand.mem),   DEV_MEM(e->ncand.mem),    DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
+                   DEV_MEM(e->stasks.mem), DEV_MEM(e->nsel.mem)};
+    return dev_run(e, "intersect_and", a, 10, b->nq, e->prm.wg_intersect, "intersect");
+}
+
+/* Block skipping: choose the blocks of the skipped lists, then decode them. */
+static cls_status skip_and_decode(dev_batch *b)
+{
+    clx_engine *e = b->e;
+    cl_uint bs = e->idx->block_size;
+    dev_arg a[] = {DEV_MEM(b->in),     DEV_U32(b->queries_base), DEV_U32(b->terms_base),  DEV_U32(b->skips_base),
+                   DEV_MEM(e->d_blocks), DEV_MEM(e->docs.mem),   DEV_U32(bs),             DEV_MEM(e->stasks.mem),
+                   DEV_MEM(e->nsel.mem), DEV_MEM(e->out.mem),    DEV_U32(b->nsel_at)};
+    cls_status s = dev_run(e, "select_blocks", a, 11, b->nskips, e->prm.wg_intersect, "select");
+    if (s == CLS_OK) s = dev_decode(e, e->d_words, e->d_blocks, e->stasks.mem, 0, b->nstasks, "decode");
+    return s;
 }
 
 static cls_status launch(dev_batch *b)
 {
     clx_engine *e = b->e;
-    cls_status s = algo_and_intersect(b);
+    cls_status s = b->nskips ? skip_and_decode(b) : CLS_OK;
+    if (s == CLS_OK) s = algo_and_intersect(b);
     if (s != CLS_OK) return s;
-    dev_arg a[] = {DEV_MEM(b->in),       DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
-                   DEV_MEM(e->freqs.mem), DEV_MEM(e->d_norms),     DEV_MEM(e->cand.mem),   DEV_MEM(e->ncand.mem),
-                   DEV_MEM(e->cscore.mem)};
+    dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
+                   DEV_MEM(e->freqs.mem),  DEV_MEM(e->d_norms),      DEV_MEM(e->cand.mem),   DEV_MEM(e->ncand.mem),
+                   DEV_MEM(e->cscore.mem), DEV_U32(b->skips_base),   DEV_MEM(e->d_blocks),   DEV_MEM(e->stasks.mem),
+                   DEV_MEM(e->nsel.mem)};
     b->scores = e->cscore.mem;
     b->cand_docs = e->cand.mem;
     b->dense = 0;
-    return dev_run(e, "score_and", a, 9, b->nq, e->prm.wg_score, "score");
+    return dev_run(e, "score_and", a, 13, b->nq, e->prm.wg_score, "score");
 }
 
 static uint32_t ref(const ref_query *rq, ref_hit *out)
@@ -44,14 +63,14 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
     return n;
 }
 
-static const char *const kernels[] = {"intersect_and", "score_and", NULL};
+static const char *const kernels[] = {"select_blocks", "intersect_and", "score_and", NULL};
 
 const query_algo algo_and = {
     .name = "and",
     .help = "documents holding every query term, ranked by BM25",
     .kernel_file = "and.cl",
     .kernels = kernels,
-    .describe = "workgroup-per-query binary-search intersect_and + score_and",
+    .describe = "block-skipping select_blocks + workgroup-per-query binary-search intersect_and + score_and",
     .need = need,
     .launch = launch,
     .ref = ref,

@@ -39,7 +39,10 @@ static size_t clx_profile_op(const void *impl, const cls_profile_step **steps, u
     return clx_profile(impl, steps, batches);
 }
 
+static size_t clx_counters_op(const void *impl, const cls_counter **counters) { return clx_counters(impl, counters); }
+
 static const engine_ops CLX_OPS = {.kind = "opencl",
+                                   .counters = clx_counters_op,
                                    .search = clx_search_op,
                                    .free = clx_free_op,
                                    .build_times = clx_build_times_op,
@@ -119,6 +122,12 @@ size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **steps, u
     *steps = NULL;
     if (batches) *batches = 0;
     return e->ops->profile ? e->ops->profile(e->impl, steps, batches) : 0;
+}
+
+size_t cls_engine_counters(const cls_engine *e, const cls_counter **counters)
+{
+    *counters = NULL;
+    return e->ops->counters ? e->ops->counters(e->impl, counters) : 0;
 }
 
 void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache)

@@ -15,6 +15,7 @@ typedef struct engine_ops {
     /* NULL where the engine has no programs or no profile */
     void (*build_times)(const void *impl, double *seconds, int *from_cache);
     size_t (*profile)(const void *impl, const cls_profile_step **steps, uint32_t *batches);
+    size_t (*counters)(const void *impl, const cls_counter **counters);
 } engine_ops;
 
 /* The reference engine: plain C, one query at a time. */
@@ -34,6 +35,7 @@ void clx_free(clx_engine *e);
 cls_status clx_search(clx_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches);
+size_t clx_counters(const clx_engine *e, const cls_counter **counters);
 /* The bytes a device batch's buffers may take together (tests force small batches with it). */
 void clx_set_budget(clx_engine *e, uint64_t bytes);
 /* The kernel parameters the engine's programs were built with. */

@@ -31,6 +31,8 @@ void plan_free(batch_plan *pl)
     free(pl->queries);
     free(pl->terms);
     free(pl->upload);
+    free(pl->skips);
+    free(pl->term_skip);
     memset(pl, 0, sizeof *pl);
 }
 
@@ -41,15 +43,17 @@ static uint32_t next_pow2(uint32_t x)
     return p;
 }
 
-void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_limits *lim, uint64_t q0)
+void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_limits *lim, const uint32_t *order,
+                uint64_t q0)
 {
     pl->algo = algo;
     pl->kk = kk;
     pl->P = next_pow2(kk);
     pl->lim = *lim;
+    pl->order = order;
     pl->q0 = q0;
-    pl->nq = pl->ntasks = pl->nterms = pl->dense = pl->ntouched = 0;
-    pl->dec = pl->cand = pl->bytes = 0;
+    pl->nq = pl->ntasks = pl->nterms = pl->nskips = pl->dense = pl->ntouched = 0;
+    pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = 0;
 }
 
 /* Takes back the terms slotted since ntouched0 (a query that did not fit). */
@@ -59,51 +63,80 @@ static void unslot(batch_plan *pl, uint32_t ntouched0)
     pl->ntouched = ntouched0;
 }
 
+uint64_t plan_query(const batch_plan *pl, uint32_t i) { return pl->order ? pl->order[pl->q0 + i] : pl->q0 + i; }
+
 cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
 {
     *added = 0;
     const cls_index *idx = pl->idx;
-    const uint64_t qi = pl->q0 + pl->nq;
+    const uint64_t qi = plan_query(pl, pl->nq);
     assert(qi < bt->nq);
     const batch_query *q = &bt->q[qi];
     const batch_term *t = bt->terms + q->term_start;
-    uint32_t shortest = q->num_terms ? UINT32_MAX : 0;
-    for (uint32_t j = 0; j < q->num_terms; j++)
-        if (idx->terms[t[j].term].df < shortest) shortest = idx->terms[t[j].term].df;
+    /* the driving term: the shortest list, the first of them on a tie (and.cl's rule) */
+    uint32_t drive = 0;
+    for (uint32_t j = 1; j < q->num_terms; j++)
+        if (idx->terms[t[j].term].df < idx->terms[t[drive].term].df) drive = j;
+    uint32_t shortest = q->num_terms ? idx->terms[t[drive].term].df : 0;
     algo_need need = {0};
     pl->algo->need(q, shortest, &need);
     int empty = (need.flags & ABI_QF_EMPTY) != 0;
     if (empty) need.cand = 0; /* a dense row is still zeroed and ranked (empty) by the kernels */
 
     if (!vec_reserve(&pl->queries, &pl->queries_cap, (size_t)pl->nq + 1, sizeof *pl->queries) ||
-        !vec_reserve(&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms)) {
+        !vec_reserve(&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms) ||
+        !vec_reserve(&pl->skips, &pl->skips_cap, (size_t)pl->nskips + q->num_terms, sizeof *pl->skips) ||
+        !vec_reserve(&pl->term_skip, &pl->term_skip_cap, (size_t)q->num_terms + 1, sizeof *pl->term_skip))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
-    }
-    /* Slot the query's new terms, costing what they add; undone if the query does not fit. */
+    /* Slot the query's new whole lists and its skipped lists' regions, costing what they add;
+     * undone if the query does not fit. */
     const uint32_t B = idx->block_size, ntouched0 = pl->ntouched;
-    uint64_t dec = pl->dec;
-    uint32_t ntasks = pl->ntasks;
+    uint64_t dec = pl->dec, stasks = pl->stasks, in_lists = 0;
+    uint32_t ntasks = pl->ntasks, nskips = pl->nskips;
     for (uint32_t j = 0; j < q->num_terms && !empty; j++) {
         const idx_term *te = &idx->terms[t[j].term];
-        if (pl->slot[t[j].term]) continue;
-        if (dec + (uint64_t)te->num_blocks * B >= UINT32_MAX) { /* slot + 1 must fit 32 bits */
-            unslot(pl, ntouched0);
-            if (pl->nq > 0) return CLS_OK;
-            return err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
+        pl->term_skip[j] = 0;
+        uint64_t room;
+        if (need.skip && j != drive && te->num_blocks > 1) { /* a region of its own, blocks chosen on the device */
+            uint32_t max = te->num_blocks < shortest ? te->num_blocks : shortest;
+            room = (uint64_t)max * B;
+            if (dec + room < UINT32_MAX) {
+                pl->skips[nskips] = (abi_skip){.query = pl->nq, .first_block = te->first_block,
+                                               .num_blocks = te->num_blocks, .task_base = (uint32_t)stasks,
+                                               .max_tasks = max, .dst_base = (uint32_t)dec};
+                pl->term_skip[j] = ++nskips;
+                in_lists += te->num_blocks;
+                stasks += max;
+                dec += room;
+                continue;
+            }
+        } else if (pl->slot[t[j].term]) {
+            continue;
+        } else {
+            room = (uint64_t)te->num_blocks * B;
+            if (dec + room < UINT32_MAX) { /* slot + 1 must fit 32 bits */
+                pl->slot[t[j].term] = (uint32_t)dec + 1;
+                pl->touched[pl->ntouched++] = t[j].term;
+                dec += room;
+                ntasks += te->num_blocks;
+                in_lists += te->num_blocks;
+                continue;
+            }
         }
-        pl->slot[t[j].term] = (uint32_t)dec + 1;
-        pl->touched[pl->ntouched++] = t[j].term;
-        dec += (uint64_t)te->num_blocks * B;
-        ntasks += te->num_blocks;
+        unslot(pl, ntouched0);
+        if (pl->nq > 0) return CLS_OK;
+        return err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
     }
     uint64_t bytes = pl->bytes + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
                      (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
-                     (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 + (uint64_t)need.dense * idx->num_docs * 4;
+                     (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) +
+                     (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 +
+                     (uint64_t)need.dense * idx->num_docs * 4;
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
     const plan_limits *L = &pl->lim;
     if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || dec * 4 > L->max_alloc ||
-                       (pl->cand + need.cand) * 4 > L->max_alloc || rows * idx->num_docs * 4 > L->max_alloc ||
-                       nq * pl->P * 4 > L->max_alloc)) {
+                       stasks * sizeof(abi_task) > L->max_alloc || (pl->cand + need.cand) * 4 > L->max_alloc ||
+                       rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc)) {
         unslot(pl, ntouched0);
         return CLS_OK;
     }
@@ -124,31 +157,40 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                       .cand_offset = (uint32_t)pl->cand, .flags = need.flags};
     for (uint32_t j = 0; j < aq->num_terms; j++) {
         const idx_term *te = &idx->terms[t[j].term];
-        pl->terms[pl->nterms++] = (abi_term){.list_offset = pl->slot[t[j].term] - 1, .df = te->df,
-                                             .weight = bm25_weight(idx, t[j].term, t[j].qtf)};
+        uint32_t sk = pl->term_skip[j];
+        pl->terms[pl->nterms++] = (abi_term){
+            .list_offset = sk ? pl->skips[sk - 1].dst_base : pl->slot[t[j].term] - 1,
+            .df = te->df,
+            .weight = bm25_weight(idx, t[j].term, t[j].qtf),
+            .skip = sk};
     }
+    pl->nskips = nskips;
+    pl->stasks = stasks;
     pl->dec = dec;
     pl->cand += need.cand;
     pl->dense += need.dense;
     pl->bytes = bytes;
+    pl->blocks_in_lists += in_lists;
     pl->nq++;
     *added = 1;
     return CLS_OK;
 }
 
-cls_status plan_finish(batch_plan *pl, size_t *words, uint32_t *queries_base, uint32_t *terms_base)
+cls_status plan_finish(batch_plan *pl, plan_layout *lay)
 {
     size_t wt = (size_t)pl->ntasks * sizeof(abi_task) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,
-           wr = (size_t)pl->nterms * sizeof(abi_term) / 4;
+           wr = (size_t)pl->nterms * sizeof(abi_term) / 4, ws = (size_t)pl->nskips * sizeof(abi_skip) / 4;
     unslot(pl, 0);
-    if (wt + wq + wr >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
-    if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + 1, 4))
+    if (wt + wq + wr + ws >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
+    if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + ws + 1, 4))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
     if (wt) memcpy(pl->upload, pl->tasks, wt * 4);
     if (wq) memcpy(pl->upload + wt, pl->queries, wq * 4);
     if (wr) memcpy(pl->upload + wt + wq, pl->terms, wr * 4);
-    *words = wt + wq + wr;
-    *queries_base = (uint32_t)wt;
-    *terms_base = (uint32_t)(wt + wq);
+    if (ws) memcpy(pl->upload + wt + wq + wr, pl->skips, ws * 4);
+    lay->words = wt + wq + wr + ws;
+    lay->queries_base = (uint32_t)wt;
+    lay->terms_base = (uint32_t)(wt + wq);
+    lay->skips_base = (uint32_t)(wt + wq + wr);
     return CLS_OK;
 }

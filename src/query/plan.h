@@ -2,7 +2,12 @@
  * decoded where, and the descriptors the kernels read (cl/abi.h), in one host buffer that is
  * uploaded in one transfer:
  *
- *   tasks (abi_task per block to decode) | queries (abi_query) | terms (abi_term)
+ *   tasks (abi_task per block to decode) | queries (abi_query) | terms (abi_term) | skips (abi_skip)
+ *
+ * A whole list is decoded once per batch, however many of its queries use it. Where the algorithm
+ * asks for block skipping (algo_need.skip), every list of a query but its driving one (the
+ * shortest) that spans more than one block gets a region of its own instead, sized for the most
+ * blocks the device can choose in it (abi_skip).
  *
  * Queries are added one at a time, in batch order, each costed exactly as it is planned (a term
  * that an earlier query of the batch already decodes costs nothing again), until the next one
@@ -36,10 +41,15 @@ typedef struct batch_plan {
     uint32_t *slot; /* per index term: decoded slot + 1 in this batch, 0 = not planned (all 0
                      * between batches) */
     /* the batch being planned */
-    uint64_t q0;         /* its first query in the cls_batch */
+    const uint32_t *order; /* the search's query order (NULL: the batch's own) */
+    uint64_t q0;         /* its first query, a position in order */
     uint32_t nq;         /* queries */
     uint32_t ntasks;     /* blocks to decode */
     uint32_t nterms;     /* abi_term records */
+    uint32_t nskips;     /* abi_skip records */
+    uint64_t stasks;     /* selected-task slots of the skip regions */
+    uint64_t blocks_in_lists; /* blocks of the batch's lists: a whole list once, a skipped list
+                               * once per query (decoding without skipping would take them all) */
     uint64_t dec;        /* decoded slots (docIDs and frequencies each) */
     uint64_t cand;       /* candidate slots */
     uint32_t dense;      /* accumulator rows */
@@ -49,8 +59,10 @@ typedef struct batch_plan {
     abi_task *tasks;
     abi_query *queries;
     abi_term *terms;
+    abi_skip *skips;
     uint32_t *touched;
-    size_t tasks_cap, queries_cap, terms_cap;
+    uint32_t *term_skip; /* per term of the query being added: 1 + its abi_skip, or 0 */
+    size_t tasks_cap, queries_cap, terms_cap, skips_cap, term_skip_cap;
     uint32_t *upload; /* the packed input: tasks | queries | terms */
     size_t upload_cap;
 } batch_plan;
@@ -59,14 +71,23 @@ typedef struct batch_plan {
 cls_status plan_init(batch_plan *pl, const cls_index *idx);
 void plan_free(batch_plan *pl);
 
-/* Starts a batch at query q0 of a search with algo, kk hits per query and limits lim. */
-void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_limits *lim, uint64_t q0);
+/* Starts a batch at position q0 of order (a permutation of the cls_batch's queries; NULL: their
+ * own order) for a search with algo, kk hits per query and limits lim. */
+void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_limits *lim, const uint32_t *order,
+                uint64_t q0);
+/* The cls_batch index of the batch's i-th query. */
+uint64_t plan_query(const batch_plan *pl, uint32_t i);
 /* Offers the next query of bt to the batch: *added is 1 when it was added, 0 when the batch is
  * full (never so for its first query). Fails when out of memory or when a query alone needs 2^32
  * decoded slots. */
 cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added);
-/* Packs the upload buffer and clears the term slots; *words receives its length in uint32s and
- * the bases of the query and term records within it. */
-cls_status plan_finish(batch_plan *pl, size_t *words, uint32_t *queries_base, uint32_t *terms_base);
+/* Where the records lie in the packed upload, in 32-bit words. */
+typedef struct plan_layout {
+    size_t words;
+    uint32_t queries_base, terms_base, skips_base; /* the tasks start at 0 */
+} plan_layout;
+
+/* Packs the upload buffer and clears the term slots. */
+cls_status plan_finish(batch_plan *pl, plan_layout *lay);
 
 #endif
