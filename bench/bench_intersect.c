@@ -109,7 +109,7 @@ static int iset_plan(const clx_queue *q, const icase *c, uint64_t cap, iset *d, 
     d->hits = (uint32_t)(c->share * c->s + 0.5);
     d->perq = c->s + (uint64_t)(c->terms - 1) * lng;
     d->ndocs = c->nq * d->perq;
-    d->ndesc = ((uint64_t)c->nq * sizeof(abi_query) + (uint64_t)c->nq * c->terms * sizeof(abi_term)) / 4;
+    d->ndesc = ((uint64_t)c->nq * (sizeof(abi_query) + sizeof(abi_unit)) + (uint64_t)c->nq * c->terms * sizeof(abi_term)) / 4;
     uint64_t nout = (uint64_t)c->nq * (c->s + 1); /* candidates and counts */
     d->set_bytes = 4 * (d->ndocs + d->ndesc + nout);
     if (d->set_bytes > cap) {
@@ -159,7 +159,9 @@ static void fill_desc(const iset *d, unsigned k, uint32_t *desc)
     const icase *c = &d->c;
     abi_query *qinfo = (abi_query *)desc;
     abi_term *qterm = (abi_term *)(qinfo + c->nq);
+    abi_unit *units = (abi_unit *)(qterm + (size_t)c->nq * c->terms); /* one work unit a query */
     for (uint32_t q = 0; q < c->nq; q++) {
+        units[q] = (abi_unit){.query = q, .begin = 0, .end = c->s};
         uint32_t base = (uint32_t)(k * d->ndocs + q * d->perq);
         abi_term *qt = qterm + (size_t)q * c->terms;
         qinfo[q] = (abi_query){.term_start = q * c->terms, .num_terms = c->terms, .cand_offset = q * c->s};
@@ -253,6 +255,8 @@ static cls_status irun(const clx_queue *q, cl_kernel k, unsigned wg, const iset 
         cl_uint qinfo_base = (cl_uint)((r % d->copies) * d->ndesc), qterm_base = qinfo_base + c->nq * (cl_uint)(sizeof(abi_query) / 4);
         CLX_TRY(clSetKernelArg(k, 1, sizeof qinfo_base, &qinfo_base));
         CLX_TRY(clSetKernelArg(k, 2, sizeof qterm_base, &qterm_base));
+        cl_uint units_base = qterm_base + c->nq * c->terms * (cl_uint)(sizeof(abi_term) / 4);
+        CLX_TRY(clSetKernelArg(k, 10, sizeof units_base, &units_base));
         cl_event ev;
         CLX_TRY(clEnqueueNDRangeKernel(q->q, k, 1, NULL, &global, &local, 0, NULL, &ev));
         cl_int err = clWaitForEvents(1, &ev);
@@ -301,8 +305,11 @@ static cls_status icheck(const clx_queue *q, const iset *d, int *ok, uint64_t *f
             lens[t] = t == 0 ? c->s : d->lng;
         }
         uint32_t m = merge_and(lists, lens, c->terms, want);
-        *ok = count[i] == m && memcmp(cand + (size_t)i * c->s, want, (size_t)m * 4) == 0;
-        *found += count[i];
+        /* the query's one work unit: its matches first, then ABI_NO_DOC up to the short list's length */
+        const uint32_t *got = cand + (size_t)i * c->s;
+        *ok = count[i] == c->s && memcmp(got, want, (size_t)m * 4) == 0;
+        for (uint32_t j = m; j < c->s && *ok; j++) *ok = got[j] == ABI_NO_DOC;
+        *found += m;
     }
     free(want);
     return CLS_OK;

@@ -127,7 +127,7 @@ static int sset_plan(const clx_queue *q, const scase *c, uint64_t cap, sset *d, 
     d->ncand = c->or_mode ? 0 : (uint64_t)c->nq * c->perq;
     d->nnorm = c->or_mode ? d->ndoc : (uint64_t)c->nq * d->ndoc;
     d->nacc = c->or_mode ? (uint64_t)c->nq * d->ndoc : 0;
-    d->ndesc = ((uint64_t)c->nq * sizeof(abi_query) + (uint64_t)c->nq * c->terms * sizeof(abi_term)) / 4;
+    d->ndesc = ((uint64_t)c->nq * (sizeof(abi_query) + sizeof(abi_unit)) + (uint64_t)c->nq * c->terms * sizeof(abi_term)) / 4;
     uint64_t per_copy = 4 * (2 * d->nlist + 2 * d->ncand + d->ndesc), shared = 4 * (d->nnorm + d->nacc + c->nq);
     d->set_bytes = per_copy + shared;
     if (d->set_bytes > cap) {
@@ -186,7 +186,9 @@ static void fill_desc(const sset *d, unsigned k, const uint32_t *w, uint32_t *de
     const scase *c = &d->c;
     abi_query *qinfo = (abi_query *)desc;
     abi_term *qterm = (abi_term *)(qinfo + c->nq);
+    abi_unit *units = (abi_unit *)(qterm + (size_t)c->nq * c->terms); /* score_and: one work unit a query */
     for (uint32_t q = 0; q < c->nq; q++) {
+        units[q] = (abi_unit){.query = q, .begin = 0, .end = c->or_mode ? 0 : c->perq};
         qinfo[q] = (abi_query){.term_start = q * c->terms, .num_terms = c->terms,
                                .cand_offset = c->or_mode ? 0 : (uint32_t)(k * d->ncand + (uint64_t)q * c->perq)};
         for (uint32_t t = 0; t < c->terms; t++) {
@@ -330,6 +332,10 @@ static cls_status srun(const clx_queue *q, cl_kernel k, unsigned wg, const sset 
         cl_uint qinfo_base = (cl_uint)((r % d->copies) * d->ndesc), qterm_base = qinfo_base + c->nq * (cl_uint)(sizeof(abi_query) / 4);
         CLX_TRY(clSetKernelArg(k, 1, sizeof qinfo_base, &qinfo_base));
         CLX_TRY(clSetKernelArg(k, 2, sizeof qterm_base, &qterm_base));
+        if (!c->or_mode) {
+            cl_uint units_base = qterm_base + c->nq * c->terms * (cl_uint)(sizeof(abi_term) / 4);
+            CLX_TRY(clSetKernelArg(k, 13, sizeof units_base, &units_base));
+        }
         cl_event ev;
         CLX_TRY(clEnqueueNDRangeKernel(q->q, k, 1, NULL, &global, &local, 0, NULL, &ev));
         cl_int err = clWaitForEvents(1, &ev);

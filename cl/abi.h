@@ -84,6 +84,20 @@ typedef struct abi_skip {
     ABI_U32 reserved[2]; /* zero */
 } abi_skip;
 
+/* A share of one query's candidate work: postings [begin, end) of its driving list (AND's
+ * intersect_and and score_and run one work-group per unit), so a long query spreads over many
+ * work-groups while a short one is one unit (Ding et al.'s parallel merge, partitioned by
+ * position in the driving list). The unit at begin 0 writes the query's candidate count; a
+ * unit's candidates land at cand_offset + begin, in docID order, and the rest of its share holds
+ * ABI_NO_DOC (score 0: no match). */
+typedef struct abi_unit {
+    ABI_U32 query;
+    ABI_U32 begin, end;
+    ABI_U32 reserved; /* zero */
+} abi_unit;
+
+#define ABI_NO_DOC 0xFFFFFFFFu
+
 /* Top-k ranks documents by a 32-bit key, larger first, then by docID, smaller first. A score's
  * key is its float bits (BM25 scores are positive, so their bits order like the floats; 0 means
  * "no match"); an algorithm that ranks a class of documents first sets ABI_KEY_TIER in their
@@ -107,6 +121,7 @@ _Static_assert(sizeof(idx_block) == 32 && offsetof(idx_block, info) == 12 && off
 _Static_assert(sizeof(abi_task) == 8, "abi_task is 2 words");
 _Static_assert(sizeof(abi_query) == 16 && offsetof(abi_query, flags) == 12, "abi_query is 4 words");
 _Static_assert(sizeof(abi_term) == 16 && offsetof(abi_term, weight) == 8, "abi_term is 4 words");
+_Static_assert(sizeof(abi_unit) == 16, "abi_unit is 4 words");
 _Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20, "abi_skip is 8 words");
 #endif
 

@@ -8,16 +8,17 @@
  * decoded. find_doc then locates a docID in such a list by a binary search over the chosen
  * blocks' last docIDs and one within the block.
  *
- * intersect_and: one work-group per query, as in Wu et al.'s batched intersection: the group walks the
- * query's shortest decoded list in chunks of WG_INTERSECT; each work-item binary-searches its
- * docID in every other list of the query, and a work-group prefix sum over the match flags
- * compacts the survivors, in docID order, to cand[cand_offset ...]. ncand[q] receives the
- * count. The host sized cand from the data: each query owns room for its shortest list. A query
+ * intersect_and: one work-group per work unit (abi_unit: a share of one query's driving list;
+ * short queries are one unit, long ones many), as in Wu et al.'s batched intersection: the group
+ * walks its share in steps of WG_INTERSECT; each work-item looks its docID up in every other list
+ * of the query (find_doc), and a work-group prefix sum over the match flags compacts the
+ * survivors, in docID order, to the share's candidate slots; ABI_NO_DOC fills the rest. Each
+ * query owns candidate room for its driving list, and ncand[q] is that list's length. A query
  * flagged ABI_QF_EMPTY or ABI_QF_UNKNOWN_TERM has no candidates.
  *
- * score_and: one work-group per query; each candidate docID is looked up (binary search) in every
- * term's decoded list, in query-term order, and its contributions summed from 0 in that order,
- * exactly as the reference engine adds them. */
+ * score_and: one work-group per work unit; each candidate docID is looked up in every term's
+ * list, in query-term order, and its contributions summed from 0 in that order, exactly as the
+ * reference engine adds them; ABI_NO_DOC scores 0, which top-k reads as no match. */
 /* Slot of docID d in term t's decoded postings, or ABI_NO_BLOCK when the list lacks it. */
 inline uint find_doc(__global const abi_term *t, uint d, __global const uint *docs, __global const uint *in,
                      uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
@@ -88,27 +89,32 @@ void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, ui
     }
 }
 
+/* One work-group per abi_unit: the unit's share of its query's driving list, each docID kept
+ * when every other list holds it, compacted in docID order to the share's candidate slots; the
+ * rest of the share gets ABI_NO_DOC. */
 __kernel __attribute__((reqd_work_group_size(WG_INTERSECT, 1, 1)))
 void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
                    __global const uint *docs, __global uint *cand, __global uint *ncand,
                    uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
-                   __global const uint *nsel)
+                   __global const uint *nsel, uint units_base)
 {
     __local uint scan[WG_INTERSECT];
-    uint q = get_group_id(0), lid = get_local_id(0);
+    uint lid = get_local_id(0);
+    __global const abi_unit *u = UNITS_AT(in, units_base, get_group_id(0));
+    uint q = u->query, begin = u->begin, end = u->end;
     __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
     uint nt = qi->num_terms, coff = qi->cand_offset;
     if (nt == 0 || (qi->flags & (ABI_QF_EMPTY | ABI_QF_UNKNOWN_TERM))) {
-        if (lid == 0) ncand[q] = 0;
+        if (lid == 0 && begin == 0) ncand[q] = 0;
         return;
     }
     __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
     uint shortest = driving_term(qt, nt);
-    uint soff = qt[shortest].list_offset, slen = qt[shortest].df;
+    uint soff = qt[shortest].list_offset;
     uint count = 0;
-    for (uint base = 0; base < slen; base += WG_INTERSECT) { /* uniform trip count */
+    for (uint base = begin; base < end; base += WG_INTERSECT) { /* uniform trip count */
         uint i = base + lid, match = 0, d = 0;
-        if (i < slen) {
+        if (i < end) {
             d = docs[soff + i];
             match = 1;
             for (uint t = 0; t < nt && match; t++)
@@ -117,32 +123,36 @@ void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
         }
         uint total;
         uint pos = wg_scan_incl(scan, match, &total);
-        if (match) cand[coff + count + pos - 1] = d;
+        if (match) cand[coff + begin + count + pos - 1] = d;
         count += total;
     }
-    if (lid == 0) ncand[q] = count;
+    for (uint i = begin + count + lid; i < end; i += WG_INTERSECT) cand[coff + i] = ABI_NO_DOC;
+    if (lid == 0 && begin == 0) ncand[q] = qt[shortest].df;
 }
 
+/* One work-group per abi_unit: BM25 of the unit's candidates (0 for ABI_NO_DOC). */
 __kernel __attribute__((reqd_work_group_size(WG_SCORE, 1, 1)))
 void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
                __global const uint *docs, __global const uint *freqs,
                __global const float *norms, __global const uint *cand,
                __global const uint *ncand, __global float *cscore,
                uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
-               __global const uint *nsel)
+               __global const uint *nsel, uint units_base)
 {
-    uint q = get_group_id(0), lid = get_local_id(0);
-    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    uint lid = get_local_id(0);
+    __global const abi_unit *u = UNITS_AT(in, units_base, get_group_id(0));
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, u->query);
     uint nt = qi->num_terms, coff = qi->cand_offset;
+    if (nt == 0 || (qi->flags & (ABI_QF_EMPTY | ABI_QF_UNKNOWN_TERM))) return;
     __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
-    uint n = ncand[q];
-    for (uint i = lid; i < n; i += WG_SCORE) {
+    for (uint i = u->begin + lid; i < u->end; i += WG_SCORE) {
         uint d = cand[coff + i];
         float s = 0.0f;
-        for (uint t = 0; t < nt; t++) {
-            uint at = find_doc(qt + t, d, docs, in, skips_base, blocks, stasks, nsel);
-            s += bm25_contrib(qt[t].weight, freqs[at], norms[d]);
-        }
+        if (d != ABI_NO_DOC)
+            for (uint t = 0; t < nt; t++) {
+                uint at = find_doc(qt + t, d, docs, in, skips_base, blocks, stasks, nsel);
+                s += bm25_contrib(qt[t].weight, freqs[at], norms[d]);
+            }
         cscore[coff + i] = s;
     }
 }

@@ -15,5 +15,8 @@ void mark_and(__global const uint *in, uint qinfo_base, __global const uint *can
     uint q = get_group_id(0), lid = get_local_id(0);
     uint coff = QUERY_AT(in, qinfo_base, q)->cand_offset, n = ncand[q];
     __global uint *row = acc + (ulong)q * num_docs;
-    for (uint i = lid; i < n; i += WG_SCORE) row[cand[coff + i]] |= ABI_KEY_TIER;
+    for (uint i = lid; i < n; i += WG_SCORE) {
+        uint d = cand[coff + i];
+        if (d != ABI_NO_DOC) row[d] |= ABI_KEY_TIER;
+    }
 }

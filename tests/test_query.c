@@ -306,6 +306,29 @@ START_TEST(budget_splits_batches)
 }
 END_TEST
 
+/* Long queries over many work-groups: with tiny work units every query with candidates spreads
+ * over many units, and AND and and-or still give the reference's results. */
+START_TEST(work_units_split_queries)
+{
+    cls_index *idx = random_index(23, 2500, 300);
+    cls_batch *b = random_queries(idx, 5, 120, 300);
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    const uint32_t chunks[] = {1, 7, 64, 1000};
+    for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
+        clx_set_chunk(engine_clx(dev), chunks[i]);
+        same_as_ref(dev, ref, b, CLS_MODE_AND, 10);
+        same_as_ref(dev, ref, b, CLS_MODE_AND, 1000);
+        same_as_ref(dev, ref, b, CLS_MODE_AND_OR, 50);
+    }
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_batch_free(b);
+    cls_index_close(idx);
+}
+END_TEST
+
 /* The plan, without a device: every batch respects the query limit and the budget (unless it
  * holds one query), batches tile the queries in order, and a term shared by queries of a batch
  * is decoded once. */
@@ -371,6 +394,7 @@ static Suite *suite(void)
     tcase_add_test(tc, and_skips_blocks);
     tcase_add_test(tc, and_or_is_and_completed_by_or);
     tcase_add_test(tc, budget_splits_batches);
+    tcase_add_test(tc, work_units_split_queries);
     tcase_add_test(tc, plan_respects_limits);
     suite_add_tcase(s, tc);
     return s;

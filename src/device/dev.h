@@ -15,6 +15,10 @@
 #define DEV_MAX_KERNELS 16u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
+/* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
+ * enough that a unit's fixed costs (its descriptors, the driving term's choice) stay small, short
+ * enough that a long query spreads over every compute unit. */
+#define DEV_CHUNK_STEPS 32u
 
 /* A device buffer that only grows (contents are not kept when it does). */
 typedef struct dbuf {
@@ -54,6 +58,7 @@ typedef struct clx_engine {
     size_t h_out_cap; /* words */
     batch_plan plan;
     uint64_t budget; /* bytes the per-batch buffers may take together */
+    uint32_t chunk;  /* candidates per work unit (DEV_CHUNK_STEPS steps of an intersect work-group) */
     uint32_t *order; /* the search's queries, cheapest first (balanced batches) */
     dev_qcost *cost;
     size_t order_cap, cost_cap;
@@ -75,6 +80,7 @@ typedef struct dev_batch {
     cl_mem in;                     /* the upload: tasks | queries | terms | skips (cl/abi.h) */
     cl_uint queries_base, terms_base, skips_base; /* word offsets of the records in `in` */
     cl_uint nskips;                /* abi_skip records */
+    cl_uint units_base, nunits;    /* the abi_unit records: word offset in `in`, number */
     cl_uint nstasks;               /* selected-task slots of their regions */
     cl_uint nsel_at;               /* word of e->out where select_blocks counts the blocks it chose */
     /* set by the algorithm's launch: what topk_select ranks */

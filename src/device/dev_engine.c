@@ -146,6 +146,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
         goto fail;
     }
     if ((s = plan_init(&e->plan, idx)) != CLS_OK) goto fail;
+    e->chunk = DEV_CHUNK_STEPS * e->prm.wg_intersect;
     uint64_t gm = e->dev.info.global_mem, fixed = wbytes + bbytes + nbytes;
     e->budget = gm > fixed ? (gm - fixed) / 2 : 0; /* leave room for the driver and others */
 
@@ -220,7 +221,8 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     cls_status s = plan_finish(pl, &lay);
     if (s != CLS_OK) return s;
     dev_batch b = {.e = e, .nq = nq, .num_docs = N, .queries_base = lay.queries_base, .terms_base = lay.terms_base,
-                   .skips_base = lay.skips_base, .nskips = pl->nskips, .nstasks = (cl_uint)pl->stasks};
+                   .skips_base = lay.skips_base, .nskips = pl->nskips, .nstasks = (cl_uint)pl->stasks,
+                   .units_base = lay.units_base, .nunits = pl->nunits};
     size_t out_len = ABI_OUT_WORDS((size_t)nq, kk), read_len = out_len + (pl->nskips ? 1 : 0);
     b.nsel_at = (cl_uint)ABI_OUT_NSEL((size_t)nq, kk);
     if ((s = dev_buf_need(e, &e->in, lay.words * 4, "the batch input")) != CLS_OK ||
@@ -325,7 +327,8 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         e->cost[i] = (dev_qcost){query_cost(idx, algo, &bt->q[i], bt->terms + bt->q[i].term_start), (uint32_t)i};
     qsort(e->cost, bt->nq, sizeof *e->cost, cmp_cost);
     for (uint64_t i = 0; i < bt->nq; i++) e->order[i] = e->cost[i].q;
-    plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc, .max_queries = DEV_MAX_BATCH};
+    plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc, .max_queries = DEV_MAX_BATCH,
+                       .chunk = e->chunk};
     uint64_t q0 = 0;
     while (q0 < bt->nq) {
         plan_begin(&e->plan, algo, kk, &lim, e->order, q0);
@@ -358,5 +361,7 @@ size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }
+
+void clx_set_chunk(clx_engine *e, uint32_t candidates) { e->chunk = candidates ? candidates : 1; }
 
 const clx_params *clx_engine_params(const clx_engine *e) { return &e->prm; }

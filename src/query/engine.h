@@ -38,6 +38,9 @@ size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t
 size_t clx_counters(const clx_engine *e, const cls_counter **counters);
 /* The bytes a device batch's buffers may take together (tests force small batches with it). */
 void clx_set_budget(clx_engine *e, uint64_t bytes);
+/* The candidates per work unit: a long query's intersection spreads over that many work-groups
+ * (tests force small ones). */
+void clx_set_chunk(clx_engine *e, uint32_t candidates);
 /* The kernel parameters the engine's programs were built with. */
 const struct clx_params *clx_engine_params(const clx_engine *e);
 

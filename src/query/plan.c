@@ -32,6 +32,7 @@ void plan_free(batch_plan *pl)
     free(pl->terms);
     free(pl->upload);
     free(pl->skips);
+    free(pl->units);
     free(pl->term_skip);
     memset(pl, 0, sizeof *pl);
 }
@@ -52,7 +53,7 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->lim = *lim;
     pl->order = order;
     pl->q0 = q0;
-    pl->nq = pl->ntasks = pl->nterms = pl->nskips = pl->dense = pl->ntouched = 0;
+    pl->nq = pl->ntasks = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = 0;
     pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = 0;
 }
 
@@ -82,11 +83,14 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     pl->algo->need(q, shortest, &need);
     int empty = (need.flags & ABI_QF_EMPTY) != 0;
     if (empty) need.cand = 0; /* a dense row is still zeroed and ranked (empty) by the kernels */
+    const uint32_t chunk = pl->lim.chunk ? pl->lim.chunk : UINT32_MAX;
+    const uint32_t nunits = need.cand ? (uint32_t)(((uint64_t)need.cand + chunk - 1) / chunk) : 1;
 
     if (!vec_reserve(&pl->queries, &pl->queries_cap, (size_t)pl->nq + 1, sizeof *pl->queries) ||
         !vec_reserve(&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms) ||
         !vec_reserve(&pl->skips, &pl->skips_cap, (size_t)pl->nskips + q->num_terms, sizeof *pl->skips) ||
-        !vec_reserve(&pl->term_skip, &pl->term_skip_cap, (size_t)q->num_terms + 1, sizeof *pl->term_skip))
+        !vec_reserve(&pl->term_skip, &pl->term_skip_cap, (size_t)q->num_terms + 1, sizeof *pl->term_skip) ||
+        !vec_reserve(&pl->units, &pl->units_cap, (size_t)pl->nunits + nunits, sizeof *pl->units))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
     /* Slot the query's new whole lists and its skipped lists' regions, costing what they add;
      * undone if the query does not fit. */
@@ -129,7 +133,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     }
     uint64_t bytes = pl->bytes + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
                      (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
-                     (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) +
+                     (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) + (uint64_t)nunits * sizeof(abi_unit) +
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 +
                      (uint64_t)need.dense * idx->num_docs * 4;
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
@@ -164,6 +168,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             .weight = bm25_weight(idx, t[j].term, t[j].qtf),
             .skip = sk};
     }
+    for (uint32_t u = 0; u < nunits; u++) {
+        uint32_t b = u * chunk, e = need.cand - b < chunk ? need.cand : b + chunk;
+        pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .begin = need.cand ? b : 0, .end = need.cand ? e : 0};
+    }
     pl->nskips = nskips;
     pl->stasks = stasks;
     pl->dec = dec;
@@ -179,18 +187,21 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
 cls_status plan_finish(batch_plan *pl, plan_layout *lay)
 {
     size_t wt = (size_t)pl->ntasks * sizeof(abi_task) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,
-           wr = (size_t)pl->nterms * sizeof(abi_term) / 4, ws = (size_t)pl->nskips * sizeof(abi_skip) / 4;
+           wr = (size_t)pl->nterms * sizeof(abi_term) / 4, ws = (size_t)pl->nskips * sizeof(abi_skip) / 4,
+           wu = (size_t)pl->nunits * sizeof(abi_unit) / 4;
     unslot(pl, 0);
-    if (wt + wq + wr + ws >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
-    if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + ws + 1, 4))
+    if (wt + wq + wr + ws + wu >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
+    if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + ws + wu + 1, 4))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
     if (wt) memcpy(pl->upload, pl->tasks, wt * 4);
     if (wq) memcpy(pl->upload + wt, pl->queries, wq * 4);
     if (wr) memcpy(pl->upload + wt + wq, pl->terms, wr * 4);
     if (ws) memcpy(pl->upload + wt + wq + wr, pl->skips, ws * 4);
-    lay->words = wt + wq + wr + ws;
+    if (wu) memcpy(pl->upload + wt + wq + wr + ws, pl->units, wu * 4);
+    lay->words = wt + wq + wr + ws + wu;
     lay->queries_base = (uint32_t)wt;
     lay->terms_base = (uint32_t)(wt + wq);
     lay->skips_base = (uint32_t)(wt + wq + wr);
+    lay->units_base = (uint32_t)(wt + wq + wr + ws);
     return CLS_OK;
 }

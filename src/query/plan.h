@@ -3,11 +3,13 @@
  * uploaded in one transfer:
  *
  *   tasks (abi_task per block to decode) | queries (abi_query) | terms (abi_term) | skips (abi_skip)
+ *   | units (abi_unit)
  *
  * A whole list is decoded once per batch, however many of its queries use it. Where the algorithm
  * asks for block skipping (algo_need.skip), every list of a query but its driving one (the
  * shortest) that spans more than one block gets a region of its own instead, sized for the most
- * blocks the device can choose in it (abi_skip).
+ * blocks the device can choose in it (abi_skip). Every query gets one work unit per `chunk`
+ * candidates (at least one): its share of the intersection and scoring work.
  *
  * Queries are added one at a time, in batch order, each costed exactly as it is planned (a term
  * that an earlier query of the batch already decodes costs nothing again), until the next one
@@ -30,6 +32,7 @@ typedef struct plan_limits {
     uint64_t budget;      /* bytes the batch's device buffers may take together */
     uint64_t max_alloc;   /* bytes of the largest single device buffer */
     uint32_t max_queries; /* queries per batch */
+    uint32_t chunk;       /* candidates (driving-list postings) per work unit */
 } plan_limits;
 
 typedef struct batch_plan {
@@ -47,6 +50,7 @@ typedef struct batch_plan {
     uint32_t ntasks;     /* blocks to decode */
     uint32_t nterms;     /* abi_term records */
     uint32_t nskips;     /* abi_skip records */
+    uint32_t nunits;     /* abi_unit records */
     uint64_t stasks;     /* selected-task slots of the skip regions */
     uint64_t blocks_in_lists; /* blocks of the batch's lists: a whole list once, a skipped list
                                * once per query (decoding without skipping would take them all) */
@@ -60,9 +64,10 @@ typedef struct batch_plan {
     abi_query *queries;
     abi_term *terms;
     abi_skip *skips;
+    abi_unit *units;
     uint32_t *touched;
     uint32_t *term_skip; /* per term of the query being added: 1 + its abi_skip, or 0 */
-    size_t tasks_cap, queries_cap, terms_cap, skips_cap, term_skip_cap;
+    size_t tasks_cap, queries_cap, terms_cap, skips_cap, term_skip_cap, units_cap;
     uint32_t *upload; /* the packed input: tasks | queries | terms */
     size_t upload_cap;
 } batch_plan;
@@ -84,7 +89,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added);
 /* Where the records lie in the packed upload, in 32-bit words. */
 typedef struct plan_layout {
     size_t words;
-    uint32_t queries_base, terms_base, skips_base; /* the tasks start at 0 */
+    uint32_t queries_base, terms_base, skips_base, units_base; /* the tasks start at 0 */
 } plan_layout;
 
 /* Packs the upload buffer and clears the term slots. */
