@@ -161,7 +161,7 @@ static void fill_desc(const iset *d, unsigned k, uint32_t *desc)
     abi_term *qterm = (abi_term *)(qinfo + c->nq);
     abi_unit *units = (abi_unit *)(qterm + (size_t)c->nq * c->terms); /* one work unit a query */
     for (uint32_t q = 0; q < c->nq; q++) {
-        units[q] = (abi_unit){.query = q, .begin = 0, .end = c->s};
+        units[q] = (abi_unit){.query = q, .begin = 0, .end = c->s, .first_unit = q};
         uint32_t base = (uint32_t)(k * d->ndocs + q * d->perq);
         abi_term *qt = qterm + (size_t)q * c->terms;
         qinfo[q] = (abi_query){.term_start = q * c->terms, .num_terms = c->terms, .cand_offset = q * c->s};
@@ -305,10 +305,8 @@ static cls_status icheck(const clx_queue *q, const iset *d, int *ok, uint64_t *f
             lens[t] = t == 0 ? c->s : d->lng;
         }
         uint32_t m = merge_and(lists, lens, c->terms, want);
-        /* the query's one work unit: its matches first, then ABI_NO_DOC up to the short list's length */
-        const uint32_t *got = cand + (size_t)i * c->s;
-        *ok = count[i] == c->s && memcmp(got, want, (size_t)m * 4) == 0;
-        for (uint32_t j = m; j < c->s && *ok; j++) *ok = got[j] == ABI_NO_DOC;
+        /* the query's one work unit: count[i] is its ucount */
+        *ok = count[i] == m && memcmp(cand + (size_t)i * c->s, want, (size_t)m * 4) == 0;
         *found += m;
     }
     free(want);

@@ -188,7 +188,7 @@ static void fill_desc(const sset *d, unsigned k, const uint32_t *w, uint32_t *de
     abi_term *qterm = (abi_term *)(qinfo + c->nq);
     abi_unit *units = (abi_unit *)(qterm + (size_t)c->nq * c->terms); /* score_and: one work unit a query */
     for (uint32_t q = 0; q < c->nq; q++) {
-        units[q] = (abi_unit){.query = q, .begin = 0, .end = c->or_mode ? 0 : c->perq};
+        units[q] = (abi_unit){.query = q, .begin = 0, .end = c->or_mode ? 0 : c->perq, .first_unit = q};
         qinfo[q] = (abi_query){.term_start = q * c->terms, .num_terms = c->terms,
                                .cand_offset = c->or_mode ? 0 : (uint32_t)(k * d->ncand + (uint64_t)q * c->perq)};
         for (uint32_t t = 0; t < c->terms; t++) {
@@ -335,6 +335,12 @@ static cls_status srun(const clx_queue *q, cl_kernel k, unsigned wg, const sset 
         if (!c->or_mode) {
             cl_uint units_base = qterm_base + c->nq * c->terms * (cl_uint)(sizeof(abi_term) / 4);
             CLX_TRY(clSetKernelArg(k, 13, sizeof units_base, &units_base));
+            /* one work unit a query, whose count is the query's (ncand); packed candidates land
+             * where they are, as the same values */
+            cl_uint nunits = c->nq;
+            CLX_TRY(clSetKernelArg(k, 14, sizeof nunits, &nunits));
+            CLX_TRY(clSetKernelArg(k, 15, sizeof(cl_mem), &d->d_ncand));
+            CLX_TRY(clSetKernelArg(k, 16, sizeof(cl_mem), &d->d_cand));
         }
         cl_event ev;
         CLX_TRY(clEnqueueNDRangeKernel(q->q, k, 1, NULL, &global, &local, 0, NULL, &ev));

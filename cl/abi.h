@@ -87,16 +87,15 @@ typedef struct abi_skip {
 /* A share of one query's candidate work: postings [begin, end) of its driving list (AND's
  * intersect_and and score_and run one work-group per unit), so a long query spreads over many
  * work-groups while a short one is one unit (Ding et al.'s parallel merge, partitioned by
- * position in the driving list). The unit at begin 0 writes the query's candidate count; a
- * unit's candidates land at cand_offset + begin, in docID order, and the rest of its share holds
- * ABI_NO_DOC (score 0: no match). */
+ * position in the driving list). A query's units are consecutive, first_unit the first of them.
+ * intersect_and leaves a unit's candidates at cand_offset + begin, in docID order, and their
+ * number in ucount[unit]; score_and packs them, unit after unit, from cand_offset on and writes
+ * the query's total into ncand. */
 typedef struct abi_unit {
     ABI_U32 query;
     ABI_U32 begin, end;
-    ABI_U32 reserved; /* zero */
+    ABI_U32 first_unit;
 } abi_unit;
-
-#define ABI_NO_DOC 0xFFFFFFFFu
 
 /* Top-k ranks documents by a 32-bit key, larger first, then by docID, smaller first. A score's
  * key is its float bits (BM25 scores are positive, so their bits order like the floats; 0 means

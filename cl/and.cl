@@ -12,13 +12,15 @@
  * short queries are one unit, long ones many), as in Wu et al.'s batched intersection: the group
  * walks its share in steps of WG_INTERSECT; each work-item looks its docID up in every other list
  * of the query (find_doc), and a work-group prefix sum over the match flags compacts the
- * survivors, in docID order, to the share's candidate slots; ABI_NO_DOC fills the rest. Each
- * query owns candidate room for its driving list, and ncand[q] is that list's length. A query
- * flagged ABI_QF_EMPTY or ABI_QF_UNKNOWN_TERM has no candidates.
+ * survivors, in docID order, to the share's candidate slots, their number to ucount. Each query
+ * owns candidate room for its driving list. A query flagged ABI_QF_EMPTY or ABI_QF_UNKNOWN_TERM
+ * has no candidates.
  *
  * score_and: one work-group per work unit; each candidate docID is looked up in every term's
  * list, in query-term order, and its contributions summed from 0 in that order, exactly as the
- * reference engine adds them; ABI_NO_DOC scores 0, which top-k reads as no match. */
+ * reference engine adds them; the unit's candidates and scores are packed after those of the
+ * query's earlier units (a prefix over ucount), so top-k reads exactly the query's matches, in
+ * docID order. */
 /* Slot of docID d in term t's decoded postings, or ABI_NO_BLOCK when the list lacks it. */
 inline uint find_doc(__global const abi_term *t, uint d, __global const uint *docs, __global const uint *in,
                      uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
@@ -90,22 +92,22 @@ void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, ui
 }
 
 /* One work-group per abi_unit: the unit's share of its query's driving list, each docID kept
- * when every other list holds it, compacted in docID order to the share's candidate slots; the
- * rest of the share gets ABI_NO_DOC. */
+ * when every other list holds it, compacted in docID order to the share's candidate slots; their
+ * number into ucount[unit]. */
 __kernel __attribute__((reqd_work_group_size(WG_INTERSECT, 1, 1)))
 void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
-                   __global const uint *docs, __global uint *cand, __global uint *ncand,
+                   __global const uint *docs, __global uint *cand, __global uint *ucount,
                    uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
                    __global const uint *nsel, uint units_base)
 {
     __local uint scan[WG_INTERSECT];
-    uint lid = get_local_id(0);
-    __global const abi_unit *u = UNITS_AT(in, units_base, get_group_id(0));
-    uint q = u->query, begin = u->begin, end = u->end;
-    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    uint lid = get_local_id(0), g = get_group_id(0);
+    __global const abi_unit *u = UNITS_AT(in, units_base, g);
+    uint begin = u->begin, end = u->end;
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, u->query);
     uint nt = qi->num_terms, coff = qi->cand_offset;
     if (nt == 0 || (qi->flags & (ABI_QF_EMPTY | ABI_QF_UNKNOWN_TERM))) {
-        if (lid == 0 && begin == 0) ncand[q] = 0;
+        if (lid == 0) ucount[g] = 0;
         return;
     }
     __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
@@ -126,33 +128,50 @@ void intersect_and(__global const uint *in, uint qinfo_base, uint qterm_base,
         if (match) cand[coff + begin + count + pos - 1] = d;
         count += total;
     }
-    for (uint i = begin + count + lid; i < end; i += WG_INTERSECT) cand[coff + i] = ABI_NO_DOC;
-    if (lid == 0 && begin == 0) ncand[q] = qt[shortest].df;
+    if (lid == 0) ucount[g] = count;
 }
 
-/* One work-group per abi_unit: BM25 of the unit's candidates (0 for ABI_NO_DOC). */
+/* Candidates of the units before unit g of the same query (every work-item of the group calls it). */
+inline uint units_before(__global const uint *in, uint units_base, uint g, __global const uint *ucount,
+                         __local uint *scan)
+{
+    uint first = UNITS_AT(in, units_base, g)->first_unit, sum = 0, total;
+    for (uint v = first + get_local_id(0); v < g; v += get_local_size(0)) sum += ucount[v];
+    wg_scan_incl(scan, sum, &total);
+    return total;
+}
+
+/* One work-group per abi_unit: BM25 of the unit's candidates, packed after those of the query's
+ * earlier units into packed/cscore from cand_offset on; the query's last unit writes its total
+ * into ncand. */
 __kernel __attribute__((reqd_work_group_size(WG_SCORE, 1, 1)))
 void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
                __global const uint *docs, __global const uint *freqs,
                __global const float *norms, __global const uint *cand,
-               __global const uint *ncand, __global float *cscore,
+               __global uint *ncand, __global float *cscore,
                uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
-               __global const uint *nsel, uint units_base)
+               __global const uint *nsel, uint units_base, uint nunits, __global const uint *ucount,
+               __global uint *packed)
 {
-    uint lid = get_local_id(0);
-    __global const abi_unit *u = UNITS_AT(in, units_base, get_group_id(0));
-    __global const abi_query *qi = QUERY_AT(in, qinfo_base, u->query);
+    __local uint scan[WG_SCORE];
+    uint lid = get_local_id(0), g = get_group_id(0);
+    __global const abi_unit *u = UNITS_AT(in, units_base, g);
+    uint q = u->query;
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
     uint nt = qi->num_terms, coff = qi->cand_offset;
-    if (nt == 0 || (qi->flags & (ABI_QF_EMPTY | ABI_QF_UNKNOWN_TERM))) return;
+    uint at = units_before(in, units_base, g, ucount, scan), n = ucount[g];
+    int last = g + 1 == nunits || UNITS_AT(in, units_base, g + 1)->query != q;
+    if (lid == 0 && last) ncand[q] = at + n;
+    if (n == 0) return;
     __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
-    for (uint i = u->begin + lid; i < u->end; i += WG_SCORE) {
-        uint d = cand[coff + i];
+    for (uint i = lid; i < n; i += WG_SCORE) {
+        uint d = cand[coff + u->begin + i];
         float s = 0.0f;
-        if (d != ABI_NO_DOC)
-            for (uint t = 0; t < nt; t++) {
-                uint at = find_doc(qt + t, d, docs, in, skips_base, blocks, stasks, nsel);
-                s += bm25_contrib(qt[t].weight, freqs[at], norms[d]);
-            }
-        cscore[coff + i] = s;
+        for (uint t = 0; t < nt; t++) {
+            uint p = find_doc(qt + t, d, docs, in, skips_base, blocks, stasks, nsel);
+            s += bm25_contrib(qt[t].weight, freqs[p], norms[d]);
+        }
+        packed[coff + at + i] = d;
+        cscore[coff + at + i] = s;
     }
 }

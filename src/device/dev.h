@@ -53,7 +53,7 @@ typedef struct clx_engine {
     float norm_k1, norm_b;             /* the parameters d_norms holds (-1: none yet) */
     float *h_norms;
     /* per-batch buffers, sized from the data, reused */
-    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out, stasks, nsel;
+    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out, stasks, nsel, ucount, packed;
     uint32_t *h_out;
     size_t h_out_cap; /* words */
     batch_plan plan;

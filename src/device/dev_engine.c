@@ -179,7 +179,7 @@ void clx_free(clx_engine *e)
     if (!e) return;
     dev_profile_collect(e, 0);
     dbuf *bufs[] = {&e->in,   &e->docs,   &e->freqs,  &e->cand, &e->cscore, &e->ncand,
-                    &e->acc,  &e->sdoc,   &e->sscore, &e->out,  &e->stasks, &e->nsel};
+                    &e->acc,  &e->sdoc,   &e->sscore, &e->out,  &e->stasks, &e->nsel, &e->ucount, &e->packed};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
@@ -233,6 +233,8 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         (s = dev_buf_need(e, &e->ncand, (size_t)nq * 4, "candidate counts")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cand, (size_t)pl->cand * 4, "candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)pl->cand * 4, "candidate scores")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->packed, (size_t)pl->cand * 4, "packed candidates")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->ucount, (size_t)pl->nunits * 4, "candidates per work unit")) != CLS_OK ||
         (pl->dense && (s = dev_buf_need(e, &e->acc, (size_t)nq * N * 4, "accumulator rows")) != CLS_OK) ||
         (s = dev_buf_need(e, &e->sdoc, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
         (s = dev_buf_need(e, &e->sscore, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||

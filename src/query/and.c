@@ -21,7 +21,7 @@ cls_status algo_and_intersect(dev_batch *b)
 {
     clx_engine *e = b->e;
     dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
-                   DEV_MEM(e->cand.mem),   DEV_MEM(e->ncand.mem),    DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
+                   DEV_MEM(e->cand.mem),   DEV_MEM(e->ucount.mem),   DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
                    DEV_MEM(e->stasks.mem), DEV_MEM(e->nsel.mem),     DEV_U32(b->units_base)};
     return dev_run(e, "intersect_and", a, 11, b->nunits, e->prm.wg_intersect, "intersect");
 }
@@ -48,11 +48,12 @@ static cls_status launch(dev_batch *b)
     dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
                    DEV_MEM(e->freqs.mem),  DEV_MEM(e->d_norms),      DEV_MEM(e->cand.mem),   DEV_MEM(e->ncand.mem),
                    DEV_MEM(e->cscore.mem), DEV_U32(b->skips_base),   DEV_MEM(e->d_blocks),   DEV_MEM(e->stasks.mem),
-                   DEV_MEM(e->nsel.mem),   DEV_U32(b->units_base)};
+                   DEV_MEM(e->nsel.mem),   DEV_U32(b->units_base),   DEV_U32(b->nunits),     DEV_MEM(e->ucount.mem),
+                   DEV_MEM(e->packed.mem)};
     b->scores = e->cscore.mem;
-    b->cand_docs = e->cand.mem;
+    b->cand_docs = e->packed.mem;
     b->dense = 0;
-    return dev_run(e, "score_and", a, 14, b->nunits, e->prm.wg_score, "score");
+    return dev_run(e, "score_and", a, 17, b->nunits, e->prm.wg_score, "score");
 }
 
 static uint32_t ref(const ref_query *rq, ref_hit *out)

@@ -21,12 +21,12 @@ static cls_status launch(dev_batch *b)
     clx_engine *e = b->e;
     cls_status s;
     if ((s = algo_and_intersect(b)) != CLS_OK || (s = algo_or_accumulate(b)) != CLS_OK) return s;
-    dev_arg a[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_MEM(e->cand.mem),
-                   DEV_MEM(e->ncand.mem), DEV_U32(b->num_docs),     DEV_MEM(e->acc.mem)};
+    dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->units_base), DEV_MEM(e->cand.mem),
+                   DEV_MEM(e->ucount.mem), DEV_U32(b->num_docs),     DEV_MEM(e->acc.mem)};
     b->scores = e->acc.mem;
     b->cand_docs = e->cand.mem; /* unused for dense rows */
     b->dense = 1;
-    return dev_run(e, "mark_and", a, 6, b->nq, e->prm.wg_score, "mark");
+    return dev_run(e, "mark_and", a, 7, b->nunits, e->prm.wg_score, "mark");
 }
 
 static uint32_t ref(const ref_query *rq, ref_hit *out)

@@ -133,8 +133,8 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     }
     uint64_t bytes = pl->bytes + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
                      (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
-                     (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) + (uint64_t)nunits * sizeof(abi_unit) +
-                     (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 +
+                     (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) + (uint64_t)nunits * (sizeof(abi_unit) + 4) +
+                     (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 12 +
                      (uint64_t)need.dense * idx->num_docs * 4;
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
     const plan_limits *L = &pl->lim;
@@ -168,9 +168,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             .weight = bm25_weight(idx, t[j].term, t[j].qtf),
             .skip = sk};
     }
-    for (uint32_t u = 0; u < nunits; u++) {
+    for (uint32_t u = 0, first = pl->nunits; u < nunits; u++) {
         uint32_t b = u * chunk, e = need.cand - b < chunk ? need.cand : b + chunk;
-        pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .begin = need.cand ? b : 0, .end = need.cand ? e : 0};
+        pl->units[pl->nunits++] =
+            (abi_unit){.query = pl->nq, .begin = need.cand ? b : 0, .end = need.cand ? e : 0, .first_unit = first};
     }
     pl->nskips = nskips;
     pl->stasks = stasks;
