@@ -71,8 +71,6 @@ cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_
 cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, unsigned reps,
                           double *kernel_s, double *upload_s, uint32_t *docs0, float *scores0, uint32_t *count0)
 {
-    uint32_t P = 1;
-    while (P < k) P <<= 1;
     dev_batch b;
     cls_status s = dev_topk_rows(e, nq, N, k, &b);
     if (s != CLS_OK) return s;
@@ -81,7 +79,7 @@ cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint3
     *upload_s = clx_event_span(ev, ev);
     clReleaseEvent(ev);
     for (unsigned r = 0; r <= reps; r++) { /* r = 0: warm-up */
-        if ((s = dev_topk(e, &b, k, P, "topk")) != CLS_OK || (s = last_time(e, r > 0 ? &kernel_s[r - 1] : NULL)) != CLS_OK) {
+        if ((s = dev_topk(e, &b, nq, e->out.mem, "topk")) != CLS_OK || (s = last_time(e, r > 0 ? &kernel_s[r - 1] : NULL)) != CLS_OK) {
             dev_profile_collect(e, 0);
             return s;
         }

@@ -106,6 +106,7 @@ typedef struct sset {
     uint32_t *docs, *freqs, *cand, *desc; /* host: one copy; every copy's descriptors */
     float *norms, *got, *want;            /* read-back and reference: the candidates (and), a row (or) */
     cl_mem d_in, d_docs, d_freqs, d_norms, d_cand, d_ncand, d_out, d_flush; /* d_out: scores or rows */
+    cl_mem d_seg; /* score_and's top-k segments (4 words a query), written and not read here */
     double upload_s;
 } sset;
 
@@ -204,7 +205,7 @@ static void fill_desc(const sset *d, unsigned k, const uint32_t *w, uint32_t *de
 
 static void sset_free(sset *d)
 {
-    cl_mem m[] = {d->d_in, d->d_docs, d->d_freqs, d->d_norms, d->d_cand, d->d_ncand, d->d_out, d->d_flush};
+    cl_mem m[] = {d->d_in, d->d_docs, d->d_freqs, d->d_norms, d->d_cand, d->d_ncand, d->d_out, d->d_flush, d->d_seg};
     for (unsigned i = 0; i < sizeof m / sizeof *m; i++)
         if (m[i]) clReleaseMemObject(m[i]);
     free(d->docs), free(d->freqs), free(d->cand), free(d->desc), free(d->norms), free(d->got), free(d->want);
@@ -249,7 +250,8 @@ static cls_status sset_make(const clx_queue *q, sset *d)
         (s = bench_buf(q, CL_MEM_READ_ONLY, d->copies * ncb, &d->d_cand)) != CLS_OK ||
         (s = bench_buf(q, CL_MEM_READ_ONLY, (uint64_t)c->nq * 4, &d->d_ncand)) != CLS_OK ||
         (s = bench_buf(q, CL_MEM_READ_WRITE, c->or_mode ? d->nacc * 4 : d->copies * ncb, &d->d_out)) != CLS_OK ||
-        (s = bench_buf(q, CL_MEM_READ_WRITE, d->flush_bytes, &d->d_flush)) != CLS_OK)
+        (s = bench_buf(q, CL_MEM_READ_WRITE, d->flush_bytes, &d->d_flush)) != CLS_OK ||
+        (s = bench_buf(q, CL_MEM_READ_WRITE, (uint64_t)c->nq * 16, &d->d_seg)) != CLS_OK)
         goto out;
     d->upload_s = 0;
     if ((s = bench_write(q, d->d_in, 0, ndb, d->desc, &d->upload_s)) != CLS_OK ||
@@ -341,6 +343,11 @@ static cls_status srun(const clx_queue *q, cl_kernel k, unsigned wg, const sset 
             CLX_TRY(clSetKernelArg(k, 14, sizeof nunits, &nunits));
             CLX_TRY(clSetKernelArg(k, 15, sizeof(cl_mem), &d->d_ncand));
             CLX_TRY(clSetKernelArg(k, 16, sizeof(cl_mem), &d->d_cand));
+            cl_mem qseg = d->d_seg; /* both segment arrays in one scratch buffer: they are not read */
+            cl_uint kk = 1;
+            CLX_TRY(clSetKernelArg(k, 17, sizeof(cl_mem), &d->d_seg));
+            CLX_TRY(clSetKernelArg(k, 18, sizeof(cl_mem), &qseg));
+            CLX_TRY(clSetKernelArg(k, 19, sizeof kk, &kk));
         }
         cl_event ev;
         CLX_TRY(clEnqueueNDRangeKernel(q->q, k, 1, NULL, &global, &local, 0, NULL, &ev));

@@ -19,8 +19,9 @@
  * score_and: one work-group per work unit; each candidate docID is looked up in every term's
  * list, in query-term order, and its contributions summed from 0 in that order, exactly as the
  * reference engine adds them; the unit's candidates and scores are packed after those of the
- * query's earlier units (a prefix over ucount), so top-k reads exactly the query's matches, in
- * docID order. */
+ * query's earlier units (a prefix over ucount), in docID order, and the unit writes the segments
+ * of the two-level top-k (topk.cl): its own candidates, and from a query's last unit, the
+ * query's share of the first level's output. */
 /* Slot of docID d in term t's decoded postings, or ABI_NO_BLOCK when the list lacks it. */
 inline uint find_doc(__global const abi_term *t, uint d, __global const uint *docs, __global const uint *in,
                      uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
@@ -151,7 +152,7 @@ void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
                __global uint *ncand, __global float *cscore,
                uint skips_base, __global const idx_block *blocks, __global const abi_task *stasks,
                __global const uint *nsel, uint units_base, uint nunits, __global const uint *ucount,
-               __global uint *packed)
+               __global uint *packed, __global uint *useg, __global uint *qseg, uint k)
 {
     __local uint scan[WG_SCORE];
     uint lid = get_local_id(0), g = get_group_id(0);
@@ -161,7 +162,18 @@ void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
     uint nt = qi->num_terms, coff = qi->cand_offset;
     uint at = units_before(in, units_base, g, ucount, scan), n = ucount[g];
     int last = g + 1 == nunits || UNITS_AT(in, units_base, g + 1)->query != q;
-    if (lid == 0 && last) ncand[q] = at + n;
+    if (lid == 0) {
+        /* top-k's two levels: this unit's candidates, then (from its last unit) the query's units'
+         * results in the first level's output (cl/abi.h's layout with nunits groups) */
+        useg[2 * g] = coff + at;
+        useg[2 * g + 1] = n;
+        if (last) {
+            uint first = u->first_unit;
+            ncand[q] = at + n;
+            qseg[2 * q] = nunits + first * k;
+            qseg[2 * q + 1] = (g - first + 1) * k;
+        }
+    }
     if (n == 0) return;
     __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
     for (uint i = lid; i < n; i += WG_SCORE) {

@@ -10,7 +10,14 @@
  *     to T, so ties at the boundary keep the smaller docIDs, into scratch;
  *  3. bitonic-sorts the m <= k survivors by (key desc, docID asc) and writes them out, scores
  *     without the tier bit.
- * Input is either a dense accumulator row (docID = position) or a compacted candidate list.
+ * Input is either a dense accumulator row per group (docID = position) or a segment per group:
+ * seg[2g] is where its docIDs start in cand_docs, seg[2g + 1] how many, and its keys sit
+ * key_shift words further on in scores. Segments are read in order, and ties at the boundary
+ * keep the earlier entries, so a segment must list equal keys in docID order. Two levels make
+ * a long candidate list fast (Ding et al.'s multi-level top-k): each work unit's candidates
+ * first (segments of one unit's share), then each query over its units' results, whose
+ * segment is those results one unit after another (equal keys in docID order: units follow
+ * the docID order, and a unit's results order equal keys by docID).
  *
  * Output layout: cl/abi.h's ABI_OUT_* (one read for the whole batch). scratch holds
  * P = next_pow2(k) pairs per query. */
@@ -23,7 +30,7 @@ inline bool topk_before(uint ka, uint da, uint kb, uint db)
 
 __kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
 void topk_select(__global const uint *scores, __global const uint *cand_docs,
-                 __global const uint *in, uint qinfo_base, __global const uint *ncand,
+                 __global const uint *seg, uint key_shift,
                  uint dense, uint num_docs, uint k, uint P, uint Q,
                  __global uint *sdoc, __global uint *skey, __global uint *out)
 {
@@ -37,10 +44,10 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
         base = (ulong)q * num_docs;
         count = num_docs;
     } else {
-        base = QUERY_AT(in, qinfo_base, q)->cand_offset;
-        count = ncand[q];
+        base = seg[2 * q];
+        count = seg[2 * q + 1];
     }
-    __global const uint *sc = scores + base; /* keys: score bits, maybe with ABI_KEY_TIER */
+    __global const uint *sc = scores + base + key_shift; /* keys: score bits, maybe with ABI_KEY_TIER */
 
     /* 1. radix select */
     if (lid == 0) {

@@ -41,11 +41,9 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
                          uint32_t *docs, float *out_scores)
 {
     dev_batch b;
-    uint32_t P = 1;
-    while (P < k) P <<= 1;
     cls_status s = dev_topk_rows(e, nq, N, k, &b);
     if (s == CLS_OK) s = dev_upload(e, &e->acc, scores, (size_t)nq * N * 4, "scores");
-    if (s == CLS_OK) s = dev_topk(e, &b, k, P, "topk");
+    if (s == CLS_OK) s = dev_topk(e, &b, nq, e->out.mem, "topk");
     dev_profile_collect(e, 0);
     if (s != CLS_OK) return s;
     size_t out_len = ABI_OUT_WORDS((size_t)nq, k);

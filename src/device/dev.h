@@ -53,7 +53,7 @@ typedef struct clx_engine {
     float norm_k1, norm_b;             /* the parameters d_norms holds (-1: none yet) */
     float *h_norms;
     /* per-batch buffers, sized from the data, reused */
-    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out, stasks, nsel, ucount, packed;
+    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out, stasks, nsel, ucount, packed, useg, qseg, l1;
     uint32_t *h_out;
     size_t h_out_cap; /* words */
     batch_plan plan;
@@ -83,9 +83,12 @@ typedef struct dev_batch {
     cl_uint units_base, nunits;    /* the abi_unit records: word offset in `in`, number */
     cl_uint nstasks;               /* selected-task slots of their regions */
     cl_uint nsel_at;               /* word of e->out where select_blocks counts the blocks it chose */
-    /* set by the algorithm's launch: what topk_select ranks */
-    cl_mem scores;    /* dense rows (num_docs a query), or candidate scores at each cand_offset */
-    cl_mem cand_docs; /* with candidate scores: their docIDs (ignored for dense rows) */
+    cl_uint kk, P;                 /* hits kept per query; top-k scratch per group */
+    /* set by the algorithm's launch: what topk_select ranks (one group per query) */
+    cl_mem scores;    /* dense rows (num_docs a query), or keys at seg's positions + key_shift */
+    cl_mem cand_docs; /* with segments: their docIDs (ignored for dense rows) */
+    cl_mem seg;       /* with segments: (start, count) per query */
+    cl_uint key_shift;
     cl_uint dense;
 } dev_batch;
 
@@ -118,8 +121,9 @@ void dev_profile_reset(clx_engine *e);
 /* decode_blocks over ntasks abi_task records at word task_base of tasks, from words/blocks. */
 cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, cl_uint task_base, size_t ntasks,
                       const char *step);
-/* topk_select for b's nq queries at kk into e->out (scratch sized for P = next_pow2(kk)). */
-cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint kk, cl_uint P, const char *step);
+/* topk_select for groups groups at b's kk from scores/cand_docs/seg as b describes them (dense:
+ * rows of b->num_docs) into out (cl/abi.h's layout for `groups` groups). */
+cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem out, const char *step);
 
 /* ---- one kernel family alone, for the tests' and benchmarks' hooks --------------------------- */
 

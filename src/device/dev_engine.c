@@ -179,7 +179,8 @@ void clx_free(clx_engine *e)
     if (!e) return;
     dev_profile_collect(e, 0);
     dbuf *bufs[] = {&e->in,   &e->docs,   &e->freqs,  &e->cand, &e->cscore, &e->ncand,
-                    &e->acc,  &e->sdoc,   &e->sscore, &e->out,  &e->stasks, &e->nsel, &e->ucount, &e->packed};
+                    &e->acc,  &e->sdoc,   &e->sscore, &e->out,  &e->stasks, &e->nsel, &e->ucount, &e->packed,
+                    &e->useg, &e->qseg,   &e->l1};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
@@ -220,7 +221,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     plan_layout lay;
     cls_status s = plan_finish(pl, &lay);
     if (s != CLS_OK) return s;
-    dev_batch b = {.e = e, .nq = nq, .num_docs = N, .queries_base = lay.queries_base, .terms_base = lay.terms_base,
+    dev_batch b = {.e = e, .nq = nq, .num_docs = N, .kk = kk, .P = P, .queries_base = lay.queries_base, .terms_base = lay.terms_base,
                    .skips_base = lay.skips_base, .nskips = pl->nskips, .nstasks = (cl_uint)pl->stasks,
                    .units_base = lay.units_base, .nunits = pl->nunits};
     size_t out_len = ABI_OUT_WORDS((size_t)nq, kk), read_len = out_len + (pl->nskips ? 1 : 0);
@@ -236,8 +237,11 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         (s = dev_buf_need(e, &e->packed, (size_t)pl->cand * 4, "packed candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->ucount, (size_t)pl->nunits * 4, "candidates per work unit")) != CLS_OK ||
         (pl->dense && (s = dev_buf_need(e, &e->acc, (size_t)nq * N * 4, "accumulator rows")) != CLS_OK) ||
-        (s = dev_buf_need(e, &e->sdoc, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->sscore, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->useg, (size_t)pl->nunits * 8, "top-k segments")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->qseg, (size_t)nq * 8, "top-k segments")) != CLS_OK ||
+        (pl->two_level && (s = dev_buf_need(e, &e->l1, ABI_OUT_WORDS((size_t)pl->nunits, kk) * 4, "first-level top-k")) != CLS_OK) ||
+        (s = dev_buf_need(e, &e->sdoc, (size_t)(pl->nunits > nq ? pl->nunits : nq) * P * 4, "top-k scratch")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->sscore, (size_t)(pl->nunits > nq ? pl->nunits : nq) * P * 4, "top-k scratch")) != CLS_OK ||
         (s = dev_buf_need(e, &e->out, (out_len + 1) * 4, "results")) != CLS_OK)
         return s;
     if (!vec_reserve(&e->h_out, &e->h_out_cap, out_len + 1, 4)) return err_set(CLS_E_NOMEM, "out of memory for results");
@@ -253,7 +257,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     }
     if ((s = dev_decode(e, e->d_words, e->d_blocks, e->in.mem, 0, pl->ntasks, "decode")) != CLS_OK) return s;
     if ((s = algo->launch(&b)) != CLS_OK) return s;
-    if ((s = dev_topk(e, &b, kk, P, "topk")) != CLS_OK) return s;
+    if ((s = dev_topk(e, &b, nq, e->out.mem, "topk")) != CLS_OK) return s;
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, read_len * 4, e->h_out, 0, NULL, &ev));
     dev_record(e, ev, "download", read_len * 4);
 

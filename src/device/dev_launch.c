@@ -17,8 +17,8 @@ cls_status dev_buf_need(clx_engine *e, dbuf *b, size_t need, const char *what)
         return err_set(CLS_E_DEVMEM, "%s needs %zu bytes, more than the device allows in one buffer (%llu)", what, need,
                        (unsigned long long)e->dev.info.max_alloc);
     dev_buf_release(b);
-    size_t cap = b->cap ? b->cap : need;
-    while (cap < need) cap *= 2;
+    /* an eighth of headroom, not doubling: capacities near the budget must not overshoot it twofold */
+    size_t cap = need + need / 8;
     if (cap > e->dev.info.max_alloc) cap = need;
     cl_int err;
     b->mem = clCreateBuffer(e->ctx, CL_MEM_READ_WRITE, cap, NULL, &err);
@@ -107,14 +107,14 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
     return dev_run(e, "decode_blocks", a, 6, ntasks, e->idx->block_size, step);
 }
 
-cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint kk, cl_uint P, const char *step)
+cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem out, const char *step)
 {
-    cl_uint num_docs = b->num_docs, nq = b->nq;
-    dev_arg a[] = {DEV_MEM(b->scores),  DEV_MEM(b->cand_docs), DEV_MEM(b->in),       DEV_U32(b->queries_base),
-                   DEV_MEM(e->ncand.mem), DEV_U32(b->dense),   DEV_U32(num_docs),    DEV_U32(kk),
-                   DEV_U32(P),          DEV_U32(nq),           DEV_MEM(e->sdoc.mem), DEV_MEM(e->sscore.mem),
-                   DEV_MEM(e->out.mem)};
-    return dev_run(e, "topk_select", a, 13, nq, e->prm.wg_topk, step);
+    cl_uint num_docs = b->num_docs;
+    cl_mem seg = b->seg ? b->seg : b->cand_docs; /* dense rows read no segment */
+    dev_arg a[] = {DEV_MEM(b->scores), DEV_MEM(b->cand_docs), DEV_MEM(seg),        DEV_U32(b->key_shift),
+                   DEV_U32(b->dense),  DEV_U32(num_docs),     DEV_U32(b->kk),      DEV_U32(b->P),
+                   DEV_U32(groups),    DEV_MEM(e->sdoc.mem),  DEV_MEM(e->sscore.mem), DEV_MEM(out)};
+    return dev_run(e, "topk_select", a, 12, groups, e->prm.wg_topk, step);
 }
 
 cls_status dev_upload(clx_engine *e, dbuf *b, const void *data, size_t bytes, const char *what)
@@ -146,7 +146,7 @@ cls_status dev_topk_rows(clx_engine *e, uint32_t nq, uint32_t N, uint32_t k, dev
         return s;
     }
     free(none);
-    *b = (dev_batch){.e = e, .nq = nq, .num_docs = N, .in = e->in.mem, .scores = e->acc.mem,
+    *b = (dev_batch){.e = e, .nq = nq, .num_docs = N, .in = e->in.mem, .kk = k, .P = P, .scores = e->acc.mem,
                      .cand_docs = e->cand.mem, .dense = 1};
     return CLS_OK;
 }

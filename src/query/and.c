@@ -49,11 +49,29 @@ static cls_status launch(dev_batch *b)
                    DEV_MEM(e->freqs.mem),  DEV_MEM(e->d_norms),      DEV_MEM(e->cand.mem),   DEV_MEM(e->ncand.mem),
                    DEV_MEM(e->cscore.mem), DEV_U32(b->skips_base),   DEV_MEM(e->d_blocks),   DEV_MEM(e->stasks.mem),
                    DEV_MEM(e->nsel.mem),   DEV_U32(b->units_base),   DEV_U32(b->nunits),     DEV_MEM(e->ucount.mem),
-                   DEV_MEM(e->packed.mem)};
-    b->scores = e->cscore.mem;
-    b->cand_docs = e->packed.mem;
+                   DEV_MEM(e->packed.mem), DEV_MEM(e->useg.mem),     DEV_MEM(e->qseg.mem),   DEV_U32(b->kk)};
+    if ((s = dev_run(e, "score_and", a, 20, b->nunits, e->prm.wg_score, "score")) != CLS_OK) return s;
+    /* Top-k in two levels (topk.cl): each unit's candidates into the first level's output, whose
+     * slots past a unit's hits must read as no match; then the engine ranks each query over its
+     * units' results. */
+    cl_uint zero = 0;
+    cl_event ev;
+    size_t keys_at = ABI_OUT_SCORE((size_t)b->nunits, b->kk, 0, 0) * 4, nkeys = (size_t)b->nunits * b->kk * 4;
+    CLX_TRY(clEnqueueFillBuffer(e->queue, e->l1.mem, &zero, 4, keys_at, nkeys, 0, NULL, &ev));
+    dev_record(e, ev, "fill", nkeys);
+    dev_batch units = *b;
+    units.scores = e->cscore.mem;
+    units.cand_docs = e->packed.mem;
+    units.seg = e->useg.mem;
+    units.key_shift = 0;
+    units.dense = 0;
+    if ((s = dev_topk(e, &units, b->nunits, e->l1.mem, "topk")) != CLS_OK) return s;
+    b->scores = e->l1.mem;
+    b->cand_docs = e->l1.mem;
+    b->seg = e->qseg.mem;
+    b->key_shift = b->nunits * b->kk;
     b->dense = 0;
-    return dev_run(e, "score_and", a, 17, b->nunits, e->prm.wg_score, "score");
+    return CLS_OK;
 }
 
 static uint32_t ref(const ref_query *rq, ref_hit *out)

@@ -53,7 +53,7 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->lim = *lim;
     pl->order = order;
     pl->q0 = q0;
-    pl->nq = pl->ntasks = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = 0;
+    pl->nq = pl->ntasks = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
     pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = 0;
 }
 
@@ -133,7 +133,8 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     }
     uint64_t bytes = pl->bytes + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
                      (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
-                     (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) + (uint64_t)nunits * (sizeof(abi_unit) + 4) +
+                     (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) +
+                     (uint64_t)nunits * (sizeof(abi_unit) + 12 + (need.skip ? (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 : 0)) +
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 12 +
                      (uint64_t)need.dense * idx->num_docs * 4;
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
@@ -178,6 +179,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     pl->dec = dec;
     pl->cand += need.cand;
     pl->dense += need.dense;
+    pl->two_level |= need.skip;
     pl->bytes = bytes;
     pl->blocks_in_lists += in_lists;
     pl->nq++;

@@ -57,6 +57,7 @@ typedef struct batch_plan {
     uint64_t dec;        /* decoded slots (docIDs and frequencies each) */
     uint64_t cand;       /* candidate slots */
     uint32_t dense;      /* accumulator rows */
+    uint32_t two_level;  /* some query asked for block skipping: top-k runs per work unit first */
     uint64_t bytes;      /* device bytes the batch's buffers need, as costed */
     uint32_t ntouched;   /* terms slotted in this batch */
     /* host arrays, reused from batch to batch (capacities only grow) */
