@@ -49,6 +49,16 @@ typedef struct abi_task {
 
 #define ABI_NO_BLOCK 0xFFFFFFFFu
 
+/* A whole list to decode: expand_lists (decode.cl) writes its num_blocks abi_tasks at task_base
+ * of the tasks buffer, block b landing at dst + b * block_size. One record a list instead of one
+ * a block keeps the upload small. */
+typedef struct abi_list {
+    ABI_U32 first_block;
+    ABI_U32 num_blocks;
+    ABI_U32 dst;
+    ABI_U32 task_base;
+} abi_list;
+
 /* One query of a device batch. */
 typedef struct abi_query {
     ABI_U32 term_start;  /* its first abi_term in the batch */
@@ -121,6 +131,7 @@ _Static_assert(sizeof(abi_task) == 8, "abi_task is 2 words");
 _Static_assert(sizeof(abi_query) == 16 && offsetof(abi_query, flags) == 12, "abi_query is 4 words");
 _Static_assert(sizeof(abi_term) == 16 && offsetof(abi_term, weight) == 8, "abi_term is 4 words");
 _Static_assert(sizeof(abi_unit) == 16, "abi_unit is 4 words");
+_Static_assert(sizeof(abi_list) == 16, "abi_list is 4 words");
 _Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20, "abi_skip is 8 words");
 #endif
 

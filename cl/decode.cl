@@ -61,3 +61,14 @@ void decode_blocks(__global const uint *words, __global const idx_block *blocks,
         freqs[dst + i] = vals[i] + 1;
     }
 }
+
+/* One work-group per abi_list: the list's decode tasks, one per block, in list order. */
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void expand_lists(__global const abi_list *lists, __global abi_task *tasks)
+{
+    __global const abi_list *l = lists + get_group_id(0);
+    for (uint b = get_local_id(0); b < l->num_blocks; b += BLOCK_SIZE) {
+        abi_task t = {l->first_block + b, l->dst + b * BLOCK_SIZE};
+        tasks[l->task_base + b] = t;
+    }
+}

@@ -357,8 +357,17 @@ START_TEST(plan_respects_limits)
                 }
                 /* no block decoded twice, none landing on another's slots, all within dec */
                 uint8_t *seen = calloc(idx->num_blocks + 1, 1), *used = calloc(pl.dec / idx->block_size + 1, 1);
+                abi_task *tasks = malloc(((size_t)pl.ntasks + 1) * sizeof *tasks); /* as expand_lists makes them */
+                uint32_t ntasks = 0;
+                for (uint32_t li = 0; li < pl.nlists; li++) {
+                    const abi_list *ls = &pl.lists[li];
+                    ck_assert_uint_eq(ls->task_base, ntasks);
+                    for (uint32_t bk = 0; bk < ls->num_blocks; bk++)
+                        tasks[ntasks++] = (abi_task){ls->first_block + bk, ls->dst + bk * idx->block_size};
+                }
+                ck_assert_uint_eq(ntasks, pl.ntasks);
                 for (uint32_t t = 0; t < pl.ntasks; t++) {
-                    const abi_task *tk = &pl.tasks[t];
+                    const abi_task *tk = &tasks[t];
                     ck_assert_uint_lt(tk->block, idx->num_blocks);
                     ck_assert_uint_eq(tk->dst % idx->block_size, 0);
                     ck_assert_uint_lt(tk->dst, pl.dec);
@@ -367,6 +376,7 @@ START_TEST(plan_respects_limits)
                 }
                 free(seen);
                 free(used);
+                free(tasks);
                 for (uint32_t i = 0; i < pl.nq; i++) ck_assert_uint_le(pl.queries[i].num_terms, 6);
                 plan_layout lay;
                 ck_assert_int_eq(plan_finish(&pl, &lay), CLS_OK);

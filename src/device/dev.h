@@ -53,7 +53,7 @@ typedef struct clx_engine {
     float norm_k1, norm_b;             /* the parameters d_norms holds (-1: none yet) */
     float *h_norms;
     /* per-batch buffers, sized from the data, reused */
-    dbuf in, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out, stasks, nsel, ucount, packed, useg, qseg, l1;
+    dbuf in, tasks, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out, stasks, nsel, ucount, packed, useg, qseg, l1;
     uint32_t *h_out;
     size_t h_out_cap; /* words */
     batch_plan plan;

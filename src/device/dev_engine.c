@@ -83,7 +83,8 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     if (s != CLS_OK) return s;
     e->build_secs += qsecs;
     e->from_cache = e->from_cache && qcache;
-    if ((s = add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK)
+    if ((s = add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK ||
+        (s = add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK)
         return s;
     for (size_t i = 0; i < nalgo; i++)
         for (const char *const *k = algos[i]->kernels; *k; k++)
@@ -178,7 +179,7 @@ void clx_free(clx_engine *e)
 {
     if (!e) return;
     dev_profile_collect(e, 0);
-    dbuf *bufs[] = {&e->in,   &e->docs,   &e->freqs,  &e->cand, &e->cscore, &e->ncand,
+    dbuf *bufs[] = {&e->in,   &e->tasks,  &e->docs,   &e->freqs,  &e->cand, &e->cscore, &e->ncand,
                     &e->acc,  &e->sdoc,   &e->sscore, &e->out,  &e->stasks, &e->nsel, &e->ucount, &e->packed,
                     &e->useg, &e->qseg,   &e->l1};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
@@ -227,6 +228,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     size_t out_len = ABI_OUT_WORDS((size_t)nq, kk), read_len = out_len + (pl->nskips ? 1 : 0);
     b.nsel_at = (cl_uint)ABI_OUT_NSEL((size_t)nq, kk);
     if ((s = dev_buf_need(e, &e->in, lay.words * 4, "the batch input")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->tasks, (size_t)pl->ntasks * sizeof(abi_task), "decode tasks")) != CLS_OK ||
         (s = dev_buf_need(e, &e->docs, (size_t)pl->dec * 4, "decoded docIDs")) != CLS_OK ||
         (s = dev_buf_need(e, &e->freqs, (size_t)pl->dec * 4, "decoded frequencies")) != CLS_OK ||
         (s = dev_buf_need(e, &e->stasks, (size_t)pl->stasks * sizeof(abi_task), "selected blocks")) != CLS_OK ||
@@ -255,7 +257,11 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         CLX_TRY(clEnqueueFillBuffer(e->queue, e->out.mem, &zero, 4, (size_t)b.nsel_at * 4, 4, 0, NULL, &ev));
         dev_record(e, ev, "upload", 4);
     }
-    if ((s = dev_decode(e, e->d_words, e->d_blocks, e->in.mem, 0, pl->ntasks, "decode")) != CLS_OK) return s;
+    if (pl->nlists) { /* the whole lists' tasks, made on the device from one record a list */
+        dev_arg a[] = {DEV_MEM(e->in.mem), DEV_MEM(e->tasks.mem)};
+        if ((s = dev_run(e, "expand_lists", a, 2, pl->nlists, e->idx->block_size, "decode")) != CLS_OK) return s;
+    }
+    if ((s = dev_decode(e, e->d_words, e->d_blocks, e->tasks.mem, 0, pl->ntasks, "decode")) != CLS_OK) return s;
     if ((s = algo->launch(&b)) != CLS_OK) return s;
     if ((s = dev_topk(e, &b, nq, e->out.mem, "topk")) != CLS_OK) return s;
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, read_len * 4, e->h_out, 0, NULL, &ev));

@@ -27,7 +27,7 @@ void plan_free(batch_plan *pl)
 {
     free(pl->slot);
     free(pl->touched);
-    free(pl->tasks);
+    free(pl->lists);
     free(pl->queries);
     free(pl->terms);
     free(pl->upload);
@@ -53,7 +53,7 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->lim = *lim;
     pl->order = order;
     pl->q0 = q0;
-    pl->nq = pl->ntasks = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
+    pl->nq = pl->ntasks = pl->nlists = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
     pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = 0;
 }
 
@@ -133,6 +133,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     }
     uint64_t bytes = pl->bytes + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
                      (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
+                     (uint64_t)(pl->ntouched - ntouched0) * sizeof(abi_list) +
                      (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) +
                      (uint64_t)nunits * (sizeof(abi_unit) + 12 + (need.skip ? (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 : 0)) +
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 12 +
@@ -145,16 +146,17 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         unslot(pl, ntouched0);
         return CLS_OK;
     }
-    /* It fits: write its tasks and descriptors. */
-    if (!vec_reserve(&pl->tasks, &pl->tasks_cap, ntasks, sizeof *pl->tasks)) {
+    /* It fits: write its lists and descriptors. */
+    if (!vec_reserve(&pl->lists, &pl->lists_cap, (size_t)pl->nlists + (pl->ntouched - ntouched0) + 1, sizeof *pl->lists)) {
         unslot(pl, ntouched0);
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
     }
     for (uint32_t i = ntouched0; i < pl->ntouched; i++) {
         const idx_term *te = &idx->terms[pl->touched[i]];
         uint32_t at = pl->slot[pl->touched[i]] - 1;
-        for (uint32_t b = 0; b < te->num_blocks; b++)
-            pl->tasks[pl->ntasks++] = (abi_task){.block = te->first_block + b, .dst = at + b * B};
+        pl->lists[pl->nlists++] =
+            (abi_list){.first_block = te->first_block, .num_blocks = te->num_blocks, .dst = at, .task_base = pl->ntasks};
+        pl->ntasks += te->num_blocks;
     }
     assert(pl->ntasks == ntasks);
     abi_query *aq = &pl->queries[pl->nq];
@@ -189,14 +191,14 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
 
 cls_status plan_finish(batch_plan *pl, plan_layout *lay)
 {
-    size_t wt = (size_t)pl->ntasks * sizeof(abi_task) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,
+    size_t wt = (size_t)pl->nlists * sizeof(abi_list) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,
            wr = (size_t)pl->nterms * sizeof(abi_term) / 4, ws = (size_t)pl->nskips * sizeof(abi_skip) / 4,
            wu = (size_t)pl->nunits * sizeof(abi_unit) / 4;
     unslot(pl, 0);
     if (wt + wq + wr + ws + wu >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
     if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + ws + wu + 1, 4))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
-    if (wt) memcpy(pl->upload, pl->tasks, wt * 4);
+    if (wt) memcpy(pl->upload, pl->lists, wt * 4);
     if (wq) memcpy(pl->upload + wt, pl->queries, wq * 4);
     if (wr) memcpy(pl->upload + wt + wq, pl->terms, wr * 4);
     if (ws) memcpy(pl->upload + wt + wq + wr, pl->skips, ws * 4);

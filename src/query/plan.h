@@ -2,8 +2,8 @@
  * decoded where, and the descriptors the kernels read (cl/abi.h), in one host buffer that is
  * uploaded in one transfer:
  *
- *   tasks (abi_task per block to decode) | queries (abi_query) | terms (abi_term) | skips (abi_skip)
- *   | units (abi_unit)
+ *   lists (abi_list per whole list to decode) | queries (abi_query) | terms (abi_term)
+ *   | skips (abi_skip) | units (abi_unit)
  *
  * A whole list is decoded once per batch, however many of its queries use it. Where the algorithm
  * asks for block skipping (algo_need.skip), every list of a query but its driving one (the
@@ -47,7 +47,8 @@ typedef struct batch_plan {
     const uint32_t *order; /* the search's query order (NULL: the batch's own) */
     uint64_t q0;         /* its first query, a position in order */
     uint32_t nq;         /* queries */
-    uint32_t ntasks;     /* blocks to decode */
+    uint32_t ntasks;     /* blocks of whole lists to decode */
+    uint32_t nlists;     /* abi_list records: whole lists */
     uint32_t nterms;     /* abi_term records */
     uint32_t nskips;     /* abi_skip records */
     uint32_t nunits;     /* abi_unit records */
@@ -61,15 +62,15 @@ typedef struct batch_plan {
     uint64_t bytes;      /* device bytes the batch's buffers need, as costed */
     uint32_t ntouched;   /* terms slotted in this batch */
     /* host arrays, reused from batch to batch (capacities only grow) */
-    abi_task *tasks;
+    abi_list *lists;
     abi_query *queries;
     abi_term *terms;
     abi_skip *skips;
     abi_unit *units;
     uint32_t *touched;
     uint32_t *term_skip; /* per term of the query being added: 1 + its abi_skip, or 0 */
-    size_t tasks_cap, queries_cap, terms_cap, skips_cap, term_skip_cap, units_cap;
-    uint32_t *upload; /* the packed input: tasks | queries | terms */
+    size_t lists_cap, queries_cap, terms_cap, skips_cap, term_skip_cap, units_cap;
+    uint32_t *upload; /* the packed input: lists | queries | terms | skips | units */
     size_t upload_cap;
 } batch_plan;
 
@@ -90,7 +91,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added);
 /* Where the records lie in the packed upload, in 32-bit words. */
 typedef struct plan_layout {
     size_t words;
-    uint32_t queries_base, terms_base, skips_base, units_base; /* the tasks start at 0 */
+    uint32_t queries_base, terms_base, skips_base, units_base; /* the lists start at 0 */
 } plan_layout;
 
 /* Packs the upload buffer and clears the term slots. */
