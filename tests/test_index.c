@@ -192,7 +192,7 @@ static void check_model(const cls_index *idx, const model *m, const char *path)
             uint32_t n = idx_info_count(bl->info);
             uint32_t want_n = df - seen < g_opts.block_size ? df - seen : g_opts.block_size;
             ck_assert_msg(n == want_n, "term '%s' block %u: %u postings, expected %u", m->terms[t], j, n, want_n);
-            idx_decode_block(idx, e->first_block + j, docs, freqs);
+            ck_assert_msg(idx_decode_block(idx, e->first_block + j, docs, freqs) == CLS_OK, "%s", cls_last_error());
             for (uint32_t i = 0; i < n; i++) {
                 while (d < m->ndocs && mtf(m, t, d) == 0) d++;
                 ck_assert(d < m->ndocs);

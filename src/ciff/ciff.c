@@ -812,7 +812,7 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
         for (uint32_t j = 0; j < e->num_blocks && s == CLS_OK; j++) {
             uint64_t b = (uint64_t)e->first_block + j;
             uint32_t c = idx_info_count(idx->blocks[b].info);
-            idx_decode_block(idx, b, docs, freqs);
+            if ((s = idx_decode_block(idx, b, docs, freqs)) != CLS_OK) break;
             for (uint32_t k = 0; k < c; k++, n++) {
                 if (freqs[k] > INT32_MAX) {
                     s = err_set(CLS_E_ARG, "term %u: a frequency of %u does not fit CIFF's 31 bits", ti, freqs[k]);

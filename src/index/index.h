@@ -89,6 +89,7 @@ _Static_assert(sizeof(idx_section_entry) == 32, "idx_section_entry is 32 bytes")
 struct cls_index {
     void *map;
     size_t map_len;
+    char *path;             /* as opened, for messages (owned) */
     uint32_t num_docs, num_terms, block_size;
     cls_codec codec;
     unsigned pfor_depth;
@@ -109,12 +110,17 @@ struct cls_index {
 
 /* Term id of term[0..len), or UINT32_MAX when unknown. */
 uint32_t idx_lookup(const cls_index *idx, const char *term, size_t len);
-/* Reference decoder: block b's postings into docs[] and freqs[] (idx_info_count entries).
- * The block must be verified (cls_index_open does that for every block). */
-void idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, uint32_t *freqs);
+/* Reference decoder: block b's postings into docs[] and freqs[] (idx_info_count entries), with
+ * the strict decoders: both streams well-formed and exactly as long as their extents, the
+ * docIDs ending at the block's last, every frequency representable. A stream that is not is
+ * CLS_E_CORRUPT naming the term and block (then docs and freqs are undefined). */
+cls_status idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, uint32_t *freqs);
 /* Reference decoder for term's whole list: its df postings into docs[] and freqs[], which
- * have room for df + block_size entries (a block decodes whole). Returns df. */
-uint32_t idx_decode_list(const cls_index *idx, uint32_t term, uint32_t *docs, uint32_t *freqs);
+ * have room for df + block_size entries (a block decodes whole); *n receives df. Fails as
+ * idx_decode_block does. */
+cls_status idx_decode_list(const cls_index *idx, uint32_t term, uint32_t *docs, uint32_t *freqs, uint32_t *n);
+/* CLS_E_CORRUPT for block b: names the section, the block's term, its place in the list. */
+cls_status idx_block_corrupt(const cls_index *idx, uint64_t b, const char *section, const char *what);
 /* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end. */
 uint64_t idx_block_words(const cls_index *idx, uint64_t b);
 

@@ -293,11 +293,18 @@ cls_status cls_index_open(const char *path, cls_index **out)
         return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
     }
     x->map_len = (size_t)st.st_size;
+    x->path = strdup(path);
+    if (!x->path) {
+        close(fd);
+        free(x);
+        return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
+    }
     if (x->map_len > 0) {
         x->map = mmap(NULL, x->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (x->map == MAP_FAILED) {
             x->map = NULL;
             close(fd);
+            free(x->path);
             free(x);
             return err_set(CLS_E_IO, "cannot map %s: %s", path, strerror(errno));
         }
@@ -317,6 +324,7 @@ void cls_index_close(cls_index *idx)
     if (!idx) return;
     if (idx->map) munmap(idx->map, idx->map_len);
     free(idx->score_norms);
+    free(idx->path);
     free(idx);
 }
 
@@ -370,30 +378,74 @@ uint64_t idx_block_words(const cls_index *x, uint64_t b)
     return end - x->blocks[b].offset;
 }
 
-void idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs)
+/* The term whose blocks hold block b (terms tile the blocks, cls_index_open checked). */
+static uint32_t term_of_block(const cls_index *x, uint64_t b)
+{
+    uint32_t lo = 0, hi = x->num_terms;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (x->terms[mid].first_block <= b) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+cls_status idx_block_corrupt(const cls_index *x, uint64_t b, const char *section, const char *what)
+{
+    uint32_t t = term_of_block(x, b);
+    const idx_term *e = &x->terms[t];
+    uint64_t a = x->term_off[t], len = x->term_off[t + 1] - a;
+    return err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': term '%.*s' (id %u), block %llu of %u "
+                   "(block %llu): %s", x->path, section, len > 200 ? 200 : (int)len, x->term_blob + a, t,
+                   (unsigned long long)(b - e->first_block + 1), e->num_blocks, (unsigned long long)b, what);
+}
+
+/* Block b with the strict decoders into docs[] and freqs[] (tf - 1, as stored); NULL, or what
+ * is wrong and, in *section, where. cls_index_open checked the block record, so the extents lie
+ * inside the words and first <= last < num_docs; the docIDs increase by construction, so ending
+ * at last puts them all in range. */
+static const char *decode_strict(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs, const char **section)
 {
     const idx_block *bl = &x->blocks[b];
     uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
     const uint32_t *w = x->words + bl->offset;
     uint32_t gaps[CDC_MAX_N];
-    /* Verified at open: these cannot fail. */
-    (void)cdc_decode(x->codec, w, fofs, n - 1, bl->dparam, x->pfor_depth, gaps, &used);
-    (void)cdc_decode(x->codec, w + fofs, (uint32_t)(idx_block_words(x, b) - fofs), n, bl->fparam, x->pfor_depth,
-                     freqs, &used);
-    uint32_t d = bl->first;
-    docs[0] = d;
-    for (uint32_t i = 1; i < n; i++) docs[i] = d += gaps[i - 1] + 1;
-    for (uint32_t i = 0; i < n; i++) freqs[i] += 1;
+    *section = "postings";
+    if (cdc_decode(x->codec, w, fofs, n - 1, bl->dparam, x->pfor_depth, gaps, &used) != 0)
+        return "malformed docID stream";
+    uint64_t d = bl->first;
+    docs[0] = (uint32_t)d;
+    for (uint32_t i = 1; i < n && d <= bl->last; i++) docs[i] = (uint32_t)(d += (uint64_t)gaps[i - 1] + 1);
+    if (d > bl->last) return "docID out of range";
+    if (d != bl->last) {
+        *section = "blocks";
+        return "last docID does not match the postings";
+    }
+    if (cdc_decode(x->codec, w + fofs, (uint32_t)(idx_block_words(x, b) - fofs), n, bl->fparam, x->pfor_depth, freqs,
+                   &used) != 0)
+        return "malformed frequency stream";
+    for (uint32_t i = 0; i < n; i++)
+        if (freqs[i] == UINT32_MAX) return "frequency out of range";
+    return NULL;
 }
 
-uint32_t idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, uint32_t *freqs)
+cls_status idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs)
+{
+    const char *section, *what = decode_strict(x, b, docs, freqs, &section);
+    if (what) return idx_block_corrupt(x, b, section, what);
+    for (uint32_t i = 0, n = idx_info_count(x->blocks[b].info); i < n; i++) freqs[i] += 1;
+    return CLS_OK;
+}
+
+cls_status idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, uint32_t *freqs, uint32_t *n)
 {
     const idx_term *e = &x->terms[term];
-    uint32_t n = 0;
+    uint32_t at = 0;
     for (uint32_t j = 0; j < e->num_blocks; j++) {
         uint64_t b = (uint64_t)e->first_block + j;
-        idx_decode_block(x, b, docs + n, freqs + n);
-        n += idx_info_count(x->blocks[b].info);
+        cls_status s = idx_decode_block(x, b, docs + at, freqs + at);
+        if (s != CLS_OK) return s;
+        at += idx_info_count(x->blocks[b].info);
     }
-    return n;
+    *n = at;
+    return CLS_OK;
 }

@@ -22,7 +22,12 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
     uint64_t at = 0;
     for (uint32_t t = 0; t < x->num_terms; t++) {
         start[t] = at;
-        at += idx_decode_list(x, t, docs + at, freqs + at);
+        uint32_t n;
+        if ((s = idx_decode_list(x, t, docs + at, freqs + at, &n)) != CLS_OK) {
+            free(docs), free(freqs), free(start);
+            return s;
+        }
+        at += n;
     }
     start[x->num_terms] = at;
     idx_lists l = {
