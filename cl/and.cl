@@ -64,8 +64,9 @@ void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
         uint d = cand[coff + i];
         float s = 0.0f;
         for (uint t = 0; t < nt; t++) {
-            uint off = qt[t].list_offset;
-            uint p = lower_bound(docs + off, qt[t].df, d);
+            uint off = qt[t].list_offset, len = qt[t].df;
+            /* found (p < len) on valid lists; the clamp keeps a forged, unsorted one in bounds */
+            uint p = min(lower_bound(docs + off, len, d), len - 1);
             s += bm25_contrib(qt[t].weight, freqs[off + p], norms[d]);
         }
         cscore[coff + i] = s;
