@@ -27,8 +27,9 @@
  *
  * bits_at: the bw bits (0..32) at bit offset `bit` of w; they may straddle two words, and bw 0
  * reads nothing (src/codec/codec_bp.c: bp_get_bits is the reference). It never reads past
- * w[last], whatever the offset: a malformed stream may ask for any bit, and such a read
- * returns a wrong value, never a fault (a width over 32 likewise: OpenCL masks shift counts). On a valid stream the clamps
+ * w[last], whatever the offset: a stream's words are verified on the host only by
+ * `clsearch check`, so a forged one may ask for any bit; such a read returns a wrong value, never
+ * a fault (a width over 32 likewise: OpenCL masks shift counts). On a valid stream the clamps
  * change nothing. Bit offsets of a valid stream stay far below 2^32 (a stream is at most
  * 4 * BLOCK_SIZE + 64 words: codec.h's cdc_max_words); a forged one may wrap them, which
  * the clamp makes harmless. */

@@ -28,11 +28,12 @@
  * src/codec/codec_<name>.c holds each decoder's plain-C twin; docs/FORMAT.md the layouts.
  *
  * Trust: cls_index_open checked every block record (counts, extents inside the words, first <=
- * last < num_docs). Nothing here trusts a stream's words or parameter words: whatever they
- * hold, reads stay inside the words buffer (nwords words), local writes inside their arrays,
- * and each docID is clamped to the block's last, so every later kernel indexing by docID stays
- * below num_docs; a malformed stream decodes to wrong values, never a fault. On valid streams
- * none of this changes a value.
+ * last < num_docs), and the engine verified the words' checksum as it uploaded them. A file
+ * forged with consistent checksums still reaches the device, and only `clsearch check` (the
+ * strict host decoders) tells it apart; so nothing here may fault on any stream: reads stay
+ * inside the words buffer (nwords words), local writes inside their arrays, and each docID is
+ * clamped to the block's last, so every later kernel indexing by docID stays below num_docs.
+ * On valid streams none of this changes a value.
  *
  * Work-group g decodes the abi_task at word task_base of tasks + g: block metadata (idx_block)
  * and output position (cl/abi.h). */

@@ -769,6 +769,8 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
     if (N > INT32_MAX || T > INT32_MAX)
         return err_set(CLS_E_ARG, "%u documents and %u terms: CIFF counts both in 31 bits", N, T);
     if (idx->num_tokens > INT64_MAX) return err_set(CLS_E_ARG, "token count too large for CIFF");
+    cls_status vs = idx_verify_words(idx); /* never carry damaged postings into another format */
+    if (vs != CLS_OK) return vs;
     for (uint32_t d = 0; d < N; d++)
         if (idx->doclen[d] > INT32_MAX)
             return err_set(CLS_E_ARG, "document %u: length %u does not fit CIFF's 31 bits", d, idx->doclen[d]);

@@ -11,6 +11,7 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
 {
     if (!x || !o || !path) return err_set(CLS_E_ARG, "cls_index_recode: NULL argument");
     cls_status s = idx_check_opts(o);
+    if (s == CLS_OK) s = idx_verify_words(x); /* never carry damage into a file with fresh checksums */
     if (s != CLS_OK) return s;
     uint32_t *docs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
     uint32_t *freqs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);

@@ -3,8 +3,9 @@
  * (bm25_contrib, bm25_weight, bm25_norms) and the hit order (hit_before) with the device
  * path, never its algorithms.
  *
- * Every block is decoded by the strict decoders: a stream that does not decode fails the search
- * with CLS_E_CORRUPT naming its term and block.
+ * The postings are verified as the engine is created (their checksum: idx_verify_words) and
+ * every block again as it is decoded (the strict decoders): a stream that does not decode fails
+ * the search with CLS_E_CORRUPT naming its term and block.
  *
  * Per query: decode every block of every term with the reference decoder; add each term's
  * contributions into a dense per-document accumulator in query-term order and count how many
@@ -29,6 +30,8 @@ struct ref_engine {
 
 cls_status ref_create(const cls_index *idx, ref_engine **out)
 {
+    cls_status s = idx_verify_words(idx);
+    if (s != CLS_OK) return s;
     ref_engine *e = calloc(1, sizeof *e);
     size_t n = (size_t)idx->num_docs + 1;
     if (e) {
