@@ -453,10 +453,10 @@ cls_status idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, ui
  * Work units handed out in order through one counter: unit 0 hashes the words (XXH64 is
  * sequential), unit u >= 1 checks blocks (u - 1) * per onwards, per of them (a long list is
  * shared out too; per is a few units per thread, at most CHECK_UNIT_BLOCKS), decoded strictly
- * with their max_score recomputed. A unit stops at the first bad block, and no unit
- * starts past the lowest bad block found so far, so the work after a problem is bounded; the
- * problem reported is the checksum's, else the lowest bad block's (re-checked on the calling
- * thread for its message), whatever the threads' timing. */
+ * with their max_score recomputed. A unit stops at the first bad block, and no unit starts
+ * past the lowest bad block found so far (nor at all once the checksum disagrees), so the work
+ * after a problem is bounded; the problem reported is the checksum's, else the lowest bad
+ * block's (re-checked on the calling thread for its message), whatever the threads' timing. */
 #define CHECK_UNIT_BLOCKS 4096u
 
 typedef struct check_job {
@@ -465,7 +465,7 @@ typedef struct check_job {
     uint64_t per, nunits;     /* blocks per unit; units of blocks (plus unit 0, the words checksum) */
     atomic_uint_fast64_t next;
     atomic_uint_fast64_t bad; /* lowest bad block so far, UINT64_MAX when none */
-    int words_bad;
+    atomic_int words_bad;     /* the checksum disagrees: reported first, so the rest stops */
 } check_job;
 
 /* Block b of term t against everything: NULL or what is wrong and, in *section, where. */
@@ -492,9 +492,9 @@ static void *check_worker(void *arg)
     check_job *j = arg;
     const cls_index *x = j->x;
     uint64_t u;
-    while ((u = atomic_fetch_add(&j->next, 1)) <= j->nunits) {
+    while ((u = atomic_fetch_add(&j->next, 1)) <= j->nunits && !atomic_load(&j->words_bad)) {
         if (u == 0) {
-            j->words_bad = XXH64(x->words, (size_t)x->num_words * 4, 0) != x->words_xxh;
+            atomic_store(&j->words_bad, XXH64(x->words, (size_t)x->num_words * 4, 0) != x->words_xxh);
             continue;
         }
         uint64_t b = (u - 1) * j->per, end = b + j->per;
@@ -535,6 +535,7 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
     check_job j = {.x = x, .norms = norms, .per = per, .nunits = (x->num_blocks + per - 1) / per};
     atomic_init(&j.next, 0);
     atomic_init(&j.bad, UINT64_MAX);
+    atomic_init(&j.words_bad, 0);
     unsigned started = 0;
     for (; started + 1 < threads; started++)
         if (pthread_create(&th[started], NULL, check_worker, &j) != 0) break;
@@ -542,7 +543,7 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
     for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
     cls_status s = CLS_OK;
     uint64_t bad = atomic_load(&j.bad);
-    if (j.words_bad) {
+    if (atomic_load(&j.words_bad)) {
         s = idx_words_corrupt(x);
     } else if (bad != UINT64_MAX) {
         const char *section, *what = check_block(x, norms, term_of_block(x, bad), bad, &section);
