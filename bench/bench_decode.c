@@ -191,7 +191,10 @@ int bench_decode(int argc, char **argv)
             double rt[1000];
             for (unsigned r = 0; r <= ref_reps; r++) {
                 double t0 = bench_now();
-                for (uint32_t i = 0; i < nb; i++) idx_decode_block(idx, sel[i], rd + (size_t)i * B, rf + (size_t)i * B);
+                cls_status ds = CLS_OK;
+                for (uint32_t i = 0; i < nb && ds == CLS_OK; i++)
+                    ds = idx_decode_block(idx, sel[i], rd + (size_t)i * B, rf + (size_t)i * B);
+                if (ds != CLS_OK) return die(ds, "the reference decoder");
                 if (r > 0) rt[r - 1] = bench_now() - t0;
             }
             char list[512];

@@ -181,7 +181,8 @@ void score_and(__global const uint *in, uint qinfo_base, uint qterm_base,
         float s = 0.0f;
         for (uint t = 0; t < nt; t++) {
             uint p = find_doc(qt + t, d, docs, in, skips_base, blocks, stasks, nsel);
-            s += bm25_contrib(qt[t].weight, freqs[p], norms[d]);
+            /* always found on valid lists; the test keeps a forged, unsorted one in bounds */
+            if (p != ABI_NO_BLOCK) s += bm25_contrib(qt[t].weight, freqs[p], norms[d]);
         }
         packed[coff + at + i] = d;
         cscore[coff + at + i] = s;

@@ -4,7 +4,8 @@
 
 /* bp: param is the bit width. */
 #define DECODE_SCRATCH 1
-inline void decode_stream(__global const uint *w, uint n, uint param, __local uint *vals, __local uint *scratch)
+inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
+                          __local uint *scratch)
 {
-    for (uint j = get_local_id(0); j < n; j += BLOCK_SIZE) vals[j] = bits_get(w, j, param);
+    for (uint j = get_local_id(0); j < n; j += BLOCK_SIZE) vals[j] = bits_get(w, last, j, param);
 }

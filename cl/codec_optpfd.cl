@@ -6,18 +6,20 @@
  * slots of b bits, e positions of pw = width(n-1) bits, e high parts of hb bits. Each
  * work-item unpacks its slots; after a barrier, work-item i < e ORs high_i << b into slot
  * pos_i (positions are distinct, so no two work-items write the same slot). Positions and
- * high parts sit at arbitrary bit offsets: bits_at (common.cl) reads them. */
+ * high parts sit at arbitrary bit offsets: bits_at (common.cl) reads them. A forged e is
+ * held to n and a forged position to n - 1 (a valid stream has e <= n and positions < n). */
 #define DECODE_SCRATCH 1
-inline void decode_stream(__global const uint *w, uint n, uint param, __local uint *vals, __local uint *scratch)
+inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
+                          __local uint *scratch)
 {
     uint lid = get_local_id(0);
-    uint b = param & 63u, hb = (param >> 6) & 63u, e = (param >> 12) & 0x3FFu;
-    for (uint j = lid; j < n; j += BLOCK_SIZE) vals[j] = bits_get(w, j, b);
+    uint b = param & 63u, hb = (param >> 6) & 63u, e = min((param >> 12) & 0x3FFu, n);
+    for (uint j = lid; j < n; j += BLOCK_SIZE) vals[j] = bits_get(w, last, j, b);
     /* No early return when e = 0, although it would be uniform: PoCL 3.1 (CPU, LLVM 15)
      * miscompiled such a return ahead of this barrier (patches landed in the wrong values). */
     barrier(CLK_LOCAL_MEM_FENCE);
     uint pw = n > 1 ? 32 - clz(n - 1) : 0;
     uint pbase = n * b, hbase = pbase + e * pw;
-    for (uint i = lid; i < e; i += BLOCK_SIZE)
-        vals[bits_at(w, pbase + i * pw, pw)] |= bits_at(w, hbase + i * hb, hb) << b; /* e > 0: b < 32 */
+    for (uint i = lid; i < e; i += BLOCK_SIZE) /* e > 0: n >= 1, and b < 32 */
+        vals[min(bits_at(w, last, pbase + i * pw, pw), n - 1)] |= bits_at(w, last, hbase + i * hb, hb) << b;
 }

@@ -4,7 +4,8 @@
 
 /* raw: one word per value. */
 #define DECODE_SCRATCH 1
-inline void decode_stream(__global const uint *w, uint n, uint param, __local uint *vals, __local uint *scratch)
+inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
+                          __local uint *scratch)
 {
-    for (uint j = get_local_id(0); j < n; j += BLOCK_SIZE) vals[j] = w[j];
+    for (uint j = get_local_id(0); j < n; j += BLOCK_SIZE) vals[j] = w[min(j, last)];
 }

@@ -26,21 +26,25 @@
  * j is bit j % 32 of word j / 32).
  *
  * bits_at: the bw bits (0..32) at bit offset `bit` of w; they may straddle two words, and bw 0
- * reads nothing (src/codec/codec_bp.c: bp_get_bits is the reference). Bit offsets within a
- * stream stay far below 2^32 (a stream is at most 4 * BLOCK_SIZE + 64 words: codec.h's
- * cdc_max_words), so uint arithmetic does not overflow. */
-inline uint bits_at(__global const uint *w, uint bit, uint bw)
+ * reads nothing (src/codec/codec_bp.c: bp_get_bits is the reference). It never reads past
+ * w[last], whatever the offset: a stream's words are verified on the host only by
+ * `clsearch check`, so a forged one may ask for any bit; such a read returns a wrong value, never
+ * a fault (a width over 32 likewise: OpenCL masks shift counts). On a valid stream the clamps
+ * change nothing. Bit offsets of a valid stream stay far below 2^32 (a stream is at most
+ * 4 * BLOCK_SIZE + 64 words: codec.h's cdc_max_words); a forged one may wrap them, which
+ * the clamp makes harmless. */
+inline uint bits_at(__global const uint *w, uint last, uint bit, uint bw)
 {
     if (bw == 0) return 0;
     uint wi = bit >> 5, sh = bit & 31;
-    ulong x = w[wi];
-    if (sh + bw > 32) x |= (ulong)w[wi + 1] << 32;
+    ulong x = w[min(wi, last)];
+    if (sh + bw > 32) x |= (ulong)w[min(wi + 1, last)] << 32;
     x >>= sh;
     return bw == 32 ? (uint)x : (uint)x & ((1u << bw) - 1u);
 }
 
 /* bits_get: value i of a stream of bw-bit values (bp_get is the reference). */
-inline uint bits_get(__global const uint *w, uint i, uint bw) { return bits_at(w, i * bw, bw); }
+inline uint bits_get(__global const uint *w, uint last, uint i, uint bw) { return bits_at(w, last, i * bw, bw); }
 
 /* ---- Work-group prefix sum: the primitive under decoding, intersection and top-k -------
  *

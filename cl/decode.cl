@@ -12,7 +12,7 @@
  * that codec's decoder is compiled. Every fragment fulfils one contract:
  *   - it defines DECODE_SCRATCH, the uints of local scratch its decoder needs (at least 1);
  *   - it defines
- *       void decode_stream(__global const uint *w, uint n, uint param,
+ *       void decode_stream(__global const uint *w, uint last, uint n, uint param,
  *                          __local uint *vals, __local uint *scratch)
  *     which decodes the stream at w of n values (n <= BLOCK_SIZE) with the parameter word the
  *     encoder chose (the block's dparam or fparam) and leaves value j in vals[j] for j < n.
@@ -20,11 +20,20 @@
  *     write vals from its start (the caller's earlier reads are behind a barrier); the caller
  *     puts a barrier after it before reading vals; scratch[0..DECODE_SCRATCH) is its own for
  *     the call;
+ *   - whatever the stream and param hold, it reads no word past w[last] (the words buffer's
+ *     last) and writes no local memory outside vals[0..BLOCK_SIZE) and its scratch: cheap
+ *     clamps (min) where a value from the stream becomes an index or a count;
  *   - it may use the build options (BLOCK_SIZE, PFOR_DEPTH: defaults where the fragment needs
  *     them) and common.cl's helpers (bits_get, bits_at, wg_scan_incl), nothing of decode.cl.
  * src/codec/codec_<name>.c holds each decoder's plain-C twin; docs/FORMAT.md the layouts.
- * Streams reaching the device were verified on the host when the index was opened, so
- * nothing here bounds-checks.
+ *
+ * Trust: cls_index_open checked every block record (counts, extents inside the words, first <=
+ * last < num_docs), and the engine verified the words' checksum as it uploaded them. A file
+ * forged with consistent checksums still reaches the device, and only `clsearch check` (the
+ * strict host decoders) tells it apart; so nothing here may fault on any stream: reads stay
+ * inside the words buffer (nwords words), local writes inside their arrays, and each docID is
+ * clamped to the block's last, so every later kernel indexing by docID stays below num_docs.
+ * On valid streams none of this changes a value.
  *
  * Work-group g decodes the abi_task at word task_base of tasks + g: block metadata (idx_block)
  * and output position (cl/abi.h). */
@@ -34,7 +43,7 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
-void decode_blocks(__global const uint *words, __global const idx_block *blocks,
+void decode_blocks(__global const uint *words, uint nwords, __global const idx_block *blocks,
                    __global const uint *tasks, uint task_base,
                    __global uint *docs, __global uint *freqs)
 {
@@ -45,19 +54,22 @@ void decode_blocks(__global const uint *words, __global const idx_block *blocks,
     abi_task tk = ((__global const abi_task *)(tasks + task_base))[g];
     if (tk.block == ABI_NO_BLOCK) return; /* uniform: a region's unused tail (block skipping) */
     __global const idx_block *m = blocks + tk.block;
-    uint dst = tk.dst, first = m->first, offset = m->offset, info = m->info, dparam = m->dparam, fparam = m->fparam;
-    uint n = IDX_INFO_COUNT(info), fofs = IDX_INFO_FOFS(info);
+    uint dst = tk.dst, first = m->first, last = m->last, offset = m->offset, info = m->info, dparam = m->dparam,
+         fparam = m->fparam;
+    uint n = min(IDX_INFO_COUNT(info), (uint)BLOCK_SIZE), fofs = IDX_INFO_FOFS(info);
+    /* each stream's start and the last word it may read (nwords >= 1: buffers are never empty) */
+    uint wl = nwords - 1, d0 = min(offset, wl), f0 = min(offset + fofs, wl);
 
-    decode_stream(words + offset, n - 1, dparam, vals, scratch);
+    decode_stream(words + d0, wl - d0, n - 1, dparam, vals, scratch);
     barrier(CLK_LOCAL_MEM_FENCE);
     uint x = (i > 0 && i < n) ? vals[i - 1] + 1 : 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     uint total;
     uint s = wg_scan_incl(scan, x, &total);
-    decode_stream(words + offset + fofs, n, fparam, vals, scratch);
+    decode_stream(words + f0, wl - f0, n, fparam, vals, scratch);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n) {
-        docs[dst + i] = first + s;
+        docs[dst + i] = min(first + s, last); /* first + s <= last on a valid block */
         freqs[dst + i] = vals[i] + 1;
     }
 }

@@ -221,8 +221,19 @@ typedef struct cls_index_stats {
 CLS_API cls_status cls_index_codec_stats(const cls_index *idx, cls_codec c, uint32_t block_size,
                                          unsigned pfor_depth, cls_index_stats *st);
 
-/* Opens and verifies an index file (bounds, checksums, internal consistency). */
+/* Opens an index file, in time proportional to its metadata: the header, the section table,
+ * every section's checksum but the postings', and the consistency of documents, dictionary and
+ * block records (docs/FORMAT.md lists the checks). A damaged file is CLS_E_CORRUPT naming the
+ * section. The postings are verified before they are read: by the OpenCL engine as it uploads
+ * them (their checksum), by the reference engine at creation (their checksum) and by its strict
+ * decoders on every use. */
 CLS_API cls_status cls_index_open(const char *path, cls_index **out);
+/* Verifies everything cls_index_open does not: the postings checksum, every stream of every
+ * block decoded by the strict reference decoders over exactly its words, the docIDs against
+ * the block records, every block's max_score recomputed at the header's k1 and b. threads:
+ * worker threads, 0 for one per online core. CLS_OK, or the first problem (in file order) as
+ * CLS_E_CORRUPT naming the section, term and block. The index may be used meanwhile. */
+CLS_API cls_status cls_index_check(const cls_index *idx, unsigned threads);
 CLS_API void cls_index_close(cls_index *idx);
 CLS_API void cls_index_get_stats(const cls_index *idx, cls_index_stats *st);
 /* The external identifier of internal docID doc (NUL-terminated), or NULL if out of range. */

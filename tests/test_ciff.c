@@ -87,7 +87,7 @@ static void decode_all(const cls_index *idx, dlists *l)
         const idx_term *e = &idx->terms[t];
         for (uint32_t j = 0; j < e->num_blocks; j++) {
             uint64_t b = (uint64_t)e->first_block + j;
-            idx_decode_block(idx, b, l->docs + at, l->freqs + at);
+            ck_assert_msg(idx_decode_block(idx, b, l->docs + at, l->freqs + at) == CLS_OK, "%s", cls_last_error());
             at += idx_info_count(idx->blocks[b].info);
         }
         ck_assert_uint_eq(at - l->start[t], e->df);
@@ -530,9 +530,9 @@ START_TEST(wire_format)
         ck_assert_uint_eq(apple, 0);
         ck_assert_uint_eq(banana, 1);
         uint32_t docs[IDX_MAX_BLOCK], freqs[IDX_MAX_BLOCK];
-        idx_decode_block(idx, idx->terms[apple].first_block, docs, freqs);
+        ck_assert_int_eq(idx_decode_block(idx, idx->terms[apple].first_block, docs, freqs), CLS_OK);
         ck_assert(idx->terms[apple].df == 2 && docs[0] == 0 && freqs[0] == 1 && docs[1] == 2 && freqs[1] == 3);
-        idx_decode_block(idx, idx->terms[banana].first_block, docs, freqs);
+        ck_assert_int_eq(idx_decode_block(idx, idx->terms[banana].first_block, docs, freqs), CLS_OK);
         ck_assert(idx->terms[banana].df == 1 && docs[0] == 1 && freqs[0] == 2);
         cls_analyzer_opts an;
         cls_index_analyzer(idx, &an);

@@ -434,6 +434,60 @@ START_TEST(search_empty_indexes)
 }
 END_TEST
 
+/* ---- check ---------------------------------------------------------------------------------- */
+
+/* check on a good index: exit 0, "INDEX: ok" on stdout, -v says what it checked. On a copy with a
+ * flipped byte in the postings words (which opening does not hash): it still opens (stats works),
+ * but check exits 1 naming the section, and so do searches, on ref and on the device, before
+ * reading a posting. Usage errors exit 2. */
+START_TEST(check_good_and_damaged)
+{
+    make_work();
+    const char *idx = make_index(), *err;
+    put("topics.tsv", "qa\tapple\n");
+    int rc = cli_stdout(wp("check.txt"), &err, "check '%s'", idx);
+    ck_assert_msg(rc == 0, "check: exit %d: %s", rc, err);
+    char want[4200];
+    snprintf(want, sizeof want, "%s: ok\n", idx);
+    ck_assert_str_eq(slurp(wp("check.txt")), want);
+    rc = cli(&err, "check '%s' -v --threads 3", idx);
+    ck_assert_msg(rc == 0 && strstr(err, "opened") && strstr(err, "checked in") && strstr(err, "3 thread"),
+                  "check -v: exit %d: %s", rc, err);
+
+    /* the postings section: entry 8 of the table after the 128-byte header */
+    size_t len;
+    unsigned char *img = tu_read_file(idx, &len);
+    uint64_t off, size;
+    memcpy(&off, img + 128 + 7 * 32 + 8, 8);
+    memcpy(&size, img + 128 + 7 * 32 + 16, 8);
+    ck_assert(size > 0 && off + size <= len);
+    img[off + size / 2] ^= 0x5A;
+    const char *bad = wp("bad.idx");
+    tu_write_file(bad, img, len);
+    free(img);
+    rc = cli(&err, "stats '%s'", bad);
+    ck_assert_msg(rc == 0, "stats of a file with damaged postings: exit %d: %s", rc, err);
+    rc = cli(&err, "check '%s'", bad);
+    expect_fail(rc, err, 1, "checking the index", "section 'postings': checksum mismatch", NULL, "check damaged");
+    static const char *devs[] = {"ref", "cpu"};
+    for (int i = 0; i < 2; i++) {
+        const char *run = wp("run.txt");
+        rc = cli(&err, "search -x '%s' -q '%s' -d %s -o '%s'", bad, wp("topics.tsv"), devs[i], run);
+        expect_fail(rc, err, 1, "section 'postings': checksum mismatch", NULL, run, devs[i]);
+    }
+
+    rc = cli(&err, "check");
+    expect_fail(rc, err, 2, "usage: clsearch check", NULL, NULL, "check without an index");
+    rc = cli(&err, "check '%s' --threads 0", idx);
+    expect_fail(rc, err, 2, "--threads", NULL, NULL, "check --threads 0");
+    rc = cli(&err, "check '%s' '%s'", idx, bad);
+    expect_fail(rc, err, 2, "usage: clsearch check", NULL, NULL, "check with two indexes");
+    rc = cli(&err, "check '%s'", wp("missing.idx"));
+    expect_fail(rc, err, 1, "opening the index", "missing.idx", NULL, "check a missing file");
+    rm_work();
+}
+END_TEST
+
 /* ---- generate, compare, devices ------------------------------------------------------------ */
 
 START_TEST(generate_under_a_file)
@@ -636,6 +690,7 @@ static Suite *suite(void)
     tcase_add_test(tr, search_no_results_and_large_k);
     tcase_add_test(tr, search_to_devices_and_links);
     tcase_add_test(tr, search_empty_indexes);
+    tcase_add_test(tr, check_good_and_damaged);
     suite_add_tcase(s, tr);
     return s;
 }

@@ -1,7 +1,12 @@
 /* The index file, at library level: what cls_builder_* puts in comes back out of cls_index_open
- * (statistics, docnos, every posting list decoded block by block with idx_decode_block), and a
- * damaged, truncated, foreign or other-version file is refused with the right status and a
- * message naming the damaged part, never a crash. */
+ * (statistics, docnos, every posting list decoded block by block with idx_decode_block) and
+ * passes cls_index_check; a damaged, truncated, foreign or other-version file is refused with
+ * the right status and a message naming the damaged part, never a crash: metadata damage at
+ * open, postings damage by cls_index_check and by the engines before they read the postings
+ * (the reference engine at creation, the OpenCL engine, on $CLS_TEST_DEVICE, default POCL's CPU
+ * device, as it uploads them); and postings forged with consistent checksums, in every codec,
+ * are refused by cls_index_check and the reference engine's search, while the device searches
+ * them without a fault. */
 #include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
@@ -29,7 +34,11 @@ static const char *const SECTION[IDX_NSECTIONS] = {"doclen", "docno-offsets", "d
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-
+static const char *device(void)
+{
+    const char *d = getenv("CLS_TEST_DEVICE");
+    return d && *d ? d : "cpu";
+}
 
 static int exists(const char *path)
 {
@@ -192,7 +201,7 @@ static void check_model(const cls_index *idx, const model *m, const char *path)
             uint32_t n = idx_info_count(bl->info);
             uint32_t want_n = df - seen < g_opts.block_size ? df - seen : g_opts.block_size;
             ck_assert_msg(n == want_n, "term '%s' block %u: %u postings, expected %u", m->terms[t], j, n, want_n);
-            idx_decode_block(idx, e->first_block + j, docs, freqs);
+            ck_assert_msg(idx_decode_block(idx, e->first_block + j, docs, freqs) == CLS_OK, "%s", cls_last_error());
             for (uint32_t i = 0; i < n; i++) {
                 while (d < m->ndocs && mtf(m, t, d) == 0) d++;
                 ck_assert(d < m->ndocs);
@@ -208,6 +217,9 @@ static void check_model(const cls_index *idx, const model *m, const char *path)
         ck_assert_uint_eq(seen, df);
     }
     ck_assert_uint_eq(blocks_seen, idx->num_blocks);
+    /* and what opening leaves to first use passes, on one thread and on several */
+    ck_assert_msg(cls_index_check(idx, 1) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_index_check(idx, 3) == CLS_OK, "%s", cls_last_error());
 }
 
 static void model_free(model *m)
@@ -330,6 +342,87 @@ static void rehash_all(unsigned char *img, size_t len)
     memcpy(img, &h, sizeof h);
 }
 
+/* Every term of the main model, as one query. */
+static const char *main_query(void)
+{
+    static char q[256];
+    size_t at = 0;
+    for (int t = 0; t < NT; t++) at += (size_t)snprintf(q + at, sizeof q - at, "%s ", MAIN_TERMS[t]);
+    return q;
+}
+
+/* A search of query and of "every fullone" (two lists that start at docID 0, so a forgery that
+ * decodes them alike makes AND candidates of its docIDs) in every mode on engine e: its
+ * status, the first one that is not CLS_OK. On success every hit is a document of idx. */
+static cls_status search_all_modes(cls_engine *e, const cls_index *idx, const char *query)
+{
+    cls_batch *bt;
+    cls_results *r;
+    ck_assert_int_eq(cls_batch_create(idx, &bt), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(bt, "q1", query), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(bt, "q2", "every fullone"), CLS_OK);
+    ck_assert_int_eq(cls_results_create(&r), CLS_OK);
+    cls_status s = CLS_OK;
+    for (int m = 0; m < CLS_NUM_MODES && s == CLS_OK; m++) {
+        cls_search_params p;
+        cls_search_defaults(&p);
+        p.k = 50;
+        p.mode = (cls_mode)m;
+        s = cls_engine_search(e, bt, &p, r);
+        if (s != CLS_OK) break;
+        for (size_t q = 0; q < 2; q++) {
+            size_t n;
+            const uint32_t *docs;
+            const float *scores;
+            cls_results_get(r, q, &n, &docs, &scores);
+            ck_assert_uint_le(n, p.k);
+            for (size_t i = 0; i < n; i++)
+                ck_assert_msg(docs[i] < idx->num_docs, "query %zu hit %zu: docID %u", q + 1, i, docs[i]);
+        }
+    }
+    cls_results_free(r);
+    cls_batch_free(bt);
+    return s;
+}
+
+/* An image whose postings words or block parameter words were forged, with every checksum made
+ * consistent: it opens (nothing structural changed), cls_index_check refuses it naming the
+ * section, term and block, the reference engine starts (the checksum agrees) and its search
+ * fails cleanly with CLS_E_CORRUPT; with dev, the OpenCL engine starts and searches every mode
+ * to the end, without a fault, every hit a document of the index (the values are whatever the
+ * forgery decodes to). */
+static void forged_contained(const unsigned char *img, size_t len, const char *what, const char *dev)
+{
+    char *path = tu_strdup(tu_tmp_path("forged.idx"));
+    tu_write_file(path, img, len);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s: open: %s", what, cls_last_error());
+    cls_status s = cls_index_check(idx, 2);
+    ck_assert_msg(s == CLS_E_CORRUPT, "%s: check: status %d", what, (int)s);
+    const char *msg = cls_last_error();
+    ck_assert_msg((strstr(msg, "section 'postings'") || strstr(msg, "section 'blocks'")) && strstr(msg, "term '") &&
+                  strstr(msg, "block "), "%s: check: '%s'", what, msg);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, "ref", &e) == CLS_OK, "%s: ref: %s", what, cls_last_error());
+    s = search_all_modes(e, idx, main_query());
+    ck_assert_msg(s == CLS_E_CORRUPT, "%s: ref search: status %d", what, (int)s);
+    ck_assert_msg(strstr(cls_last_error(), "term '") && strstr(cls_last_error(), "block "), "%s: ref search: '%s'",
+                  what, cls_last_error());
+    cls_engine_free(e);
+    if (dev) {
+        ck_assert_msg(cls_engine_create(idx, dev, &e) == CLS_OK, "%s: %s: %s", what, dev, cls_last_error());
+        s = search_all_modes(e, idx, main_query());
+        ck_assert_msg(s == CLS_OK, "%s: %s search: %s", what, dev, cls_last_error());
+        cls_engine_free(e);
+    }
+    cls_index_close(idx);
+    remove(path);
+    free(path);
+}
+
+/* The main model in every codec and block size (and pfor depth): the same postings decode
+ * back and pass cls_index_check, and a block parameter word forged with consistent checksums
+ * opens but is refused by the check and the reference engine's search. */
 START_TEST(roundtrip_every_codec)
 {
     static const uint32_t sizes[] = {64, 128, 256, 512};
@@ -343,7 +436,7 @@ START_TEST(roundtrip_every_codec)
             ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s B=%u: %s", cls_codec_name((cls_codec)c),
                           g_opts.block_size, cls_last_error());
             check_model(idx, &m, path);
-            /* forge block 3's docID parameter word, checksums made consistent: still refused */
+            /* forge block 3's docID parameter word, checksums made consistent */
             uint64_t at = (const unsigned char *)&idx->blocks[3].dparam - (const unsigned char *)idx->map;
             cls_index_close(idx);
             size_t len;
@@ -351,12 +444,122 @@ START_TEST(roundtrip_every_codec)
             uint32_t forged = c == CLS_CODEC_RAW ? 1 : 0xFFFFFFFFu;
             memcpy(img + at, &forged, 4);
             rehash_all(img, len);
-            const char *msg = bytes_fail(img, len, CLS_E_CORRUPT, "a forged parameter word");
-            ck_assert_msg(strstr(msg, "postings") || strstr(msg, "blocks"), "'%s'", msg);
+            forged_contained(img, len, "a forged parameter word", NULL);
             free(img);
             remove(path);
             free(path);
         }
+    g_opts = (cls_build_opts){CLS_CODEC_BP, 128, 1, 0};
+    model_free(&m);
+}
+END_TEST
+
+/* cls_index_check reports the first problem in file order whatever the thread count: the
+ * postings checksum before any block, else the lowest bad block; a max_score forged with
+ * consistent checksums is found by the check only (no engine relies on it, so searches run). */
+START_TEST(check_reports_the_first_problem)
+{
+    model m;
+    char *path = main_index(&m);
+    size_t len;
+    unsigned char *good = tu_read_file(path, &len);
+    unsigned char *img = malloc(len);
+    ck_assert(img != NULL);
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(good, len, t);
+    const idx_section_entry *bs = &t[IDX_S_BLOCKS - 1], *ws = &t[IDX_S_WORDS - 1];
+    ck_assert_uint_ge(bs->size / sizeof(idx_block), 12);
+    for (int k = 0; k < 3; k++) {
+        memcpy(img, good, len);
+        uint32_t bad = 0xFFFFFFFFu;
+        float big = 1e30f;
+        /* k 0: blocks 9 and 4 forged (parameter word, max_score); 1: and a word flipped; 2: block 7's max_score */
+        if (k < 2) {
+            memcpy(img + bs->offset + 9 * sizeof(idx_block) + offsetof(idx_block, dparam), &bad, 4);
+            memcpy(img + bs->offset + 4 * sizeof(idx_block) + offsetof(idx_block, max_score), &big, 4);
+        } else {
+            memcpy(img + bs->offset + 7 * sizeof(idx_block) + offsetof(idx_block, max_score), &big, 4);
+        }
+        rehash_all(img, len);
+        if (k == 1) img[ws->offset + ws->size - 1] ^= 0x20; /* after the rehash: the checksum disagrees */
+        char *p = tu_strdup(tu_tmp_path("first.idx"));
+        tu_write_file(p, img, len);
+        cls_index *idx;
+        ck_assert_msg(cls_index_open(p, &idx) == CLS_OK, "%s", cls_last_error());
+        const char *want = k == 0 ? "(block 4): max_score does not match" : k == 1 ? "'postings': checksum mismatch"
+                                                                              : "(block 7): max_score does not match";
+        for (unsigned th = 1; th <= 8; th *= 2)
+            for (int rep = 0; rep < 3; rep++) {
+                ck_assert_int_eq(cls_index_check(idx, th), CLS_E_CORRUPT);
+                ck_assert_msg(strstr(cls_last_error(), want), "case %d, %u threads: '%s', expected '%s'", k, th,
+                              cls_last_error(), want);
+            }
+        if (k == 2) { /* nothing reads max_score but the check */
+            cls_engine *e;
+            ck_assert_int_eq(cls_engine_create(idx, "ref", &e), CLS_OK);
+            ck_assert_int_eq(search_all_modes(e, idx, main_query()), CLS_OK);
+            cls_engine_free(e);
+        }
+        cls_index_close(idx);
+        remove(p);
+        free(p);
+    }
+    free(img);
+    free(good);
+    remove(path);
+    free(path);
+    model_free(&m);
+}
+END_TEST
+
+/* Postings forged with consistent checksums, in every codec (and pfor's deepest and shallowest
+ * trees, and small blocks): random words, all-ones words, every parameter word all ones (the
+ * widest widths, most exceptions, longest unary part), random parameter words over random
+ * words, every word 1000 (raw: docIDs past num_docs, alike in lists that start alike). Each opens, is refused by cls_index_check and the reference engine's search, and the
+ * device decodes and searches it without reading or writing out of bounds (under ASan too). */
+START_TEST(forged_postings_every_codec)
+{
+    static const struct { cls_codec c; uint32_t B; unsigned depth; } lay[] = {
+        {CLS_CODEC_RAW, 128, 1}, {CLS_CODEC_BP, 128, 1},  {CLS_CODEC_PFOR, 128, 1},  {CLS_CODEC_OPTPFD, 128, 1},
+        {CLS_CODEC_RICE, 128, 1}, {CLS_CODEC_PFOR, 128, 0}, {CLS_CODEC_PFOR, 64, 3}, {CLS_CODEC_RICE, 64, 1}};
+    model m;
+    main_model(&m);
+    for (size_t l = 0; l < sizeof lay / sizeof *lay; l++) {
+        g_opts = (cls_build_opts){lay[l].c, lay[l].B, lay[l].depth, 0};
+        char *path = build_model(&m);
+        size_t len;
+        unsigned char *good = tu_read_file(path, &len);
+        unsigned char *img = malloc(len);
+        ck_assert(img != NULL);
+        idx_section_entry t[IDX_NSECTIONS];
+        read_table(good, len, t);
+        const idx_section_entry *ws = &t[IDX_S_WORDS - 1], *bs = &t[IDX_S_BLOCKS - 1];
+        ck_assert(ws->size >= 64);
+        uint64_t rs = 1234 + l;
+        for (int f = 0; f < 5; f++) {
+            memcpy(img, good, len);
+            for (uint64_t i = 0; i < ws->size / 4 && f != 2; i++) {
+                uint32_t v = f == 1 ? 0xFFFFFFFFu : f == 4 ? 1000 : (uint32_t)tu_rand(&rs);
+                memcpy(img + ws->offset + 4 * i, &v, 4);
+            }
+            for (uint64_t b = 0; b < bs->size / sizeof(idx_block) && (f == 2 || f == 3); b++)
+                for (int p = 0; p < 2; p++) {
+                    uint32_t v = f == 2 ? 0xFFFFFFFFu : (uint32_t)tu_rand(&rs);
+                    memcpy(img + bs->offset + b * sizeof(idx_block) + offsetof(idx_block, dparam) + 4 * p, &v, 4);
+                }
+            rehash_all(img, len);
+            static const char *const kinds[] = {"random words", "all-ones words", "all-ones parameter words",
+                                                "random parameter words and words", "every word 1000"};
+            char what[128];
+            snprintf(what, sizeof what, "%s B=%u depth %u: %s", cls_codec_name(lay[l].c), lay[l].B, lay[l].depth,
+                     kinds[f]);
+            forged_contained(img, len, what, device());
+        }
+        free(img);
+        free(good);
+        remove(path);
+        free(path);
+    }
     g_opts = (cls_build_opts){CLS_CODEC_BP, 128, 1, 0};
     model_free(&m);
 }
@@ -627,6 +830,10 @@ END_TEST
 
 static void flip(unsigned char *img, size_t at) { img[at] ^= 0x5A; }
 
+/* A flipped byte in a metadata section is refused at open, naming the section and its
+ * checksum. One in the postings words opens (open does not hash them), and is found before
+ * anything reads them: cls_index_check, the reference engine's creation and the OpenCL engine's
+ * upload each refuse it as a postings checksum mismatch. */
 START_TEST(flipped_byte_in_each_section)
 {
     model m;
@@ -642,10 +849,29 @@ START_TEST(flipped_byte_in_each_section)
             flip(img, at[j]);
             char what[96], name[64];
             snprintf(what, sizeof what, "byte %llu flipped in section %s", (unsigned long long)at[j], SECTION[i]);
-            const char *msg = bytes_fail(img, len, CLS_E_CORRUPT, what);
             snprintf(name, sizeof name, "section '%s'", SECTION[i]);
-            ck_assert_msg(strstr(msg, name) != NULL, "%s: message '%s' does not name it", what, msg);
-            ck_assert_msg(strstr(msg, "checksum") != NULL, "%s: message '%s'", what, msg);
+            if (i + 1 != IDX_S_WORDS) {
+                const char *msg = bytes_fail(img, len, CLS_E_CORRUPT, what);
+                ck_assert_msg(strstr(msg, name) != NULL, "%s: message '%s' does not name it", what, msg);
+                ck_assert_msg(strstr(msg, "checksum") != NULL, "%s: message '%s'", what, msg);
+            } else {
+                char *p = tu_strdup(tu_tmp_path("words.idx"));
+                tu_write_file(p, img, len);
+                cls_index *idx;
+                ck_assert_msg(cls_index_open(p, &idx) == CLS_OK, "%s: open: %s", what, cls_last_error());
+                const char *engines[] = {"check", "ref", device()};
+                for (int k = 0; k < 3; k++) {
+                    cls_engine *e = NULL;
+                    cls_status s = k == 0 ? cls_index_check(idx, 2) : cls_engine_create(idx, engines[k], &e);
+                    ck_assert_msg(s == CLS_E_CORRUPT && e == NULL, "%s: %s: status %d", what, engines[k], (int)s);
+                    const char *msg = cls_last_error();
+                    ck_assert_msg(strstr(msg, name) && strstr(msg, "checksum") && strstr(msg, p), "%s: %s: '%s'", what,
+                                  engines[k], msg);
+                }
+                cls_index_close(idx);
+                remove(p);
+                free(p);
+            }
             flip(img, at[j]);
         }
     }
@@ -689,8 +915,9 @@ START_TEST(flipped_byte_in_header_and_table)
 }
 END_TEST
 
-/* Any single flipped byte anywhere: either refused as CLS_E_CORRUPT, or (padding between
- * sections, which no checksum covers) the file opens and still reads back exactly. */
+/* Any single flipped byte anywhere: refused as CLS_E_CORRUPT at open; in the postings words,
+ * opened and refused by cls_index_check; or (padding between sections, which no checksum
+ * covers) the file opens and still reads back exactly. */
 START_TEST(flipped_byte_anywhere)
 {
     static const char *terms[] = {"alpha", "beta", "gamma", "delta"};
@@ -712,7 +939,12 @@ START_TEST(flipped_byte_anywhere)
         cls_status s = cls_index_open(p, &idx);
         int in_section = at < sizeof(idx_header) + sizeof t;
         for (unsigned i = 0; i < IDX_NSECTIONS; i++) in_section |= at >= t[i].offset && at < t[i].offset + t[i].size;
-        if (in_section) {
+        const idx_section_entry *ws = &t[IDX_S_WORDS - 1];
+        if (at >= ws->offset && at < ws->offset + ws->size) {
+            ck_assert_msg(s == CLS_OK, "byte %zu (postings): status %d", at, (int)s);
+            ck_assert_msg(cls_index_check(idx, 1) == CLS_E_CORRUPT, "byte %zu (postings): check passed", at);
+            cls_index_close(idx);
+        } else if (in_section) {
             ck_assert_msg(s == CLS_E_CORRUPT, "byte %zu: status %d", at, (int)s);
         } else {
             ck_assert_msg(s == CLS_OK || s == CLS_E_CORRUPT, "byte %zu (padding): status %d", at, (int)s);
@@ -840,6 +1072,8 @@ static Suite *suite(void)
     tcase_add_test(tb, flipped_byte_in_each_section);
     tcase_add_test(tb, flipped_byte_in_header_and_table);
     tcase_add_test(tb, flipped_byte_anywhere);
+    tcase_add_test(tb, forged_postings_every_codec);
+    tcase_add_test(tb, check_reports_the_first_problem);
     tcase_add_test(tb, other_version);
     tcase_add_test(tb, foreign_and_missing_files);
     suite_add_tcase(s, tb);

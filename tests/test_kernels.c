@@ -168,8 +168,12 @@ static size_t search_both(cls_engine *dev, cls_engine *ref, const cls_batch *b, 
 /* Random and edge-case streams for one codec, block size and pfor depth: every bit width
  * 0..32, full, partial and one-posting blocks, all-maximum blocks, mostly-small blocks with a
  * few huge values (exceptions for the PForDelta codecs, long unary parts for Rice), blocks
- * where every value is an exception, and docIDs reaching 2^32-1. Each block is encoded with
- * the codec's reference encoder as if it were a list of its own. */
+ * where every value is an exception, and docIDs reaching 2^32-2. Each block is encoded with
+ * the codec's reference encoder as if it were a list of its own. Blocks are valid ones (the
+ * device clamps each docID to the block's last): a docID gap that would carry the block past
+ * 2^32-2 is cut to 0 (width-32 docID streams keep their first gap; the frequency streams keep
+ * every width at full length), a frequency is at most 2^32-1, and `last` is the true last
+ * docID. */
 /* algo: the in-group scan variant (WG_SCAN_ALGO) to build the decoder with; -1 for the one in force. */
 static void decode_check(cls_codec c, uint32_t B, unsigned depth, int algo)
 {
@@ -197,8 +201,6 @@ static void decode_check(cls_codec c, uint32_t B, unsigned depth, int algo)
         unsigned bwd = b % 33, bwf = (b * 7) % 33;
         uint32_t n = b < 33 ? B : 1 + (uint32_t)(tu_rand(&st) % B);
         if (b == 40 || b == 41) n = 1;
-        uint32_t first = (uint32_t)tu_rand(&st);
-        if (b == 41) first = UINT32_MAX; /* a single posting at docID 2^32-1 */
         unsigned shape = b % 6;          /* 0: all max, 1: few huge, 2: all huge, else random */
         for (uint32_t i = 0; i < n; i++) {
             uint32_t m = bwd == 32 ? UINT32_MAX : (1u << bwd) - 1;
@@ -208,12 +210,25 @@ static void decode_check(cls_codec c, uint32_t B, unsigned depth, int algo)
                     : shape == 2 ? (r | (1u << (bwd ? bwd - 1 : 0))) & m : r & m;
             tfs[i] = shape == 1 ? (r % 13 == 0 ? (uint32_t)tu_rand(&st) & mf : (r >> 8) & 3 & mf)
                                 : (uint32_t)tu_rand(&st) & mf;
+            if (tfs[i] == UINT32_MAX) tfs[i]--; /* tf - 1 of a tf that fits */
+        }
+        uint64_t span = 0; /* last - first */
+        for (uint32_t i = 0; i + 1 < n; i++) {
+            if (span + gaps[i] + 1 > UINT32_MAX - 1) gaps[i] = 0;
+            if (span + gaps[i] + 1 > UINT32_MAX - 1) { /* even a gap of 0 does not fit: stop here */
+                n = i + 1;
+                break;
+            }
+            span += (uint64_t)gaps[i] + 1;
         }
         uint32_t dl = cdc_list_param(c, gaps, n - 1), fl = cdc_list_param(c, tfs, n);
         idx_block *bl = &blocks[b];
         uint32_t wd = cdc_encode(c, gaps, n - 1, dl, depth, &bl->dparam, words + nw);
         uint32_t wf = cdc_encode(c, tfs, n, fl, depth, &bl->fparam, words + nw + wd);
+        /* first + span <= 2^32-2; block 41: a single posting at docID 2^32-2, the largest there is */
+        uint32_t first = b == 41 ? UINT32_MAX - 1 : (uint32_t)(tu_rand(&st) % (UINT32_MAX - span));
         bl->first = first;
+        bl->last = (uint32_t)(first + span);
         bl->offset = (uint32_t)nw;
         bl->info = IDX_INFO(n, wd);
         nw += wd + wf;
@@ -236,7 +251,7 @@ static void decode_check(cls_codec c, uint32_t B, unsigned depth, int algo)
         ck_assert_int_eq(cdc_decode(c, words + blocks[b].offset, fofs, n - 1, blocks[b].dparam, depth, tmp, &used), 0);
         ck_assert_int_eq(cdc_decode(c, words + blocks[b].offset + fofs, (uint32_t)(idx_block_words(&fake, b) - fofs),
                                     n, blocks[b].fparam, depth, tmp, &used), 0);
-        idx_decode_block(&fake, b, rd, rf);
+        ck_assert_msg(idx_decode_block(&fake, b, rd, rf) == CLS_OK, "%s", cls_last_error());
         for (uint32_t i = 0; i < n; i++) {
             ck_assert_msg(docs[(size_t)b * B + i] == rd[i], "%s B=%u depth %u block %u posting %u: doc %u, reference %u",
                           cls_codec_name(c), B, depth, b, i, docs[(size_t)b * B + i], rd[i]);

@@ -769,6 +769,8 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
     if (N > INT32_MAX || T > INT32_MAX)
         return err_set(CLS_E_ARG, "%u documents and %u terms: CIFF counts both in 31 bits", N, T);
     if (idx->num_tokens > INT64_MAX) return err_set(CLS_E_ARG, "token count too large for CIFF");
+    cls_status vs = idx_verify_words(idx); /* never carry damaged postings into another format */
+    if (vs != CLS_OK) return vs;
     for (uint32_t d = 0; d < N; d++)
         if (idx->doclen[d] > INT32_MAX)
             return err_set(CLS_E_ARG, "document %u: length %u does not fit CIFF's 31 bits", d, idx->doclen[d]);
@@ -812,7 +814,7 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
         for (uint32_t j = 0; j < e->num_blocks && s == CLS_OK; j++) {
             uint64_t b = (uint64_t)e->first_block + j;
             uint32_t c = idx_info_count(idx->blocks[b].info);
-            idx_decode_block(idx, b, docs, freqs);
+            if ((s = idx_decode_block(idx, b, docs, freqs)) != CLS_OK) break;
             for (uint32_t k = 0; k < c; k++, n++) {
                 if (freqs[k] > INT32_MAX) {
                     s = err_set(CLS_E_ARG, "term %u: a frequency of %u does not fit CIFF's 31 bits", ti, freqs[k]);

@@ -10,9 +10,10 @@
  * stream itself, so decoding never needs the rest of the list.
  *
  * Decoders are strict: cdc_decode reads nothing past the words it is given and reports a
- * stream that is malformed or does not end exactly at its last word. cls_index_open runs it
- * over every stream, so the device decoders, which do not check, only ever see verified
- * streams.
+ * stream that is malformed or does not end exactly at its last word. The host runs it on every
+ * block it reads (idx_decode_block) and cls_index_check on every block of a file. The device
+ * decoders do not check: they decode any stream without reading or writing out of bounds
+ * (cl/decode.cl), a malformed one to wrong values.
  */
 #ifndef CLS_CODEC_H
 #define CLS_CODEC_H

@@ -102,9 +102,15 @@ void dev_profile_reset(clx_engine *e)
 cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, cl_uint task_base, size_t ntasks,
                       const char *step)
 {
-    dev_arg a[] = {DEV_MEM(words), DEV_MEM(blocks), DEV_MEM(tasks), DEV_U32(task_base), DEV_MEM(e->docs.mem),
-                   DEV_MEM(e->freqs.mem)};
-    return dev_run(e, "decode_blocks", a, 6, ntasks, e->idx->block_size, step);
+    /* the decoders read no word past the buffer's last, whatever a stream holds (decode.cl) */
+    size_t wbytes = 0;
+    cl_int err = clGetMemObjectInfo(words, CL_MEM_SIZE, sizeof wbytes, &wbytes, NULL);
+    if (err != CL_SUCCESS) return clx_fail("clGetMemObjectInfo(CL_MEM_SIZE)", err);
+    cl_uint nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
+    if (nwords == 0) return err_set(CLS_E_ARG, "decode_blocks: a words buffer of %zu bytes", wbytes);
+    dev_arg a[] = {DEV_MEM(words), DEV_U32(nwords), DEV_MEM(blocks), DEV_MEM(tasks), DEV_U32(task_base),
+                   DEV_MEM(e->docs.mem), DEV_MEM(e->freqs.mem)};
+    return dev_run(e, "decode_blocks", a, 7, ntasks, e->idx->block_size, step);
 }
 
 cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem out, const char *step)

@@ -1,4 +1,4 @@
-/* The index: in-file layout and the loaded, verified view of it.
+/* The index: in-file layout and the loaded view of it (metadata verified at open).
  *
  * A posting list is cut into blocks of block_size postings (64..512; the last may be partial).
  * Each block stores its first and last docID in its metadata and two streams coded by the
@@ -86,14 +86,20 @@ _Static_assert(sizeof(idx_term) == 16, "idx_term is the file's 16-byte term reco
 _Static_assert(sizeof(idx_header) == 128 && offsetof(idx_header, table_xxh) == 112, "idx_header is 128 bytes");
 _Static_assert(sizeof(idx_section_entry) == 32, "idx_section_entry is 32 bytes");
 
+/* An opened index: cls_index_open has checked the header, the section table, every section's
+ * checksum but the postings words', and everything structural about the metadata (index_file.c
+ * says what). The words are verified before anything reads them: against words_xxh by whoever
+ * reads them whole (idx_verify_words, the device engine's upload), and stream by stream by the
+ * strict decoders (idx_decode_block); cls_index_check does both for every block. */
 struct cls_index {
     void *map;
     size_t map_len;
+    char *path;             /* as opened, for messages (owned) */
     uint32_t num_docs, num_terms, block_size;
     cls_codec codec;
     unsigned pfor_depth;
     float score_k1, score_b;
-    float *score_norms;     /* bm25_norm (index/bm25.h) per document at score_k1, score_b (owned) */
+    uint64_t words_xxh;     /* XXH64 of the postings words, from the section table */
     uint64_t num_postings, num_tokens, num_blocks, num_words;
     unsigned analyzer;
     double avg_doc_len;
@@ -109,12 +115,23 @@ struct cls_index {
 
 /* Term id of term[0..len), or UINT32_MAX when unknown. */
 uint32_t idx_lookup(const cls_index *idx, const char *term, size_t len);
-/* Reference decoder: block b's postings into docs[] and freqs[] (idx_info_count entries).
- * The block must be verified (cls_index_open does that for every block). */
-void idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, uint32_t *freqs);
+/* Reference decoder: block b's postings into docs[] and freqs[] (idx_info_count entries), with
+ * the strict decoders: both streams well-formed and exactly as long as their extents, the
+ * docIDs ending at the block's last, every frequency representable. A stream that is not is
+ * CLS_E_CORRUPT naming the term and block (then docs and freqs are undefined). It does not
+ * hash the words: damage that still decodes is found by idx_verify_words or cls_index_check. */
+cls_status idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, uint32_t *freqs);
 /* Reference decoder for term's whole list: its df postings into docs[] and freqs[], which
- * have room for df + block_size entries (a block decodes whole). Returns df. */
-uint32_t idx_decode_list(const cls_index *idx, uint32_t term, uint32_t *docs, uint32_t *freqs);
+ * have room for df + block_size entries (a block decodes whole); *n receives df. Fails as
+ * idx_decode_block does. */
+cls_status idx_decode_list(const cls_index *idx, uint32_t term, uint32_t *docs, uint32_t *freqs, uint32_t *n);
+/* Hashes the postings words (XXH64): CLS_OK when they match the section table's checksum, else
+ * CLS_E_CORRUPT naming section 'postings'. For readers of the whole words section. */
+cls_status idx_verify_words(const cls_index *idx);
+/* The error of a postings checksum mismatch (the same message wherever it is found). */
+cls_status idx_words_corrupt(const cls_index *idx);
+/* CLS_E_CORRUPT for block b: names the section, the block's term, its place in the list. */
+cls_status idx_block_corrupt(const cls_index *idx, uint64_t b, const char *section, const char *what);
 /* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end. */
 uint64_t idx_block_words(const cls_index *idx, uint64_t b);
 

@@ -1,11 +1,15 @@
-/* Index files: writing (temporary name, then rename) and opening (map, then verify every
- * section's bounds, checksum and internal consistency before anything reads it, so a damaged
- * or foreign file is a clear error and never an out-of-bounds read on the host or device). */
+/* Index files: writing (temporary name, then rename), opening (map, then verify in time
+ * proportional to the metadata every section's bounds, every checksum but the postings words'
+ * and the metadata's consistency, so a damaged or foreign file is a clear error and never an
+ * out-of-bounds read on the host or device), reading blocks with the strict decoders, and
+ * cls_index_check (the postings checksum and every stream, on worker threads). */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "index/index_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +140,12 @@ static cls_status corrupt(const char *path, const char *section, const char *wha
     return err_set(CLS_E_CORRUPT, "%s: %s", path, what);
 }
 
+/* Everything but the postings words, in time proportional to the metadata: the header, the
+ * section table, the checksum of every section but the words, and every structural fact of the
+ * metadata (document and term offsets, the terms' block ranges, the block records' counts,
+ * docIDs and word extents). With these, any block's streams lie inside the words section and
+ * its docIDs between its first and last, below num_docs and above the previous block's, whatever
+ * its words hold; the words themselves are verified before they are read (index.h). */
 static cls_status verify(cls_index *x, const char *path)
 {
     const unsigned char *base = x->map;
@@ -166,7 +176,9 @@ static cls_status verify(cls_index *x, const char *path)
         if (t[i].offset % IDX_ALIGN || t[i].offset > x->map_len || t[i].size > x->map_len - t[i].offset)
             return corrupt(path, name, "extends past the end of the file (truncated?)");
         ptr[i] = base + t[i].offset;
-        if (XXH64(ptr[i], (size_t)t[i].size, 0) != t[i].xxh) return corrupt(path, name, "checksum mismatch");
+        /* the postings words are not hashed here: see idx_verify_words */
+        if (i + 1 != IDX_S_WORDS && XXH64(ptr[i], (size_t)t[i].size, 0) != t[i].xxh)
+            return corrupt(path, name, "checksum mismatch");
     }
     const idx_section_entry *last = &t[IDX_NSECTIONS - 1];
     if (x->map_len != align_up(last->offset + last->size))
@@ -199,6 +211,7 @@ static cls_status verify(cls_index *x, const char *path)
     x->num_blocks = t[6].size / sizeof(idx_block);
     x->words = ptr[7];
     x->num_words = t[7].size / 4;
+    x->words_xxh = t[7].xxh;
 
     uint64_t tokens = 0;
     for (uint64_t d = 0; d < N; d++) {
@@ -210,12 +223,7 @@ static cls_status verify(cls_index *x, const char *path)
     if (x->docno_off[0] != 0 || x->docno_off[N] != t[2].size) return corrupt(path, "docno-offsets", "bad bounds");
     if (tokens != x->num_tokens) return corrupt(path, "doclen", "lengths do not add up to the token count");
     x->avg_doc_len = N ? (double)x->num_tokens / (double)N : 0.0;
-    double avgdl = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
     const uint32_t B = x->block_size;
-    /* every block's max_score is checked against the norms at the header's k1 and b, once per document */
-    x->score_norms = malloc(((size_t)N + 1) * sizeof *x->score_norms);
-    if (!x->score_norms) return err_set(CLS_E_NOMEM, "%s: out of memory for %llu document norms", path, (unsigned long long)N);
-    for (uint64_t d = 0; d < N; d++) x->score_norms[d] = bm25_norm(x->score_k1, x->score_b, x->doclen[d], avgdl);
     uint64_t postings = 0, next_block = 0, next_word = 0;
     for (uint64_t i = 0; i < T; i++) {
         const idx_term *e = &x->terms[i];
@@ -224,46 +232,25 @@ static cls_status verify(cls_index *x, const char *path)
         if (e->first_block != next_block || e->df == 0 || e->df > N || e->reserved ||
             e->num_blocks != (e->df + B - 1) / B || e->first_block + (uint64_t)e->num_blocks > x->num_blocks)
             return corrupt(path, "terms", "block ranges inconsistent");
-        /* Decode the list once with the strict reference decoders: every stream well-formed and
-         * exactly as long as its extent, docIDs strictly increasing and below num_docs, first,
-         * last and max_score as stored. No engine can then read out of bounds, on the host or
-         * the device, even from a forged file whose checksums agree. */
-        float w = bm25_idf((uint32_t)N, e->df);
-        uint32_t vals[CDC_MAX_N];
+        /* The block records, without their words: counts, extents (each block's words start
+         * where the previous block's end, the frequency stream inside them, the last block
+         * ending at the end of the words), and docIDs (first <= last with room for the block's
+         * n postings between them, below num_docs, each block after the previous one). The
+         * streams are decoded by the strict decoders when they are read (idx_decode_block) and by
+         * cls_index_check; the device decoders never read outside the words whatever they hold. */
         uint64_t prev = 0;
         for (uint32_t j = 0; j < e->num_blocks; j++) {
             uint64_t bi = (uint64_t)e->first_block + j;
             const idx_block *bl = &x->blocks[bi];
-            uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
+            uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info);
             uint64_t end = bi + 1 < x->num_blocks ? x->blocks[bi + 1].offset : x->num_words;
             if (bl->offset != next_word || end < bl->offset || end > x->num_words || fofs > end - bl->offset ||
                 n != (j + 1 < e->num_blocks ? B : e->df - j * B) || bl->reserved)
                 return corrupt(path, "blocks", "block header out of range");
-            const uint32_t *wd = x->words + bl->offset;
-            if (cdc_decode(x->codec, wd, fofs, n - 1, bl->dparam, x->pfor_depth, vals, &used) != 0)
-                return corrupt(path, "postings", "malformed docID stream");
-            uint64_t d = bl->first;
-            if ((j > 0 && d <= prev) || d >= N) return corrupt(path, "blocks", "first docID out of order");
-            float best = 0.0f;
-            uint32_t docs[CDC_MAX_N];
-            docs[0] = (uint32_t)d;
-            for (uint32_t k = 1; k < n; k++) {
-                d += (uint64_t)vals[k - 1] + 1;
-                if (d >= N) return corrupt(path, "postings", "docID out of range");
-                docs[k] = (uint32_t)d;
-            }
-            if (d != bl->last) return corrupt(path, "blocks", "last docID does not match the postings");
-            prev = d;
-            if (cdc_decode(x->codec, wd + fofs, (uint32_t)(end - bl->offset - fofs), n, bl->fparam, x->pfor_depth,
-                           vals, &used) != 0)
-                return corrupt(path, "postings", "malformed frequency stream");
-            for (uint32_t k = 0; k < n; k++) {
-                if (vals[k] == UINT32_MAX) return corrupt(path, "postings", "frequency out of range");
-                float c = bm25_contrib(w, vals[k] + 1, x->score_norms[docs[k]]);
-                if (c > best) best = c;
-            }
-            if (memcmp(&best, &bl->max_score, sizeof best) != 0)
-                return corrupt(path, "blocks", "max_score does not match the postings");
+            if ((j > 0 && bl->first <= prev) || bl->first >= N) return corrupt(path, "blocks", "first docID out of order");
+            if (bl->last < bl->first || bl->last - bl->first < n - 1 || bl->last >= N)
+                return corrupt(path, "blocks", "last docID out of range");
+            prev = bl->last;
             next_word = end;
         }
         next_block += e->num_blocks;
@@ -293,11 +280,18 @@ cls_status cls_index_open(const char *path, cls_index **out)
         return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
     }
     x->map_len = (size_t)st.st_size;
+    x->path = strdup(path);
+    if (!x->path) {
+        close(fd);
+        free(x);
+        return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
+    }
     if (x->map_len > 0) {
         x->map = mmap(NULL, x->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (x->map == MAP_FAILED) {
             x->map = NULL;
             close(fd);
+            free(x->path);
             free(x);
             return err_set(CLS_E_IO, "cannot map %s: %s", path, strerror(errno));
         }
@@ -316,7 +310,7 @@ void cls_index_close(cls_index *idx)
 {
     if (!idx) return;
     if (idx->map) munmap(idx->map, idx->map_len);
-    free(idx->score_norms);
+    free(idx->path);
     free(idx);
 }
 
@@ -370,30 +364,191 @@ uint64_t idx_block_words(const cls_index *x, uint64_t b)
     return end - x->blocks[b].offset;
 }
 
-void idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs)
+/* ---- Reading the words ---------------------------------------------------------------------- */
+
+cls_status idx_words_corrupt(const cls_index *x)
+{
+    return corrupt(x->path, "postings", "checksum mismatch");
+}
+
+cls_status idx_verify_words(const cls_index *x)
+{
+    return XXH64(x->words, (size_t)x->num_words * 4, 0) == x->words_xxh ? CLS_OK : idx_words_corrupt(x);
+}
+
+/* The term whose blocks hold block b (terms tile the blocks, cls_index_open checked). */
+static uint32_t term_of_block(const cls_index *x, uint64_t b)
+{
+    uint32_t lo = 0, hi = x->num_terms;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (x->terms[mid].first_block <= b) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+cls_status idx_block_corrupt(const cls_index *x, uint64_t b, const char *section, const char *what)
+{
+    uint32_t t = term_of_block(x, b);
+    const idx_term *e = &x->terms[t];
+    uint64_t a = x->term_off[t], len = x->term_off[t + 1] - a;
+    return err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': term '%.*s' (id %u), block %llu of %u "
+                   "(block %llu): %s", x->path, section, len > 200 ? 200 : (int)len, x->term_blob + a, t,
+                   (unsigned long long)(b - e->first_block + 1), e->num_blocks, (unsigned long long)b, what);
+}
+
+/* Block b with the strict decoders into docs[] and freqs[] (tf - 1, as stored); NULL, or what
+ * is wrong and, in *section, where. cls_index_open checked the block record, so the extents lie
+ * inside the words and first <= last < num_docs; the docIDs increase by construction, so ending
+ * at last puts them all in range. */
+static const char *decode_strict(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs, const char **section)
 {
     const idx_block *bl = &x->blocks[b];
     uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
     const uint32_t *w = x->words + bl->offset;
     uint32_t gaps[CDC_MAX_N];
-    /* Verified at open: these cannot fail. */
-    (void)cdc_decode(x->codec, w, fofs, n - 1, bl->dparam, x->pfor_depth, gaps, &used);
-    (void)cdc_decode(x->codec, w + fofs, (uint32_t)(idx_block_words(x, b) - fofs), n, bl->fparam, x->pfor_depth,
-                     freqs, &used);
-    uint32_t d = bl->first;
-    docs[0] = d;
-    for (uint32_t i = 1; i < n; i++) docs[i] = d += gaps[i - 1] + 1;
-    for (uint32_t i = 0; i < n; i++) freqs[i] += 1;
+    *section = "postings";
+    if (cdc_decode(x->codec, w, fofs, n - 1, bl->dparam, x->pfor_depth, gaps, &used) != 0)
+        return "malformed docID stream";
+    uint64_t d = bl->first;
+    docs[0] = (uint32_t)d;
+    for (uint32_t i = 1; i < n && d <= bl->last; i++) docs[i] = (uint32_t)(d += (uint64_t)gaps[i - 1] + 1);
+    if (d > bl->last) return "docID out of range";
+    if (d != bl->last) {
+        *section = "blocks";
+        return "last docID does not match the postings";
+    }
+    if (cdc_decode(x->codec, w + fofs, (uint32_t)(idx_block_words(x, b) - fofs), n, bl->fparam, x->pfor_depth, freqs,
+                   &used) != 0)
+        return "malformed frequency stream";
+    for (uint32_t i = 0; i < n; i++)
+        if (freqs[i] == UINT32_MAX) return "frequency out of range";
+    return NULL;
 }
 
-uint32_t idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, uint32_t *freqs)
+cls_status idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs)
+{
+    const char *section, *what = decode_strict(x, b, docs, freqs, &section);
+    if (what) return idx_block_corrupt(x, b, section, what);
+    for (uint32_t i = 0, n = idx_info_count(x->blocks[b].info); i < n; i++) freqs[i] += 1;
+    return CLS_OK;
+}
+
+cls_status idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, uint32_t *freqs, uint32_t *n)
 {
     const idx_term *e = &x->terms[term];
-    uint32_t n = 0;
+    uint32_t at = 0;
     for (uint32_t j = 0; j < e->num_blocks; j++) {
         uint64_t b = (uint64_t)e->first_block + j;
-        idx_decode_block(x, b, docs + n, freqs + n);
-        n += idx_info_count(x->blocks[b].info);
+        cls_status s = idx_decode_block(x, b, docs + at, freqs + at);
+        if (s != CLS_OK) return s;
+        at += idx_info_count(x->blocks[b].info);
     }
-    return n;
+    *n = at;
+    return CLS_OK;
+}
+
+/* ---- cls_index_check ------------------------------------------------------------------------
+ *
+ * Work units handed out in order through one counter: unit 0 hashes the words (XXH64 is
+ * sequential), unit u >= 1 checks blocks (u - 1) * per onwards, per of them (a long list is
+ * shared out too; per is a few units per thread, at most CHECK_UNIT_BLOCKS), decoded strictly
+ * with their max_score recomputed. A unit stops at the first bad block, and no unit starts
+ * past the lowest bad block found so far (nor at all once the checksum disagrees), so the work
+ * after a problem is bounded; the problem reported is the checksum's, else the lowest bad
+ * block's (re-checked on the calling thread for its message), whatever the threads' timing. */
+#define CHECK_UNIT_BLOCKS 4096u
+
+typedef struct check_job {
+    const cls_index *x;
+    const float *norms;       /* bm25_norm per document at the header's k1, b */
+    uint64_t per, nunits;     /* blocks per unit; units of blocks (plus unit 0, the words checksum) */
+    atomic_uint_fast64_t next;
+    atomic_uint_fast64_t bad; /* lowest bad block so far, UINT64_MAX when none */
+    atomic_int words_bad;     /* the checksum disagrees: reported first, so the rest stops */
+} check_job;
+
+/* Block b of term t against everything: NULL or what is wrong and, in *section, where. */
+static const char *check_block(const cls_index *x, const float *norms, uint32_t t, uint64_t b, const char **section)
+{
+    uint32_t docs[CDC_MAX_N], freqs[CDC_MAX_N];
+    const char *what = decode_strict(x, b, docs, freqs, section);
+    if (what) return what;
+    const idx_block *bl = &x->blocks[b];
+    float w = bm25_idf(x->num_docs, x->terms[t].df), best = 0.0f;
+    for (uint32_t i = 0, n = idx_info_count(bl->info); i < n; i++) {
+        float c = bm25_contrib(w, freqs[i] + 1, norms[docs[i]]);
+        if (c > best) best = c;
+    }
+    if (memcmp(&best, &bl->max_score, sizeof best) != 0) {
+        *section = "blocks";
+        return "max_score does not match the postings";
+    }
+    return NULL;
+}
+
+static void *check_worker(void *arg)
+{
+    check_job *j = arg;
+    const cls_index *x = j->x;
+    uint64_t u;
+    while ((u = atomic_fetch_add(&j->next, 1)) <= j->nunits && !atomic_load(&j->words_bad)) {
+        if (u == 0) {
+            atomic_store(&j->words_bad, XXH64(x->words, (size_t)x->num_words * 4, 0) != x->words_xxh);
+            continue;
+        }
+        uint64_t b = (u - 1) * j->per, end = b + j->per;
+        if (end > x->num_blocks) end = x->num_blocks;
+        for (uint32_t t = term_of_block(x, b); b < end && b < atomic_load(&j->bad); b++) {
+            const char *section;
+            while (b >= (uint64_t)x->terms[t].first_block + x->terms[t].num_blocks) t++;
+            if (check_block(x, j->norms, t, b, &section)) {
+                uint_fast64_t cur = atomic_load(&j->bad);
+                while (b < cur && !atomic_compare_exchange_weak(&j->bad, &cur, b)) {}
+                break; /* the rest of the unit lies past it */
+            }
+        }
+    }
+    return NULL;
+}
+
+cls_status cls_index_check(const cls_index *x, unsigned threads)
+{
+    if (!x) return err_set(CLS_E_ARG, "cls_index_check: NULL index");
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (unsigned)n : 1;
+    }
+    if (threads > 1024) threads = 1024;
+    const uint64_t N = x->num_docs;
+    float *norms = malloc(((size_t)N + 1) * sizeof *norms);
+    pthread_t *th = calloc(threads, sizeof *th);
+    if (!norms || !th) {
+        free(norms), free(th);
+        return err_set(CLS_E_NOMEM, "checking %s: out of memory for %llu document norms", x->path,
+                       (unsigned long long)N);
+    }
+    double avgdl = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
+    for (uint64_t d = 0; d < N; d++) norms[d] = bm25_norm(x->score_k1, x->score_b, x->doclen[d], avgdl);
+    uint64_t per = x->num_blocks / ((uint64_t)threads * 8);
+    per = per < 1 ? 1 : per > CHECK_UNIT_BLOCKS ? CHECK_UNIT_BLOCKS : per;
+    check_job j = {.x = x, .norms = norms, .per = per, .nunits = (x->num_blocks + per - 1) / per};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.bad, UINT64_MAX);
+    atomic_init(&j.words_bad, 0);
+    unsigned started = 0;
+    for (; started + 1 < threads; started++)
+        if (pthread_create(&th[started], NULL, check_worker, &j) != 0) break;
+    check_worker(&j); /* the calling thread works too */
+    for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
+    cls_status s = CLS_OK;
+    uint64_t bad = atomic_load(&j.bad);
+    if (atomic_load(&j.words_bad)) {
+        s = idx_words_corrupt(x);
+    } else if (bad != UINT64_MAX) {
+        const char *section, *what = check_block(x, norms, term_of_block(x, bad), bad, &section);
+        s = idx_block_corrupt(x, bad, section, what ? what : "damaged (and not on a second reading)");
+    }
+    free(norms), free(th);
+    return s;
 }

@@ -11,6 +11,7 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
 {
     if (!x || !o || !path) return err_set(CLS_E_ARG, "cls_index_recode: NULL argument");
     cls_status s = idx_check_opts(o);
+    if (s == CLS_OK) s = idx_verify_words(x); /* never carry damage into a file with fresh checksums */
     if (s != CLS_OK) return s;
     uint32_t *docs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
     uint32_t *freqs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
@@ -22,7 +23,12 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
     uint64_t at = 0;
     for (uint32_t t = 0; t < x->num_terms; t++) {
         start[t] = at;
-        at += idx_decode_list(x, t, docs + at, freqs + at);
+        uint32_t n;
+        if ((s = idx_decode_list(x, t, docs + at, freqs + at, &n)) != CLS_OK) {
+            free(docs), free(freqs), free(start);
+            return s;
+        }
+        at += n;
     }
     start[x->num_terms] = at;
     idx_lists l = {

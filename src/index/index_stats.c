@@ -1,5 +1,5 @@
 /* What an index's postings would take in another codec or block size (cls_index_codec_stats):
- * every list is decoded with the reference decoder and re-encoded by the writer's own
+ * every list is decoded with the reference decoder (the words verified first) and re-encoded by the writer's own
  * idx_encode_list, so the figures are the sizes a rebuild would produce. */
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +33,10 @@ cls_status cls_index_codec_stats(const cls_index *x, cls_codec c, uint32_t block
     idx_block *blocks = malloc((room / IDX_MIN_BLOCK + 1) * sizeof *blocks);
     idx_words wb = {0};
     s = docs && freqs && vals && blocks ? CLS_OK : err_set(CLS_E_NOMEM, "codec statistics: out of memory");
+    if (s == CLS_OK) s = idx_verify_words(x);
     for (uint32_t t = 0; t < x->num_terms && s == CLS_OK; t++) {
-        uint32_t df = idx_decode_list(x, t, docs, freqs);
+        uint32_t df;
+        if ((s = idx_decode_list(x, t, docs, freqs, &df)) != CLS_OK) break;
         wb.n = 0; /* sizes only: each list's words start over */
         if ((s = idx_encode_list(&o, docs, freqs, df, 0.0f, NULL, vals, blocks, &wb)) != CLS_OK) break;
         uint32_t nb = (df + block_size - 1) / block_size;

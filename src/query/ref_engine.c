@@ -3,6 +3,10 @@
  * (bm25_contrib, bm25_weight, bm25_norms) and the hit order (hit_before) with the device
  * path, never its algorithms.
  *
+ * The postings are verified as the engine is created (their checksum: idx_verify_words) and
+ * every block again as it is decoded (the strict decoders): a stream that does not decode fails
+ * the search with CLS_E_CORRUPT naming its term and block.
+ *
  * Per query: decode every block of every term with the reference decoder; add each term's
  * contributions into a dense per-document accumulator in query-term order and count how many
  * terms hold each document; the query algorithm's reference twin (src/query/<mode>.c) picks the
@@ -26,6 +30,8 @@ struct ref_engine {
 
 cls_status ref_create(const cls_index *idx, ref_engine **out)
 {
+    cls_status s = idx_verify_words(idx);
+    if (s != CLS_OK) return s;
     ref_engine *e = calloc(1, sizeof *e);
     size_t n = (size_t)idx->num_docs + 1;
     if (e) {
@@ -58,8 +64,6 @@ void ref_free(ref_engine *e)
     free(e);
 }
 
-/* Decodes term t's whole list into e->docs / e->freqs; returns its length. */
-static uint32_t decode_list(ref_engine *e, uint32_t t) { return idx_decode_list(e->idx, t, e->docs, e->freqs); }
 
 static int cmp_hit(const void *a, const void *b)
 {
@@ -91,10 +95,10 @@ cls_status ref_search(ref_engine *e, const cls_batch *bt, const cls_search_param
             memset(e->count, 0, (size_t)N * sizeof *e->count);
             for (uint32_t i = 0; i < q->num_terms; i++) {
                 float w = bm25_weight(idx, qt[i].term, qt[i].qtf);
-                uint32_t n = decode_list(e, qt[i].term);
+                uint32_t n;
+                if ((s = idx_decode_list(idx, qt[i].term, e->docs, e->freqs, &n)) != CLS_OK) return s;
                 for (uint32_t j = 0; j < n; j++) {
-                    uint32_t d = e->docs[j];
-                    if (d >= N) continue; /* a damaged list must not write out of bounds */
+                    uint32_t d = e->docs[j]; /* < N: idx_decode_block checked */
                     e->acc[d] += bm25_contrib(w, e->freqs[j], e->norms[d]);
                     e->count[d]++;
                 }
