@@ -12,7 +12,7 @@
  * docID + 1 (never in the long list: the gaps are at least 2). Lists 3.. of a query are copies of
  * its long list (own memory, same values), so each query's intersection is exactly its hits. A
  * seeded PRNG (splitmix64) makes them, so a configuration always gets the same lists. Queries,
- * lists and descriptors are laid out as the engine lays out a batch (src/clx_engine.c): the
+ * lists and descriptors are laid out as the engine lays out a batch (src/query/plan.c, cl/abi.h): the
  * docIDs one list after another; per query qinfo {first term, terms, candidate offset, flags},
  * per term qterm {list offset, length, weight bits (unused here), 0}; room for SHORT candidates
  * per query.
@@ -39,7 +39,7 @@
  * plain-C merge intersection of its lists; the outputs were poisoned before its warm-up.
  * Variants: --wg, work-items per query (WG_INTERSECT, powers of two; those above the device's
  * largest work-group are skipped with a note). The in-group scan (WG_SCAN_ALGO) is the one the
- * engine would use on the device (src/clx_params.c: database, tuning file, CLSEARCH_PARAMS). */
+ * engine would use on the device (src/device/clx_params.c: database, tuning file, CLSEARCH_PARAMS). */
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <getopt.h>

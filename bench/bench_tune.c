@@ -1,4 +1,4 @@
-/* tune: sweeps the variant registry (src/clx_params.c) on one device and writes the winners to
+/* tune: sweeps the variant registry (src/device/clx_params.c) on one device and writes the winners to
  * the tuning file, which every engine on that device and driver then loads at start-up.
  *
  *   clsearch tune [-d DEVICE] [-o FILE] [-r REPEATS] [--quick] [--json FILE]

@@ -13,7 +13,7 @@
  * both engines and is inside both index timings. Topics: tsv (qid<TAB>text), anserini, trec,
  * smart, mq; detected as clsearch detects them unless -f says.
  *
- * Analysis. clsearch follows Lucene's EnglishAnalyzer (src/analyze.c): UAX#29-style tokens,
+ * Analysis. clsearch follows Lucene's EnglishAnalyzer (src/analysis/analyze.c): UAX#29-style tokens,
  * possessive 's removed, lowercase, Lucene's 33 stopwords removed, Snowball "porter" on words of
  * three or more characters. --analyzer xapian (default) is Xapian's own TermGenerator brought as
  * close to that as its API allows: STEM_ALL (stemmed terms only, no "Z" prefix), STOP_ALL with the
@@ -111,7 +111,7 @@ static int cls_fail(cls_status s, const std::string &what)
 
 /* ---- Analysis --------------------------------------------------------------------------------- */
 
-/* Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, the list src/analyze.c uses. */
+/* Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, the list src/analysis/analyze.c uses. */
 static const char *const lucene_stopwords[] = {
     "a",    "an",   "and",   "are",  "as",    "at",   "be",   "but",  "by",   "for", "if",
     "in",   "into", "is",    "it",   "no",    "not",  "of",   "on",   "or",   "such", "that",

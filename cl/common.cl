@@ -4,7 +4,7 @@
  *
  * Device differences live here as macros and feature tests, never as host-side algorithms. */
 
-/* Scores must be bit-identical to the plain-C reference (src/index.h: bm25_contrib), so no
+/* Scores must be bit-identical to the plain-C reference (src/index/bm25.h: bm25_contrib), so no
  * contraction into fused multiply-adds; the host adds -cl-fp32-correctly-rounded-divide-sqrt
  * where the device supports it, making the one division correctly rounded as in C. */
 #pragma OPENCL FP_CONTRACT OFF
@@ -151,7 +151,7 @@ inline uint lower_bound(__global const uint *a, uint n, uint key)
 }
 
 /* BM25 of one posting: w is idf times query weight, norm is k1 * (1 - b + b * dl / avgdl).
- * Same operations, same order as bm25_contrib in src/index.h. */
+ * Same operations, same order as bm25_contrib in src/index/bm25.h. */
 inline float bm25_contrib(float w, uint tf, float norm)
 {
     float f = (float)tf;

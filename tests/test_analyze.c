@@ -1,6 +1,6 @@
 /* The analyzer: tokenizer edge cases, each filter on and off, Porter stems, early stop, and
  * hostile bytes. Expected terms are what Lucene's EnglishAnalyzer (as Anserini configures it)
- * produces, except where src/analyze.c documents an approximation. */
+ * produces, except where src/analysis/analyze.c documents an approximation. */
 #include <stdio.h>
 #include <string.h>
 
