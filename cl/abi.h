@@ -48,6 +48,7 @@ typedef struct abi_task {
 } abi_task;
 
 #define ABI_NO_BLOCK 0xFFFFFFFFu
+#define ABI_NO_DOC 0xFFFFFFFFu /* a result slot without a hit */
 
 /* A whole list to decode: expand_lists (decode.cl) writes its num_blocks abi_tasks at task_base
  * of the tasks buffer, block b landing at dst + b * block_size. One record a list instead of one
@@ -115,8 +116,8 @@ typedef struct abi_unit {
 
 /* Results of a batch of Q queries at k, read back in one transfer, in 32-bit words:
  *   [0, Q)                 hits per query (at most k)
- *   [Q + q*k + r]          docID of query q's hit r (rank order)
- *   [Q + Q*k + q*k + r]    its score, as float bits */
+ *   [Q + q*k + r]          docID of query q's hit r (rank order); ABI_NO_DOC past its hits
+ *   [Q + Q*k + q*k + r]    its score, as float bits; 0 past its hits */
 #define ABI_OUT_DOC(Q, k, q, r) ((Q) + (q) * (k) + (r))
 #define ABI_OUT_SCORE(Q, k, q, r) ((Q) + (Q) * (k) + (q) * (k) + (r))
 #define ABI_OUT_WORDS(Q, k) ((Q) + 2 * (Q) * (k))

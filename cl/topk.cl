@@ -133,8 +133,10 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
     if (lid == 0) out[q] = m;
     __global uint *od = out + ABI_OUT_DOC((ulong)Q, k, q, 0);
     __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
-    for (uint r = lid; r < m; r += WG_TOPK) {
-        od[r] = sd[r];
-        os[r] = ss[r] & ~ABI_KEY_TIER;
+    /* all k slots: past the m hits, no document and key 0, so a second level reading this
+     * output (AND's work units) sees no match there */
+    for (uint r = lid; r < k; r += WG_TOPK) {
+        od[r] = r < m ? sd[r] : ABI_NO_DOC;
+        os[r] = r < m ? ss[r] & ~ABI_KEY_TIER : 0u;
     }
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/index.h"
 #include "query/algo.h"
 #include "query/engine.h"
 #include "query/plan.h"
@@ -273,6 +274,24 @@ START_TEST(and_or_is_and_completed_by_or)
 }
 END_TEST
 
+/* The postings are hashed by the first engine made on an index and not again by the next. */
+START_TEST(postings_verified_once)
+{
+    cls_index *idx = random_index(29, 200, 50);
+    ck_assert_int_eq(idx_words_verified(idx), 0);
+    cls_engine *ref, *dev;
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    ck_assert_int_eq(idx_words_verified(idx), 1);
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    cls_batch *b = random_queries(idx, 2, 20, 50);
+    same_as_ref(dev, ref, b, CLS_MODE_OR, 10);
+    cls_batch_free(b);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_index_close(idx);
+}
+END_TEST
+
 /* ---- the batch planner ------------------------------------------------------------------------- */
 
 /* Budgets from "one query a batch" up: the device cuts the search into batches and the results
@@ -406,6 +425,7 @@ static Suite *suite(void)
     tcase_add_test(tc, budget_splits_batches);
     tcase_add_test(tc, work_units_split_queries);
     tcase_add_test(tc, plan_respects_limits);
+    tcase_add_test(tc, postings_verified_once);
     suite_add_tcase(s, tc);
     return s;
 }

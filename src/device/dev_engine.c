@@ -122,6 +122,7 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
         if (stage[k]) clReleaseMemObject(stage[k]);
     if (s != CLS_OK) s = err_wrap(s, "uploading %s (%zu bytes): ", what, bytes);
     else if (h && XXH64_digest(h) != *xxh) s = idx_words_corrupt(e->idx);
+    else if (h) idx_words_set_verified(e->idx);
     XXH64_freeState(h);
     if (s != CLS_OK) {
         clReleaseMemObject(*out);
@@ -208,7 +209,9 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     /* The index goes up once; the per-batch buffers share what is left of a budget. */
     size_t wbytes = (size_t)idx->num_words * 4, bbytes = (size_t)idx->num_blocks * sizeof(idx_block);
     size_t nbytes = ((size_t)idx->num_docs + 1) * sizeof(float);
-    if ((s = resident(e, idx->words, wbytes, "the postings", &idx->words_xxh, &e->d_words)) != CLS_OK ||
+    /* the postings are hashed on their way up unless this process already verified them */
+    const uint64_t *wxxh = idx_words_verified(idx) ? NULL : &idx->words_xxh;
+    if ((s = resident(e, idx->words, wbytes, "the postings", wxxh, &e->d_words)) != CLS_OK ||
         (s = resident(e, idx->blocks, bbytes, "the block records", NULL, &e->d_blocks)) != CLS_OK)
         goto fail;
     e->d_norms = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, nbytes, NULL, &err);

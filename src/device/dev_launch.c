@@ -132,8 +132,7 @@ cls_status dev_upload(clx_engine *e, dbuf *b, const void *data, size_t bytes, co
 
 cls_status dev_topk_rows(clx_engine *e, uint32_t nq, uint32_t N, uint32_t k, dev_batch *b)
 {
-    uint32_t P = 1;
-    while (P < k) P <<= 1;
+    uint32_t P = plan_scratch(k);
     size_t out_len = ABI_OUT_WORDS((size_t)nq, k);
     abi_query *none = calloc((size_t)nq + 1, sizeof *none); /* empty descriptors: top-k reads none of them */
     if (!none || !vec_reserve(&e->h_out, &e->h_out_cap, out_len + 1, 4)) {

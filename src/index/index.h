@@ -13,6 +13,7 @@
 #define CLS_INDEX_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "cl/abi.h"
@@ -100,6 +101,8 @@ struct cls_index {
     unsigned pfor_depth;
     float score_k1, score_b;
     uint64_t words_xxh;     /* XXH64 of the postings words, from the section table */
+    _Atomic int words_ok;   /* 1 once the words matched words_xxh: later readers need not hash them
+                             * again (idx_verify_words, idx_words_verified) */
     uint64_t num_postings, num_tokens, num_blocks, num_words;
     unsigned analyzer;
     double avg_doc_len;
@@ -128,6 +131,10 @@ cls_status idx_decode_list(const cls_index *idx, uint32_t term, uint32_t *docs, 
 /* Hashes the postings words (XXH64): CLS_OK when they match the section table's checksum, else
  * CLS_E_CORRUPT naming section 'postings'. For readers of the whole words section. */
 cls_status idx_verify_words(const cls_index *idx);
+/* Whether the words already matched their checksum in this process; idx_words_set_verified
+ * records that they did (an index is made by cls_index_open only, so never a const object). */
+int idx_words_verified(const cls_index *idx);
+void idx_words_set_verified(const cls_index *idx);
 /* The error of a postings checksum mismatch (the same message wherever it is found). */
 cls_status idx_words_corrupt(const cls_index *idx);
 /* CLS_E_CORRUPT for block b: names the section, the block's term, its place in the list. */

@@ -371,9 +371,16 @@ cls_status idx_words_corrupt(const cls_index *x)
     return corrupt(x->path, "postings", "checksum mismatch");
 }
 
+int idx_words_verified(const cls_index *x) { return atomic_load(&((cls_index *)x)->words_ok); }
+
+void idx_words_set_verified(const cls_index *x) { atomic_store(&((cls_index *)x)->words_ok, 1); }
+
 cls_status idx_verify_words(const cls_index *x)
 {
-    return XXH64(x->words, (size_t)x->num_words * 4, 0) == x->words_xxh ? CLS_OK : idx_words_corrupt(x);
+    if (idx_words_verified(x)) return CLS_OK;
+    if (XXH64(x->words, (size_t)x->num_words * 4, 0) != x->words_xxh) return idx_words_corrupt(x);
+    idx_words_set_verified(x);
+    return CLS_OK;
 }
 
 /* The term whose blocks hold block b (terms tile the blocks, cls_index_open checked). */

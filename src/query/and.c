@@ -51,14 +51,8 @@ static cls_status launch(dev_batch *b)
                    DEV_MEM(e->nsel.mem),   DEV_U32(b->units_base),   DEV_U32(b->nunits),     DEV_MEM(e->ucount.mem),
                    DEV_MEM(e->packed.mem), DEV_MEM(e->useg.mem),     DEV_MEM(e->qseg.mem),   DEV_U32(b->kk)};
     if ((s = dev_run(e, "score_and", a, 20, b->nunits, e->prm.wg_score, "score")) != CLS_OK) return s;
-    /* Top-k in two levels (topk.cl): each unit's candidates into the first level's output, whose
-     * slots past a unit's hits must read as no match; then the engine ranks each query over its
-     * units' results. */
-    cl_uint zero = 0;
-    cl_event ev;
-    size_t keys_at = ABI_OUT_SCORE((size_t)b->nunits, b->kk, 0, 0) * 4, nkeys = (size_t)b->nunits * b->kk * 4;
-    CLX_TRY(clEnqueueFillBuffer(e->queue, e->l1.mem, &zero, 4, keys_at, nkeys, 0, NULL, &ev));
-    dev_record(e, ev, "fill", nkeys);
+    /* Top-k in two levels (topk.cl): each unit's candidates into the first level's output (key 0
+     * past a unit's hits); then the engine ranks each query over its units' results. */
     dev_batch units = *b;
     units.scores = e->cscore.mem;
     units.cand_docs = e->packed.mem;

@@ -23,7 +23,7 @@ static cls_status ref_search_op(void *impl, const cls_batch *b, const cls_search
 }
 static void ref_free_op(void *impl) { ref_free(impl); }
 
-static const engine_ops REF_OPS = {.kind = "reference", .search = ref_search_op, .free = ref_free_op};
+static const engine_ops REF_OPS = {.search = ref_search_op, .free = ref_free_op};
 
 static cls_status clx_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
 {
@@ -41,12 +41,11 @@ static size_t clx_profile_op(const void *impl, const cls_profile_step **steps, u
 
 static size_t clx_counters_op(const void *impl, const cls_counter **counters) { return clx_counters(impl, counters); }
 
-static const engine_ops CLX_OPS = {.kind = "opencl",
-                                   .counters = clx_counters_op,
-                                   .search = clx_search_op,
+static const engine_ops CLX_OPS = {.search = clx_search_op,
                                    .free = clx_free_op,
                                    .build_times = clx_build_times_op,
-                                   .profile = clx_profile_op};
+                                   .profile = clx_profile_op,
+                                   .counters = clx_counters_op};
 
 void cls_search_defaults(cls_search_params *p)
 {

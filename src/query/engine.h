@@ -9,7 +9,6 @@
 
 /* What an engine does; impl is its own state. */
 typedef struct engine_ops {
-    const char *kind;
     cls_status (*search)(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r);
     void (*free)(void *impl);
     /* NULL where the engine has no programs or no profile */

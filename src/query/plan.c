@@ -37,10 +37,10 @@ void plan_free(batch_plan *pl)
     memset(pl, 0, sizeof *pl);
 }
 
-static uint32_t next_pow2(uint32_t x)
+uint32_t plan_scratch(uint32_t k)
 {
     uint32_t p = 1;
-    while (p < x) p <<= 1;
+    while (p < k) p <<= 1;
     return p;
 }
 
@@ -49,7 +49,7 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
 {
     pl->algo = algo;
     pl->kk = kk;
-    pl->P = next_pow2(kk);
+    pl->P = plan_scratch(kk);
     pl->lim = *lim;
     pl->order = order;
     pl->q0 = q0;

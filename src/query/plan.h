@@ -74,6 +74,9 @@ typedef struct batch_plan {
     size_t upload_cap;
 } batch_plan;
 
+/* The top-k scratch slots a group needs for k hits (topk.cl sorts a power of two). */
+uint32_t plan_scratch(uint32_t k);
+
 /* Sets up a planner for idx (allocates the per-term slots). */
 cls_status plan_init(batch_plan *pl, const cls_index *idx);
 void plan_free(batch_plan *pl);
