@@ -112,6 +112,31 @@ static void same_as_ref(cls_engine *dev, cls_engine *ref, const cls_batch *b, cl
     cls_results_free(rd);
 }
 
+/* A random collection, queries over it, and the device and reference engines on it. */
+typedef struct fixture {
+    cls_index *idx;
+    cls_batch *b;
+    cls_engine *dev, *ref;
+} fixture;
+
+static fixture fixture_open(uint64_t seed, uint32_t ndocs, uint32_t vocab, uint64_t qseed, uint32_t nq)
+{
+    fixture f;
+    f.idx = random_index(seed, ndocs, vocab);
+    f.b = random_queries(f.idx, qseed, nq, vocab);
+    ck_assert_msg(cls_engine_create(f.idx, device(), &f.dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(f.idx, "ref", &f.ref), CLS_OK);
+    return f;
+}
+
+static void fixture_close(fixture *f)
+{
+    cls_engine_free(f->dev);
+    cls_engine_free(f->ref);
+    cls_batch_free(f->b);
+    cls_index_close(f->idx);
+}
+
 /* ---- every algorithm of the table --------------------------------------------------------- */
 
 START_TEST(each_algorithm_matches_its_reference)
@@ -126,17 +151,10 @@ START_TEST(each_algorithm_matches_its_reference)
     ck_assert_int_eq(cls_mode_parse(a->name, &m), CLS_OK);
     ck_assert_int_eq((int)m, _i);
 
-    cls_index *idx = random_index(11 + (uint64_t)_i, 3000, 400);
-    cls_batch *b = random_queries(idx, 7 + (uint64_t)_i, 200, 400);
-    cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
-    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    fixture f = fixture_open(11 + (uint64_t)_i, 3000, 400, 7 + (uint64_t)_i, 200);
     const uint32_t ks[] = {1, 10, 1000, 5000}; /* 5000: k beyond the collection */
-    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) same_as_ref(dev, ref, b, (cls_mode)_i, ks[i]);
-    cls_engine_free(dev);
-    cls_engine_free(ref);
-    cls_batch_free(b);
-    cls_index_close(idx);
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) same_as_ref(f.dev, f.ref, f.b, (cls_mode)_i, ks[i]);
+    fixture_close(&f);
 }
 END_TEST
 
@@ -298,30 +316,23 @@ END_TEST
  * stay those of the reference. */
 START_TEST(budget_splits_batches)
 {
-    cls_index *idx = random_index(21, 2500, 300);
-    cls_batch *b = random_queries(idx, 4, 120, 300);
-    cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
-    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
-    clx_engine *cx = engine_clx(dev);
+    fixture f = fixture_open(21, 2500, 300, 4, 120);
+    clx_engine *cx = engine_clx(f.dev);
     ck_assert_ptr_nonnull(cx);
     const uint64_t budgets[] = {1, 16 << 10, 64 << 10};
     for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++) {
         clx_set_budget(cx, budgets[i]);
         for (int m = 0; m < CLS_NUM_MODES; m++) {
-            same_as_ref(dev, ref, b, (cls_mode)m, 100);
+            same_as_ref(f.dev, f.ref, f.b, (cls_mode)m, 100);
             const cls_profile_step *st;
             uint32_t batches;
-            size_t n = cls_engine_profile(dev, &st, &batches);
+            size_t n = cls_engine_profile(f.dev, &st, &batches);
             ck_assert_uint_gt(n, 0);
-            if (i == 0) ck_assert_uint_eq(batches, cls_batch_count(b)); /* one query a batch */
+            if (i == 0) ck_assert_uint_eq(batches, cls_batch_count(f.b)); /* one query a batch */
             else ck_assert_uint_gt(batches, 1);
         }
     }
-    cls_engine_free(dev);
-    cls_engine_free(ref);
-    cls_batch_free(b);
-    cls_index_close(idx);
+    fixture_close(&f);
 }
 END_TEST
 
@@ -329,22 +340,15 @@ END_TEST
  * over many units, and AND and and-or still give the reference's results. */
 START_TEST(work_units_split_queries)
 {
-    cls_index *idx = random_index(23, 2500, 300);
-    cls_batch *b = random_queries(idx, 5, 120, 300);
-    cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
-    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    fixture f = fixture_open(23, 2500, 300, 5, 120);
     const uint32_t chunks[] = {1, 7, 64, 1000};
     for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
-        clx_set_chunk(engine_clx(dev), chunks[i]);
-        same_as_ref(dev, ref, b, CLS_MODE_AND, 10);
-        same_as_ref(dev, ref, b, CLS_MODE_AND, 1000);
-        same_as_ref(dev, ref, b, CLS_MODE_AND_OR, 50);
+        clx_set_chunk(engine_clx(f.dev), chunks[i]);
+        same_as_ref(f.dev, f.ref, f.b, CLS_MODE_AND, 10);
+        same_as_ref(f.dev, f.ref, f.b, CLS_MODE_AND, 1000);
+        same_as_ref(f.dev, f.ref, f.b, CLS_MODE_AND_OR, 50);
     }
-    cls_engine_free(dev);
-    cls_engine_free(ref);
-    cls_batch_free(b);
-    cls_index_close(idx);
+    fixture_close(&f);
 }
 END_TEST
 
