@@ -108,6 +108,18 @@ typedef struct abi_unit {
     ABI_U32 first_unit;
 } abi_unit;
 
+/* One piece of a list the list cache (src/query/list_cache.h) puts on the device: count words,
+ * or count block records, from word src of the staging buffer to word (block record) dst of the
+ * words (blocks) arena. A block record's offset gets shift added, mod 2^32: where its list's
+ * words moved from the file to the arena. place_lists (cl/cache.cl) runs one work-group a
+ * piece, the word pieces first. */
+typedef struct abi_place {
+    ABI_U32 src;
+    ABI_U32 dst;
+    ABI_U32 count;
+    ABI_U32 shift;
+} abi_place;
+
 /* Top-k ranks documents by a 32-bit key, larger first, then by docID, smaller first. A score's
  * key is its float bits (BM25 scores are positive, so their bits order like the floats; 0 means
  * "no match"); an algorithm that ranks a class of documents first sets ABI_KEY_TIER in their
@@ -126,13 +138,14 @@ typedef struct abi_unit {
 
 #ifndef __OPENCL_VERSION__
 _Static_assert(sizeof(float) == 4, "the device's float is 32 bits");
-_Static_assert(sizeof(idx_block) == 32 && offsetof(idx_block, info) == 12 && offsetof(idx_block, max_score) == 24,
+_Static_assert(sizeof(idx_block) == 32 && offsetof(idx_block, offset) == 8 && offsetof(idx_block, info) == 12 && offsetof(idx_block, max_score) == 24,
                "idx_block is the file's 32-byte block record");
 _Static_assert(sizeof(abi_task) == 8, "abi_task is 2 words");
 _Static_assert(sizeof(abi_query) == 16 && offsetof(abi_query, flags) == 12, "abi_query is 4 words");
 _Static_assert(sizeof(abi_term) == 16 && offsetof(abi_term, weight) == 8, "abi_term is 4 words");
 _Static_assert(sizeof(abi_unit) == 16, "abi_unit is 4 words");
 _Static_assert(sizeof(abi_list) == 16, "abi_list is 4 words");
+_Static_assert(sizeof(abi_place) == 16, "abi_place is 4 words");
 _Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20, "abi_skip is 8 words");
 #endif
 

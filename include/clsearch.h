@@ -304,6 +304,24 @@ typedef struct cls_engine cls_engine;
  * engine, no OpenCL), or "P:D" (platform and device indices as `clsearch devices` lists them).
  * NULL means $CLSEARCH_DEVICE, else "auto". The engine keeps idx; close idx after the engine. */
 CLS_API cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engine **out);
+/* Engine options beyond the device, for cls_engine_create_opts. Initialize with
+ * cls_engine_opts_init (later versions add fields at the end, set to defaults there). */
+typedef struct cls_engine_opts {
+    const char *device;  /* as cls_engine_create's device */
+    uint64_t device_mem; /* bytes of device memory the engine may take: the index's lists, the
+                          * BM25 norms and the batches' buffers; 0: $CLSEARCH_DEVICE_MEM, else the
+                          * device's. When the index's lists take more than half of it, they
+                          * are cached on the device (least recently used out, by bytes) and a
+                          * batch uploads the lists it needs that are not there. */
+} cls_engine_opts;
+
+CLS_API void cls_engine_opts_init(cls_engine_opts *o);
+/* A byte count as the command line and $CLSEARCH_DEVICE_MEM write it: digits, then optionally
+ * K, M, G or T (powers of 1024). CLS_E_ARG when it is not one. */
+CLS_API cls_status cls_parse_bytes(const char *text, uint64_t *bytes);
+/* cls_engine_create with options. A device_mem too small for the BM25 norms, or for some
+ * query's lists together, is CLS_E_DEVMEM (at creation, or at the search that has the query). */
+CLS_API cls_status cls_engine_create_opts(const cls_index *idx, const cls_engine_opts *o, cls_engine **out);
 CLS_API void cls_engine_free(cls_engine *e);
 /* One line naming the device, why it was chosen, the kernel variant and its parameters. */
 CLS_API const char *cls_engine_describe(const cls_engine *e);
@@ -329,7 +347,8 @@ CLS_API cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, cons
 /* (advanced) One step of a search's device time, from OpenCL profiling events, summed over the
  * search's batches. Steps are named by what runs: "upload" (query batches, and BM25 norms when k1
  * or b change), "decode", the algorithm's kernels ("intersect", "score", "mark", ...), "topk",
- * "download" (results). */
+ * "download" (results); with the list cache, "lists up" (lists the device lacked) and "lists
+ * place" (into the cache's room). */
 typedef struct cls_profile_step {
     const char *name;
     int transfer;    /* 1: a copy between host and device; 0: kernels */
@@ -344,7 +363,9 @@ CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **
 
 /* (advanced) What the last cls_engine_search did, counted: "queries", "blocks_in_lists" (the
  * blocks of the lists its device batches used: decoding them all is the exhaustive work) and
- * "blocks_decoded" (what the device decoded: block skipping leaves blocks out). */
+ * "blocks_decoded" (what the device decoded: block skipping leaves blocks out); with the list
+ * cache also "lists_found" (a batch's lists already on the device), "lists_loaded" and
+ * "bytes_loaded" (uploaded for it). */
 typedef struct cls_counter {
     const char *name;
     uint64_t value;

@@ -417,6 +417,170 @@ START_TEST(plan_respects_limits)
 }
 END_TEST
 
+/* ---- the list cache ----------------------------------------------------------------------------- */
+
+/* Device memory that leaves the list cache about `share` of the index's lists: the norms, then
+ * twice the lists' share (the engine gives the cache half of what it may take). */
+static uint64_t mem_for_share(const cls_index *idx, double share)
+{
+    uint64_t lists = idx->num_words * 4 + idx->num_blocks * sizeof(idx_block), norms = ((uint64_t)idx->num_docs + 1) * 4;
+    return 2 * (norms + (uint64_t)((double)lists * share * 1.15)) + (32 << 10);
+}
+
+/* Indexes larger than the device: with the lists cached in a fraction of their size, lists are
+ * evicted and loaded batch after batch, and every algorithm still gives the reference's results;
+ * a second search finds lists the first left on the device. */
+START_TEST(list_cache_matches_reference)
+{
+    fixture f = fixture_open(31, 2500, 300, 9, 150);
+    const double shares[] = {0.5, 0.15};
+    for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
+        cls_engine_opts o;
+        cls_engine_opts_init(&o);
+        o.device = device();
+        o.device_mem = mem_for_share(f.idx, shares[i]);
+        cls_engine *dev;
+        ck_assert_msg(cls_engine_create_opts(f.idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(strstr(cls_engine_describe(dev), "lists: cached on the device"), "%s", cls_engine_describe(dev));
+        for (int pass = 0; pass < 2; pass++) { /* pass 1: many small batches, so lists come and go */
+            if (pass) clx_set_budget(engine_clx(dev), 24 << 10);
+            for (int m = 0; m < CLS_NUM_MODES; m++) {
+                same_as_ref(dev, f.ref, f.b, (cls_mode)m, 10);
+                ck_assert_uint_gt(counter(dev, "lists_loaded"), 0);
+                ck_assert_uint_gt(counter(dev, "bytes_loaded"), 0);
+                same_as_ref(dev, f.ref, f.b, (cls_mode)m, 1000);
+                ck_assert_uint_gt(counter(dev, "lists_found"), 0);
+            }
+        }
+        cls_engine_free(dev);
+    }
+    fixture_close(&f);
+}
+END_TEST
+
+/* A query whose lists cannot all be on the device at once is a clear error, not a crash or a
+ * wrong answer, and the engine still answers the queries that fit afterwards. */
+START_TEST(list_cache_too_small_is_an_error)
+{
+    cls_index *idx = random_index(33, 2000, 100);
+    cls_engine *ref, *dev;
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    cls_engine_opts o;
+    cls_engine_opts_init(&o);
+    o.device = device();
+    o.device_mem = 1000; /* not even the norms */
+    ck_assert_int_eq(cls_engine_create_opts(idx, &o, &dev), CLS_E_DEVMEM);
+    ck_assert_ptr_nonnull(strstr(cls_last_error(), "device memory"));
+    o.device_mem = mem_for_share(idx, 0.02);
+    ck_assert_msg(cls_engine_create_opts(idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
+    cls_batch *big, *small;
+    ck_assert_int_eq(cls_batch_create(idx, &big), CLS_OK);
+    ck_assert_int_eq(cls_batch_create(idx, &small), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(big, "big", "w0 w1 w2 w3"), CLS_OK); /* the four longest lists */
+    ck_assert_int_eq(cls_batch_add(small, "s1", "w60 w70"), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(small, "s2", "w61"), CLS_OK);
+    cls_search_params p;
+    cls_search_defaults(&p);
+    cls_results *r;
+    ck_assert_int_eq(cls_results_create(&r), CLS_OK);
+    for (int m = 0; m < CLS_NUM_MODES; m++) {
+        p.mode = (cls_mode)m;
+        ck_assert_int_eq(cls_engine_search(dev, big, &p, r), CLS_E_DEVMEM);
+        ck_assert_msg(strstr(cls_last_error(), "query big needs more room"), "%s", cls_last_error());
+        same_as_ref(dev, ref, small, (cls_mode)m, 10);
+    }
+    cls_results_free(r);
+    cls_batch_free(big);
+    cls_batch_free(small);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* The cache's bookkeeping without a device: through random batches of pins, with rollbacks, the
+ * resident lists never overlap in either arena, holes and lists tile each arena exactly, the LRU
+ * chain holds exactly the resident lists, and a list pinned in a batch keeps its place until the
+ * batch ends. */
+START_TEST(list_cache_bookkeeping)
+{
+    cls_index *idx = random_index(35, 1500, 200);
+    uint64_t lists = idx->num_words, blocks = idx->num_blocks;
+    const uint64_t caps[][2] = {{lists, blocks}, {lists / 3, blocks / 3}, {lists / 10, blocks / 10}};
+    uint64_t st = 99;
+    uint8_t *wmap = malloc(lists + 1), *bmap = malloc(blocks + 1);
+    uint32_t *pinned = malloc(((size_t)idx->num_terms + 1) * sizeof *pinned), *pos = malloc(((size_t)idx->num_terms + 1) * 4);
+    for (size_t c = 0; c < sizeof caps / sizeof *caps; c++) {
+        list_cache lc;
+        ck_assert_int_eq(lc_init(&lc, idx, caps[c][0], caps[c][1]), CLS_OK);
+        for (int batch = 0; batch < 200; batch++) {
+            lc_begin(&lc);
+            uint32_t npinned = 0;
+            for (int q = 0; q < 20; q++) {
+                size_t mark = lc.nloads;
+                uint32_t npinned0 = npinned;
+                int ok = 1;
+                for (int j = 0; j < 3 && ok; j++) {
+                    double u = (double)(tu_rand(&st) % 100000) / 100000.0;
+                    uint32_t t = (uint32_t)(u * u * idx->num_terms), bp;
+                    int fits;
+                    ck_assert_int_eq(lc_pin(&lc, t, &bp, &fits), CLS_OK);
+                    if (!fits) ok = 0;
+                    else pinned[npinned] = t, pos[npinned++] = bp;
+                }
+                if (!ok || tu_rand(&st) % 7 == 0) { /* the query does not fit, or pretend so */
+                    ck_assert_int_eq(lc_rollback(&lc, mark), CLS_OK);
+                    npinned = npinned0; /* what it pinned may stay resident or not; earlier pins hold */
+                }
+            }
+            for (uint32_t i = 0; i < npinned; i++) /* pinned lists did not move within the batch */
+                ck_assert_uint_eq(lc.e[pinned[i]].block_pos, pos[i]);
+            /* the arenas: lists and holes tile them */
+            memset(wmap, 0, lists + 1);
+            memset(bmap, 0, blocks + 1);
+            uint64_t nres = 0;
+            for (uint32_t t = 0; t < idx->num_terms; t++) {
+                if (lc.e[t].block_pos == LC_NONE) continue;
+                nres++;
+                uint64_t w0, nw;
+                lc_list_words(idx, t, &w0, &nw);
+                for (uint64_t w = lc.e[t].word_pos; w < lc.e[t].word_pos + nw; w++) {
+                    ck_assert_uint_lt(w, lc.words.size);
+                    ck_assert_msg(!wmap[w], "word %llu held twice", (unsigned long long)w);
+                    wmap[w] = 1;
+                }
+                for (uint64_t b = lc.e[t].block_pos; b < (uint64_t)lc.e[t].block_pos + idx->terms[t].num_blocks; b++) {
+                    ck_assert_uint_lt(b, lc.blocks.size);
+                    ck_assert_msg(!bmap[b], "block %llu held twice", (unsigned long long)b);
+                    bmap[b] = 1;
+                }
+            }
+            const lc_arena *ar[2] = {&lc.words, &lc.blocks};
+            uint8_t *map[2] = {wmap, bmap};
+            for (int a = 0; a < 2; a++) {
+                for (size_t h = 0; h < ar[a]->nholes; h++) {
+                    if (h) ck_assert_uint_lt(ar[a]->holes[h - 1].at + ar[a]->holes[h - 1].len, ar[a]->holes[h].at);
+                    for (uint64_t x = ar[a]->holes[h].at; x < ar[a]->holes[h].at + ar[a]->holes[h].len; x++) {
+                        ck_assert_uint_lt(x, ar[a]->size);
+                        ck_assert(!map[a][x]);
+                        map[a][x] = 1;
+                    }
+                }
+                for (uint64_t x = 0; x < ar[a]->size; x++) ck_assert_msg(map[a][x], "arena %d unit %llu lost", a, (unsigned long long)x);
+            }
+            uint64_t chain = 0;
+            for (uint32_t t = lc.lru; t != LC_NONE; t = lc.e[t].next) chain++;
+            ck_assert_uint_eq(chain, nres);
+        }
+        ck_assert_uint_gt(lc.misses, 0);
+        if (c > 0) ck_assert_uint_gt(lc.evictions, 0);
+        lc_free(&lc);
+    }
+    free(wmap), free(bmap), free(pinned), free(pos);
+    cls_index_close(idx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("query");
@@ -430,6 +594,9 @@ static Suite *suite(void)
     tcase_add_test(tc, work_units_split_queries);
     tcase_add_test(tc, plan_respects_limits);
     tcase_add_test(tc, postings_verified_once);
+    tcase_add_test(tc, list_cache_matches_reference);
+    tcase_add_test(tc, list_cache_too_small_is_an_error);
+    tcase_add_test(tc, list_cache_bookkeeping);
     suite_add_tcase(s, tc);
     return s;
 }

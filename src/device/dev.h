@@ -15,6 +15,7 @@
 #define DEV_MAX_KERNELS 16u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
+#define DEV_COUNTERS 6u
 /* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
  * enough that a unit's fixed costs (its descriptors, the driving term's choice) stay small, short
  * enough that a long query spreads over every compute unit. */
@@ -49,7 +50,17 @@ typedef struct clx_engine {
     cl_kernel kernels[DEV_MAX_KERNELS];
     const char *kernel_names[DEV_MAX_KERNELS];
     unsigned nkernels;
-    cl_mem d_words, d_blocks, d_norms; /* resident: the index's postings and block records; norms */
+    /* The index on the device: its postings words and block records whole, where they fit (see
+     * clx_create), else arenas of the list cache, which the planner fills batch by batch. */
+    cl_mem d_words, d_blocks, d_norms; /* and the documents' BM25 norms */
+    int cached;                        /* 1: d_words and d_blocks are the list cache's arenas */
+    list_cache cache;
+    uint64_t dev_mem;                  /* the device memory the engine may take, in bytes */
+    dbuf stage;                        /* the list cache's staging buffer on the device */
+    uint32_t *h_stage;                 /* its host side: data | abi_place records */
+    size_t h_stage_cap, stage_words;   /* words allocated; words one staging load may take */
+    abi_place *h_places;
+    size_t h_places_cap;
     float norm_k1, norm_b;             /* the parameters d_norms holds (-1: none yet) */
     float *h_norms;
     /* per-batch buffers, sized from the data, reused */
@@ -68,7 +79,8 @@ typedef struct clx_engine {
     cls_profile_step steps[DEV_MAX_STEPS];
     unsigned nsteps;
     uint32_t batches;
-    cls_counter counters[3]; /* queries, blocks in their lists, blocks decoded */
+    cls_counter counters[DEV_COUNTERS]; /* queries, blocks in their lists, blocks decoded; with the
+                                         * list cache: lists found, lists loaded, bytes loaded */
     dev_event events[DEV_MAX_EVENTS];
     unsigned nevents;
 } clx_engine;

@@ -139,10 +139,11 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     const cls_index *idx = e->idx;
     size_t nalgo;
     const query_algo *const *algos = query_algos(&nalgo);
-    const char *qfiles[DEV_MAX_KERNELS + 2];
+    const char *qfiles[DEV_MAX_KERNELS + 3];
     size_t nf = 0;
     for (size_t i = 0; i < nalgo; i++) qfiles[nf++] = algos[i]->kernel_file;
     qfiles[nf++] = "topk.cl";
+    qfiles[nf++] = "cache.cl";
     qfiles[nf] = NULL;
     const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
     char dopts[256], qopts[512], dnote[4400], qnote[4400];
@@ -161,7 +162,8 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     e->build_secs += qsecs;
     e->from_cache = e->from_cache && qcache;
     if ((s = add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK ||
-        (s = add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK)
+        (s = add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK ||
+        (s = add_kernel(e, e->prog, "place_lists")) != CLS_OK)
         return s;
     for (size_t i = 0; i < nalgo; i++)
         for (const char *const *k = algos[i]->kernels; *k; k++)
@@ -170,8 +172,65 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     return CLS_OK;
 }
 
-cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, clx_engine **out, char *desc,
-                      size_t desc_len)
+/* Where the index lives on the device. Its postings words and block records go up whole when
+ * they take at most half of the memory the engine may use (device_mem, else the device's) and
+ * each fits one buffer; the other half is for the batches. Otherwise that half holds the list
+ * cache's two arenas (split as the index splits its bytes between words and block records) and
+ * a staging buffer, and lists go up as batches need them (list_cache.h); the postings are then
+ * hashed once on the host first, since no single upload reads them all. */
+#define STAGE_MIN_BYTES ((size_t)16 << 10)
+#define STAGE_MAX_BYTES ((size_t)64 << 20)
+
+static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes, size_t bbytes, size_t nbytes)
+{
+    const cls_index *idx = e->idx;
+    const uint64_t max_alloc = e->dev.info.max_alloc;
+    e->dev_mem = device_mem ? device_mem : e->dev.info.global_mem;
+    uint64_t half = e->dev_mem / 2;
+    if (wbytes + bbytes + nbytes <= half && wbytes <= max_alloc && bbytes <= max_alloc) {
+        /* the postings are hashed on their way up unless this process already verified them */
+        const uint64_t *wxxh = idx_words_verified(idx) ? NULL : &idx->words_xxh;
+        cls_status s = resident(e, idx->words, wbytes, "the postings", wxxh, &e->d_words);
+        if (s == CLS_OK) s = resident(e, idx->blocks, bbytes, "the block records", NULL, &e->d_blocks);
+        return s;
+    }
+    /* the list cache: arenas and staging out of half of the memory, less the norms */
+    uint64_t room = half > nbytes ? half - nbytes : 0;
+    size_t stage = room / 8 < STAGE_MIN_BYTES ? STAGE_MIN_BYTES : room / 8 > STAGE_MAX_BYTES ? STAGE_MAX_BYTES : room / 8;
+    room = room > stage ? room - stage : 0;
+    uint64_t wroom = (uint64_t)((double)room * ((double)wbytes / (double)(wbytes + bbytes + 1)));
+    uint64_t nw = wroom / 4, nb = (room - wroom) / sizeof(idx_block);
+    /* no larger than the index, one buffer each, word offsets of 32 bits */
+    if (nw > idx->num_words) nw = idx->num_words;
+    if (nb > idx->num_blocks) nb = idx->num_blocks;
+    if (nw > max_alloc / 4) nw = max_alloc / 4;
+    if (nw > UINT32_MAX) nw = UINT32_MAX;
+    if (nb > max_alloc / sizeof(idx_block)) nb = max_alloc / sizeof(idx_block);
+    if (nw == 0 || nb == 0)
+        return err_set(CLS_E_DEVMEM, "%llu bytes of device memory leave no room for posting lists (the index's BM25 "
+                       "norms alone take %zu bytes)", (unsigned long long)e->dev_mem, nbytes);
+    cls_status s = idx_words_verified(idx) ? CLS_OK : idx_verify_words(idx);
+    if (s != CLS_OK) return s;
+    if ((s = lc_init(&e->cache, idx, nw, nb)) != CLS_OK) return s;
+    e->cached = 1;
+    e->stage_words = stage / 4;
+    cl_int err;
+    e->d_words = clCreateBuffer(e->ctx, CL_MEM_READ_WRITE, nw * 4, NULL, &err);
+    if (!e->d_words || err != CL_SUCCESS) {
+        e->d_words = NULL;
+        return err_wrap(clx_fail("clCreateBuffer", err), "the list cache's words (%llu bytes): ", (unsigned long long)nw * 4);
+    }
+    e->d_blocks = clCreateBuffer(e->ctx, CL_MEM_READ_WRITE, nb * sizeof(idx_block), NULL, &err);
+    if (!e->d_blocks || err != CL_SUCCESS) {
+        e->d_blocks = NULL;
+        return err_wrap(clx_fail("clCreateBuffer", err), "the list cache's block records (%llu bytes): ",
+                        (unsigned long long)nb * sizeof(idx_block));
+    }
+    return dev_buf_need(e, &e->stage, stage, "the list cache's staging buffer");
+}
+
+cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, uint64_t device_mem,
+                      clx_engine **out, char *desc, size_t desc_len)
 {
     *out = NULL;
     clx_engine *e = calloc(1, sizeof *e);
@@ -206,14 +265,9 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     char notes[9800];
     if ((s = build_programs(e, cdiv, notes, sizeof notes)) != CLS_OK) goto fail;
 
-    /* The index goes up once; the per-batch buffers share what is left of a budget. */
     size_t wbytes = (size_t)idx->num_words * 4, bbytes = (size_t)idx->num_blocks * sizeof(idx_block);
     size_t nbytes = ((size_t)idx->num_docs + 1) * sizeof(float);
-    /* the postings are hashed on their way up unless this process already verified them */
-    const uint64_t *wxxh = idx_words_verified(idx) ? NULL : &idx->words_xxh;
-    if ((s = resident(e, idx->words, wbytes, "the postings", wxxh, &e->d_words)) != CLS_OK ||
-        (s = resident(e, idx->blocks, bbytes, "the block records", NULL, &e->d_blocks)) != CLS_OK)
-        goto fail;
+    if ((s = place_index(e, device_mem, wbytes, bbytes, nbytes)) != CLS_OK) goto fail;
     e->d_norms = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, nbytes, NULL, &err);
     if (!e->d_norms || err != CL_SUCCESS) {
         e->d_norms = NULL;
@@ -227,8 +281,11 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     }
     if ((s = plan_init(&e->plan, idx)) != CLS_OK) goto fail;
     e->chunk = DEV_CHUNK_STEPS * e->prm.wg_intersect;
-    uint64_t gm = e->dev.info.global_mem, fixed = wbytes + bbytes + nbytes;
-    e->budget = gm > fixed ? (gm - fixed) / 2 : 0; /* leave room for the driver and others */
+    /* the per-batch buffers take half of what the index and the norms leave: the rest is the
+     * driver's and other programs' */
+    uint64_t fixed = nbytes + (e->cached ? (e->cache.words.size * 4 + e->cache.blocks.size * sizeof(idx_block) +
+                                            e->stage_words * 4) : wbytes + bbytes);
+    e->budget = e->dev_mem > fixed ? (e->dev_mem - fixed) / 2 : 0;
 
     size_t nalgo;
     const query_algo *const *algos = query_algos(&nalgo);
@@ -237,16 +294,29 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     for (size_t i = 0; i < nalgo && at < sizeof alg; i++)
         at += (size_t)snprintf(alg + at, sizeof alg - at, "%s%s=%s", i ? ", " : "", algos[i]->name, algos[i]->describe);
     uint64_t gmib = e->dev.info.global_mem;
+    char lists[256];
+    if (e->cached)
+        snprintf(lists, sizeof lists,
+                 "lists: cached on the device, LRU by bytes (%.1f of the index's %.1f MiB: %llu words, %llu block "
+                 "records; %.1f MiB staging), of %.1f MiB device memory %s",
+                 (double)(e->cache.words.size * 4 + e->cache.blocks.size * sizeof(idx_block)) / (1 << 20),
+                 (double)(wbytes + bbytes) / (1 << 20), (unsigned long long)e->cache.words.size,
+                 (unsigned long long)e->cache.blocks.size, (double)e->stage_words * 4 / (1 << 20),
+                 (double)e->dev_mem / (1 << 20), device_mem ? "given" : "on the device");
+    else
+        snprintf(lists, sizeof lists, "lists: resident, the whole index (%.1f MiB) of %.1f MiB device memory %s",
+                 (double)(wbytes + bbytes) / (1 << 20), (double)e->dev_mem / (1 << 20), device_mem ? "given" : "on the device");
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
              "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix-select+bitonic (WG %u); "
-             "WG intersect %u, score %u; parameters from %s; division %s\n%s",
+             "WG intersect %u, score %u; parameters from %s; division %s\n%s\n%s",
              e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
              e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
              e->dev.info.compute_units, (double)gmib / (1u << 30), e->dev.reason, cls_codec_name(idx->codec),
              clx_scan_algo_name(e->prm.wg_scan_algo), idx->block_size, alg, e->prm.wg_topk, e->prm.wg_intersect,
              e->prm.wg_score, e->prm.source,
-             cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", notes);
+             cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", lists,
+             notes);
     *out = e;
     return CLS_OK;
 fail:
@@ -262,6 +332,7 @@ void clx_free(clx_engine *e)
                     &e->acc,  &e->sdoc,   &e->sscore, &e->out,  &e->stasks, &e->nsel, &e->ucount, &e->packed,
                     &e->useg, &e->qseg,   &e->l1};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
+    dev_buf_release(&e->stage);
     cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i]) clReleaseMemObject(mems[i]);
@@ -274,6 +345,9 @@ void clx_free(clx_engine *e)
     free(e->h_norms);
     free(e->order);
     free(e->cost);
+    free(e->h_stage);
+    free(e->h_places);
+    if (e->cached) lc_free(&e->cache);
     plan_free(&e->plan);
     free(e);
 }
@@ -289,6 +363,79 @@ size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t
     *steps = e->steps;
     if (batches) *batches = e->batches;
     return e->nsteps;
+}
+
+/* Sends one staging load up: the data packed so far, then its abi_place records after it; then
+ * place_lists puts every piece where the cache gave it room. */
+static cls_status flush_stage(clx_engine *e, size_t ndata, size_t nword_places, size_t nplaces)
+{
+    if (nplaces == 0) return CLS_OK;
+    memcpy(e->h_stage + ndata, e->h_places, nplaces * sizeof(abi_place));
+    size_t bytes = ndata * 4 + nplaces * sizeof(abi_place);
+    cl_event ev;
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->stage.mem, CL_FALSE, 0, bytes, e->h_stage, 0, NULL, &ev));
+    dev_record(e, ev, "lists up", bytes);
+    cl_uint at = (cl_uint)ndata, nw = (cl_uint)nword_places;
+    dev_arg a[] = {DEV_MEM(e->stage.mem), DEV_U32(at), DEV_U32(nw), DEV_MEM(e->d_words), DEV_MEM(e->d_blocks)};
+    return dev_run(e, "place_lists", a, 5, nplaces, e->prm.wg_score, "lists place");
+}
+
+/* Uploads the lists the batch's plan pinned and the device lacks (list_cache.h), through the
+ * staging buffer: each list's words, then its block records, packed until a staging load is
+ * full (a list larger than one is cut into pieces). Word pieces and block pieces are kept apart
+ * (place_lists runs the word pieces first); the host side is reused only once the previous load
+ * has been read, and the events are taken into the profile then, so a batch that loads many
+ * lists records a bounded number of them. */
+static cls_status upload_loads(clx_engine *e)
+{
+    const list_cache *c = &e->cache;
+    const cls_index *idx = e->idx;
+    const size_t cap = e->stage_words, per_place = sizeof(abi_place) / 4;
+    if (!vec_reserve(&e->h_stage, &e->h_stage_cap, cap, 4) ||
+        !vec_reserve(&e->h_places, &e->h_places_cap, cap / per_place + 1, sizeof *e->h_places))
+        return err_set(CLS_E_NOMEM, "out of memory for the list cache's staging");
+    /* two passes over the loads: words (kind 0), then block records (kind 1) of the same lists;
+     * a staging load holds pieces of one kind only, so word pieces precede block pieces */
+    for (int kind = 0; kind < 2; kind++) {
+        size_t ndata = 0, nplaces = 0;
+        for (size_t i = 0; i < c->nloads; i++) {
+            const lc_load *l = &c->loads[i];
+            const idx_term *te = &idx->terms[l->term];
+            uint64_t w0, nw;
+            lc_list_words(idx, l->term, &w0, &nw);
+            const uint32_t unit = kind ? (uint32_t)(sizeof(idx_block) / 4) : 1u; /* words per element */
+            const uint32_t *src = kind ? (const uint32_t *)(idx->blocks + te->first_block) : idx->words + w0;
+            uint64_t n = kind ? te->num_blocks : nw, dst = kind ? l->block_pos : l->word_pos;
+            uint32_t shift = (uint32_t)(l->word_pos - w0); /* mod 2^32, as place_lists adds it */
+            for (uint64_t done = 0; done < n;) {
+                /* room for this piece's record and at least one element, else send the load */
+                if (ndata + (nplaces + 1) * per_place + unit > cap) {
+                    cls_status s = flush_stage(e, ndata, kind ? 0 : nplaces, nplaces);
+                    if (s == CLS_OK) {
+                        cl_int err = clFinish(e->queue);
+                        if (err != CL_SUCCESS) return clx_fail("clFinish(list cache staging)", err);
+                        dev_profile_collect(e, 1);
+                    }
+                    if (s != CLS_OK) return s;
+                    ndata = nplaces = 0;
+                }
+                uint64_t fit = (cap - ndata - (nplaces + 1) * per_place) / unit, m = n - done < fit ? n - done : fit;
+                memcpy(e->h_stage + ndata, src + done * unit, m * unit * 4);
+                e->h_places[nplaces++] = (abi_place){.src = (uint32_t)ndata, .dst = (uint32_t)(dst + done),
+                                                     .count = (uint32_t)m, .shift = kind ? shift : 0};
+                ndata += m * unit;
+                done += m;
+            }
+        }
+        cls_status s = flush_stage(e, ndata, kind ? 0 : nplaces, nplaces);
+        if (s != CLS_OK) return s;
+        if (kind == 0 && nplaces) { /* the host side is refilled with block records next */
+            cl_int err = clFinish(e->queue);
+            if (err != CL_SUCCESS) return clx_fail("clFinish(list cache staging)", err);
+            dev_profile_collect(e, 1);
+        }
+    }
+    return CLS_OK;
 }
 
 /* The planned batch through upload, decode, the algorithm, top-k and the read back. Query qi's
@@ -328,6 +475,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     if (!vec_reserve(&e->h_out, &e->h_out_cap, out_len + 1, 4)) return err_set(CLS_E_NOMEM, "out of memory for results");
     b.in = e->in.mem;
 
+    if (e->cached && e->cache.nloads && (s = upload_loads(e)) != CLS_OK) return s;
     cl_event ev;
     CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, lay.words * 4, pl->upload, 0, NULL, &ev));
     dev_record(e, ev, "upload", lay.words * 4);
@@ -391,6 +539,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     e->counters[0] = (cls_counter){"queries", 0};
     e->counters[1] = (cls_counter){"blocks_in_lists", 0};
     e->counters[2] = (cls_counter){"blocks_decoded", 0};
+    e->counters[3] = (cls_counter){"lists_found", 0};
+    e->counters[4] = (cls_counter){"lists_loaded", 0};
+    e->counters[5] = (cls_counter){"bytes_loaded", 0};
     const cls_index *idx = e->idx;
     const query_algo *algo = query_algo_for(p->mode);
     uint32_t N = idx->num_docs;
@@ -419,7 +570,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     qsort(e->cost, bt->nq, sizeof *e->cost, cmp_cost);
     for (uint64_t i = 0; i < bt->nq; i++) e->order[i] = e->cost[i].q;
     plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc, .max_queries = DEV_MAX_BATCH,
-                       .chunk = e->chunk};
+                       .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL};
+    const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
+                   loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
     uint64_t q0 = 0;
     while (q0 < bt->nq) {
         plan_begin(&e->plan, algo, kk, &lim, e->order, q0);
@@ -427,10 +580,21 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         while (added && q0 + e->plan.nq < bt->nq)
             if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
         s = run_batch(e, algo, r);
+        if (s != CLS_OK) {
+            /* the cache's loads may not all have happened: forget what it holds */
+            clFinish(e->queue);
+            if (e->cached) lc_reset(&e->cache);
+        }
         dev_profile_collect(e, s == CLS_OK);
         e->batches++;
         if (s != CLS_OK) return s;
         q0 += e->plan.nq;
+    }
+    if (e->cached) {
+        e->counters[3] = (cls_counter){"lists_found", e->cache.hits - hits0};
+        e->counters[4] = (cls_counter){"lists_loaded", e->cache.misses - misses0};
+        e->counters[5] = (cls_counter){"bytes_loaded", e->cache.words_loaded * 4 +
+                                                           e->cache.blocks_loaded * sizeof(idx_block) - loaded0};
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {
@@ -448,7 +612,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {
     *counters = e->counters;
-    return e->counters[0].name ? 3 : 0;
+    return e->counters[0].name ? (e->cached ? 6 : 3) : 0;
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }

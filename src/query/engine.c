@@ -4,6 +4,7 @@
 #include "query/engine.h"
 
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,10 +72,60 @@ cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engin
     return engine_create_with(idx, device, NULL, out);
 }
 
+void cls_engine_opts_init(cls_engine_opts *o)
+{
+    if (o) *o = (cls_engine_opts){0};
+}
+
+cls_status cls_engine_create_opts(const cls_index *idx, const cls_engine_opts *o, cls_engine **out)
+{
+    return engine_create_full(idx, o, NULL, out);
+}
+
 cls_status engine_create_with(const cls_index *idx, const char *device, const struct clx_params *prm, cls_engine **out)
+{
+    cls_engine_opts o = {.device = device};
+    return engine_create_full(idx, &o, prm, out);
+}
+
+/* A byte count: digits, then optionally K, M, G or T (powers of 1024). */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || *s == '-') return 0;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    case 'T': case 't': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end || (shift && v > (UINT64_MAX >> shift))) return 0;
+    *out = (uint64_t)v << shift;
+    return 1;
+}
+
+cls_status cls_parse_bytes(const char *text, uint64_t *bytes)
+{
+    if (!text || !bytes || !parse_bytes(text, bytes))
+        return err_set(CLS_E_ARG, "'%s' is not a byte count (digits, then optionally K, M, G or T)", text ? text : "(null)");
+    return CLS_OK;
+}
+
+cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, const struct clx_params *prm,
+                              cls_engine **out)
 {
     if (!idx || !out) return err_set(CLS_E_ARG, "cls_engine_create: NULL argument");
     *out = NULL;
+    const char *device = o ? o->device : NULL;
+    uint64_t device_mem = o ? o->device_mem : 0;
+    const char *env = getenv("CLSEARCH_DEVICE_MEM");
+    if (!device_mem && env && *env && !parse_bytes(env, &device_mem))
+        return err_set(CLS_E_ARG, "CLSEARCH_DEVICE_MEM='%s' is not a byte count (digits, then optionally K, M, G or T)",
+                       env);
     const char *why = "requested";
     if (!device || !*device) {
         device = getenv("CLSEARCH_DEVICE");
@@ -94,7 +145,7 @@ cls_status engine_create_with(const cls_index *idx, const char *device, const st
     } else {
         clx_engine *ce = NULL;
         char d[1900];
-        s = clx_create(idx, device, prm, &ce, d, sizeof d);
+        s = clx_create(idx, device, prm, device_mem, &ce, d, sizeof d);
         e->ops = &CLX_OPS;
         e->impl = ce;
         if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);

@@ -24,12 +24,13 @@ void ref_free(ref_engine *e);
 cls_status ref_search(ref_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 
 /* The OpenCL engine. spec: "auto", "gpu", "cpu" or "P:D". prm: the kernel parameters to build
- * with (checked against the device), or NULL for those in force (clx_params_for). desc receives
- * the verbose description. */
+ * with (checked against the device), or NULL for those in force (clx_params_for). device_mem:
+ * the bytes the engine may take (0: the device's; dev_engine.c's place_index says how they are
+ * shared). desc receives the verbose description. */
 typedef struct clx_engine clx_engine;
 struct clx_params;
-cls_status clx_create(const cls_index *idx, const char *spec, const struct clx_params *prm, clx_engine **out,
-                      char *desc, size_t desc_len);
+cls_status clx_create(const cls_index *idx, const char *spec, const struct clx_params *prm, uint64_t device_mem,
+                      clx_engine **out, char *desc, size_t desc_len);
 void clx_free(clx_engine *e);
 cls_status clx_search(clx_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
@@ -46,6 +47,9 @@ const struct clx_params *clx_engine_params(const clx_engine *e);
 /* cls_engine_create with explicit kernel parameters for an OpenCL device (NULL: those in force):
  * how the benchmarks and clsearch tune build a variant without touching the environment. */
 cls_status engine_create_with(const cls_index *idx, const char *device, const struct clx_params *prm,
+                              cls_engine **out);
+/* The same with every option (o NULL: the defaults). */
+cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, const struct clx_params *prm,
                               cls_engine **out);
 /* The OpenCL engine behind e, or NULL for the reference engine (tests and benchmarks). */
 clx_engine *engine_clx(cls_engine *e);

@@ -55,6 +55,7 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->q0 = q0;
     pl->nq = pl->ntasks = pl->nlists = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
     pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = 0;
+    if (lim->cache) lc_begin(lim->cache);
 }
 
 /* Takes back the terms slotted since ntouched0 (a query that did not fit). */
@@ -62,6 +63,14 @@ static void unslot(batch_plan *pl, uint32_t ntouched0)
 {
     for (uint32_t i = ntouched0; i < pl->ntouched; i++) pl->slot[pl->touched[i]] = 0;
     pl->ntouched = ntouched0;
+}
+
+/* A query that is not added: its terms' slots and its lists' loads are taken back. */
+static cls_status not_added(batch_plan *pl, uint32_t ntouched0, size_t nloads0, cls_status s)
+{
+    unslot(pl, ntouched0);
+    cls_status r = pl->lim.cache ? lc_rollback(pl->lim.cache, nloads0) : CLS_OK;
+    return s != CLS_OK ? s : r;
 }
 
 uint64_t plan_query(const batch_plan *pl, uint32_t i) { return pl->order ? pl->order[pl->q0 + i] : pl->q0 + i; }
@@ -95,17 +104,33 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     /* Slot the query's new whole lists and its skipped lists' regions, costing what they add;
      * undone if the query does not fit. */
     const uint32_t B = idx->block_size, ntouched0 = pl->ntouched;
+    list_cache *cache = pl->lim.cache;
+    const size_t nloads0 = cache ? cache->nloads : 0;
     uint64_t dec = pl->dec, stasks = pl->stasks, in_lists = 0;
     uint32_t ntasks = pl->ntasks, nskips = pl->nskips;
+    cls_status s = CLS_OK;
     for (uint32_t j = 0; j < q->num_terms && !empty; j++) {
         const idx_term *te = &idx->terms[t[j].term];
         pl->term_skip[j] = 0;
         uint64_t room;
-        if (need.skip && j != drive && te->num_blocks > 1) { /* a region of its own, blocks chosen on the device */
+        int skip = need.skip && j != drive && te->num_blocks > 1;
+        uint32_t first_block = te->first_block;
+        if (cache && (skip || !pl->slot[t[j].term])) { /* its list must be on the device for the batch */
+            int fits;
+            if ((s = lc_pin(cache, t[j].term, &first_block, &fits)) != CLS_OK || !fits) {
+                if (s == CLS_OK && pl->nq == 0)
+                    s = err_set(CLS_E_DEVMEM, "query %s needs more room for its posting lists than the device's list "
+                                "cache has (%llu words, %llu block records; give the engine more device memory)",
+                                cls_batch_qid(bt, (size_t)qi), (unsigned long long)cache->words.size,
+                                (unsigned long long)cache->blocks.size);
+                return not_added(pl, ntouched0, nloads0, s);
+            }
+        }
+        if (skip) { /* a region of its own, blocks chosen on the device */
             uint32_t max = te->num_blocks < shortest ? te->num_blocks : shortest;
             room = (uint64_t)max * B;
             if (dec + room < UINT32_MAX) {
-                pl->skips[nskips] = (abi_skip){.query = pl->nq, .first_block = te->first_block,
+                pl->skips[nskips] = (abi_skip){.query = pl->nq, .first_block = first_block,
                                                .num_blocks = te->num_blocks, .task_base = (uint32_t)stasks,
                                                .max_tasks = max, .dst_base = (uint32_t)dec};
                 pl->term_skip[j] = ++nskips;
@@ -127,9 +152,8 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                 continue;
             }
         }
-        unslot(pl, ntouched0);
-        if (pl->nq > 0) return CLS_OK;
-        return err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
+        if (pl->nq == 0) s = err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
+        return not_added(pl, ntouched0, nloads0, s);
     }
     uint64_t bytes = pl->bytes + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
                      (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
@@ -142,20 +166,16 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     const plan_limits *L = &pl->lim;
     if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || dec * 4 > L->max_alloc ||
                        stasks * sizeof(abi_task) > L->max_alloc || (pl->cand + need.cand) * 4 > L->max_alloc ||
-                       rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc)) {
-        unslot(pl, ntouched0);
-        return CLS_OK;
-    }
+                       rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc))
+        return not_added(pl, ntouched0, nloads0, CLS_OK);
     /* It fits: write its lists and descriptors. */
-    if (!vec_reserve(&pl->lists, &pl->lists_cap, (size_t)pl->nlists + (pl->ntouched - ntouched0) + 1, sizeof *pl->lists)) {
-        unslot(pl, ntouched0);
-        return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
-    }
+    if (!vec_reserve(&pl->lists, &pl->lists_cap, (size_t)pl->nlists + (pl->ntouched - ntouched0) + 1, sizeof *pl->lists))
+        return not_added(pl, ntouched0, nloads0, err_set(CLS_E_NOMEM, "out of memory for the batch plan"));
     for (uint32_t i = ntouched0; i < pl->ntouched; i++) {
         const idx_term *te = &idx->terms[pl->touched[i]];
         uint32_t at = pl->slot[pl->touched[i]] - 1;
         pl->lists[pl->nlists++] =
-            (abi_list){.first_block = te->first_block, .num_blocks = te->num_blocks, .dst = at, .task_base = pl->ntasks};
+            (abi_list){.first_block = cache ? cache->e[pl->touched[i]].block_pos : te->first_block, .num_blocks = te->num_blocks, .dst = at, .task_base = pl->ntasks};
         pl->ntasks += te->num_blocks;
     }
     assert(pl->ntasks == ntasks);

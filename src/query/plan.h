@@ -14,7 +14,8 @@
  * Queries are added one at a time, in batch order, each costed exactly as it is planned (a term
  * that an earlier query of the batch already decodes costs nothing again), until the next one
  * would break a limit: the byte budget of the batch's device buffers, the device's largest
- * allocation for any one buffer, 2^32 decoded slots, or the most queries a batch takes. A query
+ * allocation for any one buffer, 2^32 decoded slots, the most queries a batch takes, or, where
+ * lists are cached on the device, the cache's room for the batch's lists together. A query
  * that breaks a limit alone still gets a batch of its own; the engine's buffer allocation then
  * reports the device's refusal.
  *
@@ -27,12 +28,15 @@
 
 #include "cl/abi.h"
 #include "query/algo.h"
+#include "query/list_cache.h"
 
 typedef struct plan_limits {
     uint64_t budget;      /* bytes the batch's device buffers may take together */
     uint64_t max_alloc;   /* bytes of the largest single device buffer */
     uint32_t max_queries; /* queries per batch */
     uint32_t chunk;       /* candidates (driving-list postings) per work unit */
+    list_cache *cache;    /* the device's list cache, whose room bounds the batch's lists too;
+                           * NULL: the whole index is resident, every list where the file has it */
 } plan_limits;
 
 typedef struct batch_plan {
