@@ -313,6 +313,10 @@ typedef struct cls_engine_opts {
                           * device's. When the index's lists take more than half of it, they
                           * are cached on the device (least recently used out, by bytes) and a
                           * batch uploads the lists it needs that are not there. */
+    double batch_ms;     /* the wall time a device batch aims at: a search is cut into batches
+                          * holding the queries the device works through in that time, at the
+                          * rate measured on the engine's earlier batches (Wu et al.'s batch
+                          * size against latency); 0: 10 ms */
 } cls_engine_opts;
 
 CLS_API void cls_engine_opts_init(cls_engine_opts *o);
@@ -363,7 +367,8 @@ CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **
 
 /* (advanced) What the last cls_engine_search did, counted: "queries", "blocks_in_lists" (the
  * blocks of the lists its device batches used: decoding them all is the exhaustive work) and
- * "blocks_decoded" (what the device decoded: block skipping leaves blocks out); with the list
+ * "blocks_decoded" (what the device decoded: block skipping leaves blocks out), "cost_rate" (the
+ * cost model's measured rate after it, in postings per second of batch time); with the list
  * cache also "lists_found" (a batch's lists already on the device), "lists_loaded" and
  * "bytes_loaded" (uploaded for it). */
 typedef struct cls_counter {

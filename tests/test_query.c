@@ -336,6 +336,34 @@ START_TEST(budget_splits_batches)
 }
 END_TEST
 
+/* The cost model: an engine's first batch takes up to DEV_FIRST_BATCH queries; later batches as
+ * many as its measured rate gets through in the target time, so with a target of a microsecond
+ * a search is cut into many batches, with the reference's results. */
+START_TEST(cost_model_sizes_batches)
+{
+    fixture f = fixture_open(25, 2500, 300, 6, 120);
+    cls_engine_opts o;
+    cls_engine_opts_init(&o);
+    o.device = device();
+    o.batch_ms = 0.001;
+    cls_engine *dev;
+    ck_assert_msg(cls_engine_create_opts(f.idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
+    for (int m = 0; m < CLS_NUM_MODES; m++) {
+        same_as_ref(dev, f.ref, f.b, (cls_mode)m, 10);
+        const cls_profile_step *st;
+        uint32_t batches;
+        cls_engine_profile(dev, &st, &batches);
+        if (m == 0) ck_assert_uint_eq(batches, 1); /* nothing measured yet: one batch of all 128 */
+        else ck_assert_uint_gt(batches, 8);
+        ck_assert_uint_gt(counter(dev, "cost_rate"), 0);
+    }
+    cls_engine_free(dev);
+    o.batch_ms = -1;
+    ck_assert_int_eq(cls_engine_create_opts(f.idx, &o, &dev), CLS_E_ARG);
+    fixture_close(&f);
+}
+END_TEST
+
 /* Long queries over many work-groups: with tiny work units every query with candidates spreads
  * over many units, and AND and and-or still give the reference's results. */
 START_TEST(work_units_split_queries)
@@ -363,7 +391,8 @@ START_TEST(plan_respects_limits)
     ck_assert_int_eq(plan_init(&pl, idx), CLS_OK);
     const plan_limits lims[] = {{.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 7},
                                 {.budget = 200 << 10, .max_alloc = UINT64_MAX, .max_queries = 1024},
-                                {.budget = UINT64_MAX, .max_alloc = 64 << 10, .max_queries = 1024}};
+                                {.budget = UINT64_MAX, .max_alloc = 64 << 10, .max_queries = 1024},
+                                {.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 1024, .max_cost = 3000}};
     for (int m = 0; m < CLS_NUM_MODES; m++)
         for (size_t l = 0; l < sizeof lims / sizeof *lims; l++) {
             uint64_t q0 = 0;
@@ -376,6 +405,7 @@ START_TEST(plan_respects_limits)
                 ck_assert_uint_le(pl.nq, lims[l].max_queries);
                 if (pl.nq > 1) {
                     ck_assert_uint_le(pl.bytes, lims[l].budget);
+                    if (lims[l].max_cost) ck_assert_uint_le(pl.cost, lims[l].max_cost);
                     ck_assert_uint_le(pl.dec * 4, lims[l].max_alloc);
                 }
                 /* no block decoded twice, none landing on another's slots, all within dec */
@@ -592,6 +622,7 @@ static Suite *suite(void)
     tcase_add_test(tc, and_or_is_and_completed_by_or);
     tcase_add_test(tc, budget_splits_batches);
     tcase_add_test(tc, work_units_split_queries);
+    tcase_add_test(tc, cost_model_sizes_batches);
     tcase_add_test(tc, plan_respects_limits);
     tcase_add_test(tc, postings_verified_once);
     tcase_add_test(tc, list_cache_matches_reference);

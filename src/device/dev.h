@@ -11,11 +11,16 @@
 #include "query/plan.h"
 
 #define DEV_MIN_BUF 64u
-#define DEV_MAX_BATCH 1024u /* queries per device batch */
+/* Queries per device batch: at most DEV_MAX_BATCH; the first batch of an engine, before the
+ * cost model has a measured rate, DEV_FIRST_BATCH; after it, as many as the device works
+ * through in the target time (DEV_BATCH_SECONDS unless the engine was given another). */
+#define DEV_MAX_BATCH 4096u
+#define DEV_FIRST_BATCH 1024u
+#define DEV_BATCH_SECONDS 0.010
 #define DEV_MAX_KERNELS 16u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
-#define DEV_COUNTERS 6u
+#define DEV_COUNTERS 7u
 /* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
  * enough that a unit's fixed costs (its descriptors, the driving term's choice) stay small, short
  * enough that a long query spreads over every compute unit. */
@@ -70,6 +75,9 @@ typedef struct clx_engine {
     batch_plan plan;
     uint64_t budget; /* bytes the per-batch buffers may take together */
     uint32_t chunk;  /* candidates per work unit (DEV_CHUNK_STEPS steps of an intersect work-group) */
+    /* the cost model (clx_search): plan_cost units per second of a batch's wall time, measured
+     * and smoothed (0 until a batch ran); the target time of a batch */
+    double rate, batch_secs;
     uint32_t *order; /* the search's queries, cheapest first (balanced batches) */
     dev_qcost *cost;
     size_t order_cap, cost_cap;
@@ -79,8 +87,9 @@ typedef struct clx_engine {
     cls_profile_step steps[DEV_MAX_STEPS];
     unsigned nsteps;
     uint32_t batches;
-    cls_counter counters[DEV_COUNTERS]; /* queries, blocks in their lists, blocks decoded; with the
-                                         * list cache: lists found, lists loaded, bytes loaded */
+    cls_counter counters[DEV_COUNTERS]; /* queries, blocks in their lists, blocks decoded, the cost
+                                         * model's rate; with the list cache: lists found, lists
+                                         * loaded, bytes loaded */
     dev_event events[DEV_MAX_EVENTS];
     unsigned nevents;
 } clx_engine;

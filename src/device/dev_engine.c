@@ -229,7 +229,7 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
     return dev_buf_need(e, &e->stage, stage, "the list cache's staging buffer");
 }
 
-cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, uint64_t device_mem,
+cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, const cls_engine_opts *o,
                       clx_engine **out, char *desc, size_t desc_len)
 {
     *out = NULL;
@@ -237,6 +237,8 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     if (!e) return err_set(CLS_E_NOMEM, "out of memory");
     e->idx = idx;
     e->norm_k1 = e->norm_b = -1;
+    uint64_t device_mem = o->device_mem;
+    e->batch_secs = o->batch_ms > 0 ? o->batch_ms / 1000.0 : DEV_BATCH_SECONDS;
     cls_status s = clx_select(spec, &e->dev);
     if (s != CLS_OK) goto fail;
     if (prm) {
@@ -508,24 +510,6 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     return CLS_OK;
 }
 
-/* What a query costs, to order a search's queries so that each batch holds queries of like cost
- * and no batch waits on one long query (Wu et al. bucket by the shortest list): the postings its
- * kernels walk. With block skipping that is about its driving list once per term; otherwise
- * every posting of every list. */
-static uint64_t query_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t)
-{
-    uint64_t sum = 0, shortest = UINT64_MAX;
-    for (uint32_t j = 0; j < q->num_terms; j++) {
-        uint64_t df = idx->terms[t[j].term].df;
-        sum += df;
-        if (df < shortest) shortest = df;
-    }
-    algo_need need = {0};
-    algo->need(q, (uint32_t)(q->num_terms ? shortest : 0), &need);
-    if (need.flags & ABI_QF_EMPTY) return 0;
-    return need.skip ? shortest * q->num_terms : sum;
-}
-
 static int cmp_cost(const void *a, const void *b)
 {
     const dev_qcost *x = a, *y = b;
@@ -539,9 +523,10 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     e->counters[0] = (cls_counter){"queries", 0};
     e->counters[1] = (cls_counter){"blocks_in_lists", 0};
     e->counters[2] = (cls_counter){"blocks_decoded", 0};
-    e->counters[3] = (cls_counter){"lists_found", 0};
-    e->counters[4] = (cls_counter){"lists_loaded", 0};
-    e->counters[5] = (cls_counter){"bytes_loaded", 0};
+    e->counters[3] = (cls_counter){"cost_rate", (uint64_t)e->rate};
+    e->counters[4] = (cls_counter){"lists_found", 0};
+    e->counters[5] = (cls_counter){"lists_loaded", 0};
+    e->counters[6] = (cls_counter){"bytes_loaded", 0};
     const cls_index *idx = e->idx;
     const query_algo *algo = query_algo_for(p->mode);
     uint32_t N = idx->num_docs;
@@ -566,10 +551,14 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         !vec_reserve(&e->cost, &e->cost_cap, bt->nq, sizeof *e->cost))
         return err_set(CLS_E_NOMEM, "out of memory for the query order");
     for (uint64_t i = 0; i < bt->nq; i++)
-        e->cost[i] = (dev_qcost){query_cost(idx, algo, &bt->q[i], bt->terms + bt->q[i].term_start), (uint32_t)i};
+        e->cost[i] = (dev_qcost){plan_cost(idx, algo, &bt->q[i], bt->terms + bt->q[i].term_start), (uint32_t)i};
     qsort(e->cost, bt->nq, sizeof *e->cost, cmp_cost);
     for (uint64_t i = 0; i < bt->nq; i++) e->order[i] = e->cost[i].q;
-    plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc, .max_queries = DEV_MAX_BATCH,
+    /* The cost model: a batch takes the queries the device works through in about the target
+     * time at the rate measured so far; until a batch has been measured, DEV_FIRST_BATCH. */
+    plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc,
+                       .max_queries = e->rate > 0 ? DEV_MAX_BATCH : DEV_FIRST_BATCH,
+                       .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
                        .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL};
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
@@ -579,7 +568,14 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         int added = 1;
         while (added && q0 + e->plan.nq < bt->nq)
             if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
+        double t0 = clx_now();
         s = run_batch(e, algo, r);
+        double t = clx_now() - t0;
+        if (s == CLS_OK && t > 0 && e->plan.cost > 0) {
+            /* postings per second, smoothed: one odd batch moves the next batch's size a little */
+            double rate = (double)e->plan.cost / t;
+            e->rate = e->rate > 0 ? 0.75 * e->rate + 0.25 * rate : rate;
+        }
         if (s != CLS_OK) {
             /* the cache's loads may not all have happened: forget what it holds */
             clFinish(e->queue);
@@ -590,11 +586,11 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         if (s != CLS_OK) return s;
         q0 += e->plan.nq;
     }
+    e->counters[3].value = (uint64_t)e->rate;
     if (e->cached) {
-        e->counters[3] = (cls_counter){"lists_found", e->cache.hits - hits0};
-        e->counters[4] = (cls_counter){"lists_loaded", e->cache.misses - misses0};
-        e->counters[5] = (cls_counter){"bytes_loaded", e->cache.words_loaded * 4 +
-                                                           e->cache.blocks_loaded * sizeof(idx_block) - loaded0};
+        e->counters[4].value = e->cache.hits - hits0;
+        e->counters[5].value = e->cache.misses - misses0;
+        e->counters[6].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {
@@ -612,7 +608,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {
     *counters = e->counters;
-    return e->counters[0].name ? (e->cached ? 6 : 3) : 0;
+    return e->counters[0].name ? (e->cached ? 7 : 4) : 0;
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }

@@ -120,12 +120,16 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
 {
     if (!idx || !out) return err_set(CLS_E_ARG, "cls_engine_create: NULL argument");
     *out = NULL;
-    const char *device = o ? o->device : NULL;
-    uint64_t device_mem = o ? o->device_mem : 0;
+    cls_engine_opts opts;
+    cls_engine_opts_init(&opts);
+    if (o) opts = *o;
+    const char *device = opts.device;
     const char *env = getenv("CLSEARCH_DEVICE_MEM");
-    if (!device_mem && env && *env && !parse_bytes(env, &device_mem))
+    if (!opts.device_mem && env && *env && !parse_bytes(env, &opts.device_mem))
         return err_set(CLS_E_ARG, "CLSEARCH_DEVICE_MEM='%s' is not a byte count (digits, then optionally K, M, G or T)",
                        env);
+    if (!(opts.batch_ms >= 0 && opts.batch_ms <= 60000))
+        return err_set(CLS_E_ARG, "a batch's target time must be from 0 to 60000 ms, not %g", opts.batch_ms);
     const char *why = "requested";
     if (!device || !*device) {
         device = getenv("CLSEARCH_DEVICE");
@@ -145,7 +149,8 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     } else {
         clx_engine *ce = NULL;
         char d[1900];
-        s = clx_create(idx, device, prm, device_mem, &ce, d, sizeof d);
+        opts.device = device;
+        s = clx_create(idx, device, prm, &opts, &ce, d, sizeof d);
         e->ops = &CLX_OPS;
         e->impl = ce;
         if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);

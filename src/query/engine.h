@@ -24,12 +24,12 @@ void ref_free(ref_engine *e);
 cls_status ref_search(ref_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 
 /* The OpenCL engine. spec: "auto", "gpu", "cpu" or "P:D". prm: the kernel parameters to build
- * with (checked against the device), or NULL for those in force (clx_params_for). device_mem:
- * the bytes the engine may take (0: the device's; dev_engine.c's place_index says how they are
- * shared). desc receives the verbose description. */
+ * with (checked against the device), or NULL for those in force (clx_params_for). o: the
+ * engine's options (device_mem: dev_engine.c's place_index says how the bytes are shared;
+ * batch_ms: the cost model's target, clx_search). desc receives the verbose description. */
 typedef struct clx_engine clx_engine;
 struct clx_params;
-cls_status clx_create(const cls_index *idx, const char *spec, const struct clx_params *prm, uint64_t device_mem,
+cls_status clx_create(const cls_index *idx, const char *spec, const struct clx_params *prm, const cls_engine_opts *o,
                       clx_engine **out, char *desc, size_t desc_len);
 void clx_free(clx_engine *e);
 cls_status clx_search(clx_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);

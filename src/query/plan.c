@@ -37,6 +37,21 @@ void plan_free(batch_plan *pl)
     memset(pl, 0, sizeof *pl);
 }
 
+uint64_t plan_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t)
+{
+    uint64_t sum = 0, shortest = UINT64_MAX;
+    for (uint32_t j = 0; j < q->num_terms; j++) {
+        uint64_t df = idx->terms[t[j].term].df;
+        sum += df;
+        if (df < shortest) shortest = df;
+    }
+    algo_need need = {0};
+    algo->need(q, (uint32_t)(q->num_terms ? shortest : 0), &need);
+    uint64_t rows = need.dense ? idx->num_docs : 0;
+    if (need.flags & ABI_QF_EMPTY) return rows;
+    return (need.skip ? shortest * q->num_terms : sum) + rows;
+}
+
 uint32_t plan_scratch(uint32_t k)
 {
     uint32_t p = 1;
@@ -54,7 +69,7 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->order = order;
     pl->q0 = q0;
     pl->nq = pl->ntasks = pl->nlists = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
-    pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = 0;
+    pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = pl->cost = 0;
     if (lim->cache) lc_begin(lim->cache);
 }
 
@@ -163,8 +178,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 12 +
                      (uint64_t)need.dense * idx->num_docs * 4;
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
+    uint64_t cost = pl->cost + plan_cost(idx, pl->algo, q, t);
     const plan_limits *L = &pl->lim;
-    if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || dec * 4 > L->max_alloc ||
+    if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || (L->max_cost && cost > L->max_cost) ||
+                       dec * 4 > L->max_alloc ||
                        stasks * sizeof(abi_task) > L->max_alloc || (pl->cand + need.cand) * 4 > L->max_alloc ||
                        rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc))
         return not_added(pl, ntouched0, nloads0, CLS_OK);
@@ -203,6 +220,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     pl->dense += need.dense;
     pl->two_level |= need.skip;
     pl->bytes = bytes;
+    pl->cost = cost;
     pl->blocks_in_lists += in_lists;
     pl->nq++;
     *added = 1;

@@ -14,7 +14,8 @@
  * Queries are added one at a time, in batch order, each costed exactly as it is planned (a term
  * that an earlier query of the batch already decodes costs nothing again), until the next one
  * would break a limit: the byte budget of the batch's device buffers, the device's largest
- * allocation for any one buffer, 2^32 decoded slots, the most queries a batch takes, or, where
+ * allocation for any one buffer, 2^32 decoded slots, the most queries a batch takes, the work
+ * the engine's cost model allows a batch (max_cost), or, where
  * lists are cached on the device, the cache's room for the batch's lists together. A query
  * that breaks a limit alone still gets a batch of its own; the engine's buffer allocation then
  * reports the device's refusal.
@@ -35,6 +36,8 @@ typedef struct plan_limits {
     uint64_t max_alloc;   /* bytes of the largest single device buffer */
     uint32_t max_queries; /* queries per batch */
     uint32_t chunk;       /* candidates (driving-list postings) per work unit */
+    uint64_t max_cost;    /* plan_cost units a batch may add up to (the engine's cost model:
+                           * clx_search); 0: no limit */
     list_cache *cache;    /* the device's list cache, whose room bounds the batch's lists too;
                            * NULL: the whole index is resident, every list where the file has it */
 } plan_limits;
@@ -64,6 +67,7 @@ typedef struct batch_plan {
     uint32_t dense;      /* accumulator rows */
     uint32_t two_level;  /* some query asked for block skipping: top-k runs per work unit first */
     uint64_t bytes;      /* device bytes the batch's buffers need, as costed */
+    uint64_t cost;       /* its queries' plan_cost together */
     uint32_t ntouched;   /* terms slotted in this batch */
     /* host arrays, reused from batch to batch (capacities only grow) */
     abi_list *lists;
@@ -77,6 +81,13 @@ typedef struct batch_plan {
     uint32_t *upload; /* the packed input: lists | queries | terms | skips | units */
     size_t upload_cap;
 } batch_plan;
+
+/* What query q (its terms t) costs the device under algo, in postings its kernels walk: with
+ * block skipping about its driving list once per term, otherwise every posting of every list;
+ * a dense accumulator row adds the documents it zeroes and ranks. 0 for a query that matches
+ * nothing. The engine orders a search's queries by it (balanced batches, Wu et al.) and sizes
+ * batches by it (max_cost). */
+uint64_t plan_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t);
 
 /* The top-k scratch slots a group needs for k hits (topk.cl sorts a power of two). */
 uint32_t plan_scratch(uint32_t k);
