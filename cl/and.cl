@@ -55,13 +55,14 @@ inline uint driving_term(__global const abi_term *qt, uint nt)
 }
 
 /* One work-group per abi_skip: the blocks of its list whose docID range holds a docID of the
- * query's driving list, in list order, as decode tasks (block_size slots each). */
+ * query's driving list, in list order, as decode tasks (block_size slots each). The search runs
+ * from the shorter side: blocks into the driving list, or driving docIDs into the block heads. */
 __kernel __attribute__((reqd_work_group_size(WG_INTERSECT, 1, 1)))
 void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, uint skips_base,
                    __global const idx_block *blocks, __global const uint *docs, uint block_size,
                    __global abi_task *stasks, __global uint *nsel, __global uint *out, uint nsel_at)
 {
-    __local uint scan[WG_INTERSECT];
+    __local uint scan[WG_INTERSECT], pick[WG_INTERSECT];
     uint r = get_group_id(0), lid = get_local_id(0);
     __global const abi_skip *sk = SKIPS_AT(in, skips_base, r);
     __global const abi_query *qi = QUERY_AT(in, qinfo_base, sk->query);
@@ -70,20 +71,51 @@ void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, ui
     uint soff = dt->list_offset, slen = dt->df, fb = sk->first_block, nb = sk->num_blocks;
     __global abi_task *dst = stasks + sk->task_base;
     uint count = 0;
-    for (uint base = 0; base < nb; base += WG_INTERSECT) { /* uniform trip count */
-        uint b = base + lid, hit = 0;
-        if (b < nb) {
-            __global const idx_block *m = blocks + fb + b;
-            uint p = lower_bound(docs + soff, slen, m->first);
-            hit = p < slen && docs[soff + p] <= m->last;
+    if (slen < nb) {
+        /* fewer driving docIDs than blocks: each docID finds its block (the first whose last is
+         * >= it) and the first docID of a block to hold one selects it; the docIDs ascend, so
+         * the blocks come in list order (a docID selects no block, ABI_NO_BLOCK, when it falls
+         * between two) */
+        uint prev_last = ABI_NO_BLOCK; /* the block the previous step's last docID selected */
+        for (uint base = 0; base < slen; base += WG_INTERSECT) { /* uniform trip count */
+            uint i = base + lid, sel = ABI_NO_BLOCK;
+            if (i < slen) {
+                uint d = docs[soff + i], lo = 0, hi = nb;
+                while (lo < hi) {
+                    uint mid = lo + ((hi - lo) >> 1);
+                    if (blocks[fb + mid].last < d) lo = mid + 1; else hi = mid;
+                }
+                if (lo < nb && blocks[fb + lo].first <= d) sel = lo;
+            }
+            pick[lid] = sel;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            uint prev = lid ? pick[lid - 1] : prev_last, hit = sel != ABI_NO_BLOCK && sel != prev;
+            prev_last = pick[WG_INTERSECT - 1]; /* past slen only in the last step, which has no next */
+            uint total;
+            uint pos = wg_scan_incl(scan, hit, &total) - hit + count; /* its barriers guard pick too */
+            if (hit) {
+                abi_task t = {fb + sel, sk->dst_base + pos * block_size};
+                dst[pos] = t;
+            }
+            count += total;
         }
-        uint total;
-        uint pos = wg_scan_incl(scan, hit, &total) - hit + count;
-        if (hit) {
-            abi_task t = {fb + b, sk->dst_base + pos * block_size};
-            dst[pos] = t;
+    } else {
+        /* each block looks for a driving docID within its [first, last] */
+        for (uint base = 0; base < nb; base += WG_INTERSECT) { /* uniform trip count */
+            uint b = base + lid, hit = 0;
+            if (b < nb) {
+                __global const idx_block *m = blocks + fb + b;
+                uint p = lower_bound(docs + soff, slen, m->first);
+                hit = p < slen && docs[soff + p] <= m->last;
+            }
+            uint total;
+            uint pos = wg_scan_incl(scan, hit, &total) - hit + count;
+            if (hit) {
+                abi_task t = {fb + b, sk->dst_base + pos * block_size};
+                dst[pos] = t;
+            }
+            count += total;
         }
-        count += total;
     }
     for (uint i = count + lid; i < sk->max_tasks; i += WG_INTERSECT) dst[i].block = ABI_NO_BLOCK;
     if (lid == 0) {

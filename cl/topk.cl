@@ -5,7 +5,8 @@
  * an algorithm ranks a class of documents first. The group:
  *  1. finds the k-th largest key T by radix select: four passes over the query's keys, each
  *     building a 256-bin histogram of the next 8 bits (local atomics) among the keys that share
- *     the prefix chosen so far;
+ *     the prefix chosen so far (none when there are at most k keys: all of them survive, the
+ *     common case of a short AND query's work unit);
  *  2. compacts, in docID order (prefix sums), every key > T and the first `need` keys equal
  *     to T, so ties at the boundary keep the smaller docIDs, into scratch;
  *  3. bitonic-sorts the m <= k survivors by (key desc, docID asc) and writes them out, scores
@@ -56,7 +57,8 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
         shared_all = 0;
     }
     uint mask = 0;
-    for (int shift = 24; shift >= 0; shift -= 8) {
+    /* at most k keys: every match survives, no select needed (uniform: count is the group's) */
+    for (int shift = count <= k ? -8 : 24; shift >= 0; shift -= 8) {
         for (uint j = lid; j < 256; j += WG_TOPK) hist[j] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint prefix = shared_prefix;
@@ -83,8 +85,10 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
         if (shared_all) break; /* uniform: read after the barrier */
         mask |= 255u << shift;
     }
-    uint T = shared_all ? 1u : shared_prefix;        /* keys >= 1: every match */
-    uint need = shared_all ? 0xFFFFFFFFu : shared_need;
+    barrier(CLK_LOCAL_MEM_FENCE); /* the initial shared values, when the select was skipped */
+    uint all = count <= k || shared_all;
+    uint T = all ? 1u : shared_prefix;        /* keys >= 1: every match */
+    uint need = all ? 0xFFFFFFFFu : shared_need;
 
     /* 2. ordered compaction of the survivors */
     __global uint *sd = sdoc + (ulong)q * P;
