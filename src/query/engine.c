@@ -128,6 +128,13 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     if (!opts.device_mem && env && *env && !parse_bytes(env, &opts.device_mem))
         return err_set(CLS_E_ARG, "CLSEARCH_DEVICE_MEM='%s' is not a byte count (digits, then optionally K, M, G or T)",
                        env);
+    const char *bms = getenv("CLSEARCH_BATCH_MS");
+    if (opts.batch_ms == 0 && bms && *bms) {
+        char *end;
+        opts.batch_ms = strtod(bms, &end);
+        if (end == bms || *end || !(opts.batch_ms > 0))
+            return err_set(CLS_E_ARG, "CLSEARCH_BATCH_MS='%s' is not a positive number of milliseconds", bms);
+    }
     if (!(opts.batch_ms >= 0 && opts.batch_ms <= 60000))
         return err_set(CLS_E_ARG, "a batch's target time must be from 0 to 60000 ms, not %g", opts.batch_ms);
     const char *why = "requested";
