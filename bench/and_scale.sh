@@ -7,6 +7,10 @@
 #
 #   bench/and_scale.sh BUILD DEVICE OUT [SCALES]     SCALES: "m1 gov2" (default)
 #
+# With DEVICE_MEM (e.g. 8G), each scale is searched again with the engine held to that much
+# device memory, so an index larger than half of it runs through the list cache: one -v search
+# (lists loaded and found) and bench e2e at k 10. BATCHES overrides the batch sizes, KS the ks.
+#
 # Indexes are generated into OUT unless already there (gov2: 11.5 GB, about 35 GB of RAM while
 # it is built).
 set -euo pipefail
@@ -29,6 +33,17 @@ for s in $scales; do
     -q "$out/$s.4k.tsv" -m and -k 10 -d "$dev" -o "$out/$s.and.run" -v 2>"$out/$s.search.log"; } 2>&1 )"
   grep -E "start-up|device time|^blocks|searched" "$out/$s.search.log"
   echo "== $s: bench e2e, AND"
-  "$cls" bench e2e -x "$idx" -q "$topics" -d "$dev" -m and -k 10,1000 -b 1,16,256,1024,4096,16384 --seconds 2 \
-    --json "$out/e2e-$s.jsonl" | tail -13
+  "$cls" bench e2e -x "$idx" -q "$topics" -d "$dev" -m and -k "${KS:-10,1000}" -b "${BATCHES:-1,16,256,1024,4096,16384}" \
+    --seconds 2 --json "$out/e2e-$s.jsonl" | tail -13
+  if [ -n "${DEVICE_MEM:-}" ]; then
+    echo "== $s: the list cache, device memory $DEVICE_MEM: one search of 4,096 topics (AND, k 10), twice"
+    for pass in 1 2; do
+      CLSEARCH_DEVICE_MEM=$DEVICE_MEM "$cls" search -x "$idx" -q "$out/$s.4k.tsv" -m and -k 10 -d "$dev" \
+        -o "$out/$s.and.cache.run" -v 2>"$out/$s.cache.log"
+      grep -E "^lists|start-up|device time|^blocks|list" "$out/$s.cache.log" | head -8
+    done
+    "$cls" compare "$out/$s.and.run" "$out/$s.and.cache.run" | tail -1
+    CLSEARCH_DEVICE_MEM=$DEVICE_MEM "$cls" bench e2e -x "$idx" -q "$topics" -d "$dev" -m and -k 10 -b 1024,4096 \
+      --seconds 2 --json "$out/e2e-$s-cache.jsonl" | tail -4
+  fi
 done

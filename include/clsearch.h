@@ -316,7 +316,7 @@ typedef struct cls_engine_opts {
     double batch_ms;     /* the wall time a device batch aims at: a search is cut into batches
                           * holding the queries the device works through in that time, at the
                           * rate measured on the engine's earlier batches (Wu et al.'s batch
-                          * size against latency); 0: $CLSEARCH_BATCH_MS, else 10 ms */
+                          * size against latency); 0: $CLSEARCH_BATCH_MS, else 25 ms */
 } cls_engine_opts;
 
 CLS_API void cls_engine_opts_init(cls_engine_opts *o);

@@ -226,7 +226,19 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
         return err_wrap(clx_fail("clCreateBuffer", err), "the list cache's block records (%llu bytes): ",
                         (unsigned long long)nb * sizeof(idx_block));
     }
-    return dev_buf_need(e, &e->stage, stage, "the list cache's staging buffer");
+    if ((s = dev_buf_need(e, &e->stage, stage, "the list cache's staging buffer")) != CLS_OK) return s;
+    /* its host side pinned (mapped once), so a staging load travels at the link's speed */
+    e->stage_host = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, stage, NULL, &err);
+    if (!e->stage_host || err != CL_SUCCESS) {
+        e->stage_host = NULL;
+        return clx_fail("clCreateBuffer(list cache staging)", err);
+    }
+    e->h_stage = clEnqueueMapBuffer(e->queue, e->stage_host, CL_TRUE, CL_MAP_WRITE, 0, stage, 0, NULL, NULL, &err);
+    if (!e->h_stage || err != CL_SUCCESS) {
+        e->h_stage = NULL;
+        return clx_fail("clEnqueueMapBuffer(list cache staging)", err);
+    }
+    return CLS_OK;
 }
 
 cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, const cls_engine_opts *o,
@@ -335,7 +347,11 @@ void clx_free(clx_engine *e)
                     &e->useg, &e->qseg,   &e->l1};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
-    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms};
+    if (e->h_stage) { /* the pinned staging's mapping, while the queue lives */
+        clEnqueueUnmapMemObject(e->queue, e->stage_host, e->h_stage, 0, NULL, NULL);
+        clFinish(e->queue);
+    }
+    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms, e->stage_host};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i]) clReleaseMemObject(mems[i]);
     for (unsigned i = 0; i < e->nkernels; i++) clReleaseKernel(e->kernels[i]);
@@ -347,7 +363,6 @@ void clx_free(clx_engine *e)
     free(e->h_norms);
     free(e->order);
     free(e->cost);
-    free(e->h_stage);
     free(e->h_places);
     if (e->cached) lc_free(&e->cache);
     plan_free(&e->plan);
@@ -384,17 +399,19 @@ static cls_status flush_stage(clx_engine *e, size_t ndata, size_t nword_places, 
 
 /* Uploads the lists the batch's plan pinned and the device lacks (list_cache.h), through the
  * staging buffer: each list's words, then its block records, packed until a staging load is
- * full (a list larger than one is cut into pieces). Word pieces and block pieces are kept apart
+ * full. A list is cut into pieces of at most PLACE_PIECE_WORDS words (place_lists runs a
+ * work-group a piece: a long list is moved by many). Word pieces and block pieces are kept apart
  * (place_lists runs the word pieces first); the host side is reused only once the previous load
  * has been read, and the events are taken into the profile then, so a batch that loads many
  * lists records a bounded number of them. */
+#define PLACE_PIECE_WORDS 8192u
+
 static cls_status upload_loads(clx_engine *e)
 {
     const list_cache *c = &e->cache;
     const cls_index *idx = e->idx;
     const size_t cap = e->stage_words, per_place = sizeof(abi_place) / 4;
-    if (!vec_reserve(&e->h_stage, &e->h_stage_cap, cap, 4) ||
-        !vec_reserve(&e->h_places, &e->h_places_cap, cap / per_place + 1, sizeof *e->h_places))
+    if (!vec_reserve(&e->h_places, &e->h_places_cap, cap / per_place + 1, sizeof *e->h_places))
         return err_set(CLS_E_NOMEM, "out of memory for the list cache's staging");
     /* two passes over the loads: words (kind 0), then block records (kind 1) of the same lists;
      * a staging load holds pieces of one kind only, so word pieces precede block pieces */
@@ -422,6 +439,7 @@ static cls_status upload_loads(clx_engine *e)
                     ndata = nplaces = 0;
                 }
                 uint64_t fit = (cap - ndata - (nplaces + 1) * per_place) / unit, m = n - done < fit ? n - done : fit;
+                if (m * unit > PLACE_PIECE_WORDS) m = PLACE_PIECE_WORDS / unit; /* many groups share a long list */
                 memcpy(e->h_stage + ndata, src + done * unit, m * unit * 4);
                 e->h_places[nplaces++] = (abi_place){.src = (uint32_t)ndata, .dst = (uint32_t)(dst + done),
                                                      .count = (uint32_t)m, .shift = kind ? shift : 0};
