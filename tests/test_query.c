@@ -336,9 +336,9 @@ START_TEST(budget_splits_batches)
 }
 END_TEST
 
-/* The cost model: an engine's first batch takes up to DEV_FIRST_BATCH queries; later batches as
- * many as its measured rate gets through in the target time, so with a target of a microsecond
- * a search is cut into many batches, with the reference's results. */
+/* The cost model: an engine's first batch takes up to its floor of queries; later batches as
+ * many as its measured rate gets through in the target time, so with a floor of one query and a
+ * target of a microsecond a search is cut into many batches, with the reference's results. */
 START_TEST(cost_model_sizes_batches)
 {
     fixture f = fixture_open(25, 2500, 300, 6, 120);
@@ -348,12 +348,13 @@ START_TEST(cost_model_sizes_batches)
     o.batch_ms = 0.001;
     cls_engine *dev;
     ck_assert_msg(cls_engine_create_opts(f.idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
+    clx_set_batch_floor(engine_clx(dev), 1);
     for (int m = 0; m < CLS_NUM_MODES; m++) {
         same_as_ref(dev, f.ref, f.b, (cls_mode)m, 10);
         const cls_profile_step *st;
         uint32_t batches;
         cls_engine_profile(dev, &st, &batches);
-        if (m == 0) ck_assert_uint_eq(batches, 1); /* nothing measured yet: one batch of all 128 */
+        if (m == 0) ck_assert_uint_eq(batches, 128); /* nothing measured yet: batches of the floor, one query */
         else ck_assert_uint_gt(batches, 8);
         ck_assert_uint_gt(counter(dev, "cost_rate"), 0);
     }
@@ -392,7 +393,8 @@ START_TEST(plan_respects_limits)
     const plan_limits lims[] = {{.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 7},
                                 {.budget = 200 << 10, .max_alloc = UINT64_MAX, .max_queries = 1024},
                                 {.budget = UINT64_MAX, .max_alloc = 64 << 10, .max_queries = 1024},
-                                {.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 1024, .max_cost = 3000}};
+                                {.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 1024, .max_cost = 3000,
+                                 .cost_floor = 1}};
     for (int m = 0; m < CLS_NUM_MODES; m++)
         for (size_t l = 0; l < sizeof lims / sizeof *lims; l++) {
             uint64_t q0 = 0;

@@ -251,6 +251,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     e->norm_k1 = e->norm_b = -1;
     uint64_t device_mem = o->device_mem;
     e->batch_secs = o->batch_ms > 0 ? o->batch_ms / 1000.0 : DEV_BATCH_SECONDS;
+    e->batch_floor = DEV_FIRST_BATCH;
     cls_status s = clx_select(spec, &e->dev);
     if (s != CLS_OK) goto fail;
     if (prm) {
@@ -572,11 +573,13 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         e->cost[i] = (dev_qcost){plan_cost(idx, algo, &bt->q[i], bt->terms + bt->q[i].term_start), (uint32_t)i};
     qsort(e->cost, bt->nq, sizeof *e->cost, cmp_cost);
     for (uint64_t i = 0; i < bt->nq; i++) e->order[i] = e->cost[i].q;
-    /* The cost model: a batch takes the queries the device works through in about the target
-     * time at the rate measured so far; until a batch has been measured, DEV_FIRST_BATCH. */
+    /* The cost model: a batch takes at least the floor's queries (fewer leave the device part
+     * idle), and more, up to DEV_MAX_BATCH, while the device gets through them in the target
+     * time at the rate measured so far; until a batch has been measured, the floor. */
     plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc,
-                       .max_queries = e->rate > 0 ? DEV_MAX_BATCH : DEV_FIRST_BATCH,
+                       .max_queries = e->rate > 0 ? DEV_MAX_BATCH : e->batch_floor,
                        .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
+                       .cost_floor = e->batch_floor,
                        .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL};
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
@@ -630,6 +633,8 @@ size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }
+
+void clx_set_batch_floor(clx_engine *e, uint32_t queries) { e->batch_floor = queries ? queries : 1; }
 
 void clx_set_chunk(clx_engine *e, uint32_t candidates) { e->chunk = candidates ? candidates : 1; }
 

@@ -38,6 +38,8 @@ size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t
 size_t clx_counters(const clx_engine *e, const cls_counter **counters);
 /* The bytes a device batch's buffers may take together (tests force small batches with it). */
 void clx_set_budget(clx_engine *e, uint64_t bytes);
+/* The queries a batch takes before the cost model's target time can close it (tests force 1). */
+void clx_set_batch_floor(clx_engine *e, uint32_t queries);
 /* The candidates per work unit: a long query's intersection spreads over that many work-groups
  * (tests force small ones). */
 void clx_set_chunk(clx_engine *e, uint32_t candidates);

@@ -180,7 +180,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
     uint64_t cost = pl->cost + plan_cost(idx, pl->algo, q, t);
     const plan_limits *L = &pl->lim;
-    if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || (L->max_cost && cost > L->max_cost) ||
+    if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || (L->max_cost && pl->nq >= L->cost_floor && cost > L->max_cost) ||
                        dec * 4 > L->max_alloc ||
                        stasks * sizeof(abi_task) > L->max_alloc || (pl->cand + need.cand) * 4 > L->max_alloc ||
                        rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc))

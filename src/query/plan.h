@@ -36,8 +36,9 @@ typedef struct plan_limits {
     uint64_t max_alloc;   /* bytes of the largest single device buffer */
     uint32_t max_queries; /* queries per batch */
     uint32_t chunk;       /* candidates (driving-list postings) per work unit */
-    uint64_t max_cost;    /* plan_cost units a batch may add up to (the engine's cost model:
-                           * clx_search); 0: no limit */
+    uint64_t max_cost;    /* plan_cost units a batch may add up to once it holds cost_floor
+                           * queries (the engine's cost model: clx_search); 0: no limit */
+    uint32_t cost_floor;
     list_cache *cache;    /* the device's list cache, whose room bounds the batch's lists too;
                            * NULL: the whole index is resident, every list where the file has it */
 } plan_limits;
