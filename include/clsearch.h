@@ -136,15 +136,23 @@ typedef enum cls_topics_format {
                           * <title> field */
     CLS_TOPICS_SMART,    /* ".I n" + ".W text" records; qid = the record's 1-based position in
                           * the file (Cranfield's qrels number cran.qry's queries that way) */
-    CLS_TOPICS_MQ        /* TREC Million Query: qid:priority:text per line */
+    CLS_TOPICS_MQ,       /* TREC Million Query: qid:priority:text per line */
+    CLS_TOPICS_AUTO      /* cls_topics_read: the format the first non-blank line announces, as
+                          * cls_topics_detect guesses it, read in the same pass */
 } cls_topics_format;
 
 typedef int (*cls_topic_fn)(void *user, const char *qid, const char *text);
 
-/* Streams every topic of path to fn (NUL-terminated strings, valid during the call). */
+/* Streams every topic of path to fn (NUL-terminated strings, valid during the call). path is
+ * read once from its start, so it may be a pipe ("/dev/stdin"); a name ending in ".gz" is
+ * decompressed. A file of no topics is an error in the formats that mark topics (Anserini, TREC,
+ * SMART) and zero topics, CLS_OK, in the line formats (TSV, Million Query): the caller decides
+ * whether an empty list is one. */
 CLS_API cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn fn, void *user);
 /* The format of a topics file guessed from its first non-blank line (TSV when unsure or
- * unreadable: the reader then reports the error). */
+ * unreadable: the reader then reports the error). It reads path: what it reads from a pipe is
+ * gone for the reader after it, so pass CLS_TOPICS_AUTO to cls_topics_read instead, which
+ * guesses and reads in one pass. */
 CLS_API cls_topics_format cls_topics_detect(const char *path);
 
 /* ---- Index building ------------------------------------------------------------------------ */
