@@ -63,6 +63,17 @@ CLS_API const char *cls_last_error(void);
 /* "0.1.0" */
 CLS_API const char *cls_version(void);
 
+/* Notices: a line for a person waiting on slow work that a call does on the way. Today there is
+ * one, "compiling kernels for DEVICE (once; cached in DIR)" (or "(no cache folder: every start
+ * compiles)"), sent just before a kernel program is compiled from source rather than loaded from
+ * the program cache, which can take many seconds (cls_engine_create, the first time on a device
+ * or after a change of driver or kernels; an engine compiles two programs, so the line may come
+ * twice). The library prints nothing: a notice goes to the function set here, on the thread doing
+ * the work (the line, NUL-terminated, no newline, valid during the call), or nowhere, the default
+ * and what fn NULL restores. The setting is process-wide: make it before the calls it is for. */
+typedef void (*cls_notice_fn)(void *user, const char *line);
+CLS_API void cls_set_notice(cls_notice_fn fn, void *user);
+
 /* ---- Analysis ------------------------------------------------------------------------------ */
 
 /* How text becomes terms. The defaults (cls_analyzer_defaults) follow Lucene's English analyzer:
