@@ -152,7 +152,7 @@ int bench_e2e(int argc, char **argv)
     cls_status s = cls_index_open(index, &idx);
     if (s != CLS_OK) return failed(s, index);
     topic_list tl = {0};
-    if ((s = cls_topics_read(cls_topics_detect(topics), topics, on_topic, &tl)) != CLS_OK) return failed(s, topics);
+    if ((s = cls_topics_read(CLS_TOPICS_AUTO, topics, on_topic, &tl)) != CLS_OK) return failed(s, topics);
     if (tl.n == 0) {
         fprintf(stderr, "clsearch bench e2e: %s holds no topics\n", topics);
         return 1;

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     cls_status s = cls_index_open(index, &idx);
     if (s != CLS_OK) return die(s, index);
     if ((s = cls_batch_create(idx, &batch)) != CLS_OK) return die(s, "batch");
-    if ((s = cls_topics_read(cls_topics_detect(topics), topics, on_topic, batch)) != CLS_OK)
+    if ((s = cls_topics_read(CLS_TOPICS_AUTO, topics, on_topic, batch)) != CLS_OK)
         return die(s, topics);
     size_t nq = cls_batch_count(batch);
     cls_index_stats st;

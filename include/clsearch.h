@@ -63,6 +63,17 @@ CLS_API const char *cls_last_error(void);
 /* "0.1.0" */
 CLS_API const char *cls_version(void);
 
+/* Notices: a line for a person waiting on slow work that a call does on the way. Today there is
+ * one, "compiling kernels for DEVICE (once; cached in DIR)" (or "(no cache folder: every start
+ * compiles)"), sent just before a kernel program is compiled from source rather than loaded from
+ * the program cache, which can take many seconds (cls_engine_create, the first time on a device
+ * or after a change of driver or kernels; an engine compiles two programs, so the line may come
+ * twice). The library prints nothing: a notice goes to the function set here, on the thread doing
+ * the work (the line, NUL-terminated, no newline, valid during the call), or nowhere, the default
+ * and what fn NULL restores. The setting is process-wide: make it before the calls it is for. */
+typedef void (*cls_notice_fn)(void *user, const char *line);
+CLS_API void cls_set_notice(cls_notice_fn fn, void *user);
+
 /* ---- Analysis ------------------------------------------------------------------------------ */
 
 /* How text becomes terms. The defaults (cls_analyzer_defaults) follow Lucene's English analyzer:
@@ -136,15 +147,23 @@ typedef enum cls_topics_format {
                           * <title> field */
     CLS_TOPICS_SMART,    /* ".I n" + ".W text" records; qid = the record's 1-based position in
                           * the file (Cranfield's qrels number cran.qry's queries that way) */
-    CLS_TOPICS_MQ        /* TREC Million Query: qid:priority:text per line */
+    CLS_TOPICS_MQ,       /* TREC Million Query: qid:priority:text per line */
+    CLS_TOPICS_AUTO      /* cls_topics_read: the format the first non-blank line announces, as
+                          * cls_topics_detect guesses it, read in the same pass */
 } cls_topics_format;
 
 typedef int (*cls_topic_fn)(void *user, const char *qid, const char *text);
 
-/* Streams every topic of path to fn (NUL-terminated strings, valid during the call). */
+/* Streams every topic of path to fn (NUL-terminated strings, valid during the call). path is
+ * read once from its start, so it may be a pipe ("/dev/stdin"); a name ending in ".gz" is
+ * decompressed. A file of no topics is an error in the formats that mark topics (Anserini, TREC,
+ * SMART) and zero topics, CLS_OK, in the line formats (TSV, Million Query): the caller decides
+ * whether an empty list is one. */
 CLS_API cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn fn, void *user);
 /* The format of a topics file guessed from its first non-blank line (TSV when unsure or
- * unreadable: the reader then reports the error). */
+ * unreadable: the reader then reports the error). It reads path: what it reads from a pipe is
+ * gone for the reader after it, so pass CLS_TOPICS_AUTO to cls_topics_read instead, which
+ * guesses and reads in one pass. */
 CLS_API cls_topics_format cls_topics_detect(const char *path);
 
 /* ---- Index building ------------------------------------------------------------------------ */
@@ -327,7 +346,12 @@ CLS_API cls_status cls_parse_bytes(const char *text, uint64_t *bytes);
  * query's lists together, is CLS_E_DEVMEM (at creation, or at the search that has the query). */
 CLS_API cls_status cls_engine_create_opts(const cls_index *idx, const cls_engine_opts *o, cls_engine **out);
 CLS_API void cls_engine_free(cls_engine *e);
-/* One line naming the device, why it was chosen, the kernel variant and its parameters. */
+/* The engine described for a person (clsearch search -v), valid until cls_engine_free: for the
+ * reference engine one line, "device: reference engine (...)"; for an OpenCL device three lines
+ * separated by '\n', "device: ..." (the device and why it was chosen), "kernels: ..." (the kernel
+ * variants and their parameters) and "programs: ..." (each program's build options, whether it
+ * was compiled or loaded from the cache, and the cache file), the last ending with the device
+ * spec asked for. No trailing newline. The wording is for reading, not parsing, and may change. */
 CLS_API const char *cls_engine_describe(const cls_engine *e);
 /* Program build times of the last engine creation, for the verbose report. */
 CLS_API void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache);

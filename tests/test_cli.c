@@ -11,6 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
+#include "clsearch.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -231,9 +234,16 @@ START_TEST(index_errors)
     /* an output path in a missing folder: the index is not written, and the message says where */
     const char *deep = wp("nofolder/out.idx");
     rc = cli(&err, "index -c jsonl -o '%s' '%s'", deep, wp("good.jsonl"));
-    expect_fail(rc, err, 1, "nofolder", "writing the index", NULL, "-o in a missing folder");
+    expect_fail(rc, err, 1, "nofolder", "cannot write", NULL, "-o in a missing folder");
     ck_assert(!exists(wp("nofolder")));
     ck_assert_int_eq(leftover_tmp(), 0);
+    /* ... and it is found before any input is read: a missing input is not what it reports */
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", deep, wp("missing.jsonl"));
+    expect_fail(rc, err, 1, "index: cannot write", "nofolder: No such file or directory", NULL, "-o checked first");
+    ck_assert_msg(strstr(err, "missing.jsonl") == NULL, "the input was read before the output was checked: %s", err);
+    /* an output that is a folder */
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", work, wp("good.jsonl"));
+    expect_fail(rc, err, 1, "it is a folder", NULL, NULL, "-o onto a folder");
 
     /* and the good file alone works, leaving only the index */
     rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("good.jsonl"));
@@ -320,10 +330,15 @@ START_TEST(search_errors)
     ck_assert(!exists(wp("nofolder")));
     ck_assert_int_eq(leftover_tmp(), 0);
 
-    /* the run path is a folder: the rename fails, the temporary file is removed */
+    /* ... checked before the index is opened: a missing index is not what it reports */
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", wp("missing.idx"), topics, wp("nofolder/run.txt"));
+    expect_fail(rc, err, 1, "search: cannot write", "nofolder: No such file or directory", NULL, "-o checked first");
+    ck_assert_msg(strstr(err, "missing.idx") == NULL, "the index was opened before the output was checked: %s", err);
+
+    /* the run path is a folder: refused before the search, no temporary file */
     ck_assert_int_eq(mkdir(wp("rundir"), 0755), 0);
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, topics, wp("rundir"));
-    expect_fail(rc, err, 1, "rundir", "Is a directory", NULL, "-o onto a folder");
+    expect_fail(rc, err, 1, "rundir", "it is a folder", NULL, "-o onto a folder");
     ck_assert_int_eq(leftover_tmp(), 0);
     /* the run to stdout, and stdout full: the write error is reported */
     if (exists("/dev/full")) {
@@ -672,6 +687,345 @@ START_TEST(search_to_devices_and_links)
 }
 END_TEST
 
+/* ---- topics from standard input, a query on the command line ------------------------------- */
+
+/* Runs the command with the file in piped into its standard input (a pipe, not a file: what
+ * "printf ... | clsearch" gives), stdout into the file out; *err receives stderr. */
+static int cli_pipe(const char *in, const char *out, const char **err, const char *fmt, ...)
+{
+    char args[6000], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    static char errbuf[65536];
+    const char *bin = getenv("CLSEARCH_BIN");
+    const char *errpath = wp("pipe.stderr");
+    snprintf(cmd, sizeof cmd, "cat '%s' | '%s' %s 2>'%s' >'%s'", in, bin ? bin : "clsearch", args, errpath, out);
+    int rc = system(cmd);
+    errbuf[0] = '\0';
+    FILE *f = fopen(errpath, "rb");
+    if (f) {
+        size_t n = fread(errbuf, 1, sizeof errbuf - 1, f);
+        errbuf[n] = '\0';
+        fclose(f);
+        remove(errpath);
+    }
+    *err = errbuf;
+    ck_assert(rc != -1);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+/* A copy of the file's text (slurp's buffer is reused). */
+static char *slurp_dup(const char *path) { return tu_strdup(slurp(path)); }
+
+/* Topics piped in: '-q -' and '-q /dev/stdin' read every topic, in TSV and in another format
+ * (-f auto tells it from the first line without losing it), and give the run the same topics
+ * from a file give. Empty topics, from a file or a pipe, are an error that says so. */
+START_TEST(search_topics_from_a_pipe)
+{
+    make_work();
+    const char *idx = make_index(), *err;
+    put("topics.tsv", "q1\tapple\nq2\tjuice\n");
+    put("topics.trec", "<top>\n<num> Number: 101\n<title> apple\n</top>\n<top>\n<num> Number: 102\n"
+                       "<title> juice\n</top>\n");
+    static const char *files[] = {"topics.tsv", "topics.trec"};
+    for (int i = 0; i < 2; i++) {
+        const char *t = wp(files[i]);
+        int rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, t, wp("file.run"));
+        ck_assert_msg(rc == 0, "%s from the file: exit %d: %s", files[i], rc, err);
+        char *want = slurp_dup(wp("file.run"));
+        ck_assert_msg(strlen(want) > 0 && strstr(want, "d2") != NULL, "%s: run: %s", files[i], want);
+        static const char *ways[] = {"-q -", "-q /dev/stdin", "--topics -", "--topics=-"};
+        for (int w = 0; w < 4; w++) {
+            rc = cli_pipe(t, wp("pipe.run"), &err, "search -x '%s' %s -d ref", idx, ways[w]);
+            ck_assert_msg(rc == 0, "%s %s: exit %d: %s", files[i], ways[w], rc, err);
+            ck_assert_msg(strcmp(slurp(wp("pipe.run")), want) == 0, "%s %s: the run differs:\n%s\nfrom the file:\n%s",
+                          files[i], ways[w], slurp(wp("pipe.run")), want);
+        }
+        /* the format named, through the pipe */
+        rc = cli_pipe(t, wp("pipe.run"), &err, "search -x '%s' -q - -f %s -d ref", idx, i ? "trec" : "tsv");
+        ck_assert_msg(rc == 0 && strcmp(slurp(wp("pipe.run")), want) == 0, "%s -f: exit %d: %s", files[i], rc, err);
+        free(want);
+    }
+    /* no topics: an empty file, blank lines, an empty pipe */
+    put("empty.tsv", "");
+    put("blank.tsv", "\n  \n\t\n");
+    int rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("empty.tsv"), wp("none.run"));
+    expect_fail(rc, err, 1, "empty.tsv holds no topic", NULL, wp("none.run"), "empty topics file");
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("blank.tsv"), wp("none.run"));
+    expect_fail(rc, err, 1, "blank.tsv holds no topic", NULL, wp("none.run"), "blank topics file");
+    rc = cli_pipe(wp("empty.tsv"), wp("pipe.run"), &err, "search -x '%s' -q - -d ref", idx);
+    expect_fail(rc, err, 1, "standard input holds no topic", NULL, NULL, "empty pipe");
+    ck_assert_str_eq(slurp(wp("pipe.run")), "");
+    /* a malformed line through the pipe: its number */
+    put("bad.tsv", "q1\tapple\nno tab\n");
+    rc = cli_pipe(wp("bad.tsv"), wp("pipe.run"), &err, "search -x '%s' -q - -d ref", idx);
+    expect_fail(rc, err, 1, "/dev/stdin:2: expected qid<TAB>text", NULL, NULL, "bad line in a pipe");
+    rm_work();
+}
+END_TEST
+
+/* A query on the command line: the words after the options, one query, qid "1" (or --qid), the
+ * run a topics file with that query gives, on the reference engine and on the device. */
+START_TEST(search_one_query_on_the_command_line)
+{
+    make_work();
+    const char *idx = make_index(), *err;
+    put("one.tsv", "1\tapple juice\n");
+    put("named.tsv", "my-q\tapple juice\n");
+    static const char *devs[] = {"ref", "cpu"};
+    for (int d = 0; d < 2; d++) {
+        int rc = cli(&err, "search -x '%s' -q '%s' -d %s -o '%s'", idx, wp("one.tsv"), devs[d], wp("file.run"));
+        ck_assert_msg(rc == 0, "from the file: exit %d: %s", rc, err);
+        char *want = slurp_dup(wp("file.run"));
+        ck_assert_msg(run_lines(wp("file.run"), "1", NULL, 0) == 4, "-d %s: %s", devs[d], want);
+        /* one argument, two arguments, options after the words: the same query */
+        rc = cli_stdout(wp("arg.run"), &err, "search -x '%s' -d %s 'apple juice'", idx, devs[d]);
+        ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "one argument: exit %d: %s", rc, err);
+        rc = cli_stdout(wp("arg.run"), &err, "search -x '%s' apple juice -d %s", idx, devs[d]);
+        ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "two arguments: exit %d: %s", rc, err);
+        rc = cli(&err, "search -x '%s' -d %s -o '%s' -- apple juice", idx, devs[d], wp("arg.run"));
+        ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "after --: exit %d: %s", rc, err);
+        free(want);
+        rc = cli(&err, "search -x '%s' -q '%s' -d %s -o '%s'", idx, wp("named.tsv"), devs[d], wp("file.run"));
+        ck_assert_msg(rc == 0, "named, from the file: exit %d: %s", rc, err);
+        want = slurp_dup(wp("file.run"));
+        rc = cli(&err, "search -x '%s' -d %s --qid my-q -o '%s' apple juice", idx, devs[d], wp("arg.run"));
+        ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "--qid: exit %d: %s", rc, err);
+        free(want);
+    }
+    /* a query that matches nothing: no lines, exit 0 */
+    int rc = cli_stdout(wp("arg.run"), &err, "search -x '%s' -d ref zyzzyx", idx);
+    ck_assert_msg(rc == 0, "no match: exit %d: %s", rc, err);
+    ck_assert_str_eq(slurp(wp("arg.run")), "");
+    /* usage errors: both a query and -q, -f with a query, --qid without one, a bad --qid */
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref apple", idx, wp("one.tsv"));
+    expect_fail(rc, err, 2, "give -q TOPICS or a query, not both", NULL, NULL, "query and -q");
+    rc = cli(&err, "search -x '%s' -f tsv -d ref apple", idx);
+    expect_fail(rc, err, 2, "-f tsv goes with -q TOPICS", NULL, NULL, "-f with a query");
+    rc = cli(&err, "search -x '%s' -q '%s' --qid x -d ref", idx, wp("one.tsv"));
+    expect_fail(rc, err, 2, "--qid x names a query given on the command line", NULL, NULL, "--qid with -q");
+    rc = cli(&err, "search -x '%s' --qid 'a b' -d ref apple", idx);
+    expect_fail(rc, err, 2, "white space", NULL, NULL, "--qid with a space");
+    rm_work();
+}
+END_TEST
+
+/* ---- help ------------------------------------------------------------------------------------ */
+
+/* Every command (and bench suite) answers -h and --help with its own usage on stdout, exit 0,
+ * nothing on stderr, whatever else is on the line. */
+START_TEST(every_command_has_help)
+{
+    make_work();
+    static const char *cmds[] = {"devices", "index", "search", "stats", "check", "recode", "generate",
+                                 "compare", "ciff-import", "ciff-export", "tune", "bench", "bench copy",
+                                 "bench decode", "bench e2e", "bench topk", "bench scan", "bench intersect",
+                                 "bench score", "version", "help"};
+    const char *out = wp("help.txt"), *err;
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        static const char *flags[] = {"--help", "-h", "-x whatever --help"};
+        for (int f = 0; f < 3; f++) {
+            int rc = cli_stdout(out, &err, "%s %s", cmds[i], flags[f]);
+            ck_assert_msg(rc == 0, "%s %s: exit %d: %s", cmds[i], flags[f], rc, err);
+            ck_assert_msg(err[0] == '\0', "%s %s: stderr: %s", cmds[i], flags[f], err);
+            const char *text = slurp(out);
+            char want[64];
+            snprintf(want, sizeof want, "clsearch %s", cmds[i]);
+            ck_assert_msg(strstr(text, want) != NULL, "%s %s: no '%s' in:\n%s", cmds[i], flags[f], want, text);
+        }
+    }
+    /* search's own help says what -q is, and index's what -q is there */
+    ck_assert_int_eq(cli_stdout(out, &err, "search --help"), 0);
+    ck_assert(strstr(slurp(out), "-q, --topics TOPICS") != NULL);
+    ck_assert_int_eq(cli_stdout(out, &err, "index --help"), 0);
+    ck_assert(strstr(slurp(out), "-q, --quiet") != NULL);
+    /* help CMD is the same as CMD --help */
+    ck_assert_int_eq(cli_stdout(out, &err, "help search"), 0);
+    char *a = slurp_dup(out);
+    ck_assert_int_eq(cli_stdout(out, &err, "search --help"), 0);
+    ck_assert_str_eq(a, slurp(out));
+    free(a);
+    int rc = cli(&err, "help frobnicate");
+    expect_fail(rc, err, 2, "no command 'frobnicate'", NULL, NULL, "help of an unknown command");
+    /* a usage error points at the command's help */
+    rc = cli(&err, "search --frobnicate");
+    expect_fail(rc, err, 2, "see 'clsearch search --help'", NULL, NULL, "unknown option");
+    rm_work();
+}
+END_TEST
+
+/* ---- --json -------------------------------------------------------------------------------- */
+
+/* Each line of path parsed as a JSON object; returns the number of lines (each checked by fn). */
+static int json_lines(const char *path, void (*fn)(const cJSON *o, void *user), void *user)
+{
+    char *text = slurp_dup(path);
+    int n = 0;
+    for (char *line = text, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        ck_assert_msg(nl != NULL, "%s: the last line has no newline", path);
+        *nl = '\0';
+        cJSON *o = cJSON_Parse(line);
+        ck_assert_msg(o != NULL && cJSON_IsObject(o), "%s: not a JSON object: %s", path, line);
+        fn(o, user);
+        cJSON_Delete(o);
+        n++;
+    }
+    free(text);
+    return n;
+}
+
+/* A search hit: {"qid", "rank", "docno", "score"}, and the same as the run line of that rank. */
+static void check_hit(const cJSON *o, void *user)
+{
+    FILE *run = user;
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "qid"), *r = cJSON_GetObjectItemCaseSensitive(o, "rank"),
+                *d = cJSON_GetObjectItemCaseSensitive(o, "docno"), *s = cJSON_GetObjectItemCaseSensitive(o, "score");
+    ck_assert(cJSON_IsString(q) && cJSON_IsNumber(r) && cJSON_IsString(d) && cJSON_IsNumber(s));
+    ck_assert_int_eq(cJSON_GetArraySize(o), 4);
+    char line[1024], qid[256], q0[16], doc[256], tag[256];
+    long rank;
+    double score;
+    ck_assert(fgets(line, sizeof line, run) != NULL);
+    ck_assert(sscanf(line, "%255s %15s %255s %ld %lf %255s", qid, q0, doc, &rank, &score, tag) == 6);
+    ck_assert_str_eq(q->valuestring, qid);
+    ck_assert_str_eq(d->valuestring, doc);
+    ck_assert_int_eq((long)r->valuedouble, rank);
+    ck_assert_double_eq_tol(s->valuedouble, score, 1e-9);
+}
+
+static void check_stats(const cJSON *o, void *user)
+{
+    int *rows = user;
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(o, "documents")->valuedouble, 5);
+    ck_assert(cJSON_GetObjectItemCaseSensitive(o, "postings")->valuedouble > 0);
+    ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "codec")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "analyzer"), "stem")));
+    const cJSON *sizes = cJSON_GetObjectItemCaseSensitive(o, "sizes");
+    ck_assert(cJSON_IsArray(sizes));
+    *rows = cJSON_GetArraySize(sizes);
+}
+
+static void check_device(const cJSON *o, void *user)
+{
+    int *gpus = user;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id"), *name = cJSON_GetObjectItemCaseSensitive(o, "name"),
+                *type = cJSON_GetObjectItemCaseSensitive(o, "type");
+    ck_assert(cJSON_IsString(id) && strchr(id->valuestring, ':') != NULL);
+    ck_assert(cJSON_IsString(name) && name->valuestring[0]);
+    ck_assert(cJSON_IsString(type));
+    *gpus += strcmp(type->valuestring, "gpu") == 0;
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "compute_units")));
+}
+
+/* --json: search (a line a hit, the run's figures), stats (one line) and devices (a line a device)
+ * print JSON objects that parse. */
+START_TEST(json_output)
+{
+    make_work();
+    const char *idx = make_index(), *err;
+    /* a qid and docnos that need escaping in JSON do not occur in runs; the escaping is cJSON's */
+    put("topics.tsv", "q\"1\tapple\nq2\tjuice\nq3\tzyzzyx\n");
+    int rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("topics.tsv"), wp("run.txt"));
+    ck_assert_msg(rc == 0, "run: exit %d: %s", rc, err);
+    static const char *devs[] = {"ref", "cpu"};
+    for (int d = 0; d < 2; d++) {
+        rc = cli_stdout(wp("hits.jsonl"), &err, "search -x '%s' -q '%s' -d %s --json", idx, wp("topics.tsv"), devs[d]);
+        ck_assert_msg(rc == 0, "search --json: exit %d: %s", rc, err);
+        FILE *run = fopen(wp("run.txt"), "r");
+        ck_assert(run != NULL);
+        ck_assert_int_eq(json_lines(wp("hits.jsonl"), check_hit, run), 5);
+        fclose(run);
+        /* and to a file with -o */
+        rc = cli(&err, "search -x '%s' -q '%s' -d %s --json -o '%s'", idx, wp("topics.tsv"), devs[d], wp("o.jsonl"));
+        ck_assert_msg(rc == 0 && same_nonempty_file(wp("o.jsonl"), wp("hits.jsonl")), "-o: exit %d: %s", rc, err);
+    }
+    int rows = 0;
+    rc = cli_stdout(wp("stats.jsonl"), &err, "stats --json '%s'", idx);
+    ck_assert_msg(rc == 0, "stats --json: exit %d: %s", rc, err);
+    ck_assert_int_eq(json_lines(wp("stats.jsonl"), check_stats, &rows), 1);
+    ck_assert_int_eq(rows, 1);
+    rc = cli_stdout(wp("stats.jsonl"), &err, "stats '%s' --codecs --json", idx);
+    ck_assert_msg(rc == 0, "stats --codecs --json: exit %d: %s", rc, err);
+    ck_assert_int_eq(json_lines(wp("stats.jsonl"), check_stats, &rows), 1);
+    ck_assert_int_eq(rows, 1 + CLS_NUM_CODECS * 4);
+    int gpus = 0;
+    rc = cli_stdout(wp("devices.jsonl"), &err, "devices --json -v");
+    ck_assert_msg(rc == 0, "devices --json: exit %d: %s", rc, err);
+    ck_assert_int_ge(json_lines(wp("devices.jsonl"), check_device, &gpus), 1);
+    rc = cli(&err, "devices --frobnicate");
+    expect_fail(rc, err, 2, "unexpected argument '--frobnicate'", NULL, NULL, "devices with a bad option");
+    rm_work();
+}
+END_TEST
+
+/* ---- outputs checked before the work --------------------------------------------------------- */
+
+/* Every command that writes a file refuses an output in a missing folder at once, before reading
+ * its input (a missing input is not what it reports), and leaves nothing behind. */
+START_TEST(outputs_checked_first)
+{
+    make_work();
+    const char *idx = make_index(), *err, *out = wp("nofolder/out");
+    struct {
+        const char *args, *what;
+    } cases[] = {
+        {"index -c jsonl -o '%s' '%s/missing.jsonl'", "index"},
+        {"recode '%2$s/missing.idx' -o '%1$s'", "recode"},
+        {"ciff-export '%2$s/missing.idx' -o '%1$s'", "ciff-export"},
+        {"ciff-import '%2$s/missing.ciff' -o '%1$s'", "ciff-import"},
+        {"generate --index '%s' --docs 10 --queries 2 --vocab 100 --topics '%s/t.tsv'", "generate"},
+        {"generate --index '%2$s/g.idx' --topics '%1$s' --docs 10 --queries 2 --vocab 100", "generate"},
+        {"search -x '%2$s/missing.idx' -q '%2$s/missing.tsv' -o '%1$s'", "search"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[8300], needle[64];
+        snprintf(args, sizeof args, cases[i].args, out, work);
+        int rc = cli(&err, "%s", args);
+        snprintf(needle, sizeof needle, "%s: cannot write", cases[i].what);
+        expect_fail(rc, err, 1, needle, "nofolder: No such file or directory", NULL, args);
+        ck_assert_msg(strstr(err, "missing") == NULL, "%s: the input was read first: %s", args, err);
+        ck_assert(!exists(wp("nofolder")) && !exists(wp("g.idx")) && !exists(wp("t.tsv")));
+        ck_assert_int_eq(leftover_tmp(), 0);
+    }
+    (void)idx;
+    rm_work();
+}
+END_TEST
+
+/* ---- the compile notice -------------------------------------------------------------------- */
+
+/* The first search on the device with an empty program cache says, once, that it compiles the
+ * kernels and where they are cached; the next search, from the cache, says nothing; the
+ * reference engine never does. */
+START_TEST(search_says_when_it_compiles)
+{
+    make_work();
+    const char *idx = make_index(), *err;
+    const char *cache = wp("cache");
+    ck_assert_int_eq(mkdir(cache, 0755), 0);
+    char *old = getenv("CLSEARCH_CACHE_DIR") ? tu_strdup(getenv("CLSEARCH_CACHE_DIR")) : NULL;
+    setenv("CLSEARCH_CACHE_DIR", cache, 1);
+    int rc = cli(&err, "search -x '%s' -d cpu -o '%s' apple", idx, wp("run.txt"));
+    ck_assert_msg(rc == 0, "cold: exit %d: %s", rc, err);
+    char want[4300];
+    snprintf(want, sizeof want, "(once; cached in %s)\n", cache);
+    const char *at = strstr(err, "clsearch: compiling kernels for ");
+    ck_assert_msg(at != NULL && strstr(at, want) != NULL, "cold start: no notice: %s", err);
+    ck_assert_msg(strstr(at + 20, "compiling kernels") == NULL, "the notice came twice: %s", err);
+    rc = cli(&err, "search -x '%s' -d cpu -o '%s' apple", idx, wp("run.txt"));
+    ck_assert_msg(rc == 0 && strstr(err, "compiling") == NULL, "warm start: exit %d: %s", rc, err);
+    rc = cli(&err, "search -x '%s' -d ref -o '%s' apple", idx, wp("run.txt"));
+    ck_assert_msg(rc == 0 && err[0] == '\0', "ref: exit %d: %s", rc, err);
+    if (old) setenv("CLSEARCH_CACHE_DIR", old, 1);
+    else unsetenv("CLSEARCH_CACHE_DIR");
+    free(old);
+    rm_work();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cli");
@@ -684,6 +1038,8 @@ static Suite *suite(void)
     tcase_add_test(tc, devices_lists_pocl);
     tcase_add_test(tc, no_platform);
     tcase_add_test(tc, build_failure_shows_log);
+    tcase_add_test(tc, every_command_has_help);
+    tcase_add_test(tc, outputs_checked_first);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("results");
     tcase_set_timeout(tr, 300);
@@ -691,6 +1047,10 @@ static Suite *suite(void)
     tcase_add_test(tr, search_to_devices_and_links);
     tcase_add_test(tr, search_empty_indexes);
     tcase_add_test(tr, check_good_and_damaged);
+    tcase_add_test(tr, search_topics_from_a_pipe);
+    tcase_add_test(tr, search_one_query_on_the_command_line);
+    tcase_add_test(tr, json_output);
+    tcase_add_test(tr, search_says_when_it_compiles);
     suite_add_tcase(s, tr);
     return s;
 }

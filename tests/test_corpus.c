@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1731,6 +1732,99 @@ START_TEST(topics_mq)
 }
 END_TEST
 
+/* ---- Topics: the format told from the first line ----------------------------------------------- */
+
+/* "qid=text|qid=text|..." of a read, for comparing two reads. */
+static const char *topics_str(const coll *c)
+{
+    static char buf[4][2048];
+    static int slot;
+    char *b = buf[slot++ & 3];
+    b[0] = '\0';
+    for (size_t i = 0; i < c->n; i++) {
+        strncat(b, c->ids[i], 2047 - strlen(b));
+        strncat(b, "=", 2047 - strlen(b));
+        strncat(b, c->texts[i], 2047 - strlen(b));
+        strncat(b, "|", 2047 - strlen(b));
+    }
+    return b;
+}
+
+/* One sample of each format, each after blank lines (which every reader passes over). */
+static const struct {
+    cls_topics_format fmt;
+    const char *text, *want;
+} auto_samples[] = {
+    {CLS_TOPICS_TSV, "\n  \n1\tapple pie\n2\tjuice\n", "1=apple pie|2=juice|"},
+    {CLS_TOPICS_ANSERINI, "\n<DOC>\n<DOCNO> 5 </DOCNO>\napple\n</DOC>\n", "5=apple|"},
+    {CLS_TOPICS_TREC, "\n\n  <TOP>\n<num> Number: 051\n<title> Topic: juice\n</top>\n", "51=juice|"},
+    {CLS_TOPICS_SMART, "\n.I 001\n.W\nsome words\n.I 004\n.W\nmore\n", "1=some words|2=more|"},
+    {CLS_TOPICS_MQ, "\n20001:1:obama family tree\n20002:3:time: 10:30\n", "20001=obama family tree|20002=time: 10:30|"},
+};
+
+/* cls_topics_detect and CLS_TOPICS_AUTO tell each format from its first non-blank line (a .gz file
+ * from its decompressed text), and the AUTO read gives what the format's own reader gives. */
+START_TEST(topics_auto)
+{
+    for (size_t i = 0; i < sizeof auto_samples / sizeof *auto_samples; i++) {
+        const char *p = write_tmp("auto.topics", auto_samples[i].text);
+        ck_assert_int_eq(cls_topics_detect(p), auto_samples[i].fmt);
+        coll a = {0}, b = {0};
+        ck_assert_msg(cls_topics_read(CLS_TOPICS_AUTO, p, on_topic, &a) == CLS_OK, "%zu: %s", i, cls_last_error());
+        ck_assert_msg(cls_topics_read(auto_samples[i].fmt, p, on_topic, &b) == CLS_OK, "%zu: %s", i, cls_last_error());
+        ck_assert_str_eq(topics_str(&a), auto_samples[i].want);
+        ck_assert_str_eq(topics_str(&b), auto_samples[i].want);
+        coll_free(&a);
+        coll_free(&b);
+        const char *gz = gzip_file(p);
+        ck_assert_int_eq(cls_topics_detect(gz), auto_samples[i].fmt);
+        ck_assert_msg(cls_topics_read(CLS_TOPICS_AUTO, gz, on_topic, &a) == CLS_OK, "%zu .gz: %s", i, cls_last_error());
+        ck_assert_str_eq(topics_str(&a), auto_samples[i].want);
+        coll_free(&a);
+        remove(gz);
+    }
+    /* a byte order mark before the first line does not hide the format */
+    const char *p = write_tmp("bom.topics", "\xEF\xBB\xBF<top>\n<num> 7\n<title> x\n</top>\n");
+    ck_assert_int_eq(cls_topics_detect(p), CLS_TOPICS_TREC);
+    /* the line read to tell the format is read again, with its number: errors name the right line */
+    expect_bad_topics(CLS_TOPICS_AUTO, "\n\n1\tok\nno tab\n", ":4: expected qid<TAB>text");
+    expect_bad_topics(CLS_TOPICS_AUTO, "\n<DOC>\n</DOC>\n", ":3: missing <DOCNO>");
+    /* no topics at all: TSV's answer, zero topics */
+    coll c = {0};
+    p = write_tmp("empty.topics", "\n \n");
+    ck_assert_int_eq(cls_topics_read(CLS_TOPICS_AUTO, p, on_topic, &c), CLS_OK);
+    ck_assert_uint_eq(c.n, 0);
+    ck_assert_int_eq(cls_topics_read((cls_topics_format)99, p, on_topic, &c), CLS_E_ARG);
+}
+END_TEST
+
+/* A pipe is read once: CLS_TOPICS_AUTO tells the format and reads every topic of it, each format
+ * (cls_topics_detect, then a read, used to find the pipe drained). */
+START_TEST(topics_auto_pipe)
+{
+    for (size_t i = 0; i < sizeof auto_samples / sizeof *auto_samples; i++) {
+        const char *fifo = tu_tmp_path("topics.fifo");
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        pid_t pid = fork();
+        ck_assert(pid >= 0);
+        if (pid == 0) {
+            FILE *w = fopen(fifo, "w");
+            int ok = w && fputs(auto_samples[i].text, w) >= 0;
+            if (w) ok = fclose(w) == 0 && ok;
+            _exit(ok ? 0 : 1);
+        }
+        coll c = {0};
+        cls_status st = cls_topics_read(CLS_TOPICS_AUTO, fifo, on_topic, &c);
+        int wst;
+        ck_assert(waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+        ck_assert_msg(st == CLS_OK, "%zu: %s", i, cls_last_error());
+        ck_assert_str_eq(topics_str(&c), auto_samples[i].want);
+        coll_free(&c);
+        remove(fifo);
+    }
+}
+END_TEST
+
 /* Data part: the TREC 2009 Million Query topics. */
 START_TEST(topics_mq_million_query)
 {
@@ -1780,6 +1874,8 @@ static Suite *corpus_suite(void)
     tcase_add_test(tc, topics_trec);
     tcase_add_test(tc, topics_smart);
     tcase_add_test(tc, topics_mq);
+    tcase_add_test(tc, topics_auto);
+    tcase_add_test(tc, topics_auto_pipe);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,9 +1,9 @@
 /* clsearch: the command line, a thin layer over libclsearch (include/clsearch.h).
  *
- *   clsearch devices [-v]
+ *   clsearch devices [-v] [--json]
  *   clsearch index -c {jsonl,beir,html,trec,smart,files} -o INDEX INPUT... [options]
- *   clsearch search -x INDEX -q TOPICS [options]
- *   clsearch stats INDEX [--codecs]
+ *   clsearch search -x INDEX {-q TOPICS | QUERY...} [--json] [options]
+ *   clsearch stats INDEX [--codecs] [--json]
  *   clsearch check INDEX [--threads N] [-v]
  *   clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]
  *   clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--seed S]
@@ -14,7 +14,9 @@
  *   clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] [--pfor-depth D] [analyzer options]
  *   clsearch ciff-export INDEX -o FILE.ciff [--description TEXT]
  *
- * Exit status: 0 success, 1 failure (the message says what and where), 2 bad usage. */
+ * Every command takes -h/--help (its usage, from the table `usages`, which `clsearch help` prints
+ * whole). A command that writes a file checks the file's folder before any work. Exit status:
+ * 0 success, 1 failure (the message says what and where), 2 bad usage. */
 #define _DEFAULT_SOURCE /* getopt_long */
 #include <errno.h>
 #include <getopt.h>
@@ -25,12 +27,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "bench.h"
 #include "clsearch.h"
 #include "codec/codec.h"
 #include "generate.h"
 
 static const char *prog = "clsearch";
+static char cur_cmd[64]; /* the command running, for "see 'clsearch CMD --help'" */
 
 static int fail(cls_status s, const char *what)
 {
@@ -43,8 +48,22 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "%s: ", prog);
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see '%s help')\n", prog);
+    if (*cur_cmd) fprintf(stderr, "\n(see '%s %s --help')\n", prog, cur_cmd);
+    else fprintf(stderr, "\n(see '%s help')\n", prog);
     return 2;
+}
+
+/* The usage error of an option getopt_long refused (its optstring starts with ':', opterr is 0):
+ * ':' an option without its value, '?' an unknown option. */
+static int bad_option(int argc, char **argv, int opt)
+{
+    char name[256];
+    const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    if (optopt > 0 && optopt < 256 && !(arg[0] == '-' && arg[1] == '-')) snprintf(name, sizeof name, "-%c", optopt);
+    else snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s: %s '%%s'", cur_cmd, opt == ':' ? "a value is missing after" : "unknown option");
+    return usage_error(msg, name);
 }
 
 static double now(void)
@@ -76,15 +95,122 @@ static int parse_float(const char *s, float *out)
     return 1;
 }
 
+/* Fails before any work when path cannot be written: its folder is missing, not a folder or not
+ * writable, or path is a folder. An existing device, pipe or link is written through and need only
+ * be writable itself. Returns 0 when the path looks writable, else 1 after the message. */
+static int check_output(const char *what, const char *path)
+{
+    struct stat st;
+    if (!*path) {
+        fprintf(stderr, "%s: %s: the output path is empty\n", prog, what);
+        return 1;
+    }
+    if (lstat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "%s: %s: cannot write %s: it is a folder\n", prog, what, path);
+            return 1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            if (access(path, W_OK) == 0) return 0;
+            fprintf(stderr, "%s: %s: cannot write %s: %s\n", prog, what, path, strerror(errno));
+            return 1;
+        }
+    }
+    /* the output is written as a temporary file in its folder, then renamed over path */
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (n == 0) snprintf(dir, sizeof dir, "/");
+    else if (n < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)n, path);
+    else {
+        fprintf(stderr, "%s: %s: cannot write %s: the path is too long\n", prog, what, path);
+        return 1;
+    }
+    const char *why = NULL;
+    if (stat(dir, &st) != 0) why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode)) why = strerror(ENOTDIR);
+    else if (access(dir, W_OK | X_OK) != 0) why = strerror(errno);
+    if (!why) return 0;
+    fprintf(stderr, "%s: %s: cannot write %s: folder %s: %s\n", prog, what, path, dir, why);
+    return 1;
+}
+
+/* Prints obj as one line and frees it; 0 when out of memory or the write fails. */
+static int put_json_line(FILE *f, cJSON *obj)
+{
+    char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
+    int ok = text && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    free(text);
+    cJSON_Delete(obj);
+    return ok;
+}
+
 /* ---- devices ------------------------------------------------------------------------------ */
+
+/* devices --json: one object a device. */
+static int devices_json(const cls_device_info *list, size_t n, int verbose)
+{
+    for (size_t i = 0; i < n; i++) {
+        const cls_device_info *d = &list[i];
+        char id[32], params[256];
+        snprintf(id, sizeof id, "%u:%u", d->platform, d->device);
+        cJSON *o = cJSON_CreateObject();
+        int ok = o && cJSON_AddStringToObject(o, "id", id) && cJSON_AddNumberToObject(o, "platform", d->platform) &&
+                 cJSON_AddNumberToObject(o, "device", d->device) && cJSON_AddStringToObject(o, "name", d->name) &&
+                 cJSON_AddStringToObject(o, "type", d->is_gpu ? "gpu" : "cpu") &&
+                 cJSON_AddStringToObject(o, "vendor", d->vendor) &&
+                 cJSON_AddStringToObject(o, "driver_version", d->driver_version) &&
+                 cJSON_AddStringToObject(o, "opencl_c_version", d->opencl_c_version) &&
+                 cJSON_AddStringToObject(o, "platform_name", d->platform_name) &&
+                 cJSON_AddStringToObject(o, "platform_version", d->platform_version) &&
+                 cJSON_AddNumberToObject(o, "compute_units", d->compute_units) &&
+                 cJSON_AddNumberToObject(o, "clock_mhz", d->clock_mhz) &&
+                 cJSON_AddNumberToObject(o, "global_mem_bytes", (double)d->global_mem) &&
+                 cJSON_AddNumberToObject(o, "max_alloc_bytes", (double)d->max_alloc) &&
+                 cJSON_AddNumberToObject(o, "local_mem_bytes", (double)d->local_mem) &&
+                 cJSON_AddNumberToObject(o, "max_work_group", (double)d->max_work_group) &&
+                 cJSON_AddStringToObject(o, "extensions", d->extensions);
+        if (ok && verbose) {
+            /* "NAME=VALUE ...\n        from SOURCE": the parameters, and where they come from */
+            cls_device_params(d, params, sizeof params);
+            char *from = strchr(params, '\n');
+            if (from) {
+                *from++ = '\0';
+                while (*from == ' ') from++;
+                if (strncmp(from, "from ", 5) == 0) from += 5;
+            }
+            ok = cJSON_AddStringToObject(o, "params", params) != NULL &&
+                 (!from || cJSON_AddStringToObject(o, "params_from", from) != NULL);
+        }
+        if (!ok) {
+            cJSON_Delete(o);
+            return 0;
+        }
+        if (!put_json_line(stdout, o)) return 0;
+    }
+    return fflush(stdout) == 0;
+}
 
 static int cmd_devices(int argc, char **argv)
 {
-    int verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+    int verbose = 0, json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) verbose = 1;
+        else if (strcmp(argv[i], "--json") == 0) json = 1;
+        else return usage_error("devices: unexpected argument '%s' (usage: clsearch devices [-v] [--json])", argv[i]);
+    }
     cls_device_info *list;
     size_t n;
     cls_status s = cls_devices_list(&list, &n);
     if (s != CLS_OK) return fail(s, "listing OpenCL devices");
+    if (json) {
+        if (n == 0) fprintf(stderr, "%s: no OpenCL platform found; '-d ref' still runs the reference engine\n", prog);
+        int ok = devices_json(list, n, verbose);
+        cls_devices_free(list);
+        if (!ok) fprintf(stderr, "%s: devices: writing the list: %s\n", prog, errno ? strerror(errno) : "out of memory");
+        return ok ? 0 : 1;
+    }
     if (n == 0) printf("no OpenCL platform found; '-d ref' still runs the reference engine\n");
     unsigned last_platform = (unsigned)-1;
     for (size_t i = 0; i < n; i++) {
@@ -202,7 +328,7 @@ static int cmd_index(int argc, char **argv)
                                        {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
     cls_status s;
-    while ((opt = getopt_long(argc, argv, "c:o:vq", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
         switch (opt) {
         case 'c': fmt = optarg; break;
         case 'o': out = optarg; break;
@@ -236,7 +362,7 @@ static int cmd_index(int argc, char **argv)
             }
             bo.pfor_depth = (unsigned)v;
             break;
-        default: return usage_error("index: unknown option%s", "");
+        default: return bad_option(argc, argv, opt);
         }
     }
     cls_corpus_format cf;
@@ -250,6 +376,7 @@ static int cmd_index(int argc, char **argv)
     else return usage_error("index: unknown collection format '%s' (jsonl, beir, html, trec, smart, files)", fmt);
     if (!out) return usage_error("index: -o INDEX is required%s", "");
     if (optind >= argc) return usage_error("index: no INPUT given%s", "");
+    if (check_output("index", out)) return 1;
     index_ctx c = {0};
     s = cls_builder_create(&an, &c.b);
     if (s != CLS_OK) return fail(s, "index");
@@ -330,10 +457,48 @@ static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cl
     return 1;
 }
 
+/* A score as the run file writes it (six decimals), so both outputs agree. */
+static double run_score(float score)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.6f", (double)score);
+    return strtod(buf, NULL);
+}
+
+/* --json: one object a hit, {"qid", "rank", "docno", "score"}. */
+static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r)
+{
+    for (size_t q = 0; q < cls_results_count(r); q++) {
+        size_t n;
+        const uint32_t *docs;
+        const float *scores;
+        cls_results_get(r, q, &n, &docs, &scores);
+        for (size_t j = 0; j < n; j++) {
+            cJSON *o = cJSON_CreateObject();
+            if (!o || !cJSON_AddStringToObject(o, "qid", cls_batch_qid(b, q)) ||
+                !cJSON_AddNumberToObject(o, "rank", (double)(j + 1)) ||
+                !cJSON_AddStringToObject(o, "docno", cls_index_docno(idx, docs[j])) ||
+                !cJSON_AddNumberToObject(o, "score", run_score(scores[j]))) {
+                cJSON_Delete(o);
+                return 0;
+            }
+            if (!put_json_line(f, o)) return 0;
+        }
+    }
+    return 1;
+}
+
+static int write_results(FILE *f, int json, const cls_index *idx, const cls_batch *b, const cls_results *r,
+                         const char *tag)
+{
+    return json ? write_json(f, idx, b, r) : write_run(f, idx, b, r, tag);
+}
+
 static int cmd_search(int argc, char **argv)
 {
-    const char *index_path = NULL, *topics = NULL, *fmt = "auto", *device = NULL, *out = NULL, *tag = "clsearch";
-    int verbose = 0, opt;
+    const char *index_path = NULL, *topics = NULL, *fmt = NULL, *device = NULL, *out = NULL, *tag = "clsearch";
+    const char *qid = NULL;
+    int verbose = 0, json = 0, opt;
     cls_search_params p;
     cls_search_defaults(&p);
     unsigned long long v;
@@ -342,8 +507,9 @@ static int cmd_search(int argc, char **argv)
                                        {"mode", required_argument, 0, 'm'}, {"k1", required_argument, 0, 1},
                                        {"b", required_argument, 0, 2}, {"device", required_argument, 0, 'd'},
                                        {"output", required_argument, 0, 'o'}, {"tag", required_argument, 0, 3},
+                                       {"json", no_argument, 0, 4}, {"qid", required_argument, 0, 5},
                                        {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
-    while ((opt = getopt_long(argc, argv, "x:q:f:k:m:d:o:v", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":x:q:f:k:m:d:o:v", lo, NULL)) != -1) {
         switch (opt) {
         case 'x': index_path = optarg; break;
         case 'q': topics = optarg; break;
@@ -367,21 +533,47 @@ static int cmd_search(int argc, char **argv)
         case 'd': device = optarg; break;
         case 'o': out = optarg; break;
         case 3: tag = optarg; break;
+        case 4: json = 1; break;
+        case 5: qid = optarg; break;
         case 'v': verbose = 1; break;
-        default: return usage_error("search: unknown option%s", "");
+        default: return bad_option(argc, argv, opt);
         }
     }
-    if (!index_path || !topics) return usage_error("search: -x INDEX and -q TOPICS are required%s", "");
-    if (optind < argc) return usage_error("search: unexpected argument '%s'", argv[optind]);
+    /* QUERY...: the words after the options, one query */
+    char *query = NULL;
+    if (optind < argc) {
+        if (topics)
+            return usage_error("search: give -q TOPICS or a query, not both (the query starts at '%s')", argv[optind]);
+        if (fmt) return usage_error("search: -f %s goes with -q TOPICS, not with a query", fmt);
+    } else if (qid) {
+        return usage_error("search: --qid %s names a query given on the command line; there is none", qid);
+    }
+    if (!index_path || (!topics && optind >= argc))
+        return usage_error("search: -x INDEX and -q TOPICS (or a query) are required%s", "");
     if (strpbrk(tag, " \t\n")) return usage_error("search: the tag '%s' holds white space", tag);
-    cls_topics_format tf;
-    if (strcmp(fmt, "tsv") == 0) tf = CLS_TOPICS_TSV;
+    if (qid && (!*qid || strpbrk(qid, " \t\n"))) return usage_error("search: the qid '%s' is empty or holds white space", qid);
+    cls_topics_format tf = CLS_TOPICS_AUTO;
+    if (!fmt || strcmp(fmt, "auto") == 0) tf = CLS_TOPICS_AUTO;
+    else if (strcmp(fmt, "tsv") == 0) tf = CLS_TOPICS_TSV;
     else if (strcmp(fmt, "anserini") == 0) tf = CLS_TOPICS_ANSERINI;
     else if (strcmp(fmt, "trec") == 0) tf = CLS_TOPICS_TREC;
     else if (strcmp(fmt, "smart") == 0) tf = CLS_TOPICS_SMART;
     else if (strcmp(fmt, "mq") == 0) tf = CLS_TOPICS_MQ;
-    else if (strcmp(fmt, "auto") == 0) tf = cls_topics_detect(topics);
-    else return usage_error("search: unknown topics format '%s' (tsv, anserini, trec, smart, mq)", fmt);
+    else return usage_error("search: unknown topics format '%s' (auto, tsv, anserini, trec, smart, mq)", fmt);
+    /* '-' is standard input: read once, in any format (the format is told from the first line
+     * as it goes by) */
+    const char *topics_path = topics && strcmp(topics, "-") == 0 ? "/dev/stdin" : topics;
+    if (out && check_output("search", out)) return 1;
+    if (optind < argc) {
+        size_t len = 1;
+        for (int i = optind; i < argc; i++) len += strlen(argv[i]) + 1;
+        if (!(query = malloc(len))) return fail(CLS_E_NOMEM, "search");
+        query[0] = '\0';
+        for (int i = optind; i < argc; i++) {
+            if (i > optind) strcat(query, " ");
+            strcat(query, argv[i]);
+        }
+    }
 
     cls_index *idx = NULL;
     cls_batch *batch = NULL;
@@ -399,12 +591,24 @@ static int cmd_search(int argc, char **argv)
         fail(s, "search");
         goto done;
     }
-    topics_ctx tc = {batch, CLS_OK};
-    s = cls_topics_read(tf, topics, on_topic, &tc);
-    if (tc.err != CLS_OK) s = tc.err;
-    if (s != CLS_OK) {
-        fail(s, "reading topics");
-        goto done;
+    if (query) {
+        if ((s = cls_batch_add(batch, qid ? qid : "1", query)) != CLS_OK) {
+            fail(s, "search");
+            goto done;
+        }
+    } else {
+        topics_ctx tc = {batch, CLS_OK};
+        s = cls_topics_read(tf, topics_path, on_topic, &tc);
+        if (tc.err != CLS_OK) s = tc.err;
+        if (s != CLS_OK) {
+            fail(s, "reading topics");
+            goto done;
+        }
+        if (cls_batch_count(batch) == 0) {
+            fprintf(stderr, "%s: reading topics: %s holds no topic (it is empty or all blank lines)\n", prog,
+                    strcmp(topics, "-") == 0 ? "standard input" : topics);
+            goto done;
+        }
     }
     double t0 = now();
     if ((s = cls_engine_create(idx, device, &eng)) != CLS_OK) {
@@ -449,7 +653,7 @@ static int cmd_search(int argc, char **argv)
         /* a device, a pipe or a link (/dev/null, /dev/stdout, a FIFO): write straight through
          * it; renaming a temporary file over it would replace the node or the link itself */
         f = fopen(out, "w");
-        int ok = f && write_run(f, idx, batch, res, tag);
+        int ok = f && write_results(f, json, idx, batch, res, tag);
         if (f) ok = (fclose(f) == 0) && ok;
         f = NULL;
         if (!ok) {
@@ -471,7 +675,7 @@ static int cmd_search(int argc, char **argv)
             if (fd >= 0) close(fd), remove(tmp);
             goto done;
         }
-        int ok = write_run(f, idx, batch, res, tag);
+        int ok = write_results(f, json, idx, batch, res, tag);
         ok = (fclose(f) == 0) && ok;
         f = NULL;
         if (!ok || rename(tmp, out) != 0) {
@@ -479,7 +683,7 @@ static int cmd_search(int argc, char **argv)
             remove(tmp);
             goto done;
         }
-    } else if (!write_run(stdout, idx, batch, res, tag) || fflush(stdout) != 0) {
+    } else if (!write_results(stdout, json, idx, batch, res, tag) || fflush(stdout) != 0) {
         fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
         goto done;
     }
@@ -509,6 +713,7 @@ static int cmd_search(int argc, char **argv)
                 nq, cls_mode_name(p.mode), p.k, t_search, t_search > 0 ? (double)nq / t_search : 0.0, hits, empty);
     rc = 0;
 done:
+    free(query);
     free(tmp);
     cls_results_free(res);
     cls_engine_free(eng);
@@ -529,16 +734,35 @@ static void print_sizes(const char *label, const cls_index_stats *st)
            (unsigned long long)(st->postings_bytes + st->meta_bytes));
 }
 
+/* One size row as JSON: the figures print_sizes prints. */
+static cJSON *sizes_json(const char *codec, const cls_index_stats *st)
+{
+    double P = st->num_postings ? (double)st->num_postings : 1.0;
+    cJSON *o = cJSON_CreateObject();
+    if (o && cJSON_AddStringToObject(o, "codec", codec) && cJSON_AddNumberToObject(o, "block_size", st->block_size) &&
+        cJSON_AddNumberToObject(o, "bits_per_doc", (double)st->doc_bits / P) &&
+        cJSON_AddNumberToObject(o, "bits_per_freq", (double)st->freq_bits / P) &&
+        cJSON_AddNumberToObject(o, "meta_bits_per_posting", 8.0 * (double)st->meta_bytes / P) &&
+        cJSON_AddNumberToObject(o, "bits_per_posting",
+                                (8.0 * (double)st->postings_bytes + 8.0 * (double)st->meta_bytes) / P) &&
+        cJSON_AddNumberToObject(o, "bytes", (double)(st->postings_bytes + st->meta_bytes)))
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
+    static const char *use = "stats: usage: clsearch stats INDEX [--codecs] [--json]%s";
     const char *path = NULL;
-    int all = 0;
+    int all = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--codecs") == 0) all = 1;
-        else if (argv[i][0] == '-' || path) return usage_error("stats: usage: clsearch stats INDEX [--codecs]%s", "");
+        else if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (argv[i][0] == '-' || path) return usage_error(use, "");
         else path = argv[i];
     }
-    if (!path) return usage_error("stats: usage: clsearch stats INDEX [--codecs]%s", "");
+    if (!path) return usage_error(use, "");
     cls_index *idx;
     cls_status s = cls_index_open(path, &idx);
     if (s != CLS_OK) return fail(s, "opening the index");
@@ -546,11 +770,56 @@ static int cmd_stats(int argc, char **argv)
     cls_index_get_stats(idx, &st);
     cls_analyzer_opts an;
     cls_index_analyzer(idx, &an);
+    int depth = cdc_get(st.codec) && cdc_get(st.codec)->uses_depth;
+    static const uint32_t sizes[] = {64, 128, 256, 512};
+    if (json) {
+        /* one object on one line: the figures of the text, sizes as an array of rows */
+        cJSON *o = cJSON_CreateObject(), *a = NULL, *rows = NULL;
+        int ok = o && cJSON_AddStringToObject(o, "index", path) && cJSON_AddNumberToObject(o, "documents", st.num_docs) &&
+                 cJSON_AddNumberToObject(o, "terms", st.num_terms) &&
+                 cJSON_AddNumberToObject(o, "postings", (double)st.num_postings) &&
+                 cJSON_AddNumberToObject(o, "tokens", (double)st.num_tokens) &&
+                 cJSON_AddNumberToObject(o, "avg_doc_len", st.avg_doc_len) &&
+                 cJSON_AddStringToObject(o, "codec", cls_codec_name(st.codec)) &&
+                 cJSON_AddNumberToObject(o, "block_size", st.block_size) &&
+                 (!depth || cJSON_AddNumberToObject(o, "pfor_depth", st.pfor_depth)) &&
+                 cJSON_AddNumberToObject(o, "blocks", (double)st.num_blocks) &&
+                 cJSON_AddNumberToObject(o, "postings_bytes", (double)st.postings_bytes) &&
+                 cJSON_AddNumberToObject(o, "file_bytes", (double)st.file_bytes) &&
+                 (a = cJSON_AddObjectToObject(o, "analyzer")) != NULL &&
+                 cJSON_AddBoolToObject(a, "possessive", an.possessive) &&
+                 cJSON_AddBoolToObject(a, "lowercase", an.lowercase) &&
+                 cJSON_AddBoolToObject(a, "stopwords", an.stopwords) && cJSON_AddBoolToObject(a, "stem", an.stem) &&
+                 (rows = cJSON_AddArrayToObject(o, "sizes")) != NULL;
+        cJSON *row = ok ? sizes_json(cls_codec_name(st.codec), &st) : NULL;
+        ok = row && cJSON_AddItemToArray(rows, row);
+        for (int c = 0; ok && all && c < CLS_NUM_CODECS; c++)
+            for (int k = 0; ok && k < 4; k++) {
+                cls_index_stats cs;
+                if ((s = cls_index_codec_stats(idx, (cls_codec)c, sizes[k], 1, &cs)) != CLS_OK) {
+                    cJSON_Delete(o);
+                    cls_index_close(idx);
+                    return fail(s, "re-encoding");
+                }
+                row = sizes_json(cls_codec_name((cls_codec)c), &cs);
+                ok = row && cJSON_AddItemToArray(rows, row);
+            }
+        cls_index_close(idx);
+        if (!ok) {
+            cJSON_Delete(o);
+            return fail(CLS_E_NOMEM, "stats");
+        }
+        if (!put_json_line(stdout, o) || fflush(stdout) != 0) {
+            fprintf(stderr, "%s: stats: writing: %s\n", prog, strerror(errno));
+            return 1;
+        }
+        return 0;
+    }
     printf("documents        %u\nterms            %u\npostings         %llu\ntokens           %llu\n"
            "avg doc length   %.2f\ncodec            %s (block size %u",
            st.num_docs, st.num_terms, (unsigned long long)st.num_postings, (unsigned long long)st.num_tokens,
            st.avg_doc_len, cls_codec_name(st.codec), st.block_size);
-    if (cdc_get(st.codec) && cdc_get(st.codec)->uses_depth) printf(", exception depth %u", st.pfor_depth);
+    if (depth) printf(", exception depth %u", st.pfor_depth);
     printf(")\nblocks           %llu\npostings bytes   %llu (%.2f bits per posting)\nfile bytes       %llu\n"
            "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n\n",
            (unsigned long long)st.num_blocks, (unsigned long long)st.postings_bytes,
@@ -562,7 +831,6 @@ static int cmd_stats(int argc, char **argv)
     snprintf(label, sizeof label, "%s%s", cls_codec_name(st.codec), all ? " (this)" : "");
     print_sizes(label, &st);
     /* --codecs: what every codec and block size would take, re-encoded from this index */
-    static const uint32_t sizes[] = {64, 128, 256, 512};
     for (int c = 0; all && c < CLS_NUM_CODECS; c++)
         for (int k = 0; k < 4; k++) {
             cls_index_stats cs;
@@ -585,14 +853,14 @@ static int cmd_check(int argc, char **argv)
     unsigned long long threads = 0;
     int verbose = 0, opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "v", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":v", lo, NULL)) != -1) {
         switch (opt) {
         case 'v': verbose = 1; break;
         case 1:
             if (!parse_u64(optarg, 1, 1024, &threads))
                 return usage_error("check: --threads takes a number from 1 to 1024, not '%s'", optarg);
             break;
-        default: return usage_error(use, "");
+        default: return bad_option(argc, argv, opt);
         }
     }
     if (optind != argc - 1) return usage_error(use, "");
@@ -633,7 +901,7 @@ static int cmd_recode(int argc, char **argv)
     cls_status s;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
         char *end;
         unsigned long v;
         switch (c) {
@@ -647,11 +915,12 @@ static int cmd_recode(int argc, char **argv)
             if (*optarg == '\0' || *end || v > 4096) return usage_error("recode: bad number '%s'", optarg);
             if (c == 2) o.block_size = (uint32_t)v; else o.pfor_depth = (unsigned)v;
             break;
-        default: return usage_error("recode: usage: clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]%s", "");
+        default: return bad_option(argc, argv, c);
         }
     }
     if (!out || optind != argc - 1)
         return usage_error("recode: usage: clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]%s", "");
+    if (check_output("recode", out)) return 1;
     cls_index *idx;
     if ((s = cls_index_open(argv[optind], &idx)) != CLS_OK) return fail(s, "opening the index");
     s = cls_index_recode(idx, &o, out);
@@ -681,9 +950,6 @@ static void on_gen_progress(void *user, const char *phase, uint64_t done, uint64
 
 static int cmd_generate(int argc, char **argv)
 {
-    static const char *use = "generate: usage: clsearch generate -o DIR | --index FILE [--topics FILE] "
-                             "[--scale small|medium|gov2] [--docs N] [--queries N] [--vocab N] [--doc-len N] "
-                             "[--seed S] [--threads N] [--codec C] [--block N] [--pfor-depth D] [-q] [-v]%s";
     const char *out = NULL, *index = NULL, *topics = NULL, *scale = "small";
     int opt, quiet = 0, verbose = 0, index_only = 0;
     unsigned long long v, docs = 0, queries = 0, vocab = 0, seed = 0, doc_len = 0;
@@ -699,7 +965,7 @@ static int cmd_generate(int argc, char **argv)
                                        {"codec", required_argument, 0, 10}, {"block", required_argument, 0, 11},
                                        {"pfor-depth", required_argument, 0, 12}, {"quiet", no_argument, 0, 'q'},
                                        {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
-    while ((opt = getopt_long(argc, argv, "o:qv", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":o:qv", lo, NULL)) != -1) {
         switch (opt) {
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
@@ -746,7 +1012,7 @@ static int cmd_generate(int argc, char **argv)
             bo.pfor_depth = (unsigned)v;
             index_only = 1;
             break;
-        default: return usage_error(use, "");
+        default: return bad_option(argc, argv, opt);
         }
     }
     if (optind != argc) return usage_error("generate: unexpected argument '%s'", argv[optind]);
@@ -767,6 +1033,7 @@ static int cmd_generate(int argc, char **argv)
         if (s != CLS_OK) return fail(s, "generating the collection");
         return 0;
     }
+    if (check_output("generate", index) || (topics && check_output("generate", topics))) return 1;
     gen_progress p = {!quiet && isatty(2), 0, now()};
     gen_index_info info;
     s = gen_index_ex(&o, &bo, index, topics, on_gen_progress, &p, &info);
@@ -864,7 +1131,7 @@ static int cmd_ciff_import(int argc, char **argv)
     cls_analyzer_defaults(&an);
     cls_build_opts o;
     cls_build_defaults(&o);
-    while ((opt = getopt_long(argc, argv, "o:v", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":o:v", lo, NULL)) != -1) {
         switch (opt) {
         case 'o': out = optarg; break;
         case 'v': verbose = 1; break;
@@ -883,10 +1150,11 @@ static int cmd_ciff_import(int argc, char **argv)
         case 5: an.stopwords = 0; break;
         case 6: an.lowercase = 0; break;
         case 7: an.possessive = 0; break;
-        default: return usage_error(use, "");
+        default: return bad_option(argc, argv, opt);
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
+    if (check_output("ciff-import", out)) return 1;
     double t0 = now();
     cls_status s = cls_ciff_import(argv[optind], &an, &o, out);
     if (s != CLS_OK) return fail(s, "importing CIFF (nothing written)");
@@ -901,15 +1169,16 @@ static int cmd_ciff_export(int argc, char **argv)
                                        {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
     const char *out = NULL, *desc = NULL;
     int verbose = 0, opt;
-    while ((opt = getopt_long(argc, argv, "o:v", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":o:v", lo, NULL)) != -1) {
         switch (opt) {
         case 'o': out = optarg; break;
         case 'v': verbose = 1; break;
         case 1: desc = optarg; break;
-        default: return usage_error(use, "");
+        default: return bad_option(argc, argv, opt);
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
+    if (check_output("ciff-export", out)) return 1;
     double t0 = now();
     cls_index *idx;
     cls_status s = cls_index_open(argv[optind], &idx);
@@ -926,6 +1195,105 @@ static int cmd_ciff_export(int argc, char **argv)
     return 0;
 }
 
+/* ---- help -------------------------------------------------------------------------------- */
+
+/* One command's usage: its lines of `clsearch help`, which prints them all, and all that
+ * `clsearch CMD --help` prints (with the codecs where the command takes --codec). */
+typedef struct usage_entry {
+    const char *cmd;   /* "search", "bench decode" */
+    const char *text;  /* %1$s: the codec names */
+} usage_entry;
+
+static const usage_entry usages[] = {
+    {"devices",
+     "  clsearch devices [-v] [--json]              list OpenCL platforms and devices\n"
+     "                  -v: the kernel parameters in force on each device;\n"
+     "                  --json: one JSON object a line, a device each (no line when there is none)\n"},
+    {"index",
+     "  clsearch index -c {jsonl,beir,html,trec,smart,files} -o INDEX INPUT...\n"
+     "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
+     "                  [--threads N] [--codec %1$s] [--block 64|128|256|512]\n"
+     "                  [--pfor-depth 0..3] [-q|--quiet] [-v|--verbose]\n"
+     "                  INPUT: files, folders, .gz, archives (.tar[.gz|.xz|...], .zip);\n"
+     "                  files: a folder tree, archive or file of plain text, docno = relative path\n"
+     "                  (%%XX-escaped), *.gz decompressed, binary files skipped;\n"
+     "                  --threads: analysis threads (default: all cores); -q, --quiet: no progress\n"
+     "                  line (shown when stderr is a terminal) and no notes; -v: summary and timings;\n"
+     "                  INDEX's folder must exist and be writable (checked before any input is read)\n"},
+    {"search",
+     "  clsearch search -x INDEX {-q TOPICS | QUERY...} [-f {auto,tsv,anserini,trec,smart,mq}] [-k K]\n"
+     "                  [-m MODE] [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [--json] [-v]\n"
+     "                  -q, --topics TOPICS: a topics file, '-' for standard input (a pipe works,\n"
+     "                  in any format -f auto recognises); reading no topic is an error;\n"
+     "                  QUERY...: instead of -q, one query, the words joined by spaces, qid 1\n"
+     "                  (--qid ID names it otherwise);\n"
+     "                  -o RUN: write the run there (its folder is checked first), else standard output;\n"
+     "                  --json: one JSON object a hit, {\"qid\", \"rank\", \"docno\", \"score\"},\n"
+     "                  instead of TREC run lines (qid Q0 docno rank score tag);\n"
+     "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto);\n"
+     "                  the first search on a device compiles its kernels and says so on stderr\n"},
+    {"stats",
+     "  clsearch stats INDEX [--codecs] [--json]    sizes; --codecs: every codec and block size;\n"
+     "                  --json: the same as one JSON object on one line (\"sizes\": the index's own\n"
+     "                  codec first, then with --codecs every codec and block size)\n"},
+    {"check",
+     "  clsearch check INDEX [--threads N] [-v]     verifies what opening leaves to first use: the postings\n"
+     "                  checksum, every block decoded strictly, every max_score; prints 'INDEX: ok' or\n"
+     "                  the first damage (section, term, block) and exits 1; --threads: default all cores;\n"
+     "                  -v: what was checked and how long it took\n"},
+    {"recode",
+     "  clsearch recode INDEX -o OUT [--codec %1$s] [--block 64|128|256|512]\n"
+     "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"},
+    {"generate",
+     "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
+     "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv\n"
+     "  clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [--docs N] [--queries N]\n"
+     "                  [--vocab N] [--doc-len N] [--seed S] [--threads N] [--codec C] [--block N]\n"
+     "                  [--pfor-depth D] [-q|--quiet] [-v]\n"
+     "                  the same collection straight into an index, no text, on all cores (--threads);\n"
+     "                  small 20k documents, medium 2M, gov2 25.2M (~6e9 postings); -q: no progress or totals\n"},
+    {"ciff-import",
+     "  clsearch ciff-import FILE.ciff[.gz] -o INDEX [--codec C] [--block N] [--pfor-depth D]\n"
+     "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
+     "                  CIFF (Anserini, PISA, Lucene) to an index; the analyzer flags are what\n"
+     "                  queries will use, so give those the CIFF's terms were made with\n"},
+    {"ciff-export", "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v]\n"},
+    {"compare", "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"},
+    {"bench copy",
+     "  clsearch bench copy [-d DEVICES] [-r N] [--mib N] [--json FILE]\n"
+     "                  the devices' memory-bandwidth ceiling (copy kernel, bytes read + written)\n"},
+    {"bench decode",
+     "  clsearch bench decode [-d ref,DEVICES] [-r N] [--select 1,0.05] [--algo hs,we,shfl|all]\n"
+     "                  [--ceiling GBPS] [--json FILE] [--plot DIR] INDEX...\n"
+     "                  decoding speed of whole lists and scattered blocks per scan variant, checked against ref\n"},
+    {"bench e2e",
+     "  clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and,and-or] [-k 10,100,1000]\n"
+     "                  [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n"
+     "                  queries/s and latency p50/p95/p99 by batch size, transfers apart\n"},
+    {"bench topk",
+     "  clsearch bench topk [-d DEVICES] [-c ROWSxN:K,...] [-r N] [--json FILE]\n"
+     "                  top-k selection alone on dense score rows, checked on the host\n"},
+    {"bench scan",
+     "  clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo all|hs,we,shfl] [--wg N,...] [--items N,...]\n"
+     "                  [--json FILE]\n"
+     "                  device-wide prefix sum alone, per variant, checked on the host\n"},
+    {"bench intersect",
+     "  clsearch bench intersect [-d DEVICES] [--terms 2] [--short 1000,10000] [--ratios 1,10,100,1000]\n"
+     "                  [--batch 1,64,1024,16384] [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
+     "                  AND-query list intersection alone, per work-group size, checked on the host\n"},
+    {"bench score",
+     "  clsearch bench score [-d DEVICES] [--mode and,or] [--cands 1e3,...] [--lists 1e4,...] [--batch N,...]\n"
+     "                  [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
+     "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"},
+    {"tune",
+     "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE]\n"
+     "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
+     "  clsearch tune --list                        the registry of tunable parameters\n"},
+    {"help", "  clsearch help, clsearch CMD --help          all commands, or one\n"},
+    {"version", "  clsearch version                            the version\n"},
+};
+#define NUM_USAGES (sizeof usages / sizeof usages[0])
+
 /* The codec names from the codec table, "raw|bp|pfor|optpfd|rice", for the usage lines. */
 static const char *codec_names(char *buf, size_t len)
 {
@@ -939,77 +1307,91 @@ static const char *codec_names(char *buf, size_t len)
     return buf;
 }
 
-static void help(void)
+static void print_codecs(void)
 {
-    char codecs[256];
-    codec_names(codecs, sizeof codecs);
-    printf("clsearch %s: query processing on OpenCL devices\n\n"
-           "  clsearch devices [-v]                       list OpenCL platforms and devices\n"
-           "  clsearch index -c {jsonl,beir,html,trec,smart,files} -o INDEX INPUT...\n"
-           "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
-           "                  [--threads N] [--codec %s] [--block 64|128|256|512]\n"
-           "                  [--pfor-depth 0..3] [-q] [-v]\n"
-           "                  files: a folder tree, archive (.tar[.gz|.xz|...], .zip) or file of plain text,\n"
-           "                  docno = relative path (%%XX-escaped), *.gz decompressed, binary files skipped;\n"
-           "                  --threads: analysis threads (default: all cores); -q: no progress line\n"
-           "                  (shown when stderr is a terminal); -v: summary and timings\n"
-           "  clsearch search -x INDEX -q TOPICS [-f {auto,tsv,anserini,trec,smart,mq}] [-k K] [-m MODE]\n"
-           "                  [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [-v]\n"
-           "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto)\n",
-           cls_version(), codecs);
-    for (cls_mode m = 0; cls_mode_name(m); m++)
-        printf("                  -m %-7s %s%s\n", cls_mode_name(m), cls_mode_help(m), m == CLS_MODE_OR ? " (default)" : "");
-    printf("  clsearch stats INDEX [--codecs]             sizes; --codecs: every codec and block size\n"
-           "  clsearch check INDEX [--threads N] [-v]     verifies what opening leaves to first use: the postings\n"
-           "                  checksum, every block decoded strictly, every max_score; prints 'INDEX: ok' or\n"
-           "                  the first damage (section, term, block) and exits 1; --threads: default all cores;\n"
-           "                  -v: what was checked and how long it took\n"
-           "  clsearch recode INDEX -o OUT [--codec %s] [--block 64|128|256|512]\n"
-           "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"
-           "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
-           "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv\n"
-           "  clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [--docs N] [--queries N]\n"
-           "                  [--vocab N] [--doc-len N] [--seed S] [--threads N] [--codec C] [--block N]\n"
-           "                  [--pfor-depth D] [-q] [-v]\n"
-           "                  the same collection straight into an index, no text, on all cores (--threads);\n"
-           "                  small 20k documents, medium 2M, gov2 25.2M (~6e9 postings); -q: no progress or totals\n"
-           "  clsearch ciff-import FILE.ciff[.gz] -o INDEX [--codec C] [--block N] [--pfor-depth D]\n"
-           "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
-           "                  CIFF (Anserini, PISA, Lucene) to an index; the analyzer flags are what\n"
-           "                  queries will use, so give those the CIFF's terms were made with\n"
-           "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v]\n"
-           "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"
-           "  clsearch bench copy [-d DEVICES] [-r N] [--mib N] [--json FILE]\n"
-           "                  the devices' memory-bandwidth ceiling (copy kernel, bytes read + written)\n"
-           "  clsearch bench decode [-d ref,DEVICES] [-r N] [--select 1,0.05] [--algo hs,we,shfl|all]\n"
-           "                  [--ceiling GBPS] [--json FILE] [--plot DIR] INDEX...\n"
-           "                  decoding speed of whole lists and scattered blocks per scan variant, checked against ref\n"
-           "  clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and,and-or] [-k 10,100,1000]\n"
-           "                  [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n"
-           "                  queries/s and latency p50/p95/p99 by batch size, transfers apart\n"
-           "  clsearch bench topk [-d DEVICES] [-c ROWSxN:K,...] [-r N] [--json FILE]\n"
-           "                  top-k selection alone on dense score rows, checked on the host\n"
-           "  clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo all|hs,we,shfl] [--wg N,...] [--items N,...]\n"
-           "                  [--json FILE]\n"
-           "                  device-wide prefix sum alone, per variant, checked on the host\n"
-           "  clsearch bench intersect [-d DEVICES] [--terms 2] [--short 1000,10000] [--ratios 1,10,100,1000]\n"
-           "                  [--batch 1,64,1024,16384] [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
-           "                  AND-query list intersection alone, per work-group size, checked on the host\n"
-           "  clsearch bench score [-d DEVICES] [--mode and,or] [--cands 1e3,...] [--lists 1e4,...] [--batch N,...]\n"
-           "                  [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
-           "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"
-           "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE]\n"
-           "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
-           "  clsearch tune --list                        the registry of tunable parameters\n\n",
-           codecs);
     printf("Codecs (--codec):\n");
     for (int c = 0; c < CLS_NUM_CODECS; c++) {
         const cdc_codec *d = cdc_get((cls_codec)c);
         printf("  %-8s %s\n", d->name, d->help);
     }
-    printf("\nEnvironment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
+}
+
+static void print_environment(void)
+{
+    printf("Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
            "(kernel sources instead of the embedded ones), CLSEARCH_TUNING (tuning file; 'none' ignores it;\n"
            "default CACHE_DIR/tuning.json), CLSEARCH_PARAMS (NAME=VALUE,... over the tuned values).\n");
+}
+
+/* One entry's lines, the search modes after search's. */
+static void print_usage(const usage_entry *u)
+{
+    char codecs[256];
+    codec_names(codecs, sizeof codecs);
+    printf(u->text, codecs);
+    if (strcmp(u->cmd, "search") == 0)
+        for (cls_mode m = 0; cls_mode_name(m); m++)
+            printf("                  -m %-7s %s%s\n", cls_mode_name(m), cls_mode_help(m),
+                   m == CLS_MODE_OR ? " (default)" : "");
+}
+
+static void help(void)
+{
+    printf("clsearch %s: query processing on OpenCL devices\n\n", cls_version());
+    for (size_t i = 0; i < NUM_USAGES; i++) print_usage(&usages[i]);
+    printf("\nEvery command takes -h, --help: its own usage. Exit status: 0 success, 1 failure, 2 bad usage.\n\n");
+    print_codecs();
+    printf("\n");
+    print_environment();
+}
+
+/* `clsearch CMD --help`: cmd's usage ("bench": every suite's) and what it refers to. 0 when
+ * cmd has an entry. */
+static int command_help(const char *cmd)
+{
+    size_t n = strlen(cmd), found = 0;
+    for (size_t i = 0; i < NUM_USAGES; i++) {
+        const char *c = usages[i].cmd;
+        if (strcmp(c, cmd) == 0 || (strncmp(c, cmd, n) == 0 && c[n] == ' ')) {
+            if (!found) printf("usage:\n");
+            print_usage(&usages[i]);
+            found++;
+        }
+    }
+    if (!found) return 1;
+    if (strstr(cmd, "index") || strstr(cmd, "recode") || strstr(cmd, "generate") || strstr(cmd, "ciff-import")) {
+        printf("\n");
+        print_codecs();
+    }
+    if (strcmp(cmd, "search") == 0 || strcmp(cmd, "devices") == 0 || strcmp(cmd, "tune") == 0 ||
+        strncmp(cmd, "bench", 5) == 0) {
+        printf("\n");
+        print_environment();
+    }
+    return 0;
+}
+
+/* Whether the arguments after the command ask for help: -h or --help before any "--". */
+static int asks_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) return 0;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
+    }
+    return 0;
+}
+
+/* Notices from the library (include/clsearch.h, cls_set_notice) on stderr: today the one that a
+ * kernel program is being compiled, not loaded from the cache, which takes seconds. An engine
+ * builds two programs and tune many, all with the same notice: it is printed once. */
+static void on_notice(void *user, const char *line)
+{
+    static char last[1024];
+    (void)user;
+    if (strncmp(last, line, sizeof last - 1) == 0) return;
+    snprintf(last, sizeof last, "%s", line);
+    fprintf(stderr, "%s: %s\n", prog, line);
+    fflush(stderr);
 }
 
 int main(int argc, char **argv)
@@ -1021,6 +1403,36 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     argc--;
     argv++;
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        /* help CMD [SUITE]: that command's usage */
+        if (argc > 1 && !asks_help(argc, argv)) {
+            char which[128];
+            snprintf(which, sizeof which, "%s%s%s", argv[1], argc > 2 ? " " : "", argc > 2 ? argv[2] : "");
+            return command_help(which) ? usage_error("help: no command '%s'", which) : 0;
+        }
+        help();
+        return 0;
+    }
+    if (strcmp(cmd, "bench") == 0) {
+        /* bench SUITE --help: the suite's usage; bench --help, or help with no suite: all of them */
+        if (asks_help(argc, argv)) {
+            char suite[64];
+            snprintf(suite, sizeof suite, "bench %s", argv[1]);
+            if (command_help(suite) != 0) command_help("bench");
+            return 0;
+        }
+    } else if (asks_help(argc, argv) && command_help(cmd) == 0) {
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("clsearch %s\n", cls_version());
+        return 0;
+    }
+    snprintf(cur_cmd, sizeof cur_cmd, "%s", cmd);
+    cls_set_notice(on_notice, NULL);
+    /* the commands here say themselves what getopt refused (bad_option); the suites of bench/ let
+     * getopt say it */
+    opterr = strcmp(cmd, "bench") == 0 || strcmp(cmd, "tune") == 0;
     if (strcmp(cmd, "devices") == 0) return cmd_devices(argc, argv);
     if (strcmp(cmd, "index") == 0) return cmd_index(argc, argv);
     if (strcmp(cmd, "search") == 0) return cmd_search(argc, argv);
@@ -1043,14 +1455,6 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], "intersect") == 0) return bench_intersect(argc - 1, argv + 1);
         if (strcmp(argv[1], "score") == 0) return bench_score(argc - 1, argv + 1);
         return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk, scan, intersect, score)", argv[1]);
-    }
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        help();
-        return 0;
-    }
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("clsearch %s\n", cls_version());
-        return 0;
     }
     return usage_error("unknown command '%s'", cmd);
 }

@@ -18,7 +18,11 @@ while [ $# -gt 0 ]; do
 done
 tools/deps.sh
 build=${CLSEARCH_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLSEARCH_TESTS=OFF >/dev/null
+# The same folder, build type and options as tools/test.sh, so that either script may run first
+# and neither undoes the other: the tests are configured (not built here), so a later
+# tools/test.sh in build/ finds and runs all of them.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLSEARCH_TESTS=ON -DCLSEARCH_CIFF=ON \
+  -DCLSEARCH_SANITIZE=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target clsearch >/dev/null
 cls=$build/clsearch
 work=$build/quickstart

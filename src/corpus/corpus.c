@@ -317,11 +317,23 @@ static cls_status archive_getline(crp_lines *r, size_t *len, int *got)
     return CLS_OK;
 }
 
+void crp_lines_again(crp_lines *r, size_t len)
+{
+    r->again = r->line != NULL;
+    r->again_len = len;
+}
+
 cls_status crp_lines_next(crp_lines *r, size_t *len, int *got)
 {
     size_t n = 0;
     *got = 0;
     *len = 0;
+    if (r->again) {
+        r->again = 0;
+        *len = r->again_len;
+        *got = 1;
+        return CLS_OK;
+    }
     if (r->a) {
         cls_status st = archive_getline(r, &n, got);
         if (st != CLS_OK || !*got) return st;

@@ -72,6 +72,8 @@ typedef struct crp_lines {
     size_t chunk_len, chunk_pos;
     int eof;
     unsigned long lineno;   /* 1-based number of the line last returned */
+    int again;              /* crp_lines_again: the next call returns line again */
+    size_t again_len;
 } crp_lines;
 
 /* Opens path; CLS_E_IO naming the path if it cannot be opened. */
@@ -84,6 +86,10 @@ cls_status crp_lines_open_entry(crp_lines *r, struct archive *a, const char *whe
 /* Next line into r->line (length *len, trailing "\n" or "\r\n" removed, NUL-terminated; the
  * line may itself contain NUL bytes). *got is 0 at end of file. */
 cls_status crp_lines_next(crp_lines *r, size_t *len, int *got);
+/* Makes the next crp_lines_next return the line it returned last (len bytes, as it gave them)
+ * once more, with the same line number: one who read a line to choose a parser hands it on,
+ * which a pipe could not give again. */
+void crp_lines_again(crp_lines *r, size_t len);
 void crp_lines_close(crp_lines *r);
 
 /* A parser over an open line reader (one file, or one archive entry). */

@@ -393,44 +393,17 @@ static cls_status read_mq(crp_lines *r, cls_topic_fn fn, void *user)
     }
 }
 
-cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn fn, void *user)
-{
-    if (!path || !*path || !fn)
-        return err_set(CLS_E_ARG, "cls_topics_read: a path and a callback are required");
-    cls_status (*read)(crp_lines *, cls_topic_fn, void *) = NULL;
-    switch (fmt) {
-    case CLS_TOPICS_TSV: read = read_tsv; break;
-    case CLS_TOPICS_ANSERINI: read = read_anserini; break;
-    case CLS_TOPICS_TREC: read = read_trec; break;
-    case CLS_TOPICS_SMART: read = read_smart; break;
-    case CLS_TOPICS_MQ: read = read_mq; break;
-    }
-    if (!read) return err_set(CLS_E_ARG, "cls_topics_read: unknown topics format %d", (int)fmt);
-    crp_lines r;
-    cls_status st = crp_lines_open(&r, path);
-    if (st != CLS_OK) return st;
-    st = read(&r, fn, user);
-    crp_lines_close(&r);
-    return st;
-}
-
 /* ---- Format detection ---------------------------------------------------------------------- */
 
-/* From the first non-blank line: "<DOC" Anserini, "<top>" TREC, ".I" SMART, "digits:digits:"
- * Million Query, anything else TSV. */
-cls_topics_format cls_topics_detect(const char *path)
+/* The format a first non-blank line announces: "<DOC" Anserini, "<top>" TREC, ".I" SMART,
+ * "digits:digits:" Million Query, anything else TSV. */
+static cls_topics_format sniff(const char *line, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return CLS_TOPICS_TSV; /* the reader reports the error */
-    int ch;
-    while ((ch = fgetc(f)) == ' ' || ch == '\n' || ch == '\r' || ch == '\t') {}
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) i++;
     char buf[64] = {0};
-    size_t n = 0;
-    while (ch != EOF && ch != '\n' && n + 1 < sizeof buf) {
-        buf[n++] = (char)ch;
-        ch = fgetc(f);
-    }
-    fclose(f);
+    size_t n = len - i < sizeof buf - 1 ? len - i : sizeof buf - 1;
+    memcpy(buf, line + i, n);
     if (strncmp(buf, "<DOC", 4) == 0) return CLS_TOPICS_ANSERINI;
     int top = 1; /* "<top>" in either case */
     for (int j = 0; j < 5; j++) {
@@ -440,7 +413,7 @@ cls_topics_format cls_topics_detect(const char *path)
     if (top) return CLS_TOPICS_TREC;
     if (buf[0] == '.' && buf[1] == 'I' && (buf[2] == '\0' || buf[2] == ' ' || buf[2] == '\t' || buf[2] == '\r'))
         return CLS_TOPICS_SMART;
-    size_t i = 0;
+    i = 0;
     while (buf[i] >= '0' && buf[i] <= '9') i++;
     if (i > 0 && buf[i] == ':') {
         size_t d = ++i;
@@ -448,4 +421,56 @@ cls_topics_format cls_topics_detect(const char *path)
         if (i > d && buf[i] == ':') return CLS_TOPICS_MQ;
     }
     return CLS_TOPICS_TSV;
+}
+
+/* Reads up to the first non-blank line of r, returns the format it announces (TSV for a file of
+ * blank lines) and leaves that line to be read again, so nothing is lost from a pipe: the
+ * blank lines before it are nothing to any of the readers. */
+static cls_status sniff_lines(crp_lines *r, cls_topics_format *fmt)
+{
+    *fmt = CLS_TOPICS_TSV;
+    for (;;) {
+        size_t len;
+        int got;
+        cls_status st = crp_lines_next(r, &len, &got);
+        if (st != CLS_OK || !got) return st;
+        if (crp_is_blank(r->line, len)) continue;
+        *fmt = sniff(r->line, len);
+        crp_lines_again(r, len);
+        return CLS_OK;
+    }
+}
+
+cls_status cls_topics_read(cls_topics_format fmt, const char *path, cls_topic_fn fn, void *user)
+{
+    if (!path || !*path || !fn)
+        return err_set(CLS_E_ARG, "cls_topics_read: a path and a callback are required");
+    if ((int)fmt < (int)CLS_TOPICS_TSV || (int)fmt > (int)CLS_TOPICS_AUTO)
+        return err_set(CLS_E_ARG, "cls_topics_read: unknown topics format %d", (int)fmt);
+    crp_lines r;
+    cls_status st = crp_lines_open(&r, path);
+    if (st != CLS_OK) return st;
+    if (fmt == CLS_TOPICS_AUTO) st = sniff_lines(&r, &fmt);
+    cls_status (*read)(crp_lines *, cls_topic_fn, void *) = NULL;
+    switch (fmt) {
+    case CLS_TOPICS_TSV: read = read_tsv; break;
+    case CLS_TOPICS_ANSERINI: read = read_anserini; break;
+    case CLS_TOPICS_TREC: read = read_trec; break;
+    case CLS_TOPICS_SMART: read = read_smart; break;
+    case CLS_TOPICS_MQ: read = read_mq; break;
+    case CLS_TOPICS_AUTO: break; /* sniff_lines never leaves it */
+    }
+    if (st == CLS_OK) st = read(&r, fn, user);
+    crp_lines_close(&r);
+    return st;
+}
+
+cls_topics_format cls_topics_detect(const char *path)
+{
+    crp_lines r;
+    cls_topics_format fmt = CLS_TOPICS_TSV; /* unreadable: the reader reports the error */
+    if (!path || crp_lines_open(&r, path) != CLS_OK) return fmt;
+    sniff_lines(&r, &fmt);
+    crp_lines_close(&r);
+    return fmt;
 }

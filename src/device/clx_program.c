@@ -209,6 +209,8 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
         free(bin);
     }
     if (!prog) {
+        if (have_dir) err_notice("compiling kernels for %s (once; cached in %s)", dev->info.name, dir);
+        else err_notice("compiling kernels for %s (no cache folder: every start compiles)", dev->info.name);
         const char *sp = src;
         prog = clCreateProgramWithSource(ctx, 1, &sp, &src_len, &e);
         if (!prog || e != CL_SUCCESS) {

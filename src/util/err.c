@@ -1,6 +1,8 @@
-/* Per-thread error detail: the status says what kind of failure, this says where and why. */
+/* Per-thread error detail: the status says what kind of failure, this says where and why. And
+ * notices (cls_set_notice): lines for a person waiting, sent to the caller's function, never printed. */
 #include "util/err.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,3 +61,31 @@ cls_status err_wrap(cls_status s, const char *fmt, ...)
 }
 
 void err_clear(void) { err_msg[0] = '\0'; }
+
+/* The notice function and its argument, set and read together. */
+static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
+static cls_notice_fn notice_fn;
+static void *notice_user;
+
+void cls_set_notice(cls_notice_fn fn, void *user)
+{
+    pthread_mutex_lock(&notice_lock);
+    notice_fn = fn;
+    notice_user = user;
+    pthread_mutex_unlock(&notice_lock);
+}
+
+void err_notice(const char *fmt, ...)
+{
+    pthread_mutex_lock(&notice_lock);
+    cls_notice_fn fn = notice_fn;
+    void *user = notice_user;
+    pthread_mutex_unlock(&notice_lock);
+    if (!fn) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fn(user, line);
+}

@@ -16,5 +16,7 @@ cls_status err_set(cls_status s, const char *fmt, ...) ERR_PRINTF(2, 3);
 /* Prepends context ("reading X: ") to the current detail and returns s. */
 cls_status err_wrap(cls_status s, const char *fmt, ...) ERR_PRINTF(2, 3);
 void err_clear(void);
+/* Sends a notice to the function cls_set_notice set, if any (nothing when none). */
+void err_notice(const char *fmt, ...) ERR_PRINTF(1, 2);
 
 #endif
