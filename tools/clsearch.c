@@ -499,6 +499,7 @@ static int cmd_search(int argc, char **argv)
     const char *index_path = NULL, *topics = NULL, *fmt = NULL, *device = NULL, *out = NULL, *tag = "clsearch";
     const char *qid = NULL;
     int verbose = 0, json = 0, opt;
+    float batch_ms = 0;
     cls_search_params p;
     cls_search_defaults(&p);
     unsigned long long v;
@@ -508,7 +509,10 @@ static int cmd_search(int argc, char **argv)
                                        {"b", required_argument, 0, 2}, {"device", required_argument, 0, 'd'},
                                        {"output", required_argument, 0, 'o'}, {"tag", required_argument, 0, 3},
                                        {"json", no_argument, 0, 4}, {"qid", required_argument, 0, 5},
+                                       {"device-mem", required_argument, 0, 6}, {"batch-ms", required_argument, 0, 7},
                                        {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
+    cls_engine_opts eo;
+    cls_engine_opts_init(&eo);
     while ((opt = getopt_long(argc, argv, ":x:q:f:k:m:d:o:v", lo, NULL)) != -1) {
         switch (opt) {
         case 'x': index_path = optarg; break;
@@ -535,6 +539,17 @@ static int cmd_search(int argc, char **argv)
         case 3: tag = optarg; break;
         case 4: json = 1; break;
         case 5: qid = optarg; break;
+        case 6:
+            if (cls_parse_bytes(optarg, &eo.device_mem) != CLS_OK || eo.device_mem == 0)
+                return usage_error("search: --device-mem takes a byte count above 0 (digits, then optionally K, M, G "
+                                   "or T), not '%s'", optarg);
+            break;
+        case 7:
+            if (!parse_float(optarg, &batch_ms) || !(batch_ms > 0 && batch_ms <= 60000))
+                return usage_error("search: --batch-ms takes a number of milliseconds above 0, up to 60000, not '%s'",
+                                   optarg);
+            eo.batch_ms = batch_ms;
+            break;
         case 'v': verbose = 1; break;
         default: return bad_option(argc, argv, opt);
         }
@@ -611,7 +626,8 @@ static int cmd_search(int argc, char **argv)
         }
     }
     double t0 = now();
-    if ((s = cls_engine_create(idx, device, &eng)) != CLS_OK) {
+    eo.device = device;
+    if ((s = cls_engine_create_opts(idx, &eo, &eng)) != CLS_OK) {
         fail(s, "starting the engine");
         goto done;
     }
@@ -707,6 +723,9 @@ static int cmd_search(int argc, char **argv)
         if (in_lists)
             fprintf(stderr, "blocks decoded: %llu of the %llu in the queries' lists (%.1f%%)\n",
                     (unsigned long long)decoded, (unsigned long long)in_lists, 100.0 * (double)decoded / (double)in_lists);
+        fprintf(stderr, "counters:");
+        for (size_t i = 0; i < ncn; i++) fprintf(stderr, " %s %llu", cn[i].name, (unsigned long long)cn[i].value);
+        fputc('\n', stderr);
     }
     if (verbose)
         fprintf(stderr, "searched %zu queries (%s, k %u) in %.3f s: %.1f queries/s, %zu hits, %zu queries without results\n",
@@ -1223,6 +1242,7 @@ static const usage_entry usages[] = {
     {"search",
      "  clsearch search -x INDEX {-q TOPICS | QUERY...} [-f {auto,tsv,anserini,trec,smart,mq}] [-k K]\n"
      "                  [-m MODE] [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [--json] [-v]\n"
+     "                  [--device-mem BYTES] [--batch-ms MS]\n"
      "                  -q, --topics TOPICS: a topics file, '-' for standard input (a pipe works,\n"
      "                  in any format -f auto recognises); reading no topic is an error;\n"
      "                  QUERY...: instead of -q, one query, the words joined by spaces, qid 1\n"
@@ -1231,7 +1251,12 @@ static const usage_entry usages[] = {
      "                  --json: one JSON object a hit, {\"qid\", \"rank\", \"docno\", \"score\"},\n"
      "                  instead of TREC run lines (qid Q0 docno rank score tag);\n"
      "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto);\n"
-     "                  the first search on a device compiles its kernels and says so on stderr\n"},
+     "                  the first search on a device compiles its kernels and says so on stderr;\n"
+     "                  --device-mem BYTES (e.g. 8G; default $CLSEARCH_DEVICE_MEM, else the device's):\n"
+     "                  the device memory the engine may take; an index taking more than half of it\n"
+     "                  has its lists cached on the device (LRU by bytes), uploaded as batches need them;\n"
+     "                  --batch-ms MS (default $CLSEARCH_BATCH_MS, else 25): the time a device batch\n"
+     "                  aims at, past 1,024 queries (the cost model: the rate measured on earlier batches)\n"},
     {"stats",
      "  clsearch stats INDEX [--codecs] [--json]    sizes; --codecs: every codec and block size;\n"
      "                  --json: the same as one JSON object on one line (\"sizes\": the index's own\n"
