@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "index/checksum.h"
 #include "index/index.h"
 
 #define IDX_BLOCK 128u /* the default block size the fixed-shape tests build with */
@@ -326,6 +327,25 @@ START_TEST(roundtrip_blocks_and_stats)
     model_free(&m);
 }
 END_TEST
+
+/* A section's checksum as docs/FORMAT.md defines it, written from the document rather than with
+ * checksum.c, so that each checks the other: XXH3_64bits of each 8 MiB chunk, then XXH3_64bits
+ * of the chunk digests as consecutive little-endian u64s. */
+#define FORMAT_CHUNK ((uint64_t)8 << 20)
+static uint64_t format_sum(const void *data, uint64_t size)
+{
+    uint64_t n = (size + FORMAT_CHUNK - 1) / FORMAT_CHUNK;
+    unsigned char *le = malloc((size_t)n * 8 + 1);
+    ck_assert(le != NULL);
+    for (uint64_t c = 0; c < n; c++) {
+        uint64_t at = c * FORMAT_CHUNK, len = size - at < FORMAT_CHUNK ? size - at : FORMAT_CHUNK;
+        uint64_t h = XXH3_64bits((const unsigned char *)data + at, (size_t)len);
+        for (int b = 0; b < 8; b++) le[c * 8 + b] = (unsigned char)(h >> (8 * b));
+    }
+    uint64_t sum = XXH3_64bits(le, (size_t)n * 8);
+    free(le);
+    return sum;
+}
 
 /* The main model in every codec and block size (and pfor depth): the same postings decode
  * back, and a block parameter word forged with consistent checksums is refused. */
@@ -1008,6 +1028,52 @@ START_TEST(other_version)
 }
 END_TEST
 
+/* ---- chunked checksums ------------------------------------------------------------------------ */
+
+/* checksum.c against FORMAT.md's definition (format_sum): sizes around the chunk size, empty
+ * included, on any number of threads, one part or many hashed as one pool. */
+START_TEST(checksum_definition)
+{
+    ck_assert_uint_eq(IDX_CHUNK, FORMAT_CHUNK);
+    const uint64_t C = IDX_CHUNK;
+    const uint64_t sizes[] = {0, 1, 4095, C - 1, C, C + 1, 2 * C, 3 * C + 5};
+    enum { NS = sizeof sizes / sizeof *sizes };
+    unsigned char *buf = malloc((size_t)(3 * C + 5));
+    ck_assert(buf != NULL);
+    uint64_t rs = 7;
+    for (size_t i = 0; i < 3 * C + 5; i += 8) {
+        uint64_t r = tu_rand(&rs);
+        memcpy(buf + i, &r, i + 8 <= 3 * C + 5 ? 8 : 3 * C + 5 - i);
+    }
+    uint64_t want[NS];
+    ck_part parts[NS];
+    for (size_t i = 0; i < NS; i++) {
+        parts[i] = (ck_part){buf + i, sizes[i]}; /* unaligned starts too */
+        want[i] = format_sum(buf + i, sizes[i]);
+        ck_assert_uint_eq(ck_nchunks(sizes[i]), (sizes[i] + C - 1) / C);
+    }
+    ck_assert_uint_eq(want[0], 0x2D06800538D394C2ull); /* an empty section: no chunk (FORMAT.md) */
+    const unsigned threads[] = {1, 2, 3, 16};
+    for (size_t k = 0; k < 4; k++) {
+        uint64_t got[NS];
+        for (size_t i = 0; i < NS; i++) {
+            ck_assert_int_eq(ck_sums(&parts[i], 1, threads[k], &got[i]), CLS_OK);
+            ck_assert_msg(got[i] == want[i], "size %llu, %u threads", (unsigned long long)sizes[i], threads[k]);
+        }
+        memset(got, 0, sizeof got);
+        ck_assert_int_eq(ck_sums(parts, NS, threads[k], got), CLS_OK);
+        for (size_t i = 0; i < NS; i++)
+            ck_assert_msg(got[i] == want[i], "pool: size %llu, %u threads", (unsigned long long)sizes[i], threads[k]);
+    }
+    /* a byte in the middle chunk matters */
+    buf[C + C / 2] ^= 1;
+    uint64_t got;
+    ck_assert_int_eq(ck_sums(&parts[NS - 1], 1, 2, &got), CLS_OK);
+    ck_assert(got != want[NS - 1]);
+    free(buf);
+}
+END_TEST
+
 START_TEST(foreign_and_missing_files)
 {
     const char *json = "{\"id\": \"d1\", \"contents\": \"not an index at all, just some JSON text\"}\n";
@@ -1075,6 +1141,7 @@ static Suite *suite(void)
     tcase_add_test(tb, forged_postings_every_codec);
     tcase_add_test(tb, check_reports_the_first_problem);
     tcase_add_test(tb, other_version);
+    tcase_add_test(tb, checksum_definition);
     tcase_add_test(tb, foreign_and_missing_files);
     suite_add_tcase(s, tb);
     return s;

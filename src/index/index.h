@@ -22,6 +22,10 @@
 #define IDX_MAGIC "CLSIDX\r\n" /* the CR-LF catches text-mode mangling */
 #define IDX_VERSION 2u
 #define IDX_ALIGN 64u
+/* Sections are checksummed in chunks of this many bytes (checksum.h): large enough that a chunk
+ * digest costs little to keep and a chunk is a worthwhile unit for a thread or a device upload,
+ * small enough that a 10 GB section is a thousand units. */
+#define IDX_CHUNK ((uint64_t)8 << 20)
 #define IDX_MIN_BLOCK 64u
 #define IDX_MAX_BLOCK 512u
 #define IDX_MAX_PFOR_DEPTH 3u
