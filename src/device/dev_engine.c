@@ -19,6 +19,7 @@
 
 #include "codec/codec.h"
 #include "index/bm25.h"
+#include "index/checksum.h"
 #include "device/dev.h"
 #include "query/engine.h"
 #include "util/err.h"
@@ -43,19 +44,20 @@ static cls_status add_kernel(clx_engine *e, cl_program prog, const char *name)
 }
 
 /* Staging for resident(): RESIDENT_STAGES pinned buffers of RESIDENT_CHUNK bytes, filled in
- * slices of RESIDENT_SLICE bytes (each hashed while it is still in the core's cache). */
-#define RESIDENT_CHUNK ((size_t)8 << 20)
+ * slices of RESIDENT_SLICE bytes (each hashed while it is still in the core's cache). A staged
+ * chunk is one chunk of the file's checksum, so its digest is one of the section's. */
+#define RESIDENT_CHUNK ((size_t)IDX_CHUNK)
 #define RESIDENT_SLICE ((size_t)128 << 10)
 #define RESIDENT_STAGES 2u
 
 /* A read-only device copy of host data (at least DEV_MIN_BUF bytes), uploaded in chunks through
  * pinned staging buffers (CL_MEM_ALLOC_HOST_PTR, mapped once): a chunk is copied into a free
- * staging buffer slice by slice, each slice hashed (XXH64, streaming) from the staging copy
+ * staging buffer slice by slice, each slice hashed (XXH3, streaming: the chunk's digest) from the staging copy
  * right after it lands, so the hash reads exactly what the device receives from cache rather
  * than memory (a third faster than copying the chunk, then hashing it, on a 2-core host); then
  * its write is enqueued without blocking and travels while the next chunk fills the other
- * staging buffer. With xxh, the data must hash to *xxh or the engine is refused as corrupt
- * (idx_words_corrupt): this is where the device's postings are verified before any kernel
+ * staging buffer. With xxh, the chunk digests must combine to *xxh (checksum.h) or the engine
+ * is refused as corrupt (idx_words_corrupt): this is where the device's postings are verified before any kernel
  * reads them, in the time the transfer takes anyway. */
 static cls_status resident(clx_engine *e, const void *data, size_t bytes, const char *what, const uint64_t *xxh,
                            cl_mem *out)
@@ -71,8 +73,10 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     cl_mem stage[RESIDENT_STAGES] = {NULL};
     void *host[RESIDENT_STAGES] = {NULL};
     cl_event ev[RESIDENT_STAGES] = {NULL};
-    XXH64_state_t *h = NULL;
-    if (xxh && (!(h = XXH64_createState()) || XXH64_reset(h, 0) != XXH_OK)) s = err_set(CLS_E_NOMEM, "out of memory");
+    XXH3_state_t *h = NULL;
+    uint64_t *digests = NULL;
+    if (xxh && (!(h = XXH3_createState()) || !(digests = malloc((size_t)(ck_nchunks(bytes) + 1) * sizeof *digests))))
+        s = err_set(CLS_E_NOMEM, "out of memory");
     for (unsigned k = 0; k < RESIDENT_STAGES && chunk && s == CLS_OK; k++) {
         stage[k] = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, chunk, NULL, &err);
         if (!stage[k] || err != CL_SUCCESS) {
@@ -98,11 +102,17 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
                 break;
             }
         }
+        if (h && XXH3_64bits_reset(h) != XXH_OK) {
+            s = err_set(CLS_E_NOMEM, "hashing a chunk failed");
+            break;
+        }
         for (size_t at = 0; at < n; at += RESIDENT_SLICE) {
             size_t m = n - at < RESIDENT_SLICE ? n - at : RESIDENT_SLICE;
             memcpy((char *)host[k] + at, (const char *)data + off + at, m);
-            if (h) XXH64_update(h, (const char *)host[k] + at, m);
+            if (h && XXH3_64bits_update(h, (const char *)host[k] + at, m) != XXH_OK) s = err_set(CLS_E_NOMEM, "hashing a chunk failed");
         }
+        if (s != CLS_OK) break;
+        if (h) digests[i] = XXH3_64bits_digest(h);
         err = clEnqueueWriteBuffer(e->queue, *out, CL_FALSE, off, n, host[k], 0, NULL, &ev[k]);
         if (err == CL_SUCCESS) err = clFlush(e->queue);
         if (err != CL_SUCCESS) {
@@ -121,9 +131,10 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     for (unsigned k = 0; k < RESIDENT_STAGES; k++)
         if (stage[k]) clReleaseMemObject(stage[k]);
     if (s != CLS_OK) s = err_wrap(s, "uploading %s (%zu bytes): ", what, bytes);
-    else if (h && XXH64_digest(h) != *xxh) s = idx_words_corrupt(e->idx);
+    else if (h && ck_combine(digests, ck_nchunks(bytes)) != *xxh) s = idx_words_corrupt(e->idx);
     else if (h) idx_words_set_verified(e->idx);
-    XXH64_freeState(h);
+    XXH3_freeState(h);
+    free(digests);
     if (s != CLS_OK) {
         clReleaseMemObject(*out);
         *out = NULL;
