@@ -6,7 +6,9 @@
  * (the reference engine at creation, the OpenCL engine, on $CLS_TEST_DEVICE, default POCL's CPU
  * device, as it uploads them); and postings forged with consistent checksums, in every codec,
  * are refused by cls_index_check and the reference engine's search, while the device searches
- * them without a fault. */
+ * them without a fault. Section checksums follow FORMAT.md's chunked definition (written out
+ * here, independently of checksum.c), and damage in any chunk of a section several chunks long
+ * is found: at open (metadata), by the check and by both engines (postings). */
 #include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
@@ -17,7 +19,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "index/checksum.h"
 #include "index/index.h"
+#include "index/index_write.h"
 
 #define IDX_BLOCK 128u /* the default block size the fixed-shape tests build with */
 
@@ -327,13 +331,31 @@ START_TEST(roundtrip_blocks_and_stats)
 }
 END_TEST
 
-/* The main model in every codec and block size (and pfor depth): the same postings decode
- * back, and a block parameter word forged with consistent checksums is refused. */
+/* A section's checksum as docs/FORMAT.md defines it, written from the document rather than with
+ * checksum.c, so that each checks the other: XXH3_64bits of each 8 MiB chunk, then XXH3_64bits
+ * of the chunk digests as consecutive little-endian u64s. */
+#define FORMAT_CHUNK ((uint64_t)8 << 20)
+static uint64_t format_sum(const void *data, uint64_t size)
+{
+    uint64_t n = (size + FORMAT_CHUNK - 1) / FORMAT_CHUNK;
+    unsigned char *le = malloc((size_t)n * 8 + 1);
+    ck_assert(le != NULL);
+    for (uint64_t c = 0; c < n; c++) {
+        uint64_t at = c * FORMAT_CHUNK, len = size - at < FORMAT_CHUNK ? size - at : FORMAT_CHUNK;
+        uint64_t h = XXH3_64bits((const unsigned char *)data + at, (size_t)len);
+        for (int b = 0; b < 8; b++) le[c * 8 + b] = (unsigned char)(h >> (8 * b));
+    }
+    uint64_t sum = XXH3_64bits(le, (size_t)n * 8);
+    free(le);
+    return sum;
+}
+
+/* Every checksum of a file image made consistent with its bytes. */
 static void rehash_all(unsigned char *img, size_t len)
 {
     idx_section_entry t[IDX_NSECTIONS];
     read_table(img, len, t);
-    for (unsigned i = 0; i < IDX_NSECTIONS; i++) t[i].xxh = XXH64(img + t[i].offset, (size_t)t[i].size, 0);
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) t[i].xxh = format_sum(img + t[i].offset, t[i].size);
     memcpy(img + sizeof(idx_header), t, sizeof t);
     idx_header h;
     memcpy(&h, img, sizeof h);
@@ -982,8 +1004,8 @@ START_TEST(other_version)
     char *path = main_index(&m);
     size_t len;
     unsigned char *img = tu_read_file(path, &len);
-    const uint32_t versions[] = {0, IDX_VERSION + 1, 0xFFFFFFFFu};
-    for (size_t i = 0; i < 3; i++) {
+    const uint32_t versions[] = {0, 1, IDX_VERSION - 1, IDX_VERSION + 1, 0xFFFFFFFFu};
+    for (size_t i = 0; i < sizeof versions / sizeof *versions; i++) {
         set_version(img, versions[i]);
         char what[64], num[32];
         snprintf(what, sizeof what, "version %u", versions[i]);
@@ -1001,10 +1023,207 @@ START_TEST(other_version)
     cls_index_close(idx);
     remove(p);
     free(p);
+    /* a whole version-2 file: this layout with one XXH64 (seed 0) per section, as version 2
+     * wrote it: refused as another version, with what to do, not as damage */
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) t[i].xxh = XXH64(img + t[i].offset, (size_t)t[i].size, 0);
+    memcpy(img + sizeof(idx_header), t, sizeof t);
+    idx_header h;
+    memcpy(&h, img, sizeof h);
+    h.table_xxh = XXH64(t, sizeof t, 0);
+    memcpy(img, &h, sizeof h);
+    set_version(img, 2);
+    const char *msg = bytes_fail(img, len, CLS_E_VERSION, "a version-2 file");
+    ck_assert_msg(strstr(msg, "index format version 2, this build reads version 3") && strstr(msg, "rebuild"),
+                  "'%s'", msg);
     free(img);
     remove(path);
     free(path);
     model_free(&m);
+}
+END_TEST
+
+/* ---- chunked checksums ------------------------------------------------------------------------ */
+
+/* checksum.c against FORMAT.md's definition (format_sum): sizes around the chunk size, empty
+ * included, on any number of threads, one part or many hashed as one pool. */
+START_TEST(checksum_definition)
+{
+    ck_assert_uint_eq(IDX_CHUNK, FORMAT_CHUNK);
+    const uint64_t C = IDX_CHUNK;
+    const uint64_t sizes[] = {0, 1, 4095, C - 1, C, C + 1, 2 * C, 3 * C + 5};
+    enum { NS = sizeof sizes / sizeof *sizes };
+    unsigned char *buf = malloc((size_t)(3 * C + 5));
+    ck_assert(buf != NULL);
+    uint64_t rs = 7;
+    for (size_t i = 0; i < 3 * C + 5; i += 8) {
+        uint64_t r = tu_rand(&rs);
+        memcpy(buf + i, &r, i + 8 <= 3 * C + 5 ? 8 : 3 * C + 5 - i);
+    }
+    uint64_t want[NS];
+    ck_part parts[NS];
+    for (size_t i = 0; i < NS; i++) {
+        parts[i] = (ck_part){buf + i, sizes[i]}; /* unaligned starts too */
+        want[i] = format_sum(buf + i, sizes[i]);
+        ck_assert_uint_eq(ck_nchunks(sizes[i]), (sizes[i] + C - 1) / C);
+    }
+    ck_assert_uint_eq(want[0], 0x2D06800538D394C2ull); /* an empty section: no chunk (FORMAT.md) */
+    const unsigned threads[] = {1, 2, 3, 16};
+    for (size_t k = 0; k < 4; k++) {
+        uint64_t got[NS];
+        for (size_t i = 0; i < NS; i++) {
+            ck_assert_int_eq(ck_sums(&parts[i], 1, threads[k], &got[i]), CLS_OK);
+            ck_assert_msg(got[i] == want[i], "size %llu, %u threads", (unsigned long long)sizes[i], threads[k]);
+        }
+        memset(got, 0, sizeof got);
+        ck_assert_int_eq(ck_sums(parts, NS, threads[k], got), CLS_OK);
+        for (size_t i = 0; i < NS; i++)
+            ck_assert_msg(got[i] == want[i], "pool: size %llu, %u threads", (unsigned long long)sizes[i], threads[k]);
+    }
+    /* a byte in the middle chunk matters */
+    buf[C + C / 2] ^= 1;
+    uint64_t got;
+    ck_assert_int_eq(ck_sums(&parts[NS - 1], 1, 2, &got), CLS_OK);
+    ck_assert(got != want[NS - 1]);
+    free(buf);
+}
+END_TEST
+
+/* An index with sections several chunks long, written by idx_write_lists straight from lists:
+ * N documents with 40-byte docnos (the docnos section), T terms in every document, raw codec (the
+ * postings: about 8 T N bytes). Frequencies and lengths vary so scores differ. */
+static char *big_index(uint32_t N, uint32_t T)
+{
+    uint32_t *doclen = malloc((size_t)N * 4), *docs = malloc((size_t)N * T * 4), *freqs = malloc((size_t)N * T * 4);
+    uint64_t *docno_off = malloc(((size_t)N + 1) * 8), *term_off = malloc(((size_t)T + 1) * 8);
+    uint64_t *list_start = malloc(((size_t)T + 1) * 8);
+    char *docnos = malloc((size_t)N * 41), *terms = malloc((size_t)T * 3 + 1);
+    ck_assert(doclen && docs && freqs && docno_off && term_off && list_start && docnos && terms);
+    for (uint32_t d = 0; d < N; d++) {
+        char name[64]; /* 40 characters for d < 10^7 */
+        ck_assert_int_eq(snprintf(name, sizeof name, "doc-%07u-abcdefghijklmnopqrstuvwxyz01", d), 40);
+        memcpy(docnos + (size_t)d * 41, name, 41);
+        docno_off[d] = (uint64_t)d * 41;
+        doclen[d] = d % 17;
+    }
+    docno_off[N] = (uint64_t)N * 41;
+    for (uint32_t t = 0; t < T; t++) {
+        char name[16]; /* 3 characters for t < 100 */
+        ck_assert_int_eq(snprintf(name, sizeof name, "t%02u", t), 3);
+        memcpy(terms + t * 3, name, 3);
+        term_off[t] = t * 3;
+        list_start[t] = (uint64_t)t * N;
+        for (uint32_t d = 0; d < N; d++) {
+            uint32_t tf = 1 + ((d * 2654435761u) ^ (t * 40503u)) % 7 % 5;
+            docs[(size_t)t * N + d] = d;
+            freqs[(size_t)t * N + d] = tf;
+            doclen[d] += tf;
+        }
+    }
+    term_off[T] = (uint64_t)T * 3;
+    list_start[T] = (uint64_t)T * N;
+    idx_lists l = {.analyzer = 0, .num_docs = N, .doclen = doclen, .docno_off = docno_off, .docno_blob = docnos,
+                   .docno_blob_len = docno_off[N], .num_terms = T, .term_off = term_off, .term_blob = terms,
+                   .list_start = list_start, .docs = docs, .freqs = freqs};
+    cls_build_opts o = {CLS_CODEC_RAW, 128, 0, 0};
+    char *path = tu_strdup(tu_tmp_path("big.idx"));
+    ck_assert_msg(idx_write_lists(path, &l, &o) == CLS_OK, "%s", cls_last_error());
+    free(doclen), free(docs), free(freqs), free(docno_off), free(term_off), free(list_start), free(docnos), free(terms);
+    return path;
+}
+
+/* The same searches on the reference engine and on dev give the same documents and scores bit
+ * for bit (as test_query asserts for every algorithm), hits required. */
+static void same_as_ref(cls_index *idx, const char *dev)
+{
+    static const char *queries[] = {"t00 t05 t13 t26", "t26", "t01 t02 t03 t04 t20 t21 t22 t23 t24 t25"};
+    cls_batch *bt;
+    ck_assert_int_eq(cls_batch_create(idx, &bt), CLS_OK);
+    for (int q = 0; q < 3; q++) ck_assert_int_eq(cls_batch_add(bt, "q", queries[q]), CLS_OK);
+    cls_engine *e[2];
+    ck_assert_msg(cls_engine_create(idx, "ref", &e[0]) == CLS_OK, "ref: %s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, dev, &e[1]) == CLS_OK, "%s: %s", dev, cls_last_error());
+    cls_results *r[2];
+    ck_assert_int_eq(cls_results_create(&r[0]), CLS_OK);
+    ck_assert_int_eq(cls_results_create(&r[1]), CLS_OK);
+    for (int m = 0; m < CLS_NUM_MODES; m++) {
+        cls_search_params p;
+        cls_search_defaults(&p);
+        p.k = 100;
+        p.mode = (cls_mode)m;
+        for (int k = 0; k < 2; k++) ck_assert_msg(cls_engine_search(e[k], bt, &p, r[k]) == CLS_OK, "%s", cls_last_error());
+        for (size_t q = 0; q < 3; q++) {
+            size_t n[2];
+            const uint32_t *docs[2];
+            const float *scores[2];
+            for (int k = 0; k < 2; k++) cls_results_get(r[k], q, &n[k], &docs[k], &scores[k]);
+            ck_assert_uint_eq(n[0], 100);
+            ck_assert_uint_eq(n[1], n[0]);
+            ck_assert_msg(memcmp(docs[0], docs[1], n[0] * 4) == 0 && memcmp(scores[0], scores[1], n[0] * 4) == 0,
+                          "mode %d, query %zu: the device's results differ from the reference's", m, q + 1);
+        }
+    }
+    for (int k = 0; k < 2; k++) cls_results_free(r[k]), cls_engine_free(e[k]);
+    cls_batch_free(bt);
+}
+
+/* Sections several chunks long: the writer's checksums are FORMAT.md's; the intact file opens,
+ * passes the check, and uploads in several chunks to a device that answers as the reference
+ * does. A flipped byte anywhere in a multi-chunk docnos section (a chunk's middle, just past a
+ * chunk boundary, the last byte) is refused at open; in the postings (a middle chunk's middle,
+ * a chunk's first byte, the last byte) by the check, the reference engine and the device upload. */
+START_TEST(multi_chunk_sections)
+{
+    char *path = big_index(250000, 27);
+    size_t len;
+    unsigned char *img = tu_read_file(path, &len);
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    const idx_section_entry *ds = &t[IDX_S_DOCNO_BLOB - 1], *ws = &t[IDX_S_WORDS - 1];
+    ck_assert_uint_ge(ck_nchunks(ds->size), 2);
+    ck_assert_uint_ge(ck_nchunks(ws->size), 6); /* more than a 2-core host's staging buffers: they are reused */
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++)
+        ck_assert_msg(t[i].xxh == format_sum(img + t[i].offset, t[i].size), "section %s", SECTION[i]);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_index_check(idx, 3) == CLS_OK, "%s", cls_last_error());
+    same_as_ref(idx, device());
+    cls_index_close(idx);
+
+    const uint64_t at_d[] = {ds->offset + IDX_CHUNK / 2, ds->offset + IDX_CHUNK, ds->offset + ds->size - 1};
+    for (int j = 0; j < 3; j++) {
+        flip(img, at_d[j]);
+        char what[96];
+        snprintf(what, sizeof what, "docnos byte %llu flipped", (unsigned long long)(at_d[j] - ds->offset));
+        const char *msg = bytes_fail(img, len, CLS_E_CORRUPT, what);
+        ck_assert_msg(strstr(msg, "section 'docnos': checksum mismatch"), "%s: '%s'", what, msg);
+        flip(img, at_d[j]);
+    }
+    const uint64_t at_w[] = {ws->offset + 2 * IDX_CHUNK + IDX_CHUNK / 2 + 3, ws->offset + IDX_CHUNK,
+                             ws->offset + ws->size - 1};
+    char *p = tu_strdup(tu_tmp_path("bigwords.idx"));
+    for (int j = 0; j < 3; j++) {
+        flip(img, at_w[j]);
+        tu_write_file(p, img, len);
+        ck_assert_msg(cls_index_open(p, &idx) == CLS_OK, "%s", cls_last_error());
+        const char *engines[] = {"check", "ref", device()};
+        for (int k = 0; k < 3; k++) {
+            cls_engine *e = NULL;
+            cls_status s = k == 0 ? cls_index_check(idx, 3) : cls_engine_create(idx, engines[k], &e);
+            ck_assert_msg(s == CLS_E_CORRUPT && e == NULL, "postings byte %llu: %s: status %d",
+                          (unsigned long long)(at_w[j] - ws->offset), engines[k], (int)s);
+            ck_assert_msg(strstr(cls_last_error(), "section 'postings': checksum mismatch"), "%s: '%s'", engines[k],
+                          cls_last_error());
+        }
+        cls_index_close(idx);
+        flip(img, at_w[j]);
+    }
+    remove(p);
+    free(p);
+    free(img);
+    remove(path);
+    free(path);
 }
 END_TEST
 
@@ -1075,6 +1294,8 @@ static Suite *suite(void)
     tcase_add_test(tb, forged_postings_every_codec);
     tcase_add_test(tb, check_reports_the_first_problem);
     tcase_add_test(tb, other_version);
+    tcase_add_test(tb, checksum_definition);
+    tcase_add_test(tb, multi_chunk_sections);
     tcase_add_test(tb, foreign_and_missing_files);
     suite_add_tcase(s, tb);
     return s;

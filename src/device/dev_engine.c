@@ -12,13 +12,16 @@
  *
  * Every buffer is sized from the data of the batch and kept for the next one (capacities only
  * grow), so the hot path allocates nothing per query. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "codec/codec.h"
 #include "index/bm25.h"
+#include "index/checksum.h"
 #include "device/dev.h"
 #include "query/engine.h"
 #include "util/err.h"
@@ -42,21 +45,87 @@ static cls_status add_kernel(clx_engine *e, cl_program prog, const char *name)
     return CLS_OK;
 }
 
-/* Staging for resident(): RESIDENT_STAGES pinned buffers of RESIDENT_CHUNK bytes, filled in
- * slices of RESIDENT_SLICE bytes (each hashed while it is still in the core's cache). */
-#define RESIDENT_CHUNK ((size_t)8 << 20)
+/* Staging for resident(). A chunk of the upload is one chunk of the file's checksum
+ * (IDX_CHUNK), so the digest of a staged chunk is one of the section's chunk digests. Up to
+ * RESIDENT_FILLERS threads copy chunks into pinned staging buffers, in slices of RESIDENT_SLICE
+ * bytes each hashed while still in the core's cache; RESIDENT_DEPTH writes travel while the next
+ * chunk is enqueued; and one buffer is spare, so a fast filler need not wait for a slow one. */
+#define RESIDENT_CHUNK ((size_t)IDX_CHUNK)
 #define RESIDENT_SLICE ((size_t)128 << 10)
-#define RESIDENT_STAGES 2u
+#define RESIDENT_FILLERS 8u
+#define RESIDENT_DEPTH 2u
+#define RESIDENT_STAGES (RESIDENT_FILLERS + RESIDENT_DEPTH + 1u)
+
+/* What resident()'s fillers share. Chunk c is staged in buffer c % stages, which it may fill
+ * once the write of chunk c - stages has completed: the uploading thread says so by raising
+ * granted past c. */
+typedef struct resident_fill {
+    const char *data;
+    size_t bytes;
+    uint64_t nchunks;
+    void **host;       /* the mapped staging buffers */
+    unsigned stages;
+    uint64_t *digests; /* nchunks chunk digests, or NULL: no checksum */
+    atomic_uint_fast64_t next; /* the next chunk for a filler */
+    pthread_mutex_t mu;
+    pthread_cond_t granted_cv, filled_cv;
+    uint64_t granted;  /* chunks below this may be filled */
+    uint64_t *filled;  /* per staging buffer: the chunk it holds, ready to write, or UINT64_MAX */
+    int stop, failed;  /* the upload gave up; a digest could not be computed */
+} resident_fill;
+
+/* Copies chunk c into its staging buffer, slice by slice, each slice hashed (h, XXH3 streaming:
+ * the same digest as XXH3_64bits over the chunk) from the staged copy right after it lands, so
+ * the hash reads exactly what the device receives, from cache. 0 if h failed. */
+static int resident_copy(resident_fill *f, uint64_t c, XXH3_state_t *h)
+{
+    size_t off = (size_t)c * RESIDENT_CHUNK, n = f->bytes - off < RESIDENT_CHUNK ? f->bytes - off : RESIDENT_CHUNK;
+    char *dst = f->host[c % f->stages];
+    int ok = !h || XXH3_64bits_reset(h) == XXH_OK;
+    for (size_t at = 0; at < n; at += RESIDENT_SLICE) {
+        size_t m = n - at < RESIDENT_SLICE ? n - at : RESIDENT_SLICE;
+        memcpy(dst + at, f->data + off + at, m);
+        if (h) ok &= XXH3_64bits_update(h, dst + at, m) == XXH_OK;
+    }
+    if (h) f->digests[c] = XXH3_64bits_digest(h);
+    return ok;
+}
+
+typedef struct resident_filler_arg {
+    resident_fill *f;
+    XXH3_state_t *h;
+} resident_filler_arg;
+
+/* A filler: takes chunks in order, waits until its buffer is free, fills it, says so. */
+static void *resident_filler(void *arg)
+{
+    resident_fill *f = ((resident_filler_arg *)arg)->f;
+    XXH3_state_t *h = ((resident_filler_arg *)arg)->h;
+    for (uint64_t c; (c = atomic_fetch_add(&f->next, 1)) < f->nchunks;) {
+        pthread_mutex_lock(&f->mu);
+        while (!f->stop && f->granted <= c) pthread_cond_wait(&f->granted_cv, &f->mu);
+        int stop = f->stop;
+        pthread_mutex_unlock(&f->mu);
+        if (stop) break;
+        int ok = resident_copy(f, c, h);
+        pthread_mutex_lock(&f->mu);
+        f->filled[c % f->stages] = c;
+        f->failed |= !ok;
+        pthread_cond_signal(&f->filled_cv); /* only the uploading thread waits for it */
+        pthread_mutex_unlock(&f->mu);
+    }
+    return NULL;
+}
 
 /* A read-only device copy of host data (at least DEV_MIN_BUF bytes), uploaded in chunks through
- * pinned staging buffers (CL_MEM_ALLOC_HOST_PTR, mapped once): a chunk is copied into a free
- * staging buffer slice by slice, each slice hashed (XXH64, streaming) from the staging copy
- * right after it lands, so the hash reads exactly what the device receives from cache rather
- * than memory (a third faster than copying the chunk, then hashing it, on a 2-core host); then
- * its write is enqueued without blocking and travels while the next chunk fills the other
- * staging buffer. With xxh, the data must hash to *xxh or the engine is refused as corrupt
- * (idx_words_corrupt): this is where the device's postings are verified before any kernel
- * reads them, in the time the transfer takes anyway. */
+ * pinned staging buffers (CL_MEM_ALLOC_HOST_PTR, mapped once). Filler threads (one per core, at
+ * most RESIDENT_FILLERS; none for a single chunk or a single core, when this thread fills) copy
+ * and hash chunks into free staging buffers; this thread enqueues each chunk's write in order
+ * without blocking, and frees a buffer once its write has completed. With several threads the
+ * host keeps up with the bus (one thread copying and hashing from the page cache manages a few
+ * GB/s, a PCIe bus 25 or more). With xxh, the chunk digests must combine to *xxh (checksum.h) or
+ * the engine is refused as corrupt (idx_words_corrupt): this is where the device's postings are
+ * verified before any kernel reads them, in the time the transfer takes anyway. */
 static cls_status resident(clx_engine *e, const void *data, size_t bytes, const char *what, const uint64_t *xxh,
                            cl_mem *out)
 {
@@ -67,13 +136,32 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
         *out = NULL;
         return err_wrap(clx_fail("clCreateBuffer", err), "uploading %s (%zu bytes): ", what, bytes);
     }
-    size_t chunk = bytes < RESIDENT_CHUNK ? bytes : RESIDENT_CHUNK;
+    const uint64_t nchunks = ck_nchunks(bytes);
+    const size_t chunk = bytes < RESIDENT_CHUNK ? bytes : RESIDENT_CHUNK;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned fillers = cores < 2 || nchunks < 2 ? 0 : cores > RESIDENT_FILLERS ? RESIDENT_FILLERS : (unsigned)cores;
+    if (fillers > nchunks) fillers = (unsigned)nchunks;
+    /* this thread alone double-buffers; fillers have a buffer each, one spare, and DEPTH in flight */
+    unsigned stages = fillers ? fillers + RESIDENT_DEPTH + 1 : RESIDENT_DEPTH;
+    if (stages > nchunks) stages = (unsigned)nchunks;
     cl_mem stage[RESIDENT_STAGES] = {NULL};
     void *host[RESIDENT_STAGES] = {NULL};
     cl_event ev[RESIDENT_STAGES] = {NULL};
-    XXH64_state_t *h = NULL;
-    if (xxh && (!(h = XXH64_createState()) || XXH64_reset(h, 0) != XXH_OK)) s = err_set(CLS_E_NOMEM, "out of memory");
-    for (unsigned k = 0; k < RESIDENT_STAGES && chunk && s == CLS_OK; k++) {
+    uint64_t filled[RESIDENT_STAGES];
+    XXH3_state_t *hs[RESIDENT_FILLERS] = {NULL};
+    pthread_t th[RESIDENT_FILLERS];
+    resident_filler_arg args[RESIDENT_FILLERS];
+    unsigned started = 0;
+    resident_fill f = {.data = data, .bytes = bytes, .nchunks = nchunks, .host = host, .stages = stages,
+                       .mu = PTHREAD_MUTEX_INITIALIZER, .granted_cv = PTHREAD_COND_INITIALIZER,
+                       .filled_cv = PTHREAD_COND_INITIALIZER, .granted = stages, .filled = filled};
+    atomic_init(&f.next, 0);
+    for (unsigned k = 0; k < RESIDENT_STAGES; k++) filled[k] = UINT64_MAX;
+    if (xxh && !(f.digests = malloc(((size_t)nchunks + 1) * sizeof *f.digests)))
+        s = err_set(CLS_E_NOMEM, "out of memory");
+    for (unsigned i = 0; xxh && i < (fillers ? fillers : 1) && s == CLS_OK; i++)
+        if (!(hs[i] = XXH3_createState())) s = err_set(CLS_E_NOMEM, "out of memory");
+    for (unsigned k = 0; k < stages && s == CLS_OK; k++) {
         stage[k] = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, chunk, NULL, &err);
         if (!stage[k] || err != CL_SUCCESS) {
             stage[k] = NULL;
@@ -86,31 +174,44 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
             s = clx_fail("clEnqueueMapBuffer(staging)", err);
         }
     }
-    for (size_t off = 0, i = 0; off < bytes && s == CLS_OK; i++) {
-        unsigned k = (unsigned)(i % RESIDENT_STAGES);
-        size_t n = bytes - off < chunk ? bytes - off : chunk;
-        if (ev[k]) { /* the staging buffer's previous chunk must have left */
-            err = clWaitForEvents(1, &ev[k]);
-            clReleaseEvent(ev[k]);
-            ev[k] = NULL;
+    for (; s == CLS_OK && started < fillers; started++) { /* a thread that cannot start leaves fewer */
+        args[started] = (resident_filler_arg){&f, hs[started]};
+        if (pthread_create(&th[started], NULL, resident_filler, &args[started]) != 0) break;
+    }
+    for (uint64_t i = 0; i < nchunks && s == CLS_OK; i++) {
+        unsigned k = (unsigned)(i % stages);
+        if (i >= RESIDENT_DEPTH) { /* chunk i - DEPTH's write done: its buffer takes chunk i - DEPTH + stages */
+            unsigned kd = (unsigned)((i - RESIDENT_DEPTH) % stages);
+            err = clWaitForEvents(1, &ev[kd]);
+            clReleaseEvent(ev[kd]);
+            ev[kd] = NULL;
             if (err != CL_SUCCESS) {
                 s = clx_fail("clWaitForEvents(upload)", err);
                 break;
             }
+            pthread_mutex_lock(&f.mu);
+            f.granted = i - RESIDENT_DEPTH + stages;
+            pthread_cond_broadcast(&f.granted_cv);
+            pthread_mutex_unlock(&f.mu);
         }
-        for (size_t at = 0; at < n; at += RESIDENT_SLICE) {
-            size_t m = n - at < RESIDENT_SLICE ? n - at : RESIDENT_SLICE;
-            memcpy((char *)host[k] + at, (const char *)data + off + at, m);
-            if (h) XXH64_update(h, (const char *)host[k] + at, m);
+        if (started == 0) { /* no fillers: this thread fills (the buffer's last chunk, i - stages, has left) */
+            if (!resident_copy(&f, i, hs[0])) f.failed = 1;
+        } else {
+            pthread_mutex_lock(&f.mu);
+            while (f.filled[k] != i) pthread_cond_wait(&f.filled_cv, &f.mu);
+            pthread_mutex_unlock(&f.mu);
         }
-        err = clEnqueueWriteBuffer(e->queue, *out, CL_FALSE, off, n, host[k], 0, NULL, &ev[k]);
+        size_t off = (size_t)i * RESIDENT_CHUNK;
+        err = clEnqueueWriteBuffer(e->queue, *out, CL_FALSE, off, bytes - off < chunk ? bytes - off : chunk, host[k],
+                                   0, NULL, &ev[k]);
         if (err == CL_SUCCESS) err = clFlush(e->queue);
-        if (err != CL_SUCCESS) {
-            s = clx_fail("clEnqueueWriteBuffer", err);
-            break;
-        }
-        off += n;
+        if (err != CL_SUCCESS) s = clx_fail("clEnqueueWriteBuffer", err);
     }
+    pthread_mutex_lock(&f.mu); /* fillers waiting for a buffer give up; the others finish a chunk */
+    f.stop = 1;
+    pthread_cond_broadcast(&f.granted_cv);
+    pthread_mutex_unlock(&f.mu);
+    for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
     cl_int ferr = clFinish(e->queue);
     if (s == CLS_OK && ferr != CL_SUCCESS) s = clx_fail("clFinish(upload)", ferr);
     for (unsigned k = 0; k < RESIDENT_STAGES; k++) {
@@ -120,10 +221,15 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     clFinish(e->queue);
     for (unsigned k = 0; k < RESIDENT_STAGES; k++)
         if (stage[k]) clReleaseMemObject(stage[k]);
+    if (s == CLS_OK && f.failed) s = err_set(CLS_E_NOMEM, "hashing a chunk failed");
     if (s != CLS_OK) s = err_wrap(s, "uploading %s (%zu bytes): ", what, bytes);
-    else if (h && XXH64_digest(h) != *xxh) s = idx_words_corrupt(e->idx);
-    else if (h) idx_words_set_verified(e->idx);
-    XXH64_freeState(h);
+    else if (xxh && ck_combine(f.digests, nchunks) != *xxh) s = idx_words_corrupt(e->idx);
+    else if (xxh) idx_words_set_verified(e->idx);
+    for (unsigned i = 0; i < RESIDENT_FILLERS; i++) XXH3_freeState(hs[i]);
+    free(f.digests);
+    pthread_mutex_destroy(&f.mu);
+    pthread_cond_destroy(&f.granted_cv);
+    pthread_cond_destroy(&f.filled_cv);
     if (s != CLS_OK) {
         clReleaseMemObject(*out);
         *out = NULL;

@@ -6,8 +6,9 @@
  * docID_i = first + inclusive_prefix_sum(x)_i, x_0 = 0, x_i = d_i - d_{i-1} (the stream holds
  * x_i - 1). That prefix sum is what the device runs per work-group (cl/decode.cl).
  *
- * File: a 128-byte header, a section table, then sections aligned to 64 bytes, each with an
- * xxh64 checksum. All integers little-endian. docs/FORMAT.md specifies it byte by byte.
+ * File: a 128-byte header, a section table, then sections aligned to 64 bytes, each with a
+ * checksum over its IDX_CHUNK-byte chunks (checksum.h), so a section verifies on many threads.
+ * All integers little-endian. docs/FORMAT.md specifies it byte by byte.
  */
 #ifndef CLS_INDEX_H
 #define CLS_INDEX_H
@@ -20,8 +21,12 @@
 #include "clsearch.h"
 
 #define IDX_MAGIC "CLSIDX\r\n" /* the CR-LF catches text-mode mangling */
-#define IDX_VERSION 2u
+#define IDX_VERSION 3u
 #define IDX_ALIGN 64u
+/* Sections are checksummed in chunks of this many bytes (checksum.h): large enough that a chunk
+ * digest costs little to keep and a chunk is a worthwhile unit for a thread or a device upload,
+ * small enough that a 10 GB section is a thousand units. */
+#define IDX_CHUNK ((uint64_t)8 << 20)
 #define IDX_MIN_BLOCK 64u
 #define IDX_MAX_BLOCK 512u
 #define IDX_MAX_PFOR_DEPTH 3u
@@ -69,8 +74,8 @@ typedef struct idx_header {
     uint32_t pfor_depth;
     float score_k1, score_b; /* the BM25 parameters of the blocks' max_score */
     uint8_t reserved[48]; /* zero */
-    uint64_t table_xxh;   /* xxh64 of the section table */
-    uint64_t header_xxh;  /* xxh64 of the 120 bytes before this field */
+    uint64_t table_xxh;   /* XXH64 of the section table */
+    uint64_t header_xxh;  /* XXH64 of the 120 bytes before this field, in every version */
 } idx_header;
 
 typedef struct idx_section_entry {
@@ -78,7 +83,7 @@ typedef struct idx_section_entry {
     uint32_t reserved;
     uint64_t offset;
     uint64_t size;
-    uint64_t xxh;
+    uint64_t xxh;         /* the section's chunked checksum (checksum.h) */
 } idx_section_entry;
 
 /* The file's records are read in place from the mapping (index_file.c), so their sizes are the
@@ -100,7 +105,7 @@ struct cls_index {
     cls_codec codec;
     unsigned pfor_depth;
     float score_k1, score_b;
-    uint64_t words_xxh;     /* XXH64 of the postings words, from the section table */
+    uint64_t words_xxh;     /* the postings words' checksum, from the section table (checksum.h) */
     _Atomic int words_ok;   /* 1 once the words matched words_xxh: later readers need not hash them
                              * again (idx_verify_words, idx_words_verified) */
     uint64_t num_postings, num_tokens, num_blocks, num_words;
@@ -128,8 +133,9 @@ cls_status idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, ui
  * have room for df + block_size entries (a block decodes whole); *n receives df. Fails as
  * idx_decode_block does. */
 cls_status idx_decode_list(const cls_index *idx, uint32_t term, uint32_t *docs, uint32_t *freqs, uint32_t *n);
-/* Hashes the postings words (XXH64): CLS_OK when they match the section table's checksum, else
- * CLS_E_CORRUPT naming section 'postings'. For readers of the whole words section. */
+/* Hashes the postings words (their chunks on every core, checksum.h): CLS_OK when they match
+ * the section table's checksum, else CLS_E_CORRUPT naming section 'postings'. For readers of
+ * the whole words section. */
 cls_status idx_verify_words(const cls_index *idx);
 /* Whether the words already matched their checksum in this process; idx_words_set_verified
  * records that they did (an index is made by cls_index_open only, so never a const object). */

@@ -1,8 +1,9 @@
 /* Index files: writing (temporary name, then rename), opening (map, then verify in time
  * proportional to the metadata every section's bounds, every checksum but the postings words'
- * and the metadata's consistency, so a damaged or foreign file is a clear error and never an
- * out-of-bounds read on the host or device), reading blocks with the strict decoders, and
- * cls_index_check (the postings checksum and every stream, on worker threads). */
+ * (their chunks on every core, checksum.h) and the metadata's consistency, so a damaged or
+ * foreign file is a clear error and never an out-of-bounds read on the host or device), reading
+ * blocks with the strict decoders, and cls_index_check (the postings checksum and every stream,
+ * on worker threads). */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "index/index_file.h"
 
@@ -21,6 +22,7 @@
 #include "analysis/an.h"
 #include "codec/codec.h"
 #include "index/bm25.h"
+#include "index/checksum.h"
 #include "util/err.h"
 
 #define SECTION_NAME(id)                                                                          \
@@ -35,7 +37,7 @@ static int write_all(FILE *f, const void *p, uint64_t n) { return n == 0 || fwri
 
 cls_status idx_file_write(const char *path, const idx_file_parts *p)
 {
-    struct { const void *data; uint64_t size; } sec[IDX_NSECTIONS] = {
+    ck_part sec[IDX_NSECTIONS] = {
         {p->doclen, (uint64_t)p->num_docs * 4},
         {p->docno_off, ((uint64_t)p->num_docs + 1) * 8},
         {p->docno_blob, p->docno_blob_len},
@@ -45,11 +47,13 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
         {p->blocks, p->num_blocks * sizeof(idx_block)},
         {p->words, p->num_words * 4},
     };
+    uint64_t sums[IDX_NSECTIONS];
+    cls_status cs = ck_sums(sec, IDX_NSECTIONS, ck_threads(), sums);
+    if (cs != CLS_OK) return err_wrap(cs, "writing %s: ", path);
     idx_section_entry table[IDX_NSECTIONS];
     uint64_t at = align_up(sizeof(idx_header) + sizeof table);
     for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
-        table[i] = (idx_section_entry){.id = i + 1, .offset = at, .size = sec[i].size,
-                                        .xxh = XXH64(sec[i].data, (size_t)sec[i].size, 0)};
+        table[i] = (idx_section_entry){.id = i + 1, .offset = at, .size = sec[i].size, .xxh = sums[i]};
         at = align_up(at + sec[i].size);
     }
     idx_header h;
@@ -156,9 +160,12 @@ static cls_status verify(cls_index *x, const char *path)
     if (memcmp(h.magic, IDX_MAGIC, 8) != 0) return corrupt(path, NULL, "bad magic: not a clsearch index");
     if (h.header_xxh != XXH64(&h, offsetof(idx_header, header_xxh), 0))
         return corrupt(path, "header", "checksum mismatch");
+    /* The header's checksum is XXH64 in every version, so another version is told from damage.
+     * Version 2 differs from 3 only in its section checksums (one XXH64 each): reading it would
+     * mean hashing its sections on one thread again, so it is refused like any other version. */
     if (h.version != IDX_VERSION)
-        return err_set(CLS_E_VERSION, "%s: index format version %u, this build reads version %u", path,
-                       h.version, IDX_VERSION);
+        return err_set(CLS_E_VERSION, "%s: index format version %u, this build reads version %u: rebuild the index",
+                       path, h.version, IDX_VERSION);
     if (h.num_sections != IDX_NSECTIONS) return corrupt(path, "header", "unexpected section count");
     if ((h.block_size != 64 && h.block_size != 128 && h.block_size != 256 && h.block_size != 512) ||
         !cls_codec_name((cls_codec)h.codec) || h.pfor_depth > IDX_MAX_PFOR_DEPTH)
@@ -170,16 +177,24 @@ static cls_status verify(cls_index *x, const char *path)
     memcpy(t, base + sizeof h, sizeof t);
     if (h.table_xxh != XXH64(t, sizeof t, 0)) return corrupt(path, "section table", "checksum mismatch");
     const void *ptr[IDX_NSECTIONS];
+    ck_part parts[IDX_NSECTIONS - 1];
     for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
         const char *name = SECTION_NAME(i + 1);
         if (t[i].id != i + 1) return corrupt(path, name, "out of order");
         if (t[i].offset % IDX_ALIGN || t[i].offset > x->map_len || t[i].size > x->map_len - t[i].offset)
             return corrupt(path, name, "extends past the end of the file (truncated?)");
         ptr[i] = base + t[i].offset;
-        /* the postings words are not hashed here: see idx_verify_words */
-        if (i + 1 != IDX_S_WORDS && XXH64(ptr[i], (size_t)t[i].size, 0) != t[i].xxh)
-            return corrupt(path, name, "checksum mismatch");
+        if (i + 1 != IDX_S_WORDS) parts[i] = (ck_part){ptr[i], t[i].size};
     }
+    /* Every section but the postings words (idx_verify_words) in one pool of chunks over the
+     * cores: the metadata of a 25M-document collection is gigabytes. The first mismatch in
+     * section order is the one reported. */
+    _Static_assert(IDX_S_WORDS == IDX_NSECTIONS, "the postings words are the last section");
+    uint64_t sums[IDX_NSECTIONS - 1];
+    cls_status s = ck_sums(parts, IDX_NSECTIONS - 1, ck_threads(), sums);
+    if (s != CLS_OK) return err_wrap(s, "opening %s: ", path);
+    for (unsigned i = 0; i + 1 < IDX_NSECTIONS; i++)
+        if (sums[i] != t[i].xxh) return corrupt(path, SECTION_NAME(i + 1), "checksum mismatch");
     const idx_section_entry *last = &t[IDX_NSECTIONS - 1];
     if (x->map_len != align_up(last->offset + last->size))
         return corrupt(path, NULL, "file size does not match its section table (truncated or extended)");
@@ -378,7 +393,11 @@ void idx_words_set_verified(const cls_index *x) { atomic_store(&((cls_index *)x)
 cls_status idx_verify_words(const cls_index *x)
 {
     if (idx_words_verified(x)) return CLS_OK;
-    if (XXH64(x->words, (size_t)x->num_words * 4, 0) != x->words_xxh) return idx_words_corrupt(x);
+    ck_part words = {x->words, x->num_words * 4};
+    uint64_t sum;
+    cls_status s = ck_sums(&words, 1, ck_threads(), &sum);
+    if (s != CLS_OK) return err_wrap(s, "verifying the postings of %s: ", x->path);
+    if (sum != x->words_xxh) return idx_words_corrupt(x);
     idx_words_set_verified(x);
     return CLS_OK;
 }
@@ -457,20 +476,25 @@ cls_status idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, ui
 
 /* ---- cls_index_check ------------------------------------------------------------------------
  *
- * Work units handed out in order through one counter: unit 0 hashes the words (XXH64 is
- * sequential), unit u >= 1 checks blocks (u - 1) * per onwards, per of them (a long list is
- * shared out too; per is a few units per thread, at most CHECK_UNIT_BLOCKS), decoded strictly
- * with their max_score recomputed. A unit stops at the first bad block, and no unit starts
- * past the lowest bad block found so far (nor at all once the checksum disagrees), so the work
- * after a problem is bounded; the problem reported is the checksum's, else the lowest bad
- * block's (re-checked on the calling thread for its message), whatever the threads' timing. */
+ * Work units handed out in order through one counter: units 0 .. wchunks - 1 hash the words'
+ * chunks (checksum.h), so the checksum is done on every thread first and known before most
+ * blocks are; the unit that digests the last chunk combines the digests. Unit wchunks + v checks
+ * blocks v * per onwards, per of them (a long list is shared out too; per is a few units per
+ * thread, at most CHECK_UNIT_BLOCKS), decoded strictly with their max_score recomputed. A unit
+ * stops at the first bad block, and no unit starts past the lowest bad block found so far (nor at
+ * all once the checksum disagrees), so the work after a problem is bounded; the problem reported
+ * is the checksum's, else the lowest bad block's (re-checked on the calling thread for its
+ * message), whatever the threads' timing. */
 #define CHECK_UNIT_BLOCKS 4096u
 
 typedef struct check_job {
     const cls_index *x;
     const float *norms;       /* bm25_norm per document at the header's k1, b */
-    uint64_t per, nunits;     /* blocks per unit; units of blocks (plus unit 0, the words checksum) */
+    uint64_t per;             /* blocks per unit */
+    uint64_t wchunks, nunits; /* units hashing the words' chunks (the first ones); all units */
+    uint64_t *digests;        /* wchunks: the words' chunk digests */
     atomic_uint_fast64_t next;
+    atomic_uint_fast64_t hashed; /* chunks digested: whoever digests the last one combines them */
     atomic_uint_fast64_t bad; /* lowest bad block so far, UINT64_MAX when none */
     atomic_int words_bad;     /* the checksum disagrees: reported first, so the rest stops */
 } check_job;
@@ -499,12 +523,15 @@ static void *check_worker(void *arg)
     check_job *j = arg;
     const cls_index *x = j->x;
     uint64_t u;
-    while ((u = atomic_fetch_add(&j->next, 1)) <= j->nunits && !atomic_load(&j->words_bad)) {
-        if (u == 0) {
-            atomic_store(&j->words_bad, XXH64(x->words, (size_t)x->num_words * 4, 0) != x->words_xxh);
+    while ((u = atomic_fetch_add(&j->next, 1)) < j->nunits && !atomic_load(&j->words_bad)) {
+        if (u < j->wchunks) {
+            j->digests[u] = ck_chunk(x->words, x->num_words * 4, u);
+            /* the counter orders every digest's store before the last increment */
+            if (atomic_fetch_add(&j->hashed, 1) + 1 == j->wchunks)
+                atomic_store(&j->words_bad, ck_combine(j->digests, j->wchunks) != x->words_xxh);
             continue;
         }
-        uint64_t b = (u - 1) * j->per, end = b + j->per;
+        uint64_t b = (u - j->wchunks) * j->per, end = b + j->per;
         if (end > x->num_blocks) end = x->num_blocks;
         for (uint32_t t = term_of_block(x, b); b < end && b < atomic_load(&j->bad); b++) {
             const char *section;
@@ -528,10 +555,12 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
     }
     if (threads > 1024) threads = 1024;
     const uint64_t N = x->num_docs;
+    const uint64_t wchunks = ck_nchunks(x->num_words * 4);
     float *norms = malloc(((size_t)N + 1) * sizeof *norms);
     pthread_t *th = calloc(threads, sizeof *th);
-    if (!norms || !th) {
-        free(norms), free(th);
+    uint64_t *digests = malloc(((size_t)wchunks + 1) * sizeof *digests);
+    if (!norms || !th || !digests) {
+        free(norms), free(th), free(digests);
         return err_set(CLS_E_NOMEM, "checking %s: out of memory for %llu document norms", x->path,
                        (unsigned long long)N);
     }
@@ -539,10 +568,13 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
     for (uint64_t d = 0; d < N; d++) norms[d] = bm25_norm(x->score_k1, x->score_b, x->doclen[d], avgdl);
     uint64_t per = x->num_blocks / ((uint64_t)threads * 8);
     per = per < 1 ? 1 : per > CHECK_UNIT_BLOCKS ? CHECK_UNIT_BLOCKS : per;
-    check_job j = {.x = x, .norms = norms, .per = per, .nunits = (x->num_blocks + per - 1) / per};
+    check_job j = {.x = x, .norms = norms, .per = per, .wchunks = wchunks,
+                   .nunits = wchunks + (x->num_blocks + per - 1) / per, .digests = digests};
     atomic_init(&j.next, 0);
+    atomic_init(&j.hashed, 0);
     atomic_init(&j.bad, UINT64_MAX);
-    atomic_init(&j.words_bad, 0);
+    /* no words, no chunk: the checksum is the empty combination's */
+    atomic_init(&j.words_bad, wchunks == 0 && ck_combine(digests, 0) != x->words_xxh);
     unsigned started = 0;
     for (; started + 1 < threads; started++)
         if (pthread_create(&th[started], NULL, check_worker, &j) != 0) break;
@@ -552,10 +584,13 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
     uint64_t bad = atomic_load(&j.bad);
     if (atomic_load(&j.words_bad)) {
         s = idx_words_corrupt(x);
-    } else if (bad != UINT64_MAX) {
-        const char *section, *what = check_block(x, norms, term_of_block(x, bad), bad, &section);
-        s = idx_block_corrupt(x, bad, section, what ? what : "damaged (and not on a second reading)");
+    } else {
+        idx_words_set_verified(x); /* an engine created later need not hash them again */
+        if (bad != UINT64_MAX) {
+            const char *section, *what = check_block(x, norms, term_of_block(x, bad), bad, &section);
+            s = idx_block_corrupt(x, bad, section, what ? what : "damaged (and not on a second reading)");
+        }
     }
-    free(norms), free(th);
+    free(norms), free(th), free(digests);
     return s;
 }
