@@ -329,7 +329,7 @@ typedef struct cls_engine_opts {
     const char *device;  /* as cls_engine_create's device */
     uint64_t device_mem; /* bytes of device memory the engine may take: the index's lists, the
                           * BM25 norms and the batches' buffers; 0: $CLSEARCH_DEVICE_MEM, else the
-                          * device's. When the index's lists take more than half of it, they
+                          * device's (also the most it may be). When the index's lists take more than half of it, they
                           * are cached on the device (least recently used out, by bytes) and a
                           * batch uploads the lists it needs that are not there. */
     double batch_ms;     /* the wall time a device batch aims at: a search is cut into batches

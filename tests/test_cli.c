@@ -812,6 +812,50 @@ START_TEST(search_one_query_on_the_command_line)
 }
 END_TEST
 
+/* --device-mem small enough that the lists are cached on the device (-v says so) gives the
+ * reference engine's run, as does --batch-ms; bad values are usage errors, and a memory too
+ * small for the index's norms is a clear error with no run written. */
+START_TEST(search_device_memory_and_batch_time)
+{
+    make_work();
+    const char *err;
+    /* a collection of 3,000 generated documents: 1.6 MiB of lists */
+    int rc = cli(&err, "generate -o '%s' --docs 3000 --queries 60 --seed 3", wp("gen"));
+    ck_assert_msg(rc == 0, "generate: exit %d: %s", rc, err);
+    char *idx = strdup(wp("gen.idx")), *topics = strdup(wp("gen/topics.tsv"));
+    rc = cli(&err, "index -q -c jsonl -o '%s' '%s'", idx, wp("gen/corpus.jsonl"));
+    ck_assert_msg(rc == 0, "index: exit %d: %s", rc, err);
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, topics, wp("ref.run"));
+    ck_assert_msg(rc == 0, "ref: exit %d: %s", rc, err);
+    char *want = slurp_dup(wp("ref.run"));
+    ck_assert_msg(strlen(want) > 0, "the reference found nothing");
+    rc = cli(&err, "search -x '%s' -q '%s' -d cpu --device-mem 128K --batch-ms 5 -v -o '%s'", idx, topics, wp("c.run"));
+    ck_assert_msg(rc == 0, "--device-mem 128K: exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "lists: cached on the device") && strstr(err, "lists_loaded"), "-v: %s", err);
+    ck_assert_msg(strcmp(slurp(wp("c.run")), want) == 0, "the cached run differs from the reference's");
+    free(want);
+    static const char *bad_mem[] = {"0", "-1", "12X", "", "99999999999T"};
+    for (size_t i = 0; i < sizeof bad_mem / sizeof *bad_mem; i++) {
+        rc = cli(&err, "search -x '%s' -q '%s' -d cpu --device-mem '%s' -o '%s'", idx, topics, bad_mem[i], wp("x.run"));
+        expect_fail(rc, err, 2, "--device-mem takes a byte count", NULL, wp("x.run"), bad_mem[i]);
+    }
+    static const char *bad_ms[] = {"0", "-5", "abc", "70000"};
+    for (size_t i = 0; i < sizeof bad_ms / sizeof *bad_ms; i++) {
+        rc = cli(&err, "search -x '%s' -q '%s' -d cpu --batch-ms '%s' -o '%s'", idx, topics, bad_ms[i], wp("x.run"));
+        expect_fail(rc, err, 2, "--batch-ms takes a number of milliseconds", NULL, wp("x.run"), bad_ms[i]);
+    }
+    rc = cli(&err, "search -x '%s' -q '%s' -d cpu --device-mem 16 -o '%s'", idx, topics, wp("x.run"));
+    expect_fail(rc, err, 1, "starting the engine", "leave no room for posting lists", wp("x.run"), "--device-mem 16");
+    /* room for some lists, not for every query's: the query is named, no run is written */
+    rc = cli(&err, "search -x '%s' -q '%s' -d cpu --device-mem 64K -o '%s'", idx, topics, wp("x.run"));
+    expect_fail(rc, err, 1, "needs more room for its posting lists", "give the engine more device memory", wp("x.run"),
+                "--device-mem 64K");
+    free(idx);
+    free(topics);
+    rm_work();
+}
+END_TEST
+
 /* ---- help ------------------------------------------------------------------------------------ */
 
 /* Every command (and bench suite) answers -h and --help with its own usage on stdout, exit 0,
@@ -1049,6 +1093,7 @@ static Suite *suite(void)
     tcase_add_test(tr, check_good_and_damaged);
     tcase_add_test(tr, search_topics_from_a_pipe);
     tcase_add_test(tr, search_one_query_on_the_command_line);
+    tcase_add_test(tr, search_device_memory_and_batch_time);
     tcase_add_test(tr, json_output);
     tcase_add_test(tr, search_says_when_it_compiles);
     suite_add_tcase(s, tr);

@@ -291,7 +291,8 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
 {
     const cls_index *idx = e->idx;
     const uint64_t max_alloc = e->dev.info.max_alloc;
-    e->dev_mem = device_mem ? device_mem : e->dev.info.global_mem;
+    /* never more than the device has: a larger figure would only defer its refusal to a batch */
+    e->dev_mem = device_mem && device_mem < e->dev.info.global_mem ? device_mem : e->dev.info.global_mem;
     uint64_t half = e->dev_mem / 2;
     if (wbytes + bbytes + nbytes <= half && wbytes <= max_alloc && bbytes <= max_alloc) {
         /* the postings are hashed on their way up unless this process already verified them */
@@ -490,8 +491,9 @@ size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t
 }
 
 /* Sends one staging load up: the data packed so far, then its abi_place records after it; then
- * place_lists puts every piece where the cache gave it room. */
-static cls_status flush_stage(clx_engine *e, size_t ndata, size_t nword_places, size_t nplaces)
+ * place_lists puts every piece where the cache gave it room. With wait, returns once both are
+ * done (the host side may be refilled), their events taken into the profile. */
+static cls_status flush_stage(clx_engine *e, size_t ndata, size_t nword_places, size_t nplaces, int wait)
 {
     if (nplaces == 0) return CLS_OK;
     memcpy(e->h_stage + ndata, e->h_places, nplaces * sizeof(abi_place));
@@ -501,7 +503,11 @@ static cls_status flush_stage(clx_engine *e, size_t ndata, size_t nword_places, 
     dev_record(e, ev, "lists up", bytes);
     cl_uint at = (cl_uint)ndata, nw = (cl_uint)nword_places;
     dev_arg a[] = {DEV_MEM(e->stage.mem), DEV_U32(at), DEV_U32(nw), DEV_MEM(e->d_words), DEV_MEM(e->d_blocks)};
-    return dev_run(e, "place_lists", a, 5, nplaces, e->prm.wg_score, "lists place");
+    cls_status s = dev_run(e, "place_lists", a, 5, nplaces, e->prm.wg_score, "lists place");
+    if (s != CLS_OK || !wait) return s;
+    CLX_TRY(clFinish(e->queue));
+    dev_profile_collect(e, 1);
+    return CLS_OK;
 }
 
 /* Uploads the lists the batch's plan pinned and the device lacks (list_cache.h), through the
@@ -536,12 +542,7 @@ static cls_status upload_loads(clx_engine *e)
             for (uint64_t done = 0; done < n;) {
                 /* room for this piece's record and at least one element, else send the load */
                 if (ndata + (nplaces + 1) * per_place + unit > cap) {
-                    cls_status s = flush_stage(e, ndata, kind ? 0 : nplaces, nplaces);
-                    if (s == CLS_OK) {
-                        cl_int err = clFinish(e->queue);
-                        if (err != CL_SUCCESS) return clx_fail("clFinish(list cache staging)", err);
-                        dev_profile_collect(e, 1);
-                    }
+                    cls_status s = flush_stage(e, ndata, kind ? 0 : nplaces, nplaces, 1);
                     if (s != CLS_OK) return s;
                     ndata = nplaces = 0;
                 }
@@ -554,13 +555,9 @@ static cls_status upload_loads(clx_engine *e)
                 done += m;
             }
         }
-        cls_status s = flush_stage(e, ndata, kind ? 0 : nplaces, nplaces);
+        /* after the words, the host side is refilled with block records: wait for it */
+        cls_status s = flush_stage(e, ndata, kind ? 0 : nplaces, nplaces, kind == 0);
         if (s != CLS_OK) return s;
-        if (kind == 0 && nplaces) { /* the host side is refilled with block records next */
-            cl_int err = clFinish(e->queue);
-            if (err != CL_SUCCESS) return clx_fail("clFinish(list cache staging)", err);
-            dev_profile_collect(e, 1);
-        }
     }
     return CLS_OK;
 }

@@ -37,6 +37,16 @@ void plan_free(batch_plan *pl)
     memset(pl, 0, sizeof *pl);
 }
 
+/* plan_cost from what the planner knows of a query: its needs, its shortest list, the postings
+ * of all its lists. */
+static uint64_t need_cost(const cls_index *idx, const algo_need *need, uint64_t shortest, uint64_t sum,
+                          uint32_t num_terms)
+{
+    uint64_t rows = need->dense ? idx->num_docs : 0;
+    if (need->flags & ABI_QF_EMPTY) return rows;
+    return (need->skip ? shortest * num_terms : sum) + rows;
+}
+
 uint64_t plan_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t)
 {
     uint64_t sum = 0, shortest = UINT64_MAX;
@@ -47,9 +57,7 @@ uint64_t plan_cost(const cls_index *idx, const query_algo *algo, const batch_que
     }
     algo_need need = {0};
     algo->need(q, (uint32_t)(q->num_terms ? shortest : 0), &need);
-    uint64_t rows = need.dense ? idx->num_docs : 0;
-    if (need.flags & ABI_QF_EMPTY) return rows;
-    return (need.skip ? shortest * q->num_terms : sum) + rows;
+    return need_cost(idx, &need, q->num_terms ? shortest : 0, sum, q->num_terms);
 }
 
 uint32_t plan_scratch(uint32_t k)
@@ -100,8 +108,11 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     const batch_term *t = bt->terms + q->term_start;
     /* the driving term: the shortest list, the first of them on a tie (and.cl's rule) */
     uint32_t drive = 0;
-    for (uint32_t j = 1; j < q->num_terms; j++)
+    uint64_t sum = 0; /* postings of all its lists, for its cost */
+    for (uint32_t j = 0; j < q->num_terms; j++) {
+        sum += idx->terms[t[j].term].df;
         if (idx->terms[t[j].term].df < idx->terms[t[drive].term].df) drive = j;
+    }
     uint32_t shortest = q->num_terms ? idx->terms[t[drive].term].df : 0;
     algo_need need = {0};
     pl->algo->need(q, shortest, &need);
@@ -178,7 +189,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 12 +
                      (uint64_t)need.dense * idx->num_docs * 4;
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
-    uint64_t cost = pl->cost + plan_cost(idx, pl->algo, q, t);
+    uint64_t cost = pl->cost + need_cost(idx, &need, shortest, sum, q->num_terms);
     const plan_limits *L = &pl->lim;
     if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || (L->max_cost && pl->nq >= L->cost_floor && cost > L->max_cost) ||
                        dec * 4 > L->max_alloc ||
