@@ -79,12 +79,21 @@ typedef struct abi_term {
     ABI_U32 skip;        /* 0: the whole list is decoded at list_offset; else 1 + its abi_skip */
 } abi_term;
 
-/* Block skipping (Ding et al.): a term of an AND query whose blocks are decoded only where the
- * query's driving list (its shortest; the first of them on a tie) has a docID within the block's
- * [first, last]. select_blocks (and.cl) writes the chosen blocks, in list order, as abi_tasks at
- * task_base of the selected-tasks buffer, each landing at dst_base + i * block_size, and their
- * number into nsel[its index]; the tasks after them up to max_tasks are ABI_NO_BLOCK. A list's
- * blocks hold disjoint docID ranges, so at most min(num_blocks, driving df) blocks are chosen. */
+/* Block skipping: a list of an AND query of which only some blocks are decoded, chosen on the
+ * device by select_blocks (and.cl), one of two ways (kind):
+ *   ABI_SKIP_DRIVEN  (Ding et al.) a list other than the query's driving one (its shortest; the
+ *                    first of them on a tie): the blocks whose [first, last] holds a docID of the
+ *                    driving list. A list's blocks hold disjoint docID ranges, so at most
+ *                    min(num_blocks, driving df) blocks are chosen.
+ *   ABI_SKIP_TOP     (block-max pruning) the one list of a one-term query searched at the BM25
+ *                    parameters of the blocks' max_score: the blocks whose max_score reaches
+ *                    the k-th largest max_score of the list (less a relative margin that covers
+ *                    rounding). Each of those k blocks holds a posting scoring its max_score, so
+ *                    the k-th best score is at least that large, and no posting of a block left
+ *                    out can reach it: the top k lie in the chosen blocks.
+ * The chosen blocks go, in list order, as abi_tasks at task_base of the selected-tasks buffer,
+ * each landing at dst_base + i * block_size, and their number into nsel[its index]; the tasks
+ * after them up to max_tasks are ABI_NO_BLOCK. */
 typedef struct abi_skip {
     ABI_U32 query;       /* the batch's query this term belongs to */
     ABI_U32 first_block; /* the term's blocks in the blocks section */
@@ -92,16 +101,23 @@ typedef struct abi_skip {
     ABI_U32 task_base;   /* first abi_task of its region in the selected-tasks buffer */
     ABI_U32 max_tasks;   /* the region's size */
     ABI_U32 dst_base;    /* first decoded slot of its region */
-    ABI_U32 reserved[2]; /* zero */
+    ABI_U32 kind;        /* ABI_SKIP_DRIVEN or ABI_SKIP_TOP */
+    ABI_U32 k;           /* ABI_SKIP_TOP: the hits the query keeps; else zero */
 } abi_skip;
 
-/* A share of one query's candidate work: postings [begin, end) of its driving list (AND's
- * intersect_and and score_and run one work-group per unit), so a long query spreads over many
- * work-groups while a short one is one unit (Ding et al.'s parallel merge, partitioned by
- * position in the driving list). A query's units are consecutive, first_unit the first of them.
- * intersect_and leaves a unit's candidates at cand_offset + begin, in docID order, and their
- * number in ucount[unit]; score_and packs them, unit after unit, from cand_offset on and writes
- * the query's total into ncand. */
+#define ABI_SKIP_DRIVEN 0u
+#define ABI_SKIP_TOP 1u
+
+/* A share of one query's candidate work: postings [begin, end) of its driving list as the
+ * device decoded it (match_and and intersect_and run one work-group per unit), so a long query
+ * spreads over many work-groups while a short one is one unit (Ding et al.'s parallel merge,
+ * partitioned by position in the driving list: a unit of whole blocks is the docID range of
+ * those blocks). The host gives each query as many units as its driving list's df asks for and
+ * sets query and first_unit (a query's units are consecutive, first_unit the first of them);
+ * plan_units (and.cl) sets begin and end on the device, from the driving list's length there:
+ * its df, or where its blocks were chosen (ABI_SKIP_TOP), the count in the last chosen block's
+ * head past the others; units past that length are empty. match_and and intersect_and leave a
+ * unit's candidates at cand_offset + begin, in docID order, and their number in ucount[unit]. */
 typedef struct abi_unit {
     ABI_U32 query;
     ABI_U32 begin, end;
@@ -146,7 +162,8 @@ _Static_assert(sizeof(abi_term) == 16 && offsetof(abi_term, weight) == 8, "abi_t
 _Static_assert(sizeof(abi_unit) == 16, "abi_unit is 4 words");
 _Static_assert(sizeof(abi_list) == 16, "abi_list is 4 words");
 _Static_assert(sizeof(abi_place) == 16, "abi_place is 4 words");
-_Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20, "abi_skip is 8 words");
+_Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20 && offsetof(abi_skip, k) == 28,
+               "abi_skip is 8 words");
 #endif
 
 #endif

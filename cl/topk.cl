@@ -3,10 +3,8 @@
  * It ranks 32-bit keys (cl/abi.h): a score's float bits (BM25 with Lucene's idf is > 0 for every
  * match, so the bits order like the floats, and 0 means "no match"), with ABI_KEY_TIER set where
  * an algorithm ranks a class of documents first. The group:
- *  1. finds the k-th largest key T by radix select: four passes over the query's keys, each
- *     building a 256-bin histogram of the next 8 bits (local atomics) among the keys that share
- *     the prefix chosen so far (none when there are at most k keys: all of them survive, the
- *     common case of a short AND query's work unit);
+ *  1. finds the k-th largest key T by radix select (common.cl: wg_kth_key; none when there are
+ *     at most k keys: all of them survive, the common case of a short AND query's work unit);
  *  2. compacts, in docID order (prefix sums), every key > T and the first `need` keys equal
  *     to T, so ties at the boundary keep the smaller docIDs, into scratch;
  *  3. bitonic-sorts the m <= k survivors by (key desc, docID asc) and writes them out, scores
@@ -37,7 +35,7 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
 {
     __local uint hist[256];
     __local uint scan[WG_TOPK];
-    __local uint shared_prefix, shared_need, shared_all;
+    __local uint sh[3];
     uint q = get_group_id(0), lid = get_local_id(0);
     ulong base;
     uint count;
@@ -50,45 +48,9 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
     }
     __global const uint *sc = scores + base + key_shift; /* keys: score bits, maybe with ABI_KEY_TIER */
 
-    /* 1. radix select */
-    if (lid == 0) {
-        shared_prefix = 0;
-        shared_need = k;
-        shared_all = 0;
-    }
-    uint mask = 0;
-    /* at most k keys: every match survives, no select needed (uniform: count is the group's) */
-    for (int shift = count <= k ? -8 : 24; shift >= 0; shift -= 8) {
-        for (uint j = lid; j < 256; j += WG_TOPK) hist[j] = 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        uint prefix = shared_prefix;
-        for (uint i = lid; i < count; i += WG_TOPK) {
-            uint key = sc[i];
-            if (key != 0 && (key & mask) == prefix) atomic_inc(&hist[(key >> shift) & 255u]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0) {
-            uint need = shared_need, above = 0;
-            int bin = 255;
-            for (; bin >= 0; bin--) {
-                if (above + hist[bin] >= need) break;
-                above += hist[bin];
-            }
-            if (bin < 0) {
-                shared_all = 1; /* fewer than k matches: keep them all */
-            } else {
-                shared_prefix = prefix | ((uint)bin << shift);
-                shared_need = need - above;
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (shared_all) break; /* uniform: read after the barrier */
-        mask |= 255u << shift;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE); /* the initial shared values, when the select was skipped */
-    uint all = count <= k || shared_all;
-    uint T = all ? 1u : shared_prefix;        /* keys >= 1: every match */
-    uint need = all ? 0xFFFFFFFFu : shared_need;
+    /* 1. radix select (common.cl); with at most k keys, none: every match survives (T = 1) */
+    uint T, need;
+    wg_kth_key(sc, 1, count, k, hist, sh, &T, &need);
 
     /* 2. ordered compaction of the survivors */
     __global uint *sd = sdoc + (ulong)q * P;

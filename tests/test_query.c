@@ -242,6 +242,72 @@ static int holds(const cls_results *r, size_t i, uint32_t doc)
     return 0;
 }
 
+/* Block-max pruning: one-term AND queries on lists of many blocks decode only the blocks whose
+ * max_score can reach the top k, and still give the reference's results: long lists, the
+ * clones' ties (equal scores across many blocks, the docID deciding at the boundary), a repeated
+ * term (a weight the blocks' max_score was not computed for), k below, near and above the
+ * list's blocks, work units of a few postings; at other BM25 parameters nothing is pruned. */
+static void same_as_ref_at(cls_engine *dev, cls_engine *ref, const cls_batch *b, uint32_t k, float k1, float bb)
+{
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = k;
+    p.mode = CLS_MODE_AND;
+    p.k1 = k1;
+    p.b = bb;
+    cls_results *rr, *rd;
+    ck_assert_int_eq(cls_results_create(&rr), CLS_OK);
+    ck_assert_int_eq(cls_results_create(&rd), CLS_OK);
+    ck_assert_msg(cls_engine_search(ref, b, &p, rr) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_search(dev, b, &p, rd) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_gt(cls_results_count(rr), 0);
+    ck_assert_msg(cls_results_compare(rr, rd, 0.0) == CLS_OK, "k %u, k1 %g, b %g: %s", k, k1, bb, cls_last_error());
+    cls_results_free(rr);
+    cls_results_free(rd);
+}
+
+START_TEST(and_prunes_one_term_queries)
+{
+    cls_index *idx = random_index(31, 9000, 300);
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    const char *q[] = {"w0", "w1", "w2", "w3", "w1 w1", "w5", "w9", "w40", "w0 w1", "nosuchterm", "w2 w2 w2"};
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
+        char qid[16];
+        snprintf(qid, sizeof qid, "p%zu", i);
+        ck_assert_int_eq(cls_batch_add(b, qid, q[i]), CLS_OK);
+    }
+    uint32_t w1 = idx_lookup(idx, "w1", 2);
+    ck_assert_uint_ne(w1, UINT32_MAX);
+    ck_assert_uint_gt(idx->terms[w1].num_blocks, 20); /* the clones alone fill 28 blocks of 64 */
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    const uint32_t ks[] = {1, 3, 10, 27, 64, 200, 5000};
+    const uint32_t chunks[] = {0, 5};
+    for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+        if (chunks[c]) clx_set_chunk(engine_clx(dev), chunks[c]);
+        for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+            same_as_ref(dev, ref, b, CLS_MODE_AND, ks[i]);
+            uint64_t pruned = counter(dev, "queries_pruned");
+            if (ks[i] <= 10) {
+                ck_assert_msg(pruned >= 6, "k %u: %llu queries pruned", ks[i], (unsigned long long)pruned);
+                ck_assert_uint_lt(counter(dev, "blocks_decoded") * 2, counter(dev, "blocks_in_lists"));
+            }
+            if (ks[i] == 5000) ck_assert_uint_eq(pruned, 0); /* more hits than any list has blocks */
+        }
+    }
+    same_as_ref_at(dev, ref, b, 10, 1.2f, 0.75f);
+    ck_assert_uint_eq(counter(dev, "queries_pruned"), 0);
+    same_as_ref_at(dev, ref, b, 10, 0.9f, 0.4f);
+    ck_assert_uint_gt(counter(dev, "queries_pruned"), 0);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_batch_free(b);
+    cls_index_close(idx);
+}
+END_TEST
+
 /* For every query, at k: the and-or hits are the AND hits (same order, same scores), then the
  * OR ranking's hits that AND lacks, in the OR ranking's order, up to k in all. */
 static void and_or_is_and_then_or(cls_engine *e, const cls_batch *b, uint32_t k, int *completed)
@@ -621,6 +687,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, each_algorithm_matches_its_reference, 0, CLS_NUM_MODES);
     tcase_add_test(tc, unknown_mode_is_refused);
     tcase_add_test(tc, and_skips_blocks);
+    tcase_add_test(tc, and_prunes_one_term_queries);
     tcase_add_test(tc, and_or_is_and_completed_by_or);
     tcase_add_test(tc, budget_splits_batches);
     tcase_add_test(tc, work_units_split_queries);

@@ -24,7 +24,7 @@
 #define DEV_MAX_KERNELS 16u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
-#define DEV_COUNTERS 7u
+#define DEV_COUNTERS 8u
 /* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
  * enough that a unit's fixed costs (its descriptors, the driving term's choice) stay small, short
  * enough that a long query spreads over every compute unit. */
@@ -74,7 +74,7 @@ typedef struct clx_engine {
     float norm_k1, norm_b;             /* the parameters d_norms holds (-1: none yet) */
     float *h_norms;
     /* per-batch buffers, sized from the data, reused */
-    dbuf in, tasks, docs, freqs, cand, cscore, ncand, acc, sdoc, sscore, out, stasks, nsel, ucount, packed, useg, qseg, l1;
+    dbuf in, tasks, docs, freqs, cand, cscore, acc, sdoc, sscore, out, stasks, nsel, ucount, useg, qseg, l1;
     uint32_t *h_out;
     size_t h_out_cap; /* words */
     batch_plan plan;
@@ -94,8 +94,8 @@ typedef struct clx_engine {
     unsigned nsteps;
     uint32_t batches;
     cls_counter counters[DEV_COUNTERS]; /* queries, blocks in their lists, blocks decoded, the cost
-                                         * model's rate; with the list cache: lists found, lists
-                                         * loaded, bytes loaded */
+                                         * model's rate, queries pruned by block maxima; with the
+                                         * list cache: lists found, lists loaded, bytes loaded */
     dev_event events[DEV_MAX_EVENTS];
     unsigned nevents;
 } clx_engine;

@@ -450,9 +450,8 @@ void clx_free(clx_engine *e)
 {
     if (!e) return;
     dev_profile_collect(e, 0);
-    dbuf *bufs[] = {&e->in,   &e->tasks,  &e->docs,   &e->freqs,  &e->cand, &e->cscore, &e->ncand,
-                    &e->acc,  &e->sdoc,   &e->sscore, &e->out,  &e->stasks, &e->nsel, &e->ucount, &e->packed,
-                    &e->useg, &e->qseg,   &e->l1};
+    dbuf *bufs[] = {&e->in,  &e->tasks,  &e->docs,   &e->freqs, &e->cand,  &e->cscore, &e->acc,  &e->sdoc,
+                    &e->sscore, &e->out, &e->stasks, &e->nsel, &e->ucount, &e->useg, &e->qseg, &e->l1};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
     if (e->h_stage) { /* the pinned staging's mapping, while the queue lives */
@@ -583,10 +582,8 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         (s = dev_buf_need(e, &e->freqs, (size_t)pl->dec * 4, "decoded frequencies")) != CLS_OK ||
         (s = dev_buf_need(e, &e->stasks, (size_t)pl->stasks * sizeof(abi_task), "selected blocks")) != CLS_OK ||
         (s = dev_buf_need(e, &e->nsel, (size_t)pl->nskips * 4, "selected block counts")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->ncand, (size_t)nq * 4, "candidate counts")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cand, (size_t)pl->cand * 4, "candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)pl->cand * 4, "candidate scores")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->packed, (size_t)pl->cand * 4, "packed candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->ucount, (size_t)pl->nunits * 4, "candidates per work unit")) != CLS_OK ||
         (pl->dense && (s = dev_buf_need(e, &e->acc, (size_t)nq * N * 4, "accumulator rows")) != CLS_OK) ||
         (s = dev_buf_need(e, &e->useg, (size_t)pl->nunits * 8, "top-k segments")) != CLS_OK ||
@@ -621,6 +618,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     e->counters[0].value += nq;
     e->counters[1].value += pl->blocks_in_lists;
     e->counters[2].value += pl->ntasks + (pl->nskips ? e->h_out[out_len] : 0);
+    e->counters[4].value += pl->npruned;
     for (uint32_t i = 0; i < nq; i++) {
         uint32_t m = e->h_out[i];
         if (m > kk) return err_set(CLS_E_OPENCL, "topk_select returned %u hits for k = %u", m, kk);
@@ -646,9 +644,10 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     e->counters[1] = (cls_counter){"blocks_in_lists", 0};
     e->counters[2] = (cls_counter){"blocks_decoded", 0};
     e->counters[3] = (cls_counter){"cost_rate", (uint64_t)e->rate};
-    e->counters[4] = (cls_counter){"lists_found", 0};
-    e->counters[5] = (cls_counter){"lists_loaded", 0};
-    e->counters[6] = (cls_counter){"bytes_loaded", 0};
+    e->counters[4] = (cls_counter){"queries_pruned", 0};
+    e->counters[5] = (cls_counter){"lists_found", 0};
+    e->counters[6] = (cls_counter){"lists_loaded", 0};
+    e->counters[7] = (cls_counter){"bytes_loaded", 0};
     const cls_index *idx = e->idx;
     const query_algo *algo = query_algo_for(p->mode);
     uint32_t N = idx->num_docs;
@@ -667,13 +666,16 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         e->norm_k1 = p->k1;
         e->norm_b = p->b;
     }
+    /* Block-max pruning needs the blocks' max_score to bound this search's scores: the same k1 and
+     * b (a query's weight scales every posting's score alike, so any weight will do). */
+    const uint32_t prune = p->k1 == idx->score_k1 && p->b == idx->score_b;
     /* Balanced batches: the queries in order of cost, so batches hold queries of like cost. */
     if (bt->nq > UINT32_MAX) return err_set(CLS_E_ARG, "more than 2^32 queries in one search");
     if (!vec_reserve(&e->order, &e->order_cap, bt->nq, sizeof *e->order) ||
         !vec_reserve(&e->cost, &e->cost_cap, bt->nq, sizeof *e->cost))
         return err_set(CLS_E_NOMEM, "out of memory for the query order");
     for (uint64_t i = 0; i < bt->nq; i++)
-        e->cost[i] = (dev_qcost){plan_cost(idx, algo, &bt->q[i], bt->terms + bt->q[i].term_start), (uint32_t)i};
+        e->cost[i] = (dev_qcost){plan_cost(idx, algo, &bt->q[i], bt->terms + bt->q[i].term_start, prune ? kk : 0), (uint32_t)i};
     qsort(e->cost, bt->nq, sizeof *e->cost, cmp_cost);
     for (uint64_t i = 0; i < bt->nq; i++) e->order[i] = e->cost[i].q;
     /* The cost model: a batch takes at least the floor's queries (fewer leave the device part
@@ -683,7 +685,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                        .max_queries = e->rate > 0 ? DEV_MAX_BATCH : e->batch_floor,
                        .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
                        .cost_floor = e->batch_floor,
-                       .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL};
+                       .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL, .prune = prune};
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
     uint64_t q0 = 0;
@@ -712,9 +714,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     }
     e->counters[3].value = (uint64_t)e->rate;
     if (e->cached) {
-        e->counters[4].value = e->cache.hits - hits0;
-        e->counters[5].value = e->cache.misses - misses0;
-        e->counters[6].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
+        e->counters[5].value = e->cache.hits - hits0;
+        e->counters[6].value = e->cache.misses - misses0;
+        e->counters[7].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {
@@ -732,7 +734,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {
     *counters = e->counters;
-    return e->counters[0].name ? (e->cached ? 7 : 4) : 0;
+    return e->counters[0].name ? (e->cached ? 8 : 5) : 0;
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }

@@ -142,7 +142,6 @@ cls_status dev_topk_rows(clx_engine *e, uint32_t nq, uint32_t N, uint32_t k, dev
     cls_status s;
     if ((s = dev_buf_need(e, &e->acc, (size_t)nq * N * 4, "score rows")) != CLS_OK ||
         (s = dev_upload(e, &e->in, none, (size_t)nq * sizeof *none, "query descriptors")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->ncand, (size_t)nq * 4, "candidate counts")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cand, 4, "candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->sdoc, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||
         (s = dev_buf_need(e, &e->sscore, (size_t)nq * P * 4, "top-k scratch")) != CLS_OK ||

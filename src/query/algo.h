@@ -73,8 +73,10 @@ const query_algo *const *query_algos(size_t *n);
 const query_algo *query_algo_for(int mode);
 
 /* Building blocks that modules share (defined in and.c and or.c). */
-/* intersect_and: each query's documents holding every term, in docID order, into the batch's
- * candidate buffer at its cand_offset; the count into ncand. */
+/* plan_units: the batch's work units' shares of their driving lists, planned on the device. */
+cls_status algo_and_units(struct dev_batch *b);
+/* plan_units, then intersect_and: each work unit's documents holding every term of its query,
+ * in docID order, at cand_offset + begin of the batch's candidate buffer; their count in ucount. */
 cls_status algo_and_intersect(struct dev_batch *b);
 /* score_or: each query's dense row of BM25 sums (0: no term holds the document). */
 cls_status algo_or_accumulate(struct dev_batch *b);

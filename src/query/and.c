@@ -1,13 +1,14 @@
 /* AND (-m and): the documents holding every query term, ranked by BM25. A query with a term the
  * index lacks matches nothing.
  *
- * Device (cl/and.cl), with block skipping (Ding et al.): the planner decodes each query's
- * driving (shortest) list whole and gives every other list of more than one block a region of
- * its own; select_blocks picks, per such list, the blocks whose docID range holds a docID of the
- * driving list, and a second decode_blocks decodes only those. intersect_and, one work-group per
- * query, keeps the driving list's documents found in every other list, in docID order;
- * score_and sums each candidate's contributions in query-term order; top-k reads the scored
- * candidates. Reference: the documents every term's list holds, with the accumulated sum. */
+ * Device (cl/and.cl): the planner decodes each query's driving (shortest) list whole and gives
+ * every other list of more than one block a region of its own (block skipping, Ding et al.), and
+ * where it may prune, the list of a one-term query too (block-max pruning); select_blocks picks
+ * the blocks of those regions and a second decode_blocks decodes only those. plan_units splits
+ * each driving list, as long as the device has it, into work units; match_and, one work-group
+ * per unit, keeps the driving list's documents found in every other list with their BM25 sums;
+ * top-k runs per unit, then per query. Reference: the documents every term's list holds, with
+ * the accumulated sum. */
 #include "device/dev.h"
 #include "query/algo.h"
 
@@ -17,9 +18,22 @@ static void need(const batch_query *q, uint32_t shortest_df, algo_need *n)
     *n = (algo_need){.flags = empty ? ABI_QF_EMPTY : 0u, .cand = shortest_df, .skip = 1};
 }
 
+cls_status algo_and_units(dev_batch *b)
+{
+    clx_engine *e = b->e;
+    cl_uint bs = e->idx->block_size, chunk = e->chunk;
+    dev_arg a[] = {DEV_MEM(b->in),       DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
+                   DEV_U32(b->units_base), DEV_U32(b->nunits),     DEV_MEM(e->d_blocks),   DEV_MEM(e->stasks.mem),
+                   DEV_MEM(e->nsel.mem), DEV_U32(bs),              DEV_U32(chunk)};
+    size_t wg = e->prm.wg_intersect;
+    return dev_run(e, "plan_units", a, 11, (b->nunits + wg - 1) / wg, wg, "plan");
+}
+
 cls_status algo_and_intersect(dev_batch *b)
 {
     clx_engine *e = b->e;
+    cls_status s = algo_and_units(b);
+    if (s != CLS_OK) return s;
     dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
                    DEV_MEM(e->cand.mem),   DEV_MEM(e->ucount.mem),   DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
                    DEV_MEM(e->stasks.mem), DEV_MEM(e->nsel.mem),     DEV_U32(b->units_base)};
@@ -43,19 +57,19 @@ static cls_status launch(dev_batch *b)
 {
     clx_engine *e = b->e;
     cls_status s = b->nskips ? skip_and_decode(b) : CLS_OK;
-    if (s == CLS_OK) s = algo_and_intersect(b);
+    if (s == CLS_OK) s = algo_and_units(b);
     if (s != CLS_OK) return s;
     dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
-                   DEV_MEM(e->freqs.mem),  DEV_MEM(e->d_norms),      DEV_MEM(e->cand.mem),   DEV_MEM(e->ncand.mem),
-                   DEV_MEM(e->cscore.mem), DEV_U32(b->skips_base),   DEV_MEM(e->d_blocks),   DEV_MEM(e->stasks.mem),
-                   DEV_MEM(e->nsel.mem),   DEV_U32(b->units_base),   DEV_U32(b->nunits),     DEV_MEM(e->ucount.mem),
-                   DEV_MEM(e->packed.mem), DEV_MEM(e->useg.mem),     DEV_MEM(e->qseg.mem),   DEV_U32(b->kk)};
-    if ((s = dev_run(e, "score_and", a, 20, b->nunits, e->prm.wg_score, "score")) != CLS_OK) return s;
+                   DEV_MEM(e->freqs.mem),  DEV_MEM(e->d_norms),      DEV_MEM(e->cand.mem),   DEV_MEM(e->cscore.mem),
+                   DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),     DEV_MEM(e->stasks.mem), DEV_MEM(e->nsel.mem),
+                   DEV_U32(b->units_base), DEV_U32(b->nunits),       DEV_MEM(e->useg.mem),   DEV_MEM(e->qseg.mem),
+                   DEV_U32(b->kk)};
+    if ((s = dev_run(e, "match_and", a, 17, b->nunits, e->prm.wg_intersect, "match")) != CLS_OK) return s;
     /* Top-k in two levels (topk.cl): each unit's candidates into the first level's output (key 0
      * past a unit's hits); then the engine ranks each query over its units' results. */
     dev_batch units = *b;
     units.scores = e->cscore.mem;
-    units.cand_docs = e->packed.mem;
+    units.cand_docs = e->cand.mem;
     units.seg = e->useg.mem;
     units.key_shift = 0;
     units.dense = 0;
@@ -76,14 +90,14 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
     return n;
 }
 
-static const char *const kernels[] = {"select_blocks", "intersect_and", "score_and", NULL};
+static const char *const kernels[] = {"select_blocks", "plan_units", "match_and", "intersect_and", NULL};
 
 const query_algo algo_and = {
     .name = "and",
     .help = "documents holding every query term, ranked by BM25",
     .kernel_file = "and.cl",
     .kernels = kernels,
-    .describe = "block-skipping select_blocks + workgroup-per-query binary-search intersect_and + score_and",
+    .describe = "select_blocks (block skipping, block-max pruning of one-term queries) + plan_units + match_and (intersect and score, work units) + two-level top-k",
     .need = need,
     .launch = launch,
     .ref = ref,

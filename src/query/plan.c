@@ -37,27 +37,37 @@ void plan_free(batch_plan *pl)
     memset(pl, 0, sizeof *pl);
 }
 
-/* plan_cost from what the planner knows of a query: its needs, its shortest list, the postings
- * of all its lists. */
-static uint64_t need_cost(const cls_index *idx, const algo_need *need, uint64_t shortest, uint64_t sum,
-                          uint32_t num_terms)
+/* plan_cost from what the planner knows of a query: its needs, its shortest list (its postings,
+ * its blocks), the postings of all its lists; prune_k: the hits a pruned one-term query keeps
+ * (0: no pruning). A pruned query reads its blocks' heads and decodes, scores and ranks about
+ * two blocks a hit (ties and the margin take a few more than k blocks). */
+static uint64_t need_cost(const cls_index *idx, const algo_need *need, uint64_t shortest, uint64_t shortest_blocks,
+                          uint64_t sum, uint32_t num_terms, uint32_t prune_k)
 {
     uint64_t rows = need->dense ? idx->num_docs : 0;
     if (need->flags & ABI_QF_EMPTY) return rows;
+    if (need->skip && prune_k && num_terms == 1 && shortest_blocks > prune_k) {
+        uint64_t top = 2 * (uint64_t)prune_k * idx->block_size;
+        return shortest_blocks + (top < shortest ? top : shortest) + rows;
+    }
     return (need->skip ? shortest * num_terms : sum) + rows;
 }
 
-uint64_t plan_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t)
+uint64_t plan_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t,
+                   uint32_t prune_k)
 {
-    uint64_t sum = 0, shortest = UINT64_MAX;
+    uint64_t sum = 0, shortest = UINT64_MAX, blocks = 0;
     for (uint32_t j = 0; j < q->num_terms; j++) {
         uint64_t df = idx->terms[t[j].term].df;
         sum += df;
-        if (df < shortest) shortest = df;
+        if (df < shortest) {
+            shortest = df;
+            blocks = idx->terms[t[j].term].num_blocks;
+        }
     }
     algo_need need = {0};
     algo->need(q, (uint32_t)(q->num_terms ? shortest : 0), &need);
-    return need_cost(idx, &need, q->num_terms ? shortest : 0, sum, q->num_terms);
+    return need_cost(idx, &need, q->num_terms ? shortest : 0, blocks, sum, q->num_terms, prune_k);
 }
 
 uint32_t plan_scratch(uint32_t k)
@@ -77,6 +87,7 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->order = order;
     pl->q0 = q0;
     pl->nq = pl->ntasks = pl->nlists = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
+    pl->npruned = 0;
     pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = pl->cost = 0;
     if (lim->cache) lc_begin(lim->cache);
 }
@@ -135,11 +146,15 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     uint64_t dec = pl->dec, stasks = pl->stasks, in_lists = 0;
     uint32_t ntasks = pl->ntasks, nskips = pl->nskips;
     cls_status s = CLS_OK;
+    /* block-max pruning (cl/abi.h: ABI_SKIP_TOP): the list of a one-term query, where the search
+     * ranks at the blocks' max_score parameters and the list has more blocks than hits kept */
+    const int top = need.skip && pl->lim.prune && q->num_terms == 1 && !empty &&
+                    idx->terms[t[0].term].num_blocks > pl->kk;
     for (uint32_t j = 0; j < q->num_terms && !empty; j++) {
         const idx_term *te = &idx->terms[t[j].term];
         pl->term_skip[j] = 0;
         uint64_t room;
-        int skip = need.skip && j != drive && te->num_blocks > 1;
+        int skip = top || (need.skip && j != drive && te->num_blocks > 1);
         uint32_t first_block = te->first_block;
         if (cache && (skip || !pl->slot[t[j].term])) { /* its list must be on the device for the batch */
             int fits;
@@ -153,12 +168,13 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             }
         }
         if (skip) { /* a region of its own, blocks chosen on the device */
-            uint32_t max = te->num_blocks < shortest ? te->num_blocks : shortest;
+            uint32_t max = top || te->num_blocks < shortest ? te->num_blocks : shortest;
             room = (uint64_t)max * B;
             if (dec + room < UINT32_MAX) {
                 pl->skips[nskips] = (abi_skip){.query = pl->nq, .first_block = first_block,
                                                .num_blocks = te->num_blocks, .task_base = (uint32_t)stasks,
-                                               .max_tasks = max, .dst_base = (uint32_t)dec};
+                                               .max_tasks = max, .dst_base = (uint32_t)dec,
+                                               .kind = top ? ABI_SKIP_TOP : ABI_SKIP_DRIVEN, .k = top ? pl->kk : 0};
                 pl->term_skip[j] = ++nskips;
                 in_lists += te->num_blocks;
                 stasks += max;
@@ -186,10 +202,11 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                      (uint64_t)(pl->ntouched - ntouched0) * sizeof(abi_list) +
                      (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) +
                      (uint64_t)nunits * (sizeof(abi_unit) + 12 + (need.skip ? (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 : 0)) +
-                     (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 12 +
+                     (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 +
                      (uint64_t)need.dense * idx->num_docs * 4;
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
-    uint64_t cost = pl->cost + need_cost(idx, &need, shortest, sum, q->num_terms);
+    uint64_t cost = pl->cost + need_cost(idx, &need, shortest, q->num_terms ? idx->terms[t[drive].term].num_blocks : 0, sum,
+                                         q->num_terms, pl->lim.prune ? pl->kk : 0);
     const plan_limits *L = &pl->lim;
     if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || (L->max_cost && pl->nq >= L->cost_floor && cost > L->max_cost) ||
                        dec * 4 > L->max_alloc ||
@@ -219,17 +236,17 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             .weight = bm25_weight(idx, t[j].term, t[j].qtf),
             .skip = sk};
     }
-    for (uint32_t u = 0, first = pl->nunits; u < nunits; u++) {
-        uint32_t b = u * chunk, e = need.cand - b < chunk ? need.cand : b + chunk;
-        pl->units[pl->nunits++] =
-            (abi_unit){.query = pl->nq, .begin = need.cand ? b : 0, .end = need.cand ? e : 0, .first_unit = first};
-    }
+    /* as many units as the driving list's df asks for; plan_units (and.cl) gives each its share
+     * on the device, where the list's length is known once its blocks are chosen */
+    for (uint32_t u = 0, first = pl->nunits; u < nunits; u++)
+        pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .first_unit = first};
     pl->nskips = nskips;
     pl->stasks = stasks;
     pl->dec = dec;
     pl->cand += need.cand;
     pl->dense += need.dense;
     pl->two_level |= need.skip;
+    pl->npruned += (uint32_t)top;
     pl->bytes = bytes;
     pl->cost = cost;
     pl->blocks_in_lists += in_lists;

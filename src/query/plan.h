@@ -39,6 +39,9 @@ typedef struct plan_limits {
     uint64_t max_cost;    /* plan_cost units a batch may add up to once it holds cost_floor
                            * queries (the engine's cost model: clx_search); 0: no limit */
     uint32_t cost_floor;
+    uint32_t prune;       /* 1: the search ranks at the BM25 parameters of the blocks' max_score, so
+                           * one-term queries of algorithms with block skipping decode only the
+                           * blocks that can hold their top k (cl/abi.h: ABI_SKIP_TOP) */
     list_cache *cache;    /* the device's list cache, whose room bounds the batch's lists too;
                            * NULL: the whole index is resident, every list where the file has it */
 } plan_limits;
@@ -60,6 +63,7 @@ typedef struct batch_plan {
     uint32_t nterms;     /* abi_term records */
     uint32_t nskips;     /* abi_skip records */
     uint32_t nunits;     /* abi_unit records */
+    uint32_t npruned;    /* one-term queries pruned by block maxima (ABI_SKIP_TOP) */
     uint64_t stasks;     /* selected-task slots of the skip regions */
     uint64_t blocks_in_lists; /* blocks of the batch's lists: a whole list once, a skipped list
                                * once per query (decoding without skipping would take them all) */
@@ -85,10 +89,12 @@ typedef struct batch_plan {
 
 /* What query q (its terms t) costs the device under algo, in postings its kernels walk: with
  * block skipping about its driving list once per term, otherwise every posting of every list;
- * a dense accumulator row adds the documents it zeroes and ranks. 0 for a query that matches
- * nothing. The engine orders a search's queries by it (balanced batches, Wu et al.) and sizes
- * batches by it (max_cost). */
-uint64_t plan_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t);
+ * a one-term query pruned by block maxima (prune_k: the hits kept, 0 where the search does not
+ * prune) its block heads and about two blocks a hit; a dense accumulator row adds the documents
+ * it zeroes and ranks. 0 for a query that matches nothing. The engine orders a search's queries
+ * by it (balanced batches, Wu et al.) and sizes batches by it (max_cost). */
+uint64_t plan_cost(const cls_index *idx, const query_algo *algo, const batch_query *q, const batch_term *t,
+                   uint32_t prune_k);
 
 /* The top-k scratch slots a group needs for k hits (topk.cl sorts a power of two). */
 uint32_t plan_scratch(uint32_t k);
