@@ -1,0 +1,264 @@
+"""The Python bindings against the command: a generated collection, indexed and searched by
+`clsearch`, then searched again through clsearch.Engine on the reference engine and on the
+OpenCL CPU device (POCL); results must be the command's, hit for hit.
+
+Run by tests/python.sh (CTest `python`), which sets CLSEARCH_BIN (the command),
+CLSEARCH_LIBRARY (the library built beside it), CLS_TEST_TMP and PYTHONPATH.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import clsearch
+import runs
+from runs import as_run
+
+TMP = None
+IDX = TOPICS = None
+QUERIES = []
+
+
+def setUpModule():
+    global TMP, IDX, TOPICS, QUERIES
+    TMP = tempfile.mkdtemp(prefix="python-", dir=os.environ.get("CLS_TEST_TMP"))
+    subprocess.run([runs.BIN, "generate", "-o", TMP + "/gen", "--docs", "3000", "--queries", "40", "--seed", "7"],
+                   check=True, capture_output=True)
+    IDX = TMP + "/gen.idx"
+    subprocess.run([runs.BIN, "index", "-q", "-c", "jsonl", "-o", IDX, TMP + "/gen/corpus.jsonl"], check=True)
+    TOPICS = TMP + "/gen/topics.tsv"
+    QUERIES = clsearch.read_topics(TOPICS)
+
+
+def tearDownModule():
+    if TMP:
+        shutil.rmtree(TMP, ignore_errors=True)
+
+
+def command_run(device, mode="or", k=1000):
+    return runs.command_run(IDX, TOPICS, device, TMP + "/cmd.run", mode, k)
+
+
+def cpu_device():
+    """True when an OpenCL CPU device (POCL in CI) is there; else the test says it skips."""
+    return any(not d["is_gpu"] for d in clsearch.devices())
+
+
+class TestIndex(unittest.TestCase):
+    def test_stats(self):
+        with clsearch.Index(IDX) as idx:
+            self.assertEqual(len(idx), 3000)
+            self.assertEqual(idx.documents, 3000)
+            st = idx.stats
+            for key in ("terms", "postings", "tokens", "avg_doc_len", "codec", "block_size", "blocks",
+                        "postings_bytes", "file_bytes"):
+                self.assertIn(key, st)
+            self.assertEqual(st["codec"], "bp")
+            self.assertEqual(st["block_size"], 128)
+            self.assertEqual(st["file_bytes"], os.path.getsize(IDX))
+            self.assertEqual(idx.docno(0), "G00000000")
+            self.assertEqual(idx.docno(2999), "G00002999")
+            with self.assertRaises(IndexError):
+                idx.docno(3000)
+            with self.assertRaises(IndexError):
+                idx.docno(-1)
+            self.assertTrue(idx.analyzer["stem"])
+            idx.check()
+            self.assertIn("3000 documents", repr(idx))
+        self.assertTrue(idx.closed)
+        with self.assertRaisesRegex(ValueError, "closed"):
+            idx.docno(0)
+        idx.close()  # a second close does nothing
+
+    def test_missing_index(self):
+        with self.assertRaises(clsearch.Error) as cm:
+            clsearch.Index(TMP + "/absent.idx")
+        e = cm.exception
+        self.assertEqual(e.code, "CLS_E_IO")
+        self.assertEqual(e.call, "cls_index_open")
+        self.assertIn("absent.idx", e.message)
+        self.assertIn(e.message, str(e))
+
+    def test_not_an_index(self):
+        with self.assertRaises(clsearch.Error) as cm:
+            clsearch.Index(TOPICS)
+        self.assertIn(cm.exception.code, ("CLS_E_CORRUPT", "CLS_E_VERSION"))
+        self.assertTrue(cm.exception.message)
+
+
+class TestSearch(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.idx = clsearch.Index(IDX)
+        cls.ref = clsearch.Engine(cls.idx, device="ref")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.idx.close()
+
+    def test_ref_equals_command(self):
+        for mode in clsearch.MODES:
+            with self.subTest(mode=mode):
+                hits = self.ref.search(QUERIES, k=100, mode=mode)
+                runs.assert_same(self, as_run(hits), command_run("ref", mode, 100), "ref " + mode)
+
+    def test_pocl_equals_command_and_reference(self):
+        if not cpu_device():
+            self.skipTest("SKIP: no OpenCL CPU device (POCL: pocl-opencl-icd)")
+        with clsearch.Engine(self.idx, device="cpu") as eng:
+            self.assertTrue(eng.describe().startswith("device: "))
+            for mode in clsearch.MODES:
+                with self.subTest(mode=mode):
+                    hits = eng.search(QUERIES, k=100, mode=mode)
+                    runs.assert_same(self, as_run(hits), command_run("cpu", mode, 100), "cpu " + mode)
+                    # the engines agree bit for bit, not only to six decimals
+                    runs.assert_same(self, hits, self.ref.search(QUERIES, k=100, mode=mode), "cpu/ref " + mode)
+            steps, batches = eng.profile()
+            self.assertGreaterEqual(batches, 1)
+            self.assertIn("topk", [s.name for s in steps])
+            self.assertEqual(eng.counters()["queries"], len(QUERIES))
+
+    def test_query_forms(self):
+        texts = [t for _, t in QUERIES[:5]]
+        numbered = self.ref.search(texts, k=10)
+        self.assertEqual([h.qid for h in numbered if h.rank == 0], ["1", "2", "3", "4", "5"])
+        pairs = self.ref.search(QUERIES[:5], k=10)
+        self.assertEqual({h.qid for h in pairs}, {q for q, _ in QUERIES[:5]})
+        self.assertEqual(self.ref.search(dict(QUERIES[:5]), k=10), pairs)
+        self.assertEqual([h[1:] for h in numbered], [h[1:] for h in pairs])
+        one = self.ref.search(texts[0], k=10)
+        self.assertEqual([h.qid for h in one], ["1"] * len(one))
+        self.assertEqual([h.rank for h in one], list(range(len(one))))
+        self.assertEqual(self.ref.search([]), [])
+        # the engine's batch and results are reused: the same call twice gives the same hits
+        self.assertEqual(self.ref.search(QUERIES[:5], k=10), pairs)
+
+    def test_unknown_terms_match_nothing(self):
+        self.assertEqual(self.ref.search([("x", "zzzzqqqq")], k=10), [])
+
+    def test_bm25_parameters(self):
+        q = QUERIES[:3]
+        default = self.ref.search(q, k=20)
+        self.assertEqual(default, self.ref.search(q, k=20, k1=0.9, b=0.4))
+        other = self.ref.search(q, k=20, k1=1.2, b=0.75)
+        self.assertNotEqual([h.score for h in default], [h.score for h in other])
+
+    def test_frame(self):
+        try:
+            import pandas as pd
+        except ImportError:
+            self.skipTest("SKIP: pandas is absent (Debian: python3-pandas)")
+        topics = pd.DataFrame(QUERIES[:5], columns=["qid", "query"])
+        df = self.ref.search(topics, k=10)
+        self.assertIsInstance(df, pd.DataFrame)
+        self.assertEqual(list(df.columns), ["qid", "docid", "docno", "rank", "score", "query"])
+        hits = self.ref.search(QUERIES[:5], k=10)
+        self.assertEqual(list(df.itertuples(index=False, name=None)),
+                         [(h.qid, h.docid, h.docno, h.rank, h.score, dict(QUERIES)[h.qid]) for h in hits])
+        plain = self.ref.search(QUERIES[:5], k=10, as_frame=True)
+        self.assertEqual(list(plain.columns), ["qid", "docid", "docno", "rank", "score"])
+        self.assertEqual(len(plain), len(hits))
+        self.assertIsInstance(self.ref.search(topics, k=10, as_frame=False), list)
+        with self.assertRaisesRegex(ValueError, "qid and query"):
+            self.ref.search(pd.DataFrame({"qid": ["1"], "text": ["x"]}))
+
+    def test_errors(self):
+        def fails(code, pattern, fn, *args, **kw):
+            with self.assertRaises(clsearch.Error) as cm:
+                fn(*args, **kw)
+            self.assertEqual(cm.exception.code, code)
+            self.assertRegex(cm.exception.message, pattern)
+
+        fails("CLS_E_ARG", "and-or", self.ref.search, "x", mode="xor")
+        fails("CLS_E_ARG", "0", self.ref.search, "x", k=0)
+        fails("CLS_E_ARG", str(clsearch.MAX_K + 1), self.ref.search, "x", k=clsearch.MAX_K + 1)
+        fails("CLS_E_FORMAT", "white space", self.ref.search, [("a b", "x")])
+        fails("CLS_E_ARG", "12Q", clsearch.Engine, self.idx, device="ref", device_mem="12Q")
+        fails("CLS_E_ARG", "60000", clsearch.Engine, self.idx, device="ref", batch_ms=-1)
+        with self.assertRaises(clsearch.Error) as cm:
+            clsearch.Engine(self.idx, device="no-such-device")
+        self.assertTrue(cm.exception.message)
+        with self.assertRaisesRegex(ValueError, "NUL"):
+            self.ref.search("par\0allel")
+        with self.assertRaises(ValueError):
+            self.ref.search("x", k=-1)
+        with self.assertRaises(TypeError):
+            self.ref.search([("1", None)])
+        with self.assertRaises(TypeError):
+            self.ref.search([3])
+        with self.assertRaises(ValueError):
+            clsearch.read_topics(TOPICS, format="csv")
+        fails("CLS_E_IO", "absent", clsearch.read_topics, TMP + "/absent.tsv")
+        # after an error the engine is as before
+        self.assertEqual(self.ref.search(QUERIES[:2], k=5), self.ref.search(QUERIES[:2], k=5))
+
+    def test_device_mem(self):
+        if not cpu_device():
+            self.skipTest("SKIP: no OpenCL CPU device (POCL: pocl-opencl-icd)")
+        with self.assertRaises(clsearch.Error) as cm:
+            clsearch.Engine(self.idx, device="cpu", device_mem="4K")
+        self.assertEqual(cm.exception.code, "CLS_E_DEVMEM")
+        with clsearch.Engine(self.idx, device="cpu", device_mem="64M", batch_ms=5) as eng:
+            runs.assert_same(self, eng.search(QUERIES, k=50), self.ref.search(QUERIES, k=50), "64M")
+
+
+class TestLifetime(unittest.TestCase):
+    def test_engine_keeps_index(self):
+        eng = clsearch.Engine(clsearch.Index(IDX), device="ref")  # no other reference to the index
+        self.assertTrue(eng.search(QUERIES[:1], k=5))
+        eng.close()
+        with self.assertRaisesRegex(ValueError, "closed"):
+            eng.search("x")
+        eng.close()
+
+    def test_index_close_closes_engines(self):
+        idx = clsearch.Index(IDX)
+        eng = clsearch.Engine(idx, device="ref")
+        idx.close()
+        self.assertTrue(eng.closed)
+        with self.assertRaisesRegex(ValueError, "closed"):
+            eng.search("x")
+        with self.assertRaisesRegex(ValueError, "closed"):
+            clsearch.Engine(idx, device="ref")
+
+    def test_garbage_collected(self):
+        for _ in range(3):  # freed by the collector: no close, no crash
+            clsearch.Engine(clsearch.Index(IDX), device="ref").search(QUERIES[:2], k=5)
+
+
+class TestLoading(unittest.TestCase):
+    def test_missing_library(self):
+        env = dict(os.environ, CLSEARCH_LIBRARY=TMP + "/libabsent.so")
+        p = subprocess.run([sys.executable, "-c", "import clsearch"], env=env, capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("ImportError", p.stderr)
+        self.assertIn("$CLSEARCH_LIBRARY: " + TMP + "/libabsent.so", p.stderr)
+
+    def test_version(self):
+        self.assertEqual(clsearch.library_version(), clsearch.__version__)
+
+    def test_notice(self):
+        lines = []
+        clsearch.set_notice(lines.append)
+        try:
+            # a fresh cache folder: the CPU engine compiles, and says so first
+            env_cache = os.environ.get("CLSEARCH_CACHE_DIR")
+            os.environ["CLSEARCH_CACHE_DIR"] = tempfile.mkdtemp(dir=TMP)
+            if not cpu_device():
+                self.skipTest("SKIP: no OpenCL CPU device (POCL: pocl-opencl-icd)")
+            with clsearch.Index(IDX) as idx:
+                clsearch.Engine(idx, device="cpu").close()
+            self.assertTrue(lines and lines[0].startswith("compiling kernels for "), lines)
+        finally:
+            clsearch.set_notice(None)
+            if env_cache is None:
+                os.environ.pop("CLSEARCH_CACHE_DIR", None)
+            else:
+                os.environ["CLSEARCH_CACHE_DIR"] = env_cache
+
+
+if __name__ == "__main__":
+    unittest.main()
