@@ -9,6 +9,7 @@
  * The data flow, end to end:
  *
  *   corpus --cls_corpus_read--> (docno, text) --cls_builder_add--> builder --cls_builder_write--> INDEX file
+ *          (cls_corpus_read_fields and cls_builder_add_doc: with stored fields, cls_index_field)
  *   INDEX  --cls_index_open--> cls_index
  *   topics --cls_topics_read--> (qid, text) --cls_batch_add--> cls_batch (analysed term ids)
  *   cls_engine (device or reference) + cls_batch --cls_engine_search--> cls_results (top-k per query)
@@ -121,8 +122,8 @@ typedef int (*cls_doc_fn)(void *user, const char *docno, size_t docno_len, const
 /* Streams every document of path (a file or a folder) to fn, in a deterministic order. */
 CLS_API cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user);
 
-/* What the last cls_corpus_read or cls_corpus_read_ex of this thread passed over without
- * failing; only CLS_CORPUS_FILES passes anything over. */
+/* What the last cls_corpus_read, cls_corpus_read_ex or cls_corpus_read_fields of this thread
+ * passed over without failing; only CLS_CORPUS_FILES passes anything over. */
 typedef struct cls_corpus_counts {
     uint64_t skipped_binary; /* files skipped as binary: a NUL byte in their first 8 KiB */
     uint64_t truncated;      /* files indexed only up to their first 64 MiB */
@@ -139,6 +140,54 @@ typedef void (*cls_progress_fn)(void *user, uint64_t docs, uint64_t bytes_done, 
  * the sizes of the files the format reads; 0 for a pipe); bytes_done never goes down. */
 CLS_API cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
                                       cls_progress_fn progress, void *progress_user);
+
+/* ---- Stored fields ---------------------------------------------------------------------------
+ *
+ * An index may keep, per document, a few named strings besides the docno: the title of an HTML
+ * page, the path of a file, chosen fields of a JSON record (`clsearch index --store`). They are
+ * not indexed for search; they come back with results (cls_index_field). A reader supplies them
+ * when asked by name (cls_corpus_read_fields); cls_corpus_field_check says which names a format
+ * can supply:
+ *   jsonl, beir: any top-level key of the record: a string as it is, null as absent, a number,
+ *                boolean, array or object as its compact JSON text ("1998", "[\"a\",\"b\"]");
+ *   html:        "title", the first <title> element's text; "path", where the file was read
+ *                (below);
+ *   trec:        any element of the <DOC>, named case-insensitively ("headline" is the first
+ *                <HEADLINE> ... </HEADLINE>): its text;
+ *   smart:       "title" (.T), "authors" (.A), "bibliography" (.B): the field's lines, repeated
+ *                markers (CISI's several .A) joined by "; ";
+ *   files:       "path".
+ * An element's or field's text has its markup removed, entities decoded and white space runs
+ * made one space, trimmed. "path" is the file's absolute path (symbolic links of the input
+ * resolved), or for an archive's entry the archive's absolute path, ':' and the entry's name as
+ * stored. A document that lacks a field (no <title>, a missing key) has it absent, which is
+ * not the same as empty. Values hold no NUL byte (the readers never make one) and are bytes as
+ * the collection holds them (UTF-8 where the format says so). */
+#define CLS_MAX_FIELDS 64
+
+/* A document with its fields, as cls_corpus_read_fields hands it over and cls_builder_add_doc
+ * takes it. Strings are NOT NUL-terminated and, from a reader, valid only during the call. */
+typedef struct cls_doc {
+    const char *docno;
+    size_t docno_len;
+    const char *text;
+    size_t text_len;
+    size_t num_fields;          /* the fields asked for, in that order (0: none) */
+    const char *const *fields;  /* fields[i]: field i's value, NULL when the document lacks it */
+    const size_t *field_lens;
+} cls_doc;
+
+typedef int (*cls_doc_fields_fn)(void *user, const cls_doc *doc);
+
+/* CLS_OK when fmt's reader can supply the field name (see above), else CLS_E_ARG saying what it
+ * can. A name is 1 to 255 bytes, none of them a control character, a space or a comma. */
+CLS_API cls_status cls_corpus_field_check(cls_corpus_format fmt, const char *name);
+/* cls_corpus_read_ex that also hands over the named fields of every document (fields[0 ..
+ * num_fields), each checked by cls_corpus_field_check first: CLS_E_ARG before anything is read;
+ * at most CLS_MAX_FIELDS, all different). fn's nonzero return stops the read with CLS_E_ARG. */
+CLS_API cls_status cls_corpus_read_fields(cls_corpus_format fmt, const char *path, const char *const *fields,
+                                          size_t num_fields, cls_doc_fields_fn fn, void *user,
+                                          cls_progress_fn progress, void *progress_user);
 
 typedef enum cls_topics_format {
     CLS_TOPICS_TSV,     /* qid<TAB>text per line */
@@ -208,6 +257,19 @@ CLS_API cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o
  * returns it. A bad docno is refused at once, in either mode, and the builder stays usable. */
 CLS_API cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
                                    size_t text_len);
+/* Stored fields: the names of the per-document fields the index keeps (at most CLS_MAX_FIELDS,
+ * all different, each as cls_corpus_field_check requires), before the first document. */
+CLS_API cls_status cls_builder_set_fields(cls_builder *b, const char *const *names, size_t n);
+/* cls_builder_add with the document's fields: doc->num_fields is the number of names set (or 0:
+ * every field absent), doc->fields[i] the value of the i-th (NULL: absent). A value holding a
+ * NUL byte is refused (CLS_E_FORMAT) and the builder stays usable. cls_builder_add adds a
+ * document whose fields are all absent. */
+CLS_API cls_status cls_builder_add_doc(cls_builder *b, const cls_doc *doc);
+/* Records an input of the collection in the index (what `clsearch stats` shows as its roots):
+ * path made absolute (symbolic links resolved; a path with no name to resolve to, such as
+ * /dev/stdin on a pipe, as given; CLS_E_IO when it does not exist) and the collection's format;
+ * every root of an index has the same format (CLS_E_ARG otherwise). */
+CLS_API cls_status cls_builder_add_root(cls_builder *b, cls_corpus_format fmt, const char *path);
 /* Writes the index to path (through a temporary name, renamed when complete), after waiting for
  * every document added to be analysed. */
 CLS_API cls_status cls_builder_write(cls_builder *b, const char *path);
@@ -260,18 +322,41 @@ CLS_API const char *cls_index_docno(const cls_index *idx, uint32_t doc);
 /* The analyzer the index was built with. */
 CLS_API void cls_index_analyzer(const cls_index *idx, cls_analyzer_opts *o);
 
+/* Stored fields (see "Stored fields" above): how many the index keeps (0 for an index of
+ * format version 3) and the name of field i (NUL-terminated; NULL if out of range). */
+CLS_API uint32_t cls_index_field_count(const cls_index *idx);
+CLS_API const char *cls_index_field_name(const cls_index *idx, uint32_t field);
+/* The number of the field called name; CLS_E_ARG naming the fields the index has otherwise. */
+CLS_API cls_status cls_index_field_find(const cls_index *idx, const char *name, uint32_t *field);
+/* Document doc's value of field: a pointer into the mapped file, NUL-terminated, *len (when not
+ * NULL) its length in bytes; NULL (and *len 0) when the document lacks it or doc or field is out
+ * of range. Constant time, no copy. Opening checks the fields' checksums and bounds, not every
+ * document's offsets: a file forged with consistent checksums reads as absent where its
+ * offsets are inconsistent, never out of bounds, and cls_index_check reports it. */
+CLS_API const char *cls_index_field(const cls_index *idx, uint32_t doc, uint32_t field, size_t *len);
+/* Where the collection came from: the format it was read in ("html", "jsonl", ..., "ciff" for
+ * cls_ciff_import; "" when not recorded, as in generated indexes and format version 3), and
+ * its roots, the inputs made absolute (cls_builder_add_root), in the order given. */
+CLS_API const char *cls_index_collection(const cls_index *idx);
+CLS_API uint32_t cls_index_root_count(const cls_index *idx);
+/* Root i (NUL-terminated), or NULL if out of range. */
+CLS_API const char *cls_index_root(const cls_index *idx, uint32_t i);
+
 /* Writes idx again at path (through a temporary name) with o's codec, block size and pfor
- * depth; documents, dictionary and postings unchanged. o->threads is ignored. */
+ * depth; documents, stored fields, collection roots, dictionary and postings unchanged.
+ * o->threads is ignored. */
 CLS_API cls_status cls_index_recode(const cls_index *idx, const cls_build_opts *o, const char *path);
 
 /* ---- Exchange: CIFF ------------------------------------------------------------------------- */
 
 /* Builds an index at index_path from a CIFF file (the Common Index File Format: a header,
  * postings lists and document records, each a length-delimited protobuf message). CIFF holds
- * analysed terms, so an records the analyzer that queries must use (NULL: the defaults). */
+ * analysed terms, so an records the analyzer that queries must use (NULL: the defaults). The
+ * index records the CIFF file as its root, collection "ciff"; it stores no fields. */
 CLS_API cls_status cls_ciff_import(const char *ciff_path, const cls_analyzer_opts *an,
                                    const cls_build_opts *o, const char *index_path);
-/* Writes idx as CIFF (through a temporary name); description goes into the header. */
+/* Writes idx as CIFF (through a temporary name); description goes into the header. CIFF has no
+ * place for stored fields or roots: they are left out. */
 CLS_API cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const char *description);
 
 /* ---- Queries -------------------------------------------------------------------------------- */

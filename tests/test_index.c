@@ -9,6 +9,7 @@
  * them without a fault. Section checksums follow FORMAT.md's chunked definition (written out
  * here, independently of checksum.c), and damage in any chunk of a section several chunks long
  * is found: at open (metadata), by the check and by both engines (postings). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
@@ -33,8 +34,45 @@ static cls_build_opts g_opts = {CLS_CODEC_BP, 128, 1, 0};
 static const cls_analyzer_opts EXACT = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
 
 /* Section names as the loader reports them, by section id - 1 (SECTION_NAME in index_file.c). */
-static const char *const SECTION[IDX_NSECTIONS] = {"doclen", "docno-offsets", "docnos", "terms",
-                                                   "term-offsets", "term-strings", "blocks", "postings"};
+static const char *const SECTION[IDX_NSECTIONS] = {"doclen",       "docno-offsets", "docnos",     "terms",
+                                                   "term-offsets", "term-strings",  "blocks",     "postings",
+                                                   "collection",   "field-offsets", "field-values"};
+
+/* The stored fields every model index keeps (so that no section of the test files is empty;
+ * short, since some tests rewrite a file once per byte): doc d's title is absent when d % 7 ==
+ * 3, empty when d % 11 == 5, else UTF-8 text naming d (3,000 bytes long for doc 10 of the main
+ * model); its url is present when d % 5 == 1. */
+static const char *const FIELDS[] = {"title", "url"};
+enum { NFIELDS = 2 };
+#define MAIN_DOCS 1000u
+
+static const char *model_field(uint32_t ndocs, uint32_t d, uint32_t f, char *buf, size_t cap)
+{
+    if (f == 0) {
+        if (d % 7 == 3) return NULL;
+        if (d % 11 == 5) return "";
+        if (d == 10 && ndocs == MAIN_DOCS) {
+            ck_assert(cap > 3000);
+            for (size_t i = 0; i < 3000; i++) buf[i] = (char)('a' + i % 26);
+            buf[3000] = '\0';
+            return buf;
+        }
+        snprintf(buf, cap, "\xC3\xAD%u \xE6\x97\xA5", d);
+        return buf;
+    }
+    if (d % 5 != 1) return NULL;
+    snprintf(buf, cap, "u/%u?\"", d);
+    return buf;
+}
+
+/* The folder the test files are written in: the root the model indexes record. */
+static const char *model_root(void)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("x"));
+    *strrchr(dir, '/') = '\0';
+    return dir;
+}
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -106,6 +144,8 @@ static char *build_model(const model *m)
     cls_builder *b;
     ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
     ck_assert_msg(cls_builder_configure(b, &g_opts) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_builder_set_fields(b, FIELDS, NFIELDS) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_builder_add_root(b, CLS_CORPUS_JSONL, model_root()) == CLS_OK, "%s", cls_last_error());
     size_t cap = 1 << 16;
     char *text = malloc(cap);
     ck_assert(text != NULL);
@@ -122,8 +162,23 @@ static char *build_model(const model *m)
                 len += (size_t)n;
             }
         }
-        ck_assert_msg(cls_builder_add(b, m->docnos[d], strlen(m->docnos[d]), text, len) == CLS_OK, "doc %u: %s", d,
-                      cls_last_error());
+        /* odd documents through cls_builder_add_doc with their fields; even ones too, except
+         * those whose fields are all absent, through cls_builder_add */
+        char fb[NFIELDS][4096];
+        const char *fv[NFIELDS];
+        size_t fl[NFIELDS];
+        for (uint32_t f = 0; f < NFIELDS; f++) {
+            fv[f] = model_field(m->ndocs, d, f, fb[f], sizeof fb[f]);
+            fl[f] = fv[f] ? strlen(fv[f]) : 0;
+        }
+        cls_status s;
+        if (!fv[0] && !fv[1] && d % 2 == 0) {
+            s = cls_builder_add(b, m->docnos[d], strlen(m->docnos[d]), text, len);
+        } else {
+            cls_doc doc = {m->docnos[d], strlen(m->docnos[d]), text, len, NFIELDS, fv, fl};
+            s = cls_builder_add_doc(b, &doc);
+        }
+        ck_assert_msg(s == CLS_OK, "doc %u: %s", d, cls_last_error());
     }
     free(text);
     char *path = tu_strdup(tu_tmp_path("model.idx"));
@@ -132,7 +187,28 @@ static char *build_model(const model *m)
     return path;
 }
 
-/* Checks an opened index against its model: stats, docnos, term dictionary, every block. */
+/* Whether the model's index has the stored fields (0: a version 3 file, which has none). */
+static int g_fields = 1;
+
+/* What an index with the model's fields says beyond each document's values. */
+static void check_model_root(const cls_index *idx)
+{
+    ck_assert(cls_index_field_name(idx, NFIELDS) == NULL);
+    ck_assert(cls_index_field(idx, 0, NFIELDS, NULL) == NULL);
+    uint32_t none;
+    ck_assert_int_eq(cls_index_field_find(idx, "body", &none), CLS_E_ARG);
+    ck_assert_msg(strstr(cls_last_error(), "body") && strstr(cls_last_error(), "title, url"), "%s", cls_last_error());
+    ck_assert_str_eq(cls_index_collection(idx), "jsonl");
+    ck_assert_uint_eq(cls_index_root_count(idx), 1);
+    char *root = realpath(model_root(), NULL);
+    ck_assert(root != NULL);
+    ck_assert_str_eq(cls_index_root(idx, 0), root);
+    free(root);
+    ck_assert(cls_index_root(idx, 1) == NULL);
+}
+
+/* Checks an opened index against its model: stats, docnos, stored fields, term dictionary,
+ * every block. */
 static void check_model(const cls_index *idx, const model *m, const char *path)
 {
     uint64_t postings = 0, tokens = 0;
@@ -175,6 +251,37 @@ static void check_model(const cls_index *idx, const model *m, const char *path)
     }
     ck_assert(cls_index_docno(idx, m->ndocs) == NULL);
     ck_assert(cls_index_docno(idx, UINT32_MAX) == NULL);
+
+    /* the stored fields and the root (none in a version 3 file) */
+    if (!g_fields) {
+        ck_assert_uint_eq(cls_index_field_count(idx), 0);
+        ck_assert(cls_index_field_name(idx, 0) == NULL);
+        ck_assert(cls_index_field(idx, 0, 0, NULL) == NULL);
+        ck_assert_str_eq(cls_index_collection(idx), "");
+        ck_assert_uint_eq(cls_index_root_count(idx), 0);
+        ck_assert(cls_index_root(idx, 0) == NULL);
+    }
+    for (uint32_t f = 0; g_fields && f < NFIELDS; f++) {
+        ck_assert_str_eq(cls_index_field_name(idx, f), FIELDS[f]);
+        uint32_t got = 99;
+        ck_assert_int_eq(cls_index_field_find(idx, FIELDS[f], &got), CLS_OK);
+        ck_assert_uint_eq(got, f);
+        for (uint32_t d = 0; d < m->ndocs; d++) {
+            char buf[4096];
+            const char *want = model_field(m->ndocs, d, f, buf, sizeof buf);
+            size_t len = 12345;
+            const char *v = cls_index_field(idx, d, f, &len);
+            if (!want) {
+                ck_assert_msg(v == NULL && len == 0, "doc %u field %s: present, expected absent", d, FIELDS[f]);
+                continue;
+            }
+            ck_assert_msg(v != NULL, "doc %u field %s: absent", d, FIELDS[f]);
+            ck_assert_uint_eq(len, strlen(want));
+            ck_assert_msg(strcmp(v, want) == 0, "doc %u field %s: '%s', expected '%s'", d, FIELDS[f], v, want);
+        }
+        ck_assert(cls_index_field(idx, m->ndocs, f, NULL) == NULL);
+    }
+    if (g_fields) check_model_root(idx);
 
     /* the dictionary holds exactly the present terms, in memcmp order */
     for (uint32_t i = 0; i + 1 < idx->num_terms; i++) {
@@ -252,7 +359,6 @@ static void model_init(model *m, uint32_t ndocs, const char **terms, uint32_t nt
 enum { T_EVERY, T_FULL1, T_FULL2, T_FULLPLUS1, T_SINGLE, T_SPARSE, T_HEAVY, T_RANDOM, T_LAST, T_FIRST, NT };
 static const char *MAIN_TERMS[NT] = {"every", "fullone", "fulltwo", "fullplus", "single",
                                      "sparse", "heavy", "random", "lastdoc", "firstdoc"};
-#define MAIN_DOCS 1000u
 /* Documents with no terms at all. Not docID 0: a first document without terms is its own test
  * (empty_documents_first), so that a failure there does not hide everything else. */
 static const uint32_t EMPTY_DOCS[] = {1, 2, 500, MAIN_DOCS - 2};
@@ -1004,7 +1110,7 @@ START_TEST(other_version)
     char *path = main_index(&m);
     size_t len;
     unsigned char *img = tu_read_file(path, &len);
-    const uint32_t versions[] = {0, 1, IDX_VERSION - 1, IDX_VERSION + 1, 0xFFFFFFFFu};
+    const uint32_t versions[] = {0, 1, 2, IDX_VERSION + 1, 0xFFFFFFFFu};
     for (size_t i = 0; i < sizeof versions / sizeof *versions; i++) {
         set_version(img, versions[i]);
         char what[64], num[32];
@@ -1035,11 +1141,85 @@ START_TEST(other_version)
     memcpy(img, &h, sizeof h);
     set_version(img, 2);
     const char *msg = bytes_fail(img, len, CLS_E_VERSION, "a version-2 file");
-    ck_assert_msg(strstr(msg, "index format version 2, this build reads version 3") && strstr(msg, "rebuild"),
+    ck_assert_msg(strstr(msg, "index format version 2, this build reads versions 3 and 4") && strstr(msg, "rebuild"),
                   "'%s'", msg);
     free(img);
     remove(path);
     free(path);
+    model_free(&m);
+}
+END_TEST
+
+/* The version 3 file of the same index as the version 4 image img: its sections 1 to 8 laid out
+ * after an 8-entry table, as version 3 writes them (the sections' bytes, hence their checksums,
+ * unchanged); *out_len its length. */
+static unsigned char *as_version_3(const unsigned char *img, size_t len, size_t *out_len)
+{
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    idx_section_entry t3[IDX_NSECTIONS_V3];
+    uint64_t at = 384; /* 128 + 8 x 32, a multiple of 64 */
+    for (unsigned i = 0; i < IDX_NSECTIONS_V3; i++) {
+        t3[i] = t[i];
+        t3[i].offset = at;
+        at = (at + t[i].size + 63) / 64 * 64;
+    }
+    unsigned char *v3 = calloc((size_t)at, 1);
+    ck_assert(v3 != NULL);
+    for (unsigned i = 0; i < IDX_NSECTIONS_V3; i++) memcpy(v3 + t3[i].offset, img + t[i].offset, (size_t)t[i].size);
+    memcpy(v3 + sizeof(idx_header), t3, sizeof t3);
+    idx_header h;
+    memcpy(&h, img, sizeof h);
+    h.version = 3;
+    h.num_sections = IDX_NSECTIONS_V3;
+    h.table_xxh = XXH64(t3, sizeof t3, 0);
+    h.header_xxh = XXH64(&h, offsetof(idx_header, header_xxh), 0);
+    memcpy(v3, &h, sizeof h);
+    *out_len = (size_t)at;
+    return v3;
+}
+
+/* Version 3 (no sections 9 to 11) still opens, as an index without fields or roots: the same
+ * documents and postings, the check passes, the reference engine searches it, and recode
+ * writes it as version 4 without fields. A version 4 file claiming version 3 (11 sections), or
+ * a version 3 file claiming 4, is damaged. */
+START_TEST(version_3_still_reads)
+{
+    model m;
+    char *path = main_index(&m);
+    size_t len, len3;
+    unsigned char *img = tu_read_file(path, &len);
+    unsigned char *v3 = as_version_3(img, len, &len3);
+    char *p3 = tu_strdup(tu_tmp_path("v3.idx"));
+    tu_write_file(p3, v3, len3);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(p3, &idx) == CLS_OK, "%s", cls_last_error());
+    g_fields = 0;
+    check_model(idx, &m, p3);
+    cls_engine *e;
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &e), CLS_OK);
+    ck_assert_int_eq(search_all_modes(e, idx, main_query()), CLS_OK);
+    cls_engine_free(e);
+    char *pr = tu_strdup(tu_tmp_path("v3-recoded.idx"));
+    cls_build_opts o = g_opts;
+    ck_assert_msg(cls_index_recode(idx, &o, pr) == CLS_OK, "%s", cls_last_error());
+    cls_index_close(idx);
+    ck_assert_msg(cls_index_open(pr, &idx) == CLS_OK, "%s", cls_last_error());
+    idx_header h;
+    memcpy(&h, idx->map, sizeof h);
+    ck_assert_uint_eq(h.version, IDX_VERSION);
+    check_model(idx, &m, pr);
+    cls_index_close(idx);
+    g_fields = 1;
+
+    set_version(img, 3);
+    const char *msg = bytes_fail(img, len, CLS_E_CORRUPT, "version 4 file marked 3");
+    ck_assert_msg(strstr(msg, "section count"), "'%s'", msg);
+    set_version(v3, 4);
+    msg = bytes_fail(v3, len3, CLS_E_CORRUPT, "version 3 file marked 4");
+    ck_assert_msg(strstr(msg, "section count"), "'%s'", msg);
+    remove(pr), remove(p3), remove(path);
+    free(pr), free(p3), free(path), free(v3), free(img);
     model_free(&m);
 }
 END_TEST
@@ -1294,6 +1474,7 @@ static Suite *suite(void)
     tcase_add_test(tb, forged_postings_every_codec);
     tcase_add_test(tb, check_reports_the_first_problem);
     tcase_add_test(tb, other_version);
+    tcase_add_test(tb, version_3_still_reads);
     tcase_add_test(tb, checksum_definition);
     tcase_add_test(tb, multi_chunk_sections);
     tcase_add_test(tb, foreign_and_missing_files);

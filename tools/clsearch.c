@@ -240,13 +240,53 @@ static int cmd_devices(int argc, char **argv)
     return 0;
 }
 
+/* ---- stored fields -------------------------------------------------------------------------- */
+
+/* A list of field names as --store and --fields take it ("title,url", or "none") into names[]
+ * (pointing into *buf, which the caller frees); 0, or the usage error's exit status. */
+static int split_fields(const char *opt, const char *list, char **buf, const char **names, size_t *n)
+{
+    *n = 0;
+    *buf = NULL;
+    if (strcmp(list, "none") == 0) return 0;
+    if (!(*buf = strdup(list))) return fail(CLS_E_NOMEM, opt);
+    for (char *p = *buf, *comma;; p = comma + 1) {
+        comma = strchr(p, ',');
+        if (comma) *comma = '\0';
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s: '%%s' is not a list of field names separated by commas (or none)", opt);
+        if (!*p || *n == CLS_MAX_FIELDS) return usage_error(msg, list);
+        for (size_t j = 0; j < *n; j++)
+            if (strcmp(names[j], p) == 0) {
+                snprintf(msg, sizeof msg, "%s: field '%%s' is named twice", opt);
+                return usage_error(msg, p);
+            }
+        names[(*n)++] = p;
+        if (!comma) return 0;
+    }
+}
+
 /* ---- index -------------------------------------------------------------------------------- */
+
+/* The fields `index` stores when --store is not given: what a person searching the collection
+ * wants to see beside a docno, where the format has it. */
+static const char *default_store(cls_corpus_format f)
+{
+    switch (f) {
+    case CLS_CORPUS_BEIR:
+    case CLS_CORPUS_HTML:
+    case CLS_CORPUS_SMART: return "title";
+    case CLS_CORPUS_FILES: return "path";
+    default: return "none";
+    }
+}
 
 typedef struct index_ctx {
     cls_builder *b;
     unsigned long long docs;
     uint64_t text_bytes;   /* document text handed to the builder */
     cls_status err;
+    unsigned long long present[CLS_MAX_FIELDS]; /* documents that had each stored field */
     /* progress */
     int show;              /* draw the progress line: stderr is a terminal and no -q */
     int drawn;             /* a progress line is on the screen */
@@ -256,13 +296,14 @@ typedef struct index_ctx {
     int input, ninputs;
 } index_ctx;
 
-static int on_doc(void *user, const char *docno, size_t dl, const char *text, size_t tl)
+static int on_doc(void *user, const cls_doc *d)
 {
     index_ctx *c = user;
-    c->err = cls_builder_add(c->b, docno, dl, text, tl);
+    c->err = cls_builder_add_doc(c->b, d);
     if (c->err != CLS_OK) return 1;
     c->docs++;
-    c->text_bytes += tl;
+    c->text_bytes += d->text_len;
+    for (size_t f = 0; f < d->num_fields; f++) c->present[f] += d->fields[f] != NULL;
     return 0;
 }
 
@@ -312,7 +353,7 @@ static int index_fail(index_ctx *c, cls_status s, const char *what)
 
 static int cmd_index(int argc, char **argv)
 {
-    const char *fmt = NULL, *out = NULL;
+    const char *fmt = NULL, *out = NULL, *store = NULL;
     int verbose = 0, quiet = 0, opt;
     unsigned long long v;
     cls_analyzer_opts an;
@@ -326,11 +367,13 @@ static int cmd_index(int argc, char **argv)
                                        {"no-lowercase", no_argument, 0, 3}, {"no-possessive", no_argument, 0, 4},
                                        {"threads", required_argument, 0, 5}, {"codec", required_argument, 0, 6},
                                        {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
+                                       {"store", required_argument, 0, 9},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
     cls_status s;
     while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
         switch (opt) {
         case 'c': fmt = optarg; break;
+        case 9: store = optarg; break;
         case 'o': out = optarg; break;
         case 'v': verbose = 1; break;
         case 'q': quiet = 1; break;
@@ -376,11 +419,28 @@ static int cmd_index(int argc, char **argv)
     else return usage_error("index: unknown collection format '%s' (jsonl, beir, html, trec, smart, files)", fmt);
     if (!out) return usage_error("index: -o INDEX is required%s", "");
     if (optind >= argc) return usage_error("index: no INPUT given%s", "");
-    if (check_output("index", out)) return 1;
+    /* the stored fields: each one the reader can supply, checked before anything is read */
+    const char *fields[CLS_MAX_FIELDS];
+    size_t nfields;
+    char *fields_buf;
+    int rc = split_fields("index: --store", store ? store : default_store(cf), &fields_buf, fields, &nfields);
+    for (size_t i = 0; rc == 0 && i < nfields; i++)
+        if (cls_corpus_field_check(cf, fields[i]) != CLS_OK) rc = usage_error("index: --store: %s", cls_last_error());
+    if (rc == 0 && check_output("index", out)) rc = 1;
+    if (rc != 0) {
+        free(fields_buf);
+        return rc;
+    }
     index_ctx c = {0};
     s = cls_builder_create(&an, &c.b);
-    if (s != CLS_OK) return fail(s, "index");
-    if ((s = cls_builder_configure(c.b, &bo)) != CLS_OK) return index_fail(&c, s, "index");
+    if (s != CLS_OK) {
+        free(fields_buf);
+        return fail(s, "index");
+    }
+    if ((s = cls_builder_configure(c.b, &bo)) != CLS_OK || (s = cls_builder_set_fields(c.b, fields, nfields)) != CLS_OK) {
+        free(fields_buf);
+        return index_fail(&c, s, "index");
+    }
     c.show = !quiet && isatty(2);
     c.ninputs = argc - optind;
     c.t0 = now();
@@ -389,11 +449,13 @@ static int cmd_index(int argc, char **argv)
         c.input = i - optind + 1;
         c.t_input = now();
         c.bytes_done = 0;
-        s = cls_corpus_read_ex(cf, argv[i], on_doc, &c, on_progress, &c);
+        s = cls_corpus_read_fields(cf, argv[i], fields, nfields, on_doc, &c, on_progress, &c);
         if (c.err != CLS_OK) s = c.err;
+        if (s == CLS_OK) s = cls_builder_add_root(c.b, cf, argv[i]); /* what `stats` shows as the root */
         if (s != CLS_OK) {
             char what[4200];
             snprintf(what, sizeof what, "indexing %s (nothing written)", argv[i]);
+            free(fields_buf);
             return index_fail(&c, s, what);
         }
         c.bytes_before += c.bytes_done;
@@ -404,7 +466,10 @@ static int cmd_index(int argc, char **argv)
     }
     double t_read = now() - c.t0;
     s = cls_builder_write(c.b, out);
-    if (s != CLS_OK) return index_fail(&c, s, "writing the index");
+    if (s != CLS_OK) {
+        free(fields_buf);
+        return index_fail(&c, s, "writing the index");
+    }
     cls_builder_free(c.b);
     double el = now() - c.t0, mb = (double)c.bytes_before / 1e6;
     if (c.drawn) fputc('\n', stderr);
@@ -425,6 +490,16 @@ static int cmd_index(int argc, char **argv)
     } else if (*skipped && !quiet) {
         fprintf(stderr, "%s: note: %s\n", prog, skipped + 2);
     }
+    if (verbose) {
+        fprintf(stderr, "stored fields:");
+        for (size_t f = 0; f < nfields; f++)
+            fprintf(stderr, "%s %s (%llu of %llu documents)", f ? "," : "", fields[f], c.present[f], c.docs);
+        fprintf(stderr, "%s\n", nfields ? "" : " none");
+    }
+    /* a field asked for by name that no document has is most likely a misspelt key */
+    for (size_t f = 0; store && !quiet && c.docs && f < nfields; f++)
+        if (c.present[f] == 0) fprintf(stderr, "%s: note: no document has the field '%s'\n", prog, fields[f]);
+    free(fields_buf);
     return 0;
 }
 
@@ -442,17 +517,84 @@ static int on_topic(void *user, const char *qid, const char *text)
     return c->err != CLS_OK;
 }
 
-static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, const char *tag)
+/* The stored fields a search prints with each hit (--fields, or with --json all of them). */
+typedef struct field_sel {
+    uint32_t id[CLS_MAX_FIELDS];
+    size_t n;
+    char *utf8;   /* a value made valid UTF-8 for JSON, reused from hit to hit */
+    size_t cap;
+} field_sel;
+
+/* A value in a tab-separated column: tab, newline, carriage return and backslash escaped as
+ * \t, \n, \r and \\, so that a line stays one line of columns. */
+static int put_column(FILE *f, const char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        const char *esc = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\\' ? "\\\\" : NULL;
+        if (esc ? fputs(esc, f) < 0 : fputc(c, f) == EOF) return 0;
+    }
+    return 1;
+}
+
+/* The length of the valid UTF-8 sequence at s[0..n) (1 to 4), or 0 if none starts there. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80) return 1;
+    size_t k = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+    if (k == 0 || k > n) return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) || (s[0] == 0xF0 && s[1] < 0x90) ||
+        (s[0] == 0xF4 && s[1] > 0x8F))
+        return 0; /* overlong, a surrogate, or past U+10FFFF */
+    return k;
+}
+
+/* v[0..n) as JSON can hold it: itself when it is valid UTF-8, else a copy in sel's buffer with
+ * U+FFFD for each byte that is not (HTML and TREC text is stored as the files hold it); NULL
+ * when out of memory. */
+static const char *json_text(field_sel *sel, const char *v, size_t n)
+{
+    size_t i = 0, k;
+    while (i < n && (k = utf8_seq((const unsigned char *)v + i, n - i)) != 0) i += k;
+    if (i == n) return v;
+    if (3 * n + 1 > sel->cap) {
+        char *p = realloc(sel->utf8, 3 * n + 1);
+        if (!p) return NULL;
+        sel->utf8 = p;
+        sel->cap = 3 * n + 1;
+    }
+    size_t o = 0;
+    for (i = 0; i < n; i += k ? k : 1) {
+        k = utf8_seq((const unsigned char *)v + i, n - i);
+        if (k) memcpy(sel->utf8 + o, v + i, k), o += k;
+        else memcpy(sel->utf8 + o, "\xEF\xBF\xBD", 3), o += 3;
+    }
+    sel->utf8[o] = '\0';
+    return sel->utf8;
+}
+
+static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, const char *tag,
+                     const field_sel *sel)
 {
     for (size_t q = 0; q < cls_results_count(r); q++) {
         size_t n;
         const uint32_t *docs;
         const float *scores;
         cls_results_get(r, q, &n, &docs, &scores);
-        for (size_t j = 0; j < n; j++)
-            if (fprintf(f, "%s Q0 %s %zu %.6f %s\n", cls_batch_qid(b, q), cls_index_docno(idx, docs[j]), j + 1,
+        for (size_t j = 0; j < n; j++) {
+            if (fprintf(f, "%s Q0 %s %zu %.6f %s", cls_batch_qid(b, q), cls_index_docno(idx, docs[j]), j + 1,
                         (double)scores[j], tag) < 0)
                 return 0;
+            /* --fields: after the run's six columns, a tab and the values, tab-separated */
+            for (size_t k = 0; k < sel->n; k++) {
+                size_t len;
+                const char *v = cls_index_field(idx, docs[j], sel->id[k], &len);
+                if (fputc('\t', f) == EOF || (v && !put_column(f, v, len))) return 0;
+            }
+            if (fputc('\n', f) == EOF) return 0;
+        }
     }
     return 1;
 }
@@ -465,8 +607,9 @@ static double run_score(float score)
     return strtod(buf, NULL);
 }
 
-/* --json: one object a hit, {"qid", "rank", "docno", "score"}. */
-static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r)
+/* --json: one object a hit, {"qid", "rank", "docno", "score"}, and "fields" when fields are
+ * printed: {"name": value, ...}, null for an absent value. */
+static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, field_sel *sel)
 {
     for (size_t q = 0; q < cls_results_count(r); q++) {
         size_t n;
@@ -482,6 +625,18 @@ static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const c
                 cJSON_Delete(o);
                 return 0;
             }
+            cJSON *fo = sel->n ? cJSON_AddObjectToObject(o, "fields") : NULL;
+            int ok = !sel->n || fo;
+            for (size_t k = 0; ok && k < sel->n; k++) {
+                size_t len;
+                const char *name = cls_index_field_name(idx, sel->id[k]);
+                const char *v = cls_index_field(idx, docs[j], sel->id[k], &len), *t = v ? json_text(sel, v, len) : NULL;
+                ok = v ? t && cJSON_AddStringToObject(fo, name, t) : cJSON_AddNullToObject(fo, name) != NULL;
+            }
+            if (!ok) {
+                cJSON_Delete(o);
+                return 0;
+            }
             if (!put_json_line(f, o)) return 0;
         }
     }
@@ -489,15 +644,15 @@ static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const c
 }
 
 static int write_results(FILE *f, int json, const cls_index *idx, const cls_batch *b, const cls_results *r,
-                         const char *tag)
+                         const char *tag, field_sel *sel)
 {
-    return json ? write_json(f, idx, b, r) : write_run(f, idx, b, r, tag);
+    return json ? write_json(f, idx, b, r, sel) : write_run(f, idx, b, r, tag, sel);
 }
 
 static int cmd_search(int argc, char **argv)
 {
     const char *index_path = NULL, *topics = NULL, *fmt = NULL, *device = NULL, *out = NULL, *tag = "clsearch";
-    const char *qid = NULL;
+    const char *qid = NULL, *fields_opt = NULL;
     int verbose = 0, json = 0, opt;
     float batch_ms = 0;
     cls_search_params p;
@@ -510,6 +665,7 @@ static int cmd_search(int argc, char **argv)
                                        {"output", required_argument, 0, 'o'}, {"tag", required_argument, 0, 3},
                                        {"json", no_argument, 0, 4}, {"qid", required_argument, 0, 5},
                                        {"device-mem", required_argument, 0, 6}, {"batch-ms", required_argument, 0, 7},
+                                       {"fields", required_argument, 0, 8},
                                        {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
     cls_engine_opts eo;
     cls_engine_opts_init(&eo);
@@ -550,6 +706,7 @@ static int cmd_search(int argc, char **argv)
                                    optarg);
             eo.batch_ms = batch_ms;
             break;
+        case 8: fields_opt = optarg; break;
         case 'v': verbose = 1; break;
         default: return bad_option(argc, argv, opt);
         }
@@ -595,12 +752,27 @@ static int cmd_search(int argc, char **argv)
     cls_engine *eng = NULL;
     cls_results *res = NULL;
     int rc = 1;
-    char *tmp = NULL;
+    char *tmp = NULL, *fields_buf = NULL;
     FILE *f = NULL;
+    field_sel sel = {.n = 0};
     cls_status s = cls_index_open(index_path, &idx);
     if (s != CLS_OK) {
         fail(s, "opening the index");
         goto done;
+    }
+    /* the fields to print: those named (each one the index stores), or with --json all */
+    if (fields_opt) {
+        const char *names[CLS_MAX_FIELDS];
+        size_t n;
+        if ((rc = split_fields("search: --fields", fields_opt, &fields_buf, names, &n)) != 0) goto done;
+        for (size_t k = 0; k < n; k++)
+            if (cls_index_field_find(idx, names[k], &sel.id[sel.n++]) != CLS_OK) {
+                rc = usage_error("search: --fields: %s", cls_last_error());
+                goto done;
+            }
+        rc = 1;
+    } else if (json) {
+        for (uint32_t k = 0; k < cls_index_field_count(idx); k++) sel.id[sel.n++] = k;
     }
     if ((s = cls_batch_create(idx, &batch)) != CLS_OK) {
         fail(s, "search");
@@ -669,7 +841,7 @@ static int cmd_search(int argc, char **argv)
         /* a device, a pipe or a link (/dev/null, /dev/stdout, a FIFO): write straight through
          * it; renaming a temporary file over it would replace the node or the link itself */
         f = fopen(out, "w");
-        int ok = f && write_results(f, json, idx, batch, res, tag);
+        int ok = f && write_results(f, json, idx, batch, res, tag, &sel);
         if (f) ok = (fclose(f) == 0) && ok;
         f = NULL;
         if (!ok) {
@@ -691,7 +863,7 @@ static int cmd_search(int argc, char **argv)
             if (fd >= 0) close(fd), remove(tmp);
             goto done;
         }
-        int ok = write_results(f, json, idx, batch, res, tag);
+        int ok = write_results(f, json, idx, batch, res, tag, &sel);
         ok = (fclose(f) == 0) && ok;
         f = NULL;
         if (!ok || rename(tmp, out) != 0) {
@@ -699,7 +871,7 @@ static int cmd_search(int argc, char **argv)
             remove(tmp);
             goto done;
         }
-    } else if (!write_results(stdout, json, idx, batch, res, tag) || fflush(stdout) != 0) {
+    } else if (!write_results(stdout, json, idx, batch, res, tag, &sel) || fflush(stdout) != 0) {
         fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
         goto done;
     }
@@ -734,6 +906,8 @@ static int cmd_search(int argc, char **argv)
 done:
     free(query);
     free(tmp);
+    free(fields_buf);
+    free(sel.utf8);
     cls_results_free(res);
     cls_engine_free(eng);
     cls_batch_free(batch);
@@ -768,6 +942,55 @@ static cJSON *sizes_json(const char *codec, const cls_index_stats *st)
         return o;
     cJSON_Delete(o);
     return NULL;
+}
+
+/* How many of the N documents have stored field f, and the bytes of their values. */
+static void field_counts(const cls_index *idx, uint32_t N, uint32_t f, uint64_t *docs, uint64_t *bytes)
+{
+    *docs = *bytes = 0;
+    for (uint32_t d = 0; d < N; d++) {
+        size_t len;
+        if (cls_index_field(idx, d, f, &len)) *docs += 1, *bytes += len;
+    }
+}
+
+/* stats --json's "collection", "roots" and "fields": where the collection came from and what
+ * each stored field holds. */
+static int collection_json(cJSON *o, const cls_index *idx, uint32_t N)
+{
+    cJSON *roots = NULL, *fields = NULL;
+    if (!cJSON_AddStringToObject(o, "collection", cls_index_collection(idx)) ||
+        !(roots = cJSON_AddArrayToObject(o, "roots")) || !(fields = cJSON_AddArrayToObject(o, "fields")))
+        return 0;
+    for (uint32_t i = 0; i < cls_index_root_count(idx); i++) {
+        cJSON *r = cJSON_CreateString(cls_index_root(idx, i));
+        if (!r || !cJSON_AddItemToArray(roots, r)) return 0;
+    }
+    for (uint32_t f = 0; f < cls_index_field_count(idx); f++) {
+        uint64_t docs, bytes;
+        field_counts(idx, N, f, &docs, &bytes);
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(fields, e) || !cJSON_AddStringToObject(e, "name", cls_index_field_name(idx, f)) ||
+            !cJSON_AddNumberToObject(e, "documents", (double)docs) || !cJSON_AddNumberToObject(e, "bytes", (double)bytes))
+            return 0;
+    }
+    return 1;
+}
+
+static void print_collection(const cls_index *idx, uint32_t N)
+{
+    const char *coll = cls_index_collection(idx);
+    uint32_t nr = cls_index_root_count(idx), nf = cls_index_field_count(idx);
+    if (*coll) printf("collection       %s, %u root%s\n", coll, nr, nr == 1 ? "" : "s");
+    else printf("collection       not recorded\n");
+    for (uint32_t i = 0; i < nr; i++) printf("root             %s\n", cls_index_root(idx, i));
+    if (nf == 0) printf("stored fields    none\n");
+    for (uint32_t f = 0; f < nf; f++) {
+        uint64_t docs, bytes;
+        field_counts(idx, N, f, &docs, &bytes);
+        printf("%-16s %s: %llu of %u documents, %llu bytes\n", f ? "" : "stored fields", cls_index_field_name(idx, f),
+               (unsigned long long)docs, N, (unsigned long long)bytes);
+    }
 }
 
 static int cmd_stats(int argc, char **argv)
@@ -809,7 +1032,7 @@ static int cmd_stats(int argc, char **argv)
                  cJSON_AddBoolToObject(a, "possessive", an.possessive) &&
                  cJSON_AddBoolToObject(a, "lowercase", an.lowercase) &&
                  cJSON_AddBoolToObject(a, "stopwords", an.stopwords) && cJSON_AddBoolToObject(a, "stem", an.stem) &&
-                 (rows = cJSON_AddArrayToObject(o, "sizes")) != NULL;
+                 collection_json(o, idx, st.num_docs) && (rows = cJSON_AddArrayToObject(o, "sizes")) != NULL;
         cJSON *row = ok ? sizes_json(cls_codec_name(st.codec), &st) : NULL;
         ok = row && cJSON_AddItemToArray(rows, row);
         for (int c = 0; ok && all && c < CLS_NUM_CODECS; c++)
@@ -840,10 +1063,12 @@ static int cmd_stats(int argc, char **argv)
            st.avg_doc_len, cls_codec_name(st.codec), st.block_size);
     if (depth) printf(", exception depth %u", st.pfor_depth);
     printf(")\nblocks           %llu\npostings bytes   %llu (%.2f bits per posting)\nfile bytes       %llu\n"
-           "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n\n",
+           "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n",
            (unsigned long long)st.num_blocks, (unsigned long long)st.postings_bytes,
            st.num_postings ? 8.0 * (double)st.postings_bytes / (double)st.num_postings : 0.0,
            (unsigned long long)st.file_bytes, an.possessive, an.lowercase, an.stopwords, an.stem);
+    print_collection(idx, st.num_docs);
+    putchar('\n');
     printf("%-14s %6s %9s %9s %9s %9s %14s\n", "codec", "block", "bits/doc", "bits/freq", "meta/post", "total/post",
            "bytes");
     char label[32];
@@ -894,15 +1119,17 @@ static int cmd_check(int argc, char **argv)
     cls_index_stats st;
     cls_index_get_stats(idx, &st);
     if (verbose)
-        fprintf(stderr, "opened %s in %.3f s: header, section table, 7 section checksums, %u documents, %u terms, "
-                "%llu block records\n", path, t1 - t0, st.num_docs, st.num_terms, (unsigned long long)st.num_blocks);
+        fprintf(stderr, "opened %s in %.3f s: header, section table, every section checksum but the postings', %u "
+                "documents, %u terms, %llu block records, %u stored fields\n", path, t1 - t0, st.num_docs, st.num_terms,
+                (unsigned long long)st.num_blocks, cls_index_field_count(idx));
     s = cls_index_check(idx, nth);
     double t2 = now();
     cls_index_close(idx);
     if (s != CLS_OK) return fail(s, "checking the index");
     if (verbose)
         fprintf(stderr, "checked in %.3f s on %u thread(s): postings checksum (%llu bytes), %llu blocks decoded "
-                "(%llu postings, both streams, exact extents), max_score recomputed\n", t2 - t1, nth,
+                "(%llu postings, both streams, exact extents), max_score recomputed, every stored value's place\n",
+                t2 - t1, nth,
                 (unsigned long long)st.postings_bytes, (unsigned long long)st.num_blocks,
                 (unsigned long long)st.num_postings);
     printf("%s: ok\n", path);
@@ -1232,8 +1459,15 @@ static const usage_entry usages[] = {
      "  clsearch index -c {jsonl,beir,html,trec,smart,files} -o INDEX INPUT...\n"
      "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
      "                  [--threads N] [--codec %1$s] [--block 64|128|256|512]\n"
-     "                  [--pfor-depth 0..3] [-q|--quiet] [-v|--verbose]\n"
+     "                  [--pfor-depth 0..3] [--store FIELD,...|none] [-q|--quiet] [-v|--verbose]\n"
      "                  INPUT: files, folders, .gz, archives (.tar[.gz|.xz|...], .zip);\n"
+     "                  --store: the per-document fields kept for search's --fields and --json:\n"
+     "                  jsonl, beir: any top-level key (a non-string value as its JSON text);\n"
+     "                  html: title, path; trec: any element of a <DOC> (headline, ...); smart:\n"
+     "                  title (.T), authors (.A), bibliography (.B); files: path (the absolute path,\n"
+     "                  ARCHIVE:ENTRY inside an archive). Default: title for beir, html and smart,\n"
+     "                  path for files, none for jsonl and trec. The inputs, made absolute, are\n"
+     "                  recorded as the collection's roots (stats shows them);\n"
      "                  files: a folder tree, archive or file of plain text, docno = relative path\n"
      "                  (%%XX-escaped), *.gz decompressed, binary files skipped;\n"
      "                  --threads: analysis threads (default: all cores); -q, --quiet: no progress\n"
@@ -1242,14 +1476,19 @@ static const usage_entry usages[] = {
     {"search",
      "  clsearch search -x INDEX {-q TOPICS | QUERY...} [-f {auto,tsv,anserini,trec,smart,mq}] [-k K]\n"
      "                  [-m MODE] [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [--json] [-v]\n"
-     "                  [--device-mem BYTES] [--batch-ms MS]\n"
+     "                  [--device-mem BYTES] [--batch-ms MS] [--fields FIELD,...|none]\n"
      "                  -q, --topics TOPICS: a topics file, '-' for standard input (a pipe works,\n"
      "                  in any format -f auto recognises); reading no topic is an error;\n"
      "                  QUERY...: instead of -q, one query, the words joined by spaces, qid 1\n"
      "                  (--qid ID names it otherwise);\n"
      "                  -o RUN: write the run there (its folder is checked first), else standard output;\n"
      "                  --json: one JSON object a hit, {\"qid\", \"rank\", \"docno\", \"score\"},\n"
-     "                  instead of TREC run lines (qid Q0 docno rank score tag);\n"
+     "                  instead of TREC run lines (qid Q0 docno rank score tag), with \"fields\":\n"
+     "                  {\"title\": ..., ...} when the index stores fields (all, or those of --fields;\n"
+     "                  null: the document lacks it);\n"
+     "                  --fields: stored fields (index --store; stats lists them) to print: after\n"
+     "                  each run line's six columns a tab, then the values separated by tabs (\\t,\n"
+     "                  \\n, \\r, \\\\ escaped; absent: empty), a file for reading, not trec_eval;\n"
      "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto);\n"
      "                  the first search on a device compiles its kernels and says so on stderr;\n"
      "                  --device-mem BYTES (e.g. 8G; default $CLSEARCH_DEVICE_MEM, else the device's):\n"
@@ -1259,6 +1498,7 @@ static const usage_entry usages[] = {
      "                  aims at, past 1,024 queries (the cost model: the rate measured on earlier batches)\n"},
     {"stats",
      "  clsearch stats INDEX [--codecs] [--json]    sizes; --codecs: every codec and block size;\n"
+     "                  the collection's format and roots, the stored fields (documents having each);\n"
      "                  --json: the same as one JSON object on one line (\"sizes\": the index's own\n"
      "                  codec first, then with --codecs every codec and block size)\n"},
     {"check",

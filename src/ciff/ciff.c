@@ -25,6 +25,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "clsearch.h"
 #include "util/err.h"
+#include "util/path.h"
 
 #ifndef CLSEARCH_CIFF
 
@@ -468,7 +469,20 @@ static cls_status write_index(const char *ciff_path, gathered *g, unsigned analy
         order[t] = (idx_term_ref){g->terms + g->term_off[t], (uint32_t)(g->term_off[t + 1] - g->term_off[t]), t};
         if (t > 0 && idx_term_ref_cmp(&order[t - 1], &order[t]) >= 0) sorted = 0;
     }
+    /* the index records the CIFF file as its root */
+    char *root = NULL, *coll = NULL;
+    if (path_absolute(ciff_path, &root) != CLS_OK) root = NULL; /* it was read: the name as given then */
+    const char *roots[1] = {root ? root : ciff_path};
+    uint64_t coll_len = 0;
+    cls_status cs = idx_collection_make("ciff", roots, 1, NULL, 0, &coll, &coll_len);
+    free(root);
+    if (cs != CLS_OK) {
+        free(order);
+        return cs;
+    }
     idx_lists l = {
+        .collection = coll,
+        .collection_len = coll_len,
         .analyzer = analyzer,
         .num_docs = g->num_docs,
         .doclen = g->doclen,
@@ -533,6 +547,7 @@ static cls_status write_index(const char *ciff_path, gathered *g, unsigned analy
     }
     s = idx_write_lists(index_path, &l, o);
 out:
+    free(coll);
     free(order);
     free(term_off);
     free(start);

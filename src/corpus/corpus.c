@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "index/index.h" /* idx_field_name_ok: the one rule for field names */
 #include "util/err.h"
+#include "util/path.h"
 #include "util/vec.h"
 
 /* Decompressed bytes fetched from libarchive per call; lines are assembled across chunks. */
@@ -80,7 +82,8 @@ static char *path_join(const char *a, const char *b)
  * user) arguments, so the call publishes it in a thread-local pointer while it runs (a read
  * started from inside a callback saves and restores the outer one). */
 typedef struct read_state {
-    cls_doc_fn fn;            /* the caller's callback, when wrapped for progress */
+    cls_doc_fn fn;            /* the caller's callback (cls_corpus_read[_ex]), or */
+    cls_doc_fields_fn xfn;    /* (cls_corpus_read_fields) */
     void *user;
     cls_progress_fn progress; /* NULL: no progress wanted, only the counts are kept */
     void *progress_user;
@@ -92,6 +95,10 @@ typedef struct read_state {
     struct archive *a;
     double last;              /* when progress was last called */
     cls_corpus_counts counts;
+    const char *const *fields; /* the stored fields asked for, and the next document's values */
+    size_t nfields;
+    const char *fval[CLS_MAX_FIELDS];
+    size_t flen[CLS_MAX_FIELDS];
 } read_state;
 
 static _Thread_local read_state *cur_read;
@@ -182,15 +189,118 @@ static void progress_file_end(void)
     progress_tick(cur_read, 0);
 }
 
-/* Wraps the caller's document callback to count documents and call progress now and then. */
-static int progress_doc(void *user, const char *docno, size_t docno_len, const char *text,
-                        size_t text_len)
+/* Every document of a read passes here on its way to the caller: with the fields the reader set
+ * (then cleared for the next one), counted, and progress called now and then. */
+static int deliver(void *user, const char *docno, size_t docno_len, const char *text, size_t text_len)
 {
     read_state *r = user;
-    if (r->fn(r->user, docno, docno_len, text, text_len) != 0) return 1;
+    int stop;
+    if (r->xfn) {
+        cls_doc d = {docno, docno_len, text, text_len, r->nfields, r->fval, r->flen};
+        stop = r->xfn(r->user, &d);
+    } else {
+        stop = r->fn(r->user, docno, docno_len, text, text_len);
+    }
+    for (size_t i = 0; i < r->nfields; i++) r->fval[i] = NULL, r->flen[i] = 0;
+    if (stop) return 1;
     r->docs++;
     progress_tick(r, 0);
     return 0;
+}
+
+/* ---- Stored fields ---------------------------------------------------------------------------- */
+
+size_t crp_field_count(void) { return cur_read ? cur_read->nfields : 0; }
+
+const char *crp_field_name(size_t i) { return cur_read && i < cur_read->nfields ? cur_read->fields[i] : NULL; }
+
+int crp_field_index(const char *name)
+{
+    for (size_t i = 0; i < crp_field_count(); i++)
+        if (strcmp(cur_read->fields[i], name) == 0) return (int)i;
+    return -1;
+}
+
+void crp_field_set(size_t i, const char *p, size_t n)
+{
+    if (!cur_read || i >= cur_read->nfields) return;
+    cur_read->fval[i] = p;
+    cur_read->flen[i] = p ? n : 0;
+}
+
+cls_status crp_field_text(crp_buf *out, const char *s, size_t n, int markup)
+{
+    out->n = 0;
+    cls_status st = crp_buf_add(out, s, n);
+    if (st != CLS_OK) return st;
+    size_t len = markup ? crp_html_to_text(out->p, out->n) : out->n, o = 0;
+    int space = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)out->p[i];
+        if (c <= ' ' || c == 0x7F) {
+            space = o > 0;
+            continue;
+        }
+        if (space) out->p[o++] = ' ';
+        space = 0;
+        out->p[o++] = (char)c;
+    }
+    out->n = o;
+    out->p[o] = '\0';
+    return CLS_OK;
+}
+
+cls_status crp_field_root(const char *path, char **abs)
+{
+    *abs = NULL;
+    if (crp_field_index("path") < 0) return CLS_OK;
+    return path_absolute(path, abs);
+}
+
+cls_status crp_field_path(crp_buf *out, size_t i, const char *root, char sep, const char *rel)
+{
+    out->n = 0;
+    cls_status st = crp_buf_add(out, root, strlen(root));
+    if (st == CLS_OK && rel) st = crp_buf_add(out, &sep, 1);
+    if (st == CLS_OK && rel) st = crp_buf_add(out, rel, strlen(rel));
+    if (st == CLS_OK) crp_field_set(i, out->p, out->n);
+    return st;
+}
+
+cls_status cls_corpus_field_check(cls_corpus_format fmt, const char *name)
+{
+    if (!name || !idx_field_name_ok(name, strlen(name)))
+        return err_set(CLS_E_ARG, "field name '%s': 1 to %u bytes, without control characters, spaces or commas",
+                       name ? name : "(null)", IDX_MAX_FIELD_NAME);
+    const char *offer = NULL, *reader = NULL;
+    switch (fmt) {
+    case CLS_CORPUS_JSONL:
+    case CLS_CORPUS_BEIR:
+        return CLS_OK; /* any key: a record without it has the field absent */
+    case CLS_CORPUS_TREC:
+        for (const char *p = name; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                  *p == '_' || *p == '.' || *p == ':'))
+                return err_set(CLS_E_ARG, "the trec reader's fields are elements of a <DOC>, named by letters, "
+                               "digits, '-', '_', '.' and ':': not '%s'", name);
+        return CLS_OK;
+    case CLS_CORPUS_HTML:
+        if (strcmp(name, "title") == 0 || strcmp(name, "path") == 0) return CLS_OK;
+        reader = "html", offer = "title, path";
+        break;
+    case CLS_CORPUS_SMART:
+        if (strcmp(name, "title") == 0 || strcmp(name, "authors") == 0 || strcmp(name, "bibliography") == 0)
+            return CLS_OK;
+        reader = "smart", offer = "title (.T), authors (.A), bibliography (.B)";
+        break;
+    case CLS_CORPUS_FILES:
+        if (strcmp(name, "path") == 0) return CLS_OK;
+        reader = "files", offer = "path";
+        break;
+    default:
+        return err_set(CLS_E_ARG, "cls_corpus_field_check: unknown corpus format %d", (int)fmt);
+    }
+    return err_set(CLS_E_ARG, "the %s reader has no field '%s' (it has %s)", reader, name, offer);
 }
 
 /* ---- Line reader ------------------------------------------------------------------------- */
@@ -707,26 +817,25 @@ cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn f
  * document or a file whenever CRP_PROGRESS_INTERVAL seconds have passed since the last call,
  * and once at the end of a successful read with every document counted and bytes_done equal
  * to bytes_total (when the total is known). */
-cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
-                              cls_progress_fn progress, void *progress_user)
+static cls_status read_any(cls_corpus_format fmt, const char *path, cls_doc_fn fn, cls_doc_fields_fn xfn,
+                           void *user, const char *const *fields, size_t nfields, cls_progress_fn progress,
+                           void *progress_user)
 {
     memset(&last_counts, 0, sizeof last_counts);
-    if (!path || !*path || !fn)
+    if (!path || !*path || (!fn && !xfn))
         return err_set(CLS_E_ARG, "cls_corpus_read: a path and a callback are required");
     read_state r = {0};
+    r.fn = fn;
+    r.xfn = xfn;
+    r.user = user;
+    r.fields = fields;
+    r.nfields = nfields;
     r.progress = progress;
     r.progress_user = progress_user;
+    r.last = mono_now();
     read_state *outer = cur_read;
     cur_read = &r;
-    cls_status st;
-    if (progress) {
-        r.fn = fn;
-        r.user = user;
-        r.last = mono_now();
-        st = dispatch(fmt, path, progress_doc, &r);
-    } else {
-        st = dispatch(fmt, path, fn, user);
-    }
+    cls_status st = dispatch(fmt, path, deliver, &r);
     cur_read = outer;
     last_counts = r.counts;
     if (st == CLS_OK && progress) {
@@ -736,4 +845,27 @@ cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_f
         progress(progress_user, r.docs, r.base > r.total ? r.base : r.total, r.total);
     }
     return st;
+}
+
+cls_status cls_corpus_read_ex(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user,
+                              cls_progress_fn progress, void *progress_user)
+{
+    return read_any(fmt, path, fn, NULL, user, NULL, 0, progress, progress_user);
+}
+
+cls_status cls_corpus_read_fields(cls_corpus_format fmt, const char *path, const char *const *fields,
+                                  size_t num_fields, cls_doc_fields_fn fn, void *user, cls_progress_fn progress,
+                                  void *progress_user)
+{
+    memset(&last_counts, 0, sizeof last_counts);
+    if (!fn || (num_fields && !fields)) return err_set(CLS_E_ARG, "cls_corpus_read_fields: NULL argument");
+    if (num_fields > CLS_MAX_FIELDS)
+        return err_set(CLS_E_ARG, "%zu fields asked for: at most %u", num_fields, CLS_MAX_FIELDS);
+    for (size_t i = 0; i < num_fields; i++) {
+        cls_status st = cls_corpus_field_check(fmt, fields[i]);
+        if (st != CLS_OK) return st;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(fields[i], fields[j]) == 0) return err_set(CLS_E_ARG, "field '%s' asked for twice", fields[i]);
+    }
+    return read_any(fmt, path, NULL, fn, user, fields, num_fields, progress, progress_user);
 }

@@ -126,6 +126,28 @@ void crp_progress_source(FILE *f, struct archive *a);
 void crp_count_skipped_binary(void);
 void crp_count_truncated(void);
 
+/* ---- Stored fields ---------------------------------------------------------------------------- */
+
+/* The fields the read in progress in this thread asks for (cls_corpus_read_fields; 0 for the
+ * other reads), the name of the i-th, and the number of the one called name (-1 if not asked). */
+size_t crp_field_count(void);
+const char *crp_field_name(size_t i);
+int crp_field_index(const char *name);
+/* Sets field i of the next document the reader emits (crp_emit_doc): p[0..n) must stay valid
+ * until then; NULL (the default, again after each document) is absent. */
+void crp_field_set(size_t i, const char *p, size_t n);
+/* A field's text from markup: s[0..n) with tags removed and entities decoded (crp_html_to_text),
+ * then white space runs (and control characters, NUL included) made one space and trimmed,
+ * into out (out->n its length, out->p never NULL afterwards). */
+cls_status crp_field_text(crp_buf *out, const char *s, size_t n, int markup);
+/* "path" for the reader of path: its absolute path, links resolved (malloc, caller frees), into
+ * *abs; NULL, and CLS_OK, when the read does not ask for "path". */
+cls_status crp_field_root(const char *path, char **abs);
+/* "path" of a file: root (crp_field_root's) itself for a single file (rel NULL), root "/" rel for
+ * a file of a folder, root ":" rel for an archive's entry (sep ':'); into out, and set as field
+ * i. */
+cls_status crp_field_path(crp_buf *out, size_t i, const char *root, char sep, const char *rel);
+
 /* ---- libarchive ---------------------------------------------------------------------------- */
 
 /* Maps the last libarchive failure on a to a status and message naming path: a missing or

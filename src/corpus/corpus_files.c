@@ -52,6 +52,9 @@ typedef struct files_ctx {
     size_t cap;
     crp_buf docno;      /* the encoded docno */
     char *chunk;        /* gzip inside an archive: compressed bytes handed to the inner reader */
+    int path_i;         /* the stored field "path": its number (-1 when not asked for), */
+    char *root;         /* the input's absolute path, */
+    crp_buf path;       /* and the value for the file being read */
 } files_ctx;
 
 /* ---- Sources: a plain file, or the data of a libarchive handle ------------------------------ */
@@ -171,6 +174,7 @@ static cls_status emit_from(files_ctx *c, src *s, uint64_t hint, const char *rel
     if (truncated) crp_count_truncated();
     if ((st = encode_docno(c, rel)) != CLS_OK) return st;
     if (c->docno.n == 0) return err_set(CLS_E_FORMAT, "%s: empty document name", where);
+    if (c->path_i >= 0) crp_field_set((size_t)c->path_i, c->path.p, c->path.n);
     return crp_emit_doc(c->fn, c->user, c->docno.p, c->docno.n, c->buf, len);
 }
 
@@ -179,6 +183,10 @@ static cls_status emit_from(files_ctx *c, src *s, uint64_t hint, const char *rel
 /* A file of the tree (or the single input file): plain, or gzip if named *.gz. */
 static cls_status files_file(files_ctx *c, const char *full, const char *rel)
 {
+    if (c->path_i >= 0) { /* the file's absolute path: the root's, then the path in the folder */
+        cls_status st = crp_field_path(&c->path, (size_t)c->path_i, c->root, '/', c->top_is_dir ? rel : NULL);
+        if (st != CLS_OK) return st;
+    }
     if (crp_has_suffix(full, ".gz")) {
         struct archive *a;
         int empty;
@@ -223,6 +231,8 @@ static cls_status files_archive(files_ctx *c, const char *path)
             break;
         }
         snprintf(where, wl, "%s:%s", path, name);
+        /* the entry's "path": the archive's absolute path, ':', its name as stored */
+        if (c->path_i >= 0 && (st = crp_field_path(&c->path, (size_t)c->path_i, c->root, ':', name)) != CLS_OK) break;
         uint64_t hint = 0;
         if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
             hint = (uint64_t)archive_entry_size(e);
@@ -269,9 +279,13 @@ cls_status crp_read_files(const char *path, cls_doc_fn fn, void *user)
     c.fn = fn;
     c.user = user;
     c.top_is_dir = S_ISDIR(sb.st_mode);
-    cls_status st = crp_walk(path, NULL, files_visit, &c);
+    c.path_i = crp_field_index("path");
+    cls_status st = crp_field_root(path, &c.root);
+    if (st == CLS_OK) st = crp_walk(path, NULL, files_visit, &c);
     free(c.buf);
     free(c.docno.p);
     free(c.chunk);
+    free(c.root);
+    free(c.path.p);
     return st;
 }

@@ -232,7 +232,34 @@ typedef struct html_ctx {
     void *user;
     char *buf; /* one document, reused: memory is bounded by the largest document */
     size_t cap;
+    /* stored fields: their numbers (-1 when not asked for), the input's absolute path for
+     * "path", and the values of the document being emitted */
+    int title_i, path_i;
+    int top_is_dir;
+    char *root;
+    crp_buf title, path;
 } html_ctx;
+
+/* The text of the first <title> element of the HTML in s[0..n) into out; 0 when there is none
+ * (or it is never closed: what follows is then not a title). */
+static int find_title(html_ctx *c, const char *s, size_t n, cls_status *st)
+{
+    *st = CLS_OK;
+    for (size_t i = 0; i < n;) {
+        const char *t = crp_find_tag(s + i, n - i, "<TITLE");
+        if (!t) return 0;
+        size_t at = (size_t)(t - s) + 6;
+        if (at < n && (s[at] == '>' || is_ws((unsigned char)s[at]) || s[at] == '/')) {
+            size_t start = tag_end(s, n, at);
+            const char *close = crp_find_tag(s + start, n - start, "</TITLE");
+            if (!close) return 0;
+            *st = crp_field_text(&c->title, s + start, (size_t)(close - (s + start)), 1);
+            return *st == CLS_OK;
+        }
+        i = at; /* <titles>, <titlebar>: not the element */
+    }
+    return 0;
+}
 
 /* Returns bytes read (0 at the end) or -1 on error (the source sets the detail). */
 typedef long long (*read_fn)(void *src, char *dst, size_t n);
@@ -288,15 +315,35 @@ static int want_html(const char *name)
     return crp_has_suffix(name, ".html") || crp_has_suffix(name, ".htm");
 }
 
-/* Strips markup from the document in c->buf and hands it to the caller under the name's stem. */
+/* Strips markup from the document in c->buf and hands it to the caller under the name's stem,
+ * with its stored fields ("path" already in c->path). */
 static cls_status emit_html(html_ctx *c, const char *name, size_t len, const char *where)
 {
     const char *base = crp_basename(name);
     const char *dot = strrchr(base, '.');
     size_t docno_len = dot ? (size_t)(dot - base) : strlen(base);
     if (docno_len == 0) return err_set(CLS_E_FORMAT, "%s: empty document name", where);
+    if (c->title_i >= 0) {
+        cls_status st;
+        if (find_title(c, c->buf, len, &st)) crp_field_set((size_t)c->title_i, c->title.p, c->title.n);
+        if (st != CLS_OK) return st;
+    }
+    if (c->path_i >= 0) crp_field_set((size_t)c->path_i, c->path.p, c->path.n);
     size_t text_len = crp_html_to_text(c->buf, len);
     return crp_emit_doc(c->fn, c->user, base, docno_len, c->buf, text_len);
+}
+
+/* "path" of a file of the walk (rel: its path in the folder, or its name when alone), or of an
+ * archive's entry (entry: its name as stored), into c->path. */
+static cls_status set_path(html_ctx *c, const char *rel, const char *entry)
+{
+    if (c->path_i < 0) return CLS_OK;
+    cls_status st = crp_field_path(&c->path, (size_t)c->path_i, c->root, '/', c->top_is_dir ? rel : NULL);
+    if (st == CLS_OK && entry) {
+        char colon = ':';
+        if ((st = crp_buf_add(&c->path, &colon, 1)) == CLS_OK) st = crp_buf_add(&c->path, entry, strlen(entry));
+    }
+    return st;
 }
 
 static cls_status html_file(void *user, const char *full, const char *rel)
@@ -318,11 +365,12 @@ static cls_status html_file(void *user, const char *full, const char *rel)
     if (st == CLS_OK) st = read_doc(c, read_file_src, f, hint, full, &len, &failed);
     if (failed) st = err_set(CLS_E_IO, "read %s: %s", full, strerror(errno));
     fclose(f);
+    if (st == CLS_OK) st = set_path(c, rel, NULL);
     if (st != CLS_OK) return st;
     return emit_html(c, rel, len, full);
 }
 
-static cls_status html_archive(html_ctx *c, const char *path)
+static cls_status html_archive(html_ctx *c, const char *path, const char *rel)
 {
     struct archive *a;
     cls_status st = crp_archive_open(path, &a);
@@ -365,6 +413,7 @@ static cls_status html_archive(html_ctx *c, const char *path)
         int failed = 0;
         st = read_doc(c, read_archive_src, a, hint, where, &len, &failed);
         if (failed) st = crp_archive_error(a, where);
+        if (st == CLS_OK) st = set_path(c, rel, name);
         if (st == CLS_OK) st = emit_html(c, name, len, where);
         if (st != CLS_OK) break;
     }
@@ -378,13 +427,19 @@ static cls_status html_archive(html_ctx *c, const char *path)
 static cls_status html_visit(void *user, const char *full, const char *rel)
 {
     if (want_html(full)) return html_file(user, full, rel);
-    return html_archive(user, full);
+    return html_archive(user, full, rel);
 }
 
 cls_status crp_read_html(const char *path, cls_doc_fn fn, void *user)
 {
-    html_ctx c = {fn, user, NULL, 0};
-    cls_status st = crp_walk(path, want_html, html_visit, &c);
+    html_ctx c = {fn, user, NULL, 0, crp_field_index("title"), crp_field_index("path"), 0, NULL, {0}, {0}};
+    struct stat sb;
+    c.top_is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    cls_status st = crp_field_root(path, &c.root);
+    if (st == CLS_OK) st = crp_walk(path, want_html, html_visit, &c);
     free(c.buf);
+    free(c.root);
+    free(c.title.p);
+    free(c.path.p);
     return st;
 }

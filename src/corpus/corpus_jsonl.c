@@ -21,7 +21,28 @@ typedef struct jsonl_state {
     crp_lines *r;
     char *joined;
     size_t joined_cap;
+    char *printed[CLS_MAX_FIELDS]; /* stored fields that are not strings, as JSON text (cJSON's) */
+    size_t nprinted;
 } jsonl_state;
+
+/* The stored fields asked for, from the record's top-level keys: a string as it is, null or a
+ * missing key as absent, any other value as its compact JSON text. */
+static cls_status set_fields(jsonl_state *st, const cJSON *j)
+{
+    for (size_t i = 0, n = crp_field_count(); i < n; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, crp_field_name(i));
+        if (!v || cJSON_IsNull(v)) continue;
+        if (cJSON_IsString(v) && v->valuestring) {
+            crp_field_set(i, v->valuestring, strlen(v->valuestring));
+            continue;
+        }
+        char *txt = cJSON_PrintUnformatted(v);
+        if (!txt) return err_set(CLS_E_NOMEM, "%s:%lu: out of memory", st->r->path, st->r->lineno);
+        st->printed[st->nprinted++] = txt;
+        crp_field_set(i, txt, strlen(txt));
+    }
+    return CLS_OK;
+}
 
 /* cJSON decodes "\u0000" into a NUL inside its NUL-terminated strings, which would silently cut
  * the document there. Rewriting the escape to "\u0020" (same length, in place) keeps the text
@@ -124,6 +145,7 @@ static cls_status handle_line(jsonl_state *st, char *line, size_t len, cls_doc_f
     char numbuf[32];
     const char *id, *text;
     size_t id_len;
+    if ((s = set_fields(st, j)) != CLS_OK) goto done;
     if (st->fmt == CLS_CORPUS_JSONL) {
         if ((s = get_id(st, j, "id", numbuf, sizeof numbuf, &id, &id_len)) != CLS_OK) goto done;
         if ((s = get_text(st, j, "contents", &text)) != CLS_OK) goto done;
@@ -158,6 +180,8 @@ static cls_status handle_line(jsonl_state *st, char *line, size_t len, cls_doc_f
     memcpy(st->joined + tl + 1, text, xl);
     s = crp_emit_doc(fn, user, id, id_len, st->joined, tl + 1 + xl);
 done:
+    for (size_t i = 0; i < st->nprinted; i++) cJSON_free(st->printed[i]);
+    st->nprinted = 0;
     cJSON_Delete(j);
     return s;
 }

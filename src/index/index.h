@@ -21,7 +21,8 @@
 #include "clsearch.h"
 
 #define IDX_MAGIC "CLSIDX\r\n" /* the CR-LF catches text-mode mangling */
-#define IDX_VERSION 3u
+#define IDX_VERSION 4u    /* what the writer writes */
+#define IDX_VERSION_V3 3u /* still read: sections 1 to 8 only, no collection record, no fields */
 #define IDX_ALIGN 64u
 /* Sections are checksummed in chunks of this many bytes (checksum.h): large enough that a chunk
  * digest costs little to keep and a chunk is a worthwhile unit for a thread or a device upload,
@@ -55,9 +56,15 @@ enum idx_section {
     IDX_S_TERM_BLOB,     /* term bytes, not terminated */
     IDX_S_BLOCKS,        /* idx_block per block */
     IDX_S_WORDS,         /* uint32 packed postings */
+    IDX_S_COLLECTION,    /* version 4: the collection's format, roots and field names */
+    IDX_S_FIELD_OFF,     /* version 4: uint64 per field and doc, plus one per field: offsets into FIELD_BLOB */
+    IDX_S_FIELD_BLOB,    /* version 4: field values, each followed by a NUL; an absent one takes no byte */
     IDX_S_COUNT_PLUS_ONE
 };
 #define IDX_NSECTIONS (IDX_S_COUNT_PLUS_ONE - 1)
+#define IDX_NSECTIONS_V3 IDX_S_WORDS
+/* The longest field name: short enough for a column head, long enough for any JSON key in use. */
+#define IDX_MAX_FIELD_NAME 255u
 
 /* 128 bytes. */
 typedef struct idx_header {
@@ -92,6 +99,34 @@ _Static_assert(sizeof(idx_term) == 16, "idx_term is the file's 16-byte term reco
 _Static_assert(sizeof(idx_header) == 128 && offsetof(idx_header, table_xxh) == 112, "idx_header is 128 bytes");
 _Static_assert(sizeof(idx_section_entry) == 32, "idx_section_entry is 32 bytes");
 
+/* Section 9, the collection record (docs/FORMAT.md): u32 num_roots R, u32 num_fields F, then
+ * 1 + R + F NUL-terminated strings: the collection's format name ("" when not recorded), the
+ * roots, the field names. */
+typedef struct idx_collection {
+    const char *format;
+    uint32_t num_roots, num_fields;
+    const char **roots;       /* into the record's bytes; roots and names share one allocation */
+    const char **names;
+} idx_collection;
+
+/* Whether name[0..len) may name a field: 1 to IDX_MAX_FIELD_NAME bytes, none a control
+ * character (below 0x20, or 0x7F), a space or a comma (field lists are comma-separated). */
+int idx_field_name_ok(const char *name, size_t len);
+/* The record of section 9 for these (R + F strings; names valid and distinct, checked by the
+ * caller): *out (malloc, caller frees) and its length. */
+cls_status idx_collection_make(const char *format, const char *const *roots, uint32_t num_roots,
+                               const char *const *names, uint32_t num_fields, char **out, uint64_t *len);
+/* Parses a record of section 9 into c (c->roots allocated: idx_collection_free); NULL, or what
+ * is wrong with it (then nothing is allocated). */
+const char *idx_collection_read(const void *data, uint64_t size, idx_collection *c);
+void idx_collection_free(idx_collection *c);
+/* What is wrong with F stored fields of N documents (offsets and values as sections 10 and 11
+ * hold them), or NULL: the bounds of each field's range, each document's offsets in order,
+ * each value ending in its only NUL. *field and *doc say where (doc N: the field's bounds),
+ * *section which section holds the fault ("field-offsets" or "field-values"). */
+const char *idx_fields_problem(const uint64_t *off, const char *blob, uint64_t blob_len, uint32_t N, uint32_t F,
+                               uint32_t *field, uint32_t *doc, const char **section);
+
 /* An opened index: cls_index_open has checked the header, the section table, every section's
  * checksum but the postings words', and everything structural about the metadata (index_file.c
  * says what). The words are verified before anything reads them: against words_xxh by whoever
@@ -119,6 +154,14 @@ struct cls_index {
     const char *term_blob;
     const idx_block *blocks;
     const uint32_t *words;
+    unsigned version;       /* 3 or 4 */
+    /* version 4's collection record (section 9) and stored fields; empty for version 3 */
+    const void *coll_raw;   /* section 9's bytes, NULL for version 3 (recode copies them) */
+    uint64_t coll_raw_len;
+    idx_collection coll;    /* section 9 parsed (its string table owned) */
+    const uint64_t *field_off; /* num_fields x (num_docs + 1) */
+    const char *field_blob;
+    uint64_t field_blob_len;
 };
 
 /* Term id of term[0..len), or UINT32_MAX when unknown. */
@@ -145,6 +188,9 @@ void idx_words_set_verified(const cls_index *idx);
 cls_status idx_words_corrupt(const cls_index *idx);
 /* CLS_E_CORRUPT for block b: names the section, the block's term, its place in the list. */
 cls_status idx_block_corrupt(const cls_index *idx, uint64_t b, const char *section, const char *what);
+/* Every document's stored fields (idx_fields_problem): CLS_OK or CLS_E_CORRUPT naming the
+ * section, field and document. cls_index_check and recode run it; opening checks only bounds. */
+cls_status idx_verify_fields(const cls_index *idx);
 /* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end. */
 uint64_t idx_block_words(const cls_index *idx, uint64_t b);
 

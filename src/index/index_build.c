@@ -38,6 +38,7 @@
 
 #include "analysis/an.h"
 #include "util/err.h"
+#include "util/path.h"
 #include "index/index.h"
 #include "index/index_write.h"
 #include "util/vec.h"
@@ -235,6 +236,17 @@ typedef struct worker {
     size_t trans_cap;
 } worker;
 
+/* One stored field's values so far: off[d] .. off[d + 1] is document d's (each present value
+ * followed by a NUL; an absent one takes no byte). */
+typedef struct bfield {
+    char *name;
+    uint64_t *off;      /* documents accepted + 1 entries */
+    size_t off_cap;
+    char *blob;
+    uint64_t len;
+    size_t cap;
+} bfield;
+
 struct cls_builder {
     an_analyzer *an;
     cls_analyzer_opts an_opts;
@@ -278,6 +290,15 @@ struct cls_builder {
     cls_status sticky;   /* a pipeline failure: every later add and write report it */
     char sticky_msg[1024];
     uint64_t fail_at;    /* test hook: a worker fails on this document (1-based; 0: never) */
+
+    /* stored fields, appended by the calling thread in add order (the analysis never sees them) */
+    bfield *fields;
+    uint32_t nfields;
+    /* the collection record: the roots' format and the roots, absolute */
+    const char *format;  /* a corpus format's name; NULL before the first root */
+    char **roots;
+    uint32_t nroots;
+    size_t roots_cap;
 };
 
 /* ---- Test hook ---------------------------------------------------------------------------- */
@@ -758,10 +779,107 @@ static unsigned resolve_threads(const cls_build_opts *o)
     return n > 1024 ? 1024u : (unsigned)n;
 }
 
-cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
-                           size_t text_len)
+static void fields_free(cls_builder *b)
 {
-    if (!b || !docno || (!text && text_len)) return err_set(CLS_E_ARG, "cls_builder_add: NULL argument");
+    for (uint32_t f = 0; f < b->nfields; f++) {
+        free(b->fields[f].name);
+        free(b->fields[f].off);
+        free(b->fields[f].blob);
+    }
+    free(b->fields);
+    b->fields = NULL;
+    b->nfields = 0;
+}
+
+cls_status cls_builder_set_fields(cls_builder *b, const char *const *names, size_t n)
+{
+    if (!b || (n && !names)) return err_set(CLS_E_ARG, "cls_builder_set_fields: NULL argument");
+    if (b->docs_added) return err_set(CLS_E_ARG, "cls_builder_set_fields: documents were already added");
+    if (n > CLS_MAX_FIELDS) return err_set(CLS_E_ARG, "%zu stored fields: at most %u", n, CLS_MAX_FIELDS);
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i] || !idx_field_name_ok(names[i], strlen(names[i])))
+            return err_set(CLS_E_ARG, "field name '%s': 1 to %u bytes, without control characters, spaces or commas",
+                           names[i] ? names[i] : "(null)", IDX_MAX_FIELD_NAME);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0) return err_set(CLS_E_ARG, "field '%s' named twice", names[i]);
+    }
+    fields_free(b);
+    if (n == 0) return CLS_OK;
+    if (!(b->fields = calloc(n, sizeof *b->fields))) return err_set(CLS_E_NOMEM, "out of memory for stored fields");
+    b->nfields = (uint32_t)n;
+    for (size_t i = 0; i < n; i++)
+        if (!(b->fields[i].name = strdup(names[i])) ||
+            !vec_reserve(&b->fields[i].off, &b->fields[i].off_cap, 1, sizeof *b->fields[i].off)) {
+            fields_free(b);
+            return err_set(CLS_E_NOMEM, "out of memory for stored fields");
+        } else {
+            b->fields[i].off[0] = 0;
+        }
+    return CLS_OK;
+}
+
+cls_status cls_builder_add_root(cls_builder *b, cls_corpus_format fmt, const char *path)
+{
+    if (!b || !path) return err_set(CLS_E_ARG, "cls_builder_add_root: NULL argument");
+    static const char *const names[] = {"jsonl", "beir", "html", "trec", "smart", "files"};
+    if ((unsigned)fmt >= sizeof names / sizeof *names)
+        return err_set(CLS_E_ARG, "cls_builder_add_root: unknown corpus format %d", (int)fmt);
+    if (b->format && strcmp(b->format, names[fmt]) != 0)
+        return err_set(CLS_E_ARG, "root %s is %s, the index's earlier roots %s: one format per index", path,
+                       names[fmt], b->format);
+    if (!vec_reserve(&b->roots, &b->roots_cap, (size_t)b->nroots + 1, sizeof *b->roots))
+        return err_set(CLS_E_NOMEM, "out of memory for the roots");
+    char *abs;
+    cls_status s = path_absolute(path, &abs);
+    if (s != CLS_OK) return err_wrap(s, "root: ");
+    b->roots[b->nroots++] = abs;
+    b->format = names[fmt];
+    return CLS_OK;
+}
+
+/* Room for one more document's field values (so that appending them after the document is
+ * accepted cannot fail), and what is wrong with them, before anything is added. */
+static cls_status fields_reserve(cls_builder *b, const cls_doc *d)
+{
+    if (d->num_fields && d->num_fields != b->nfields)
+        return err_set(CLS_E_ARG, "document %u: %zu field values for %u stored fields", b->docs_added + 1,
+                       d->num_fields, b->nfields);
+    if (d->num_fields && (!d->fields || !d->field_lens))
+        return err_set(CLS_E_ARG, "cls_builder_add_doc: NULL field arrays");
+    for (uint32_t f = 0; f < b->nfields; f++) {
+        bfield *bf = &b->fields[f];
+        const char *v = d->num_fields ? d->fields[f] : NULL;
+        size_t n = v ? d->field_lens[f] : 0;
+        if (v && memchr(v, '\0', n))
+            return err_set(CLS_E_FORMAT, "document %u: field '%s' holds a NUL byte", b->docs_added + 1, bf->name);
+        if (!vec_reserve(&bf->off, &bf->off_cap, (size_t)b->docs_added + 2, sizeof *bf->off) ||
+            (v && (n + 1 < n || !vec_reserve(&bf->blob, &bf->cap, bf->len + n + 1, 1))))
+            return err_set(CLS_E_NOMEM, "document %u: out of memory for field '%s'", b->docs_added + 1, bf->name);
+    }
+    return CLS_OK;
+}
+
+/* Appends the fields of the document just accepted (its docID is docs_added - 1). */
+static void fields_append(cls_builder *b, const cls_doc *d)
+{
+    for (uint32_t f = 0; f < b->nfields; f++) {
+        bfield *bf = &b->fields[f];
+        const char *v = d->num_fields ? d->fields[f] : NULL;
+        if (v) {
+            size_t n = d->field_lens[f];
+            if (n) memcpy(bf->blob + bf->len, v, n);
+            bf->blob[bf->len + n] = '\0';
+            bf->len += n + 1;
+        }
+        bf->off[b->docs_added] = bf->len;
+    }
+}
+
+static cls_status add_doc(cls_builder *b, const cls_doc *d)
+{
+    const char *docno = d->docno, *text = d->text;
+    size_t docno_len = d->docno_len, text_len = d->text_len;
+    if (!docno || (!text && text_len)) return err_set(CLS_E_ARG, "cls_builder_add: NULL argument");
     if (b->sticky != CLS_OK) return set_sticky(b, b->sticky, b->sticky_msg);
     if (docno_len == 0 || memchr(docno, '\0', docno_len) || memchr(docno, '\n', docno_len) ||
         memchr(docno, ' ', docno_len) || memchr(docno, '\t', docno_len))
@@ -769,9 +887,29 @@ cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, 
                        b->docs_added + 1);
     if (b->docs_added == UINT32_MAX - 1)
         return err_set(CLS_E_ARG, "too many documents for 32-bit docIDs");
+    cls_status s = fields_reserve(b, d);
+    if (s != CLS_OK) return s;
     if (b->nthreads == 0) b->nthreads = resolve_threads(&b->opts);
-    if (b->nthreads > 1) return add_threaded(b, docno, docno_len, text, text_len);
-    return add_serial(b, docno, docno_len, text, text_len);
+    uint32_t before = b->docs_added;
+    if (b->nthreads > 1) s = add_threaded(b, docno, docno_len, text, text_len);
+    else s = add_serial(b, docno, docno_len, text, text_len);
+    /* a document counted is one the index will hold (or the builder failed for good) */
+    if (b->docs_added != before) fields_append(b, d);
+    return s;
+}
+
+cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
+                           size_t text_len)
+{
+    if (!b) return err_set(CLS_E_ARG, "cls_builder_add: NULL argument");
+    cls_doc d = {docno, docno_len, text, text_len, 0, NULL, NULL};
+    return add_doc(b, &d);
+}
+
+cls_status cls_builder_add_doc(cls_builder *b, const cls_doc *doc)
+{
+    if (!b || !doc) return err_set(CLS_E_ARG, "cls_builder_add_doc: NULL argument");
+    return add_doc(b, doc);
 }
 
 
@@ -790,7 +928,16 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
     uint32_t *sdoc = malloc((size_t)(P + 1) * 4), *stf = malloc((size_t)(P + 1) * 4);
     uint64_t *term_off = malloc(((size_t)T + 1) * sizeof *term_off);
     char *term_blob = malloc(b->dict.arena_len + 1);
-    if (!order || !rank || !start || !fill || !sdoc || !stf || !term_off || !term_blob) {
+    /* the fields laid out as sections 10 and 11 hold them: one field's values after another */
+    const uint32_t N = b->num_docs, F = b->nfields;
+    uint64_t flen = 0;
+    for (uint32_t f = 0; f < F; f++) flen += b->fields[f].len;
+    uint64_t *foff = malloc((size_t)F * ((size_t)N + 1) * sizeof *foff + 1);
+    char *fblob = malloc((size_t)flen + 1);
+    const char **names = malloc(((size_t)F + 1) * sizeof *names);
+    char *coll = NULL;
+    uint64_t coll_len = 0;
+    if (!order || !rank || !start || !fill || !sdoc || !stf || !term_off || !term_blob || !foff || !fblob || !names) {
         st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
         goto out;
     }
@@ -815,6 +962,17 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         sdoc[at] = b->p_doc[i];
         stf[at] = b->p_tf[i];
     }
+    uint64_t base = 0;
+    for (uint32_t f = 0; f < F; f++) {
+        const bfield *bf = &b->fields[f];
+        for (uint32_t d = 0; d <= N; d++) foff[(size_t)f * ((size_t)N + 1) + d] = base + bf->off[d];
+        if (bf->len) memcpy(fblob + base, bf->blob, (size_t)bf->len);
+        base += bf->len;
+        names[f] = bf->name;
+    }
+    if ((st = idx_collection_make(b->format, (const char *const *)b->roots, b->nroots, names, F, &coll, &coll_len)) !=
+        CLS_OK)
+        goto out;
     uint64_t zero = 0;
     idx_lists l = {
         .analyzer = b->an_flags,
@@ -829,9 +987,19 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         .list_start = start,
         .docs = sdoc,
         .freqs = stf,
+        .collection = coll,
+        .collection_len = coll_len,
+        .num_fields = F,
+        .field_off = foff,
+        .field_blob = fblob,
+        .field_blob_len = flen,
     };
     st = idx_write_lists(path, &l, &b->opts);
 out:
+    free(foff);
+    free(fblob);
+    free(names);
+    free(coll);
     free(order);
     free(rank);
     free(start);
@@ -856,5 +1024,8 @@ void cls_builder_free(cls_builder *b)
     free(b->doclen);
     free(b->docno_off);
     free(b->docno);
+    fields_free(b);
+    for (uint32_t i = 0; i < b->nroots; i++) free(b->roots[i]);
+    free(b->roots);
     free(b);
 }

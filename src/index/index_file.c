@@ -29,7 +29,9 @@
     ((id) == IDX_S_DOCLEN ? "doclen" : (id) == IDX_S_DOCNO_OFF ? "docno-offsets"                  \
      : (id) == IDX_S_DOCNO_BLOB ? "docnos" : (id) == IDX_S_TERMS ? "terms"                        \
      : (id) == IDX_S_TERM_OFF ? "term-offsets" : (id) == IDX_S_TERM_BLOB ? "term-strings"         \
-     : (id) == IDX_S_BLOCKS ? "blocks" : (id) == IDX_S_WORDS ? "postings" : "unknown")
+     : (id) == IDX_S_BLOCKS ? "blocks" : (id) == IDX_S_WORDS ? "postings"                          \
+     : (id) == IDX_S_COLLECTION ? "collection" : (id) == IDX_S_FIELD_OFF ? "field-offsets"       \
+     : (id) == IDX_S_FIELD_BLOB ? "field-values" : "unknown")
 
 static uint64_t align_up(uint64_t x) { return (x + IDX_ALIGN - 1) & ~(uint64_t)(IDX_ALIGN - 1); }
 
@@ -37,6 +39,10 @@ static int write_all(FILE *f, const void *p, uint64_t n) { return n == 0 || fwri
 
 cls_status idx_file_write(const char *path, const idx_file_parts *p)
 {
+    /* no collection record given: the empty one (no roots, no fields, format "") */
+    static const char no_collection[9];
+    if (!p->collection && p->num_fields)
+        return err_set(CLS_E_ARG, "writing %s: %u stored fields without their names", path, p->num_fields);
     ck_part sec[IDX_NSECTIONS] = {
         {p->doclen, (uint64_t)p->num_docs * 4},
         {p->docno_off, ((uint64_t)p->num_docs + 1) * 8},
@@ -46,6 +52,9 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
         {p->term_blob, p->term_blob_len},
         {p->blocks, p->num_blocks * sizeof(idx_block)},
         {p->words, p->num_words * 4},
+        {p->collection ? p->collection : no_collection, p->collection ? p->collection_len : sizeof no_collection},
+        {p->field_off, (uint64_t)p->num_fields * ((uint64_t)p->num_docs + 1) * 8},
+        {p->field_blob, p->num_fields ? p->field_blob_len : 0},
     };
     uint64_t sums[IDX_NSECTIONS];
     cls_status cs = ck_sums(sec, IDX_NSECTIONS, ck_threads(), sums);
@@ -162,40 +171,43 @@ static cls_status verify(cls_index *x, const char *path)
         return corrupt(path, "header", "checksum mismatch");
     /* The header's checksum is XXH64 in every version, so another version is told from damage.
      * Version 2 differs from 3 only in its section checksums (one XXH64 each): reading it would
-     * mean hashing its sections on one thread again, so it is refused like any other version. */
-    if (h.version != IDX_VERSION)
-        return err_set(CLS_E_VERSION, "%s: index format version %u, this build reads version %u: rebuild the index",
-                       path, h.version, IDX_VERSION);
-    if (h.num_sections != IDX_NSECTIONS) return corrupt(path, "header", "unexpected section count");
+     * mean hashing its sections on one thread again, so it is refused like any other version.
+     * Version 3 is version 4 without sections 9 to 11, so it is read as one without fields. */
+    if (h.version != IDX_VERSION && h.version != IDX_VERSION_V3)
+        return err_set(CLS_E_VERSION, "%s: index format version %u, this build reads versions %u and %u: rebuild "
+                       "the index", path, h.version, IDX_VERSION_V3, IDX_VERSION);
+    const unsigned ns = h.version == IDX_VERSION_V3 ? IDX_NSECTIONS_V3 : IDX_NSECTIONS;
+    if (h.num_sections != ns) return corrupt(path, "header", "unexpected section count");
     if ((h.block_size != 64 && h.block_size != 128 && h.block_size != 256 && h.block_size != 512) ||
         !cls_codec_name((cls_codec)h.codec) || h.pfor_depth > IDX_MAX_PFOR_DEPTH)
         return corrupt(path, "header", "unknown codec, block size or pfor depth");
     for (size_t i = 0; i < sizeof h.reserved; i++)
         if (h.reserved[i]) return corrupt(path, "header", "reserved bytes are not zero");
     idx_section_entry t[IDX_NSECTIONS];
-    if (x->map_len < sizeof h + sizeof t) return corrupt(path, "section table", "truncated");
-    memcpy(t, base + sizeof h, sizeof t);
-    if (h.table_xxh != XXH64(t, sizeof t, 0)) return corrupt(path, "section table", "checksum mismatch");
+    const size_t table_len = ns * sizeof *t;
+    if (x->map_len < sizeof h + table_len) return corrupt(path, "section table", "truncated");
+    memcpy(t, base + sizeof h, table_len);
+    if (h.table_xxh != XXH64(t, table_len, 0)) return corrupt(path, "section table", "checksum mismatch");
     const void *ptr[IDX_NSECTIONS];
     ck_part parts[IDX_NSECTIONS - 1];
-    for (unsigned i = 0; i < IDX_NSECTIONS; i++) {
+    unsigned np = 0, part_id[IDX_NSECTIONS - 1];
+    for (unsigned i = 0; i < ns; i++) {
         const char *name = SECTION_NAME(i + 1);
         if (t[i].id != i + 1) return corrupt(path, name, "out of order");
         if (t[i].offset % IDX_ALIGN || t[i].offset > x->map_len || t[i].size > x->map_len - t[i].offset)
             return corrupt(path, name, "extends past the end of the file (truncated?)");
         ptr[i] = base + t[i].offset;
-        if (i + 1 != IDX_S_WORDS) parts[i] = (ck_part){ptr[i], t[i].size};
+        if (i + 1 != IDX_S_WORDS) part_id[np] = i, parts[np++] = (ck_part){ptr[i], t[i].size};
     }
     /* Every section but the postings words (idx_verify_words) in one pool of chunks over the
      * cores: the metadata of a 25M-document collection is gigabytes. The first mismatch in
      * section order is the one reported. */
-    _Static_assert(IDX_S_WORDS == IDX_NSECTIONS, "the postings words are the last section");
     uint64_t sums[IDX_NSECTIONS - 1];
-    cls_status s = ck_sums(parts, IDX_NSECTIONS - 1, ck_threads(), sums);
+    cls_status s = ck_sums(parts, np, ck_threads(), sums);
     if (s != CLS_OK) return err_wrap(s, "opening %s: ", path);
-    for (unsigned i = 0; i + 1 < IDX_NSECTIONS; i++)
-        if (sums[i] != t[i].xxh) return corrupt(path, SECTION_NAME(i + 1), "checksum mismatch");
-    const idx_section_entry *last = &t[IDX_NSECTIONS - 1];
+    for (unsigned k = 0; k < np; k++)
+        if (sums[k] != t[part_id[k]].xxh) return corrupt(path, SECTION_NAME(part_id[k] + 1), "checksum mismatch");
+    const idx_section_entry *last = &t[ns - 1];
     if (x->map_len != align_up(last->offset + last->size))
         return corrupt(path, NULL, "file size does not match its section table (truncated or extended)");
     uint64_t N = h.num_docs, T = h.num_terms;
@@ -275,6 +287,32 @@ static cls_status verify(cls_index *x, const char *path)
     if (x->term_off[0] != 0 || x->term_off[T] != t[5].size) return corrupt(path, "term-offsets", "bad bounds");
     if (next_block != x->num_blocks || postings != x->num_postings)
         return corrupt(path, "terms", "postings do not add up");
+    x->version = h.version;
+    if (ns == IDX_NSECTIONS_V3) {
+        x->coll.format = "";
+        return CLS_OK;
+    }
+    /* The collection record, then the fields' bounds, in time proportional to the number of
+     * fields: each document's offsets are checked where they are read (cls_index_field) and
+     * all of them by cls_index_check (idx_verify_fields). */
+    const idx_section_entry *cs = &t[IDX_S_COLLECTION - 1], *fo = &t[IDX_S_FIELD_OFF - 1], *fv = &t[IDX_S_FIELD_BLOB - 1];
+    const char *what = idx_collection_read(ptr[IDX_S_COLLECTION - 1], cs->size, &x->coll);
+    if (what) return corrupt(path, "collection", what);
+    x->coll_raw = ptr[IDX_S_COLLECTION - 1];
+    x->coll_raw_len = cs->size;
+    const uint64_t F = x->coll.num_fields;
+    if (fo->size != F * (N + 1) * 8)
+        return corrupt(path, "field-offsets", "size does not match the field and document counts");
+    x->field_off = ptr[IDX_S_FIELD_OFF - 1];
+    x->field_blob = ptr[IDX_S_FIELD_BLOB - 1];
+    x->field_blob_len = fv->size;
+    uint64_t end = 0;
+    for (uint64_t f = 0; f < F; f++) {
+        const uint64_t *o = x->field_off + f * (N + 1);
+        if (o[0] != end || o[N] < o[0]) return corrupt(path, "field-offsets", "fields' ranges out of order");
+        end = o[N];
+    }
+    if (end != fv->size) return corrupt(path, "field-offsets", "bad bounds");
     return CLS_OK;
 }
 
@@ -325,6 +363,7 @@ void cls_index_close(cls_index *idx)
 {
     if (!idx) return;
     if (idx->map) munmap(idx->map, idx->map_len);
+    idx_collection_free(&idx->coll);
     free(idx->path);
     free(idx);
 }
@@ -589,6 +628,8 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
         if (bad != UINT64_MAX) {
             const char *section, *what = check_block(x, norms, term_of_block(x, bad), bad, &section);
             s = idx_block_corrupt(x, bad, section, what ? what : "damaged (and not on a second reading)");
+        } else {
+            s = idx_verify_fields(x); /* sections 10 and 11 follow the postings */
         }
     }
     free(norms), free(th), free(digests);

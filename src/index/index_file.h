@@ -23,6 +23,15 @@ typedef struct idx_file_parts {
     uint64_t num_blocks;
     const uint32_t *words;
     uint64_t num_words;
+    /* version 4: section 9 as idx_collection_make makes it (NULL: nothing recorded, an empty
+     * record), and num_fields fields of num_docs documents: offsets (num_fields x (num_docs +
+     * 1)) and values, as sections 10 and 11 hold them; num_fields must match the record's. */
+    const void *collection;
+    uint64_t collection_len;
+    uint32_t num_fields;
+    const uint64_t *field_off;
+    const char *field_blob;
+    uint64_t field_blob_len;
 } idx_file_parts;
 
 /* Writes the parts to path through a temporary file in the same folder, renamed at the end. */

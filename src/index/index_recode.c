@@ -1,6 +1,7 @@
 /* Rewriting an index in another codec or block size (cls_index_recode): every list is decoded
- * with the reference decoder and handed, with the documents and dictionary as they are, to the
- * same writer the builder uses. No text is read again. */
+ * with the reference decoder and handed, with the documents, stored fields, collection record and
+ * dictionary as they are, to the same writer the builder uses. No text is read again; a version 3
+ * file comes out as version 4 without fields. */
 #include <stdlib.h>
 
 #include "util/err.h"
@@ -12,6 +13,7 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
     if (!x || !o || !path) return err_set(CLS_E_ARG, "cls_index_recode: NULL argument");
     cls_status s = idx_check_opts(o);
     if (s == CLS_OK) s = idx_verify_words(x); /* never carry damage into a file with fresh checksums */
+    if (s == CLS_OK) s = idx_verify_fields(x);
     if (s != CLS_OK) return s;
     uint32_t *docs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
     uint32_t *freqs = malloc((size_t)(x->num_postings + IDX_MAX_BLOCK) * 4);
@@ -44,6 +46,13 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
         .list_start = start,
         .docs = docs,
         .freqs = freqs,
+        /* the collection record and the stored fields as they are (none in a version 3 file) */
+        .collection = x->coll_raw,
+        .collection_len = x->coll_raw_len,
+        .num_fields = x->coll.num_fields,
+        .field_off = x->field_off,
+        .field_blob = x->field_blob,
+        .field_blob_len = x->field_blob_len,
     };
     s = idx_write_lists(path, &l, o);
     free(docs), free(freqs), free(start);

@@ -53,6 +53,19 @@ static cls_status check_lists(const idx_lists *l)
     for (uint32_t d = 0; d < N; d++)
         if (l->docno_off[d + 1] <= l->docno_off[d] || l->docno_blob[l->docno_off[d + 1] - 1] != '\0')
             return err_set(CLS_E_FORMAT, "document %u: empty or unterminated name", d);
+    /* the fields: as many as the collection record names, each document's value in its place */
+    idx_collection coll = {0};
+    if (l->collection) {
+        const char *what = idx_collection_read(l->collection, l->collection_len, &coll);
+        if (what) return err_set(CLS_E_FORMAT, "collection record: %s", what);
+        idx_collection_free(&coll);
+    }
+    if (coll.num_fields != l->num_fields)
+        return err_set(CLS_E_FORMAT, "stored fields: %u named, %u given", coll.num_fields, l->num_fields);
+    uint32_t ff, fd;
+    const char *section, *what = idx_fields_problem(l->field_off, l->field_blob, l->field_blob_len, N, l->num_fields,
+                                                    &ff, &fd, &section);
+    if (what) return err_set(CLS_E_FORMAT, "stored field %u, document %u: %s", ff, fd, what);
     if (l->list_start[0] != 0) return err_set(CLS_E_FORMAT, "posting lists: bad start");
     for (uint32_t t = 0; t < l->num_terms; t++) {
         uint64_t a = l->term_off[t], b = l->term_off[t + 1];
@@ -176,6 +189,12 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         .num_blocks = nb,
         .words = wb.w,
         .num_words = wb.n,
+        .collection = l->collection,
+        .collection_len = l->collection_len,
+        .num_fields = l->num_fields,
+        .field_off = l->field_off,
+        .field_blob = l->field_blob,
+        .field_blob_len = l->field_blob_len,
     };
     st = idx_file_write(path, &parts);
 out:

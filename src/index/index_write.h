@@ -19,6 +19,14 @@ typedef struct idx_lists {
     const uint64_t *list_start; /* num_terms + 1: term t's postings are [list_start[t], list_start[t+1]) */
     const uint32_t *docs;       /* docIDs, strictly increasing within a list, < num_docs */
     const uint32_t *freqs;      /* >= 1 */
+    /* what the index records besides (idx_file_parts says how): the collection record, NULL
+     * for none, and num_fields (the record's count) stored fields */
+    const void *collection;
+    uint64_t collection_len;
+    uint32_t num_fields;
+    const uint64_t *field_off;  /* num_fields x (num_docs + 1) */
+    const char *field_blob;
+    uint64_t field_blob_len;
 } idx_lists;
 
 /* A term's bytes and the caller's number for it; idx_term_ref_cmp sorts them into the
