@@ -86,7 +86,10 @@ static void *client_main(void *arg)
         const char *body = c->b->text[at];
         up = hc_request(&h, "POST", "/search", body, strlen(body), &st, &resp, &rl) == 0;
     }
-    if (!up) snprintf(c->why, sizeof c->why, "connecting to the server failed");
+    if (!up) {
+        snprintf(c->why, sizeof c->why, "connecting to the server failed");
+        c->errors++;
+    }
     pthread_barrier_wait(c->go);
     while (up && !atomic_load(c->stop)) {
         at = (at + 1) % c->b->n;
