@@ -28,6 +28,9 @@ int bench_scan(int argc, char **argv);
 
 /* intersect: intersect_and alone on generated AND queries, per work-group size (bench_intersect.c). */
 int bench_intersect(int argc, char **argv);
+/* serve: the query server under concurrent loopback clients, by batching setting and client count
+ * (bench_serve.c; built with CLSEARCH_SERVE only). */
+int bench_serve(int argc, char **argv);
 /* score: score_and over candidates and score_or over dense rows, per work-group size (bench_score.c). */
 int bench_score(int argc, char **argv);
 

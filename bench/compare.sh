@@ -15,7 +15,7 @@ a=${1:?TREE_A} b=${2:?TREE_B} dev=${3:?DEVICE} out=${4:?OUT}
 docs=${5:-200000} queries=${6:-4000}
 mkdir -p "$out"
 for t in "$a" "$b"; do
-  cmake -S "$t" -B "$t/build-cmp" -DCMAKE_BUILD_TYPE=Release -DCLSEARCH_TESTS=OFF -DCLSEARCH_CIFF=OFF >/dev/null
+  cmake -S "$t" -B "$t/build-cmp" -DCMAKE_BUILD_TYPE=Release -DCLSEARCH_TESTS=OFF -DCLSEARCH_CIFF=OFF -DCLSEARCH_SERVE=OFF >/dev/null
   cmake --build "$t/build-cmp" -j"$(nproc)" --target clsearch >/dev/null
 done
 idx=$out/cmp.idx topics=$out/cmp.tsv

@@ -16,7 +16,7 @@ export CLSEARCH_NO_DEPS=1 CTEST_OUTPUT_ON_FAILURE=1
   echo "== host: $(uname -n) $(date -u +%Y-%m-%dT%H:%MZ) commit ${CLSEARCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "?")}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
   rm -rf build # build outputs left from an earlier copy may look newer than the sources
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLSEARCH_CIFF=OFF ${CLS_DATA_DIR:+-DCLSEARCH_DATA_DIR=$CLS_DATA_DIR} >/dev/null && cmake --build build -j"$(nproc)" 2>&1 | grep -E "error|warning" 
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLSEARCH_CIFF=OFF -DCLSEARCH_SERVE=OFF ${CLS_DATA_DIR:+-DCLSEARCH_DATA_DIR=$CLS_DATA_DIR} >/dev/null && cmake --build build -j"$(nproc)" 2>&1 | grep -E "error|warning" 
   build/clsearch devices
   echo "== kernel tests on the GPU"
   (cd build && CLS_TEST_DEVICE=gpu CLS_TEST_FULL=1 ctest -R test_kernels --output-on-failure)

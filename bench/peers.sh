@@ -107,7 +107,7 @@ mkdir "$work/out"
 log=$work/out/logs
 mkdir "$log"
 say "building in $build"
-if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLSEARCH_TESTS=OFF -DCLSEARCH_CIFF=OFF \
+if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLSEARCH_TESTS=OFF -DCLSEARCH_CIFF=OFF -DCLSEARCH_SERVE=OFF \
     >"$log/cmake.log" 2>&1; then
   cat "$log/cmake.log" >&2
   exit 1

@@ -866,7 +866,7 @@ START_TEST(every_command_has_help)
     static const char *cmds[] = {"devices", "index", "search", "stats", "check", "recode", "generate",
                                  "compare", "ciff-import", "ciff-export", "tune", "bench", "bench copy",
                                  "bench decode", "bench e2e", "bench topk", "bench scan", "bench intersect",
-                                 "bench score", "version", "help"};
+                                 "bench score", "serve", "bench serve", "version", "help"};
     const char *out = wp("help.txt"), *err;
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         static const char *flags[] = {"--help", "-h", "-x whatever --help"};

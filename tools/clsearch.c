@@ -9,7 +9,8 @@
  *   clsearch generate -o DIR [--docs N] [--queries N] [--vocab N] [--seed S]
  *   clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [options]
  *   clsearch compare RUN_A RUN_B
- *   clsearch bench {copy,decode,e2e,topk,scan,intersect,score} [options]
+ *   clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T] [options]
+ *   clsearch bench {copy,decode,e2e,topk,scan,intersect,score,serve} [options]
  *   clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE] | --list
  *   clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] [--pfor-depth D] [analyzer options]
  *   clsearch ciff-export INDEX -o FILE.ciff [--description TEXT]
@@ -20,6 +21,8 @@
 #define _DEFAULT_SOURCE /* getopt_long */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +36,9 @@
 #include "clsearch.h"
 #include "codec/codec.h"
 #include "generate.h"
+#ifdef CLSEARCH_SERVE
+#include "serve.h"
+#endif
 
 static const char *prog = "clsearch";
 static char cur_cmd[64]; /* the command running, for "see 'clsearch CMD --help'" */
@@ -1441,6 +1447,116 @@ static int cmd_ciff_export(int argc, char **argv)
     return 0;
 }
 
+/* ---- serve -------------------------------------------------------------------------------- */
+
+#ifdef CLSEARCH_SERVE
+/* The query server (serve/serve.h) until SIGTERM or SIGINT, then a graceful stop: the queued
+ * queries are searched and answered, and the exit status is 0. */
+static int cmd_serve(int argc, char **argv)
+{
+    /* Blocked before any thread exists (the engine's runtime starts some), so that every thread
+     * inherits the mask and the signal waits for sigwait here instead of killing the process. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    const char *index_path = NULL, *device = NULL;
+    srv_opts so;
+    srv_defaults(&so);
+    cls_engine_opts eo;
+    cls_engine_opts_init(&eo);
+    unsigned long long v;
+    float f;
+    int opt;
+    static const struct option lo[] = {{"index", required_argument, 0, 'x'}, {"device", required_argument, 0, 'd'},
+                                       {"listen", required_argument, 0, 1}, {"max-batch", required_argument, 0, 2},
+                                       {"max-wait-ms", required_argument, 0, 3}, {"threads", required_argument, 0, 4},
+                                       {"max-queue", required_argument, 0, 5}, {"max-k", required_argument, 0, 6},
+                                       {"timeout", required_argument, 0, 7}, {"device-mem", required_argument, 0, 8},
+                                       {0, 0, 0, 0}};
+    while ((opt = getopt_long(argc, argv, ":x:d:", lo, NULL)) != -1) {
+        switch (opt) {
+        case 'x': index_path = optarg; break;
+        case 'd': device = optarg; break;
+        case 1: so.listen = optarg; break;
+        case 2:
+            if (!parse_u64(optarg, 1, 65536, &v)) return usage_error("serve: --max-batch takes 1 to 65536 queries, not '%s'", optarg);
+            so.max_batch = (unsigned)v;
+            break;
+        case 3:
+            if (!parse_float(optarg, &f) || !(f >= 0 && f <= 10000))
+                return usage_error("serve: --max-wait-ms takes 0 to 10000 milliseconds, not '%s'", optarg);
+            so.max_wait_ms = f;
+            break;
+        case 4:
+            if (!parse_u64(optarg, 1, 64, &v)) return usage_error("serve: --threads takes 1 to 64, not '%s'", optarg);
+            so.threads = (unsigned)v;
+            break;
+        case 5:
+            if (!parse_u64(optarg, 1, 1048576, &v)) return usage_error("serve: --max-queue takes 1 to 1048576 queries, not '%s'", optarg);
+            so.max_queue = (unsigned)v;
+            break;
+        case 6:
+            if (!parse_u64(optarg, 1, CLS_MAX_K, &v)) return usage_error("serve: --max-k takes 1 to 100000, not '%s'", optarg);
+            so.max_k = (unsigned)v;
+            break;
+        case 7:
+            if (!parse_u64(optarg, 1, 3600, &v)) return usage_error("serve: --timeout takes 1 to 3600 seconds, not '%s'", optarg);
+            so.timeout_s = (unsigned)v;
+            break;
+        case 8:
+            if (cls_parse_bytes(optarg, &eo.device_mem) != CLS_OK || eo.device_mem == 0)
+                return usage_error("serve: --device-mem takes a byte count above 0 (digits, then optionally K, M, G "
+                                   "or T), not '%s'", optarg);
+            break;
+        default: return bad_option(argc, argv, opt);
+        }
+    }
+    if (optind < argc) return usage_error("serve: unexpected argument '%s'", argv[optind]);
+    if (!index_path) return usage_error("serve: -x INDEX is required%s", "");
+    cls_index *idx = NULL;
+    cls_engine *eng = NULL;
+    srv *server = NULL;
+    int rc = 1;
+    cls_status s = cls_index_open(index_path, &idx);
+    if (s != CLS_OK) {
+        fail(s, "opening the index");
+        goto done;
+    }
+    eo.device = device;
+    if ((s = cls_engine_create_opts(idx, &eo, &eng)) != CLS_OK) {
+        fail(s, "starting the engine");
+        goto done;
+    }
+    if ((s = srv_start(idx, eng, &so, &server)) != CLS_OK) {
+        fail(s, "serve");
+        goto done;
+    }
+    const char *d = cls_engine_describe(eng);
+    fprintf(stderr, "%s: serve: %s, %.*s; batches of up to %u queries or %g ms; %u HTTP threads\n", prog, index_path,
+            (int)strcspn(d, "\n"), d, so.max_batch, so.max_wait_ms, so.threads);
+    /* one line on stdout, for a script (or the tests) to learn the port */
+    printf("listening on %s\n", srv_url(server));
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    srv_stats st;
+    srv_get_stats(server, &st);
+    fprintf(stderr, "%s: serve: %s: no new connections; finishing %llu queued queries\n", prog,
+            sig == SIGTERM ? "SIGTERM" : "SIGINT", (unsigned long long)st.queued);
+    srv_stop(server, &st);
+    fprintf(stderr, "%s: serve: stopped: %llu search requests answered, %llu queries in %llu batches, %llu error "
+            "responses\n", prog, (unsigned long long)st.requests, (unsigned long long)st.queries,
+            (unsigned long long)st.batches, (unsigned long long)st.errors);
+    rc = 0;
+done:
+    cls_engine_free(eng);
+    cls_index_close(idx);
+    return rc;
+}
+#endif
+
 /* ---- help -------------------------------------------------------------------------------- */
 
 /* One command's usage: its lines of `clsearch help`, which prints them all, and all that
@@ -1524,6 +1640,20 @@ static const usage_entry usages[] = {
      "                  queries will use, so give those the CIFF's terms were made with\n"},
     {"ciff-export", "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v]\n"},
     {"compare", "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"},
+    {"serve",
+     "  clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T]\n"
+     "                  [--threads N] [--max-queue N] [--max-k K] [--timeout S] [--device-mem BYTES]\n"
+     "                  the query server: HTTP and JSON, concurrent requests searched together in\n"
+     "                  device batches of up to N queries (default 128), the first waiting at most T ms\n"
+     "                  (default 5); prints 'listening on URL' (--listen default 127.0.0.1:8080, port 0:\n"
+     "                  any free one); SIGTERM or SIGINT: stops accepting, answers the queued queries, exits 0;\n"
+     "                  POST /search {\"query\": \"text\", \"k\": 10, \"mode\": \"or\"} or\n"
+     "                  {\"queries\": [{\"qid\": \"1\", \"query\": \"text\"}, ...], ...}; GET /search?q=text&k=10;\n"
+     "                  GET /health; GET /metrics (Prometheus text); bad requests get a 4xx JSON error;\n"
+     "                  --threads: HTTP threads (default the cores, at most 4); --max-queue: queries waiting\n"
+     "                  at most, more get 503 (default 4096); --max-k: the largest k asked (default 1000);\n"
+     "                  --timeout: idle connections closed after S s (default 30), and the longest wait\n"
+     "                  for answers to leave at shutdown\n"},
     {"bench copy",
      "  clsearch bench copy [-d DEVICES] [-r N] [--mib N] [--json FILE]\n"
      "                  the devices' memory-bandwidth ceiling (copy kernel, bytes read + written)\n"},
@@ -1550,6 +1680,11 @@ static const usage_entry usages[] = {
      "  clsearch bench score [-d DEVICES] [--mode and,or] [--cands 1e3,...] [--lists 1e4,...] [--batch N,...]\n"
      "                  [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
      "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"},
+    {"bench serve",
+     "  clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--max-batch 1,16,128]\n"
+     "                  [--max-wait-ms 0,5] [-k 10] [-m or] [--seconds S] [--json FILE]\n"
+     "                  the query server in-process on a loopback port, driven by C keep-alive clients:\n"
+     "                  queries/s against latency p50/p99 for each batching setting and client count\n"},
     {"tune",
      "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE]\n"
      "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
@@ -1708,10 +1843,19 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "compare") == 0) return cmd_compare(argc, argv);
     if (strcmp(cmd, "ciff-import") == 0) return cmd_ciff_import(argc, argv);
     if (strcmp(cmd, "ciff-export") == 0) return cmd_ciff_export(argc, argv);
+#ifdef CLSEARCH_SERVE
+    if (strcmp(cmd, "serve") == 0) return cmd_serve(argc, argv);
+#else
+    if (strcmp(cmd, "serve") == 0 || (strcmp(cmd, "bench") == 0 && argc > 1 && strcmp(argv[1], "serve") == 0)) {
+        fprintf(stderr, "%s: %s: this clsearch was built without the server (CMake option CLSEARCH_SERVE=OFF)\n",
+                prog, strcmp(cmd, "serve") == 0 ? "serve" : "bench serve");
+        return 1;
+    }
+#endif
     if (strcmp(cmd, "tune") == 0) return bench_tune(argc, argv);
     if (strcmp(cmd, "bench") == 0) {
         if (argc < 2)
-            return usage_error("bench: usage: clsearch bench {copy,decode,e2e,topk,scan,intersect,score} [options]%s", "");
+            return usage_error("bench: usage: clsearch bench {copy,decode,e2e,topk,scan,intersect,score,serve} [options]%s", "");
         if (strcmp(argv[1], "copy") == 0) return bench_copy(argc - 1, argv + 1);
         if (strcmp(argv[1], "decode") == 0) return bench_decode(argc - 1, argv + 1);
         if (strcmp(argv[1], "e2e") == 0) return bench_e2e(argc - 1, argv + 1);
@@ -1719,7 +1863,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], "scan") == 0) return bench_scan(argc - 1, argv + 1);
         if (strcmp(argv[1], "intersect") == 0) return bench_intersect(argc - 1, argv + 1);
         if (strcmp(argv[1], "score") == 0) return bench_score(argc - 1, argv + 1);
-        return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk, scan, intersect, score)", argv[1]);
+#ifdef CLSEARCH_SERVE
+        if (strcmp(argv[1], "serve") == 0) return bench_serve(argc - 1, argv + 1);
+#endif
+        return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk, scan, intersect, score, serve)", argv[1]);
     }
     return usage_error("unknown command '%s'", cmd);
 }

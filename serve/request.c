@@ -1,0 +1,209 @@
+/* A search request's JSON: checking what a client sent (every field, every limit, before the
+ * request may take a place in the queue) and writing the answer. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_internal.h"
+
+#define MAX_QID 256 /* bytes of a qid */
+
+void req_free(srv_req *r)
+{
+    if (!r) return;
+    free(r->body);
+    cJSON_Delete(r->doc);
+    free(r->qid);
+    free(r->text);
+    free(r->qid_buf);
+    free(r->hit_start);
+    free(r->docs);
+    free(r->scores);
+    free(r);
+}
+
+/* A qid as the batch takes it: 1..MAX_QID bytes, no white space (a TREC run could not hold it). */
+static int qid_ok(const char *q, char *err, size_t errlen)
+{
+    size_t n = strlen(q);
+    if (n == 0 || n > MAX_QID || strpbrk(q, " \t\n\r")) {
+        snprintf(err, errlen, "a qid must be 1 to %d bytes without white space, not \"%.64s\"", MAX_QID, q);
+        return 0;
+    }
+    return 1;
+}
+
+/* A number field within [lo, hi] (whole when whole is set); 0 after writing why. */
+static int number_field(const cJSON *v, const char *name, double lo, double hi, int whole, double *out, char *err,
+                        size_t errlen)
+{
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi ||
+        (whole && floor(v->valuedouble) != v->valuedouble)) {
+        snprintf(err, errlen, "\"%s\" must be a %s from %g to %g", name, whole ? "whole number" : "number", lo, hi);
+        return 0;
+    }
+    *out = v->valuedouble;
+    return 1;
+}
+
+int req_from_json(srv_req *r, cJSON *doc, const srv_opts *o, char *err, size_t errlen)
+{
+    r->doc = doc;
+    cls_search_defaults(&r->p);
+    r->p.k = 10; /* a page of results, not search's 1000: the answer goes over the wire */
+    if (!cJSON_IsObject(doc)) {
+        snprintf(err, errlen, "the body must be a JSON object");
+        return 400;
+    }
+    const cJSON *query = NULL, *queries = NULL, *qid = NULL;
+    double v;
+    for (const cJSON *f = doc->child; f; f = f->next) {
+        const char *n = f->string ? f->string : "";
+        if (strcmp(n, "query") == 0) query = f;
+        else if (strcmp(n, "queries") == 0) queries = f;
+        else if (strcmp(n, "qid") == 0) qid = f;
+        else if (strcmp(n, "k") == 0) {
+            if (!number_field(f, "k", 1, o->max_k, 1, &v, err, errlen)) return 400;
+            r->p.k = (uint32_t)v;
+        } else if (strcmp(n, "mode") == 0) {
+            if (!cJSON_IsString(f) || cls_mode_parse(f->valuestring, &r->p.mode) != CLS_OK) {
+                snprintf(err, errlen, "\"mode\" must be one of \"or\", \"and\", \"and-or\"");
+                return 400;
+            }
+        } else if (strcmp(n, "k1") == 0) {
+            if (!number_field(f, "k1", 0, 100, 0, &v, err, errlen)) return 400;
+            r->p.k1 = (float)v;
+        } else if (strcmp(n, "b") == 0) {
+            if (!number_field(f, "b", 0, 1, 0, &v, err, errlen)) return 400;
+            r->p.b = (float)v;
+        } else {
+            snprintf(err, errlen, "unknown field \"%.64s\" (query, queries, qid, k, mode, k1, b)", n);
+            return 400;
+        }
+    }
+    if (!query == !queries) {
+        snprintf(err, errlen, "give \"query\" (one query) or \"queries\" (a list), exactly one of them");
+        return 400;
+    }
+    if (qid && !query) {
+        snprintf(err, errlen, "\"qid\" goes with \"query\"; in \"queries\" each entry has its own");
+        return 400;
+    }
+    if (queries) {
+        if (!cJSON_IsArray(queries) || !queries->child) {
+            snprintf(err, errlen, "\"queries\" must be a non-empty list of {\"qid\", \"query\"} objects");
+            return 400;
+        }
+        int n = cJSON_GetArraySize(queries);
+        if ((unsigned)n > o->max_queries) {
+            snprintf(err, errlen, "%d queries in one request; at most %u", n, o->max_queries);
+            return 413;
+        }
+        r->nq = (size_t)n;
+    } else {
+        r->nq = 1;
+    }
+    if ((double)r->nq * r->p.k > (double)o->max_hits) {
+        snprintf(err, errlen, "%zu queries x k %u asks for more than %zu hits in one request", r->nq, r->p.k,
+                 o->max_hits);
+        return 413;
+    }
+    r->qid = calloc(r->nq, sizeof *r->qid);
+    r->text = calloc(r->nq, sizeof *r->text);
+    r->qid_buf = malloc(r->nq * 12);
+    if (!r->qid || !r->text || !r->qid_buf) {
+        snprintf(err, errlen, "out of memory");
+        return 503;
+    }
+    size_t i = 0;
+    for (const cJSON *e = queries ? queries->child : doc; e; e = queries ? e->next : NULL, i++) {
+        const cJSON *t = query, *q = qid;
+        if (queries) {
+            if (!cJSON_IsObject(e)) {
+                snprintf(err, errlen, "queries[%zu] must be an object {\"qid\", \"query\"}", i);
+                return 400;
+            }
+            t = q = NULL;
+            for (const cJSON *f = e->child; f; f = f->next) {
+                const char *n = f->string ? f->string : "";
+                if (strcmp(n, "query") == 0) t = f;
+                else if (strcmp(n, "qid") == 0) q = f;
+                else {
+                    snprintf(err, errlen, "queries[%zu]: unknown field \"%.64s\" (qid, query)", i, n);
+                    return 400;
+                }
+            }
+        }
+        if (!t || !cJSON_IsString(t)) {
+            snprintf(err, errlen, "%s\"query\" must be a string", queries ? "each entry's " : "");
+            return 400;
+        }
+        if (strlen(t->valuestring) > o->max_query_len) {
+            snprintf(err, errlen, "a query of %zu bytes; at most %zu", strlen(t->valuestring), o->max_query_len);
+            return 413;
+        }
+        r->text[i] = t->valuestring;
+        if (q) {
+            if (!cJSON_IsString(q)) {
+                snprintf(err, errlen, "\"qid\" must be a string");
+                return 400;
+            }
+            if (!qid_ok(q->valuestring, err, errlen)) return 400;
+            r->qid[i] = q->valuestring;
+        } else {
+            snprintf(r->qid_buf + 12 * i, 12, "%zu", i + 1);
+            r->qid[i] = r->qid_buf + 12 * i;
+        }
+    }
+    return 0;
+}
+
+/* A score as `clsearch search` writes it in the run and with --json (six decimals). */
+static double run_score(float score)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.6f", (double)score);
+    return strtod(buf, NULL);
+}
+
+/* Milliseconds to the microsecond. */
+static double ms(double seconds) { return round(seconds * 1e6) / 1e3; }
+
+char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t *len)
+{
+    cJSON *o = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(o, "results");
+    int ok = o && results;
+    for (size_t q = 0; q < r->nq && ok; q++) {
+        cJSON *one = cJSON_CreateObject(), *hits = NULL;
+        if (one && !cJSON_AddItemToArray(results, one)) cJSON_Delete(one), one = NULL;
+        ok = one && cJSON_AddStringToObject(one, "qid", r->qid[q]) && (hits = cJSON_AddArrayToObject(one, "hits"));
+        for (size_t j = r->hit_start[q]; ok && j < r->hit_start[q + 1]; j++) {
+            cJSON *h = cJSON_CreateObject();
+            if (h && !cJSON_AddItemToArray(hits, h)) cJSON_Delete(h), h = NULL;
+            ok = h &&
+                 cJSON_AddNumberToObject(h, "rank", (double)(j - r->hit_start[q] + 1)) &&
+                 cJSON_AddStringToObject(h, "docno", cls_index_docno(idx, r->docs[j])) &&
+                 cJSON_AddNumberToObject(h, "score", run_score(r->scores[j]));
+        }
+    }
+    ok = ok && cJSON_AddNumberToObject(o, "k", r->p.k) && cJSON_AddStringToObject(o, "mode", cls_mode_name(r->p.mode)) &&
+         cJSON_AddNumberToObject(o, "batch_queries", (double)r->batch_queries) &&
+         cJSON_AddNumberToObject(o, "queue_ms", ms(r->queue_s)) && cJSON_AddNumberToObject(o, "search_ms", ms(r->search_s)) &&
+         cJSON_AddNumberToObject(o, "total_ms", ms(total_s));
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (text) *len = strlen(text);
+    return text;
+}
+
+char *req_error_json(int status, const char *msg, size_t *len)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *text = NULL;
+    if (o && cJSON_AddStringToObject(o, "error", msg) && cJSON_AddNumberToObject(o, "status", status))
+        text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (text) *len = strlen(text);
+    return text;
+}

@@ -1,0 +1,102 @@
+/* The query server behind `clsearch serve`: HTTP with JSON requests and responses in front of one
+ * engine, concurrent requests gathered into device batches (dynamic batching). Not part of
+ * libclsearch: a static library (serve/) that the command, the `bench serve` suite and the tests
+ * link, so libclsearch.so does not depend on the HTTP library.
+ *
+ * HTTP library: GNU libmicrohttpd (Debian: libmicrohttpd-dev), chosen over libevent's evhttp and
+ * libh2o because it is a small C library made to be embedded, packaged in Debian and Ubuntu for
+ * many years, with the three things this server needs built in: an internal thread pool over
+ * epoll, suspending a connection while its request waits for the batcher and resuming it from
+ * another thread (evhttp would need our own event loop and a cross-thread wake-up; h2o brings an
+ * HTTP/2 stack, TLS and libuv that a loopback query service does not use), and per-connection
+ * limits and timeouts. It also answers malformed HTTP itself.
+ *
+ * Threads: libmicrohttpd's pool threads read requests, parse and check their JSON (cJSON) and put
+ * them in one bounded queue; ONE batcher thread owns the engine (an OpenCL engine is not to be used
+ * from two threads), takes queued requests until --max-batch queries or --max-wait-ms since the
+ * oldest was queued, runs one cls_engine_search over them (its batch and results objects reused
+ * from batch to batch), copies each request's rows into the request and resumes its connection;
+ * a pool thread then writes the response. One search takes one set of parameters (k, mode, k1, b):
+ * a batch holds requests with equal parameters only; the oldest queued request decides them and
+ * requests asking for others wait, in order, for a later batch (never reordered among themselves,
+ * never starved: the oldest always goes first). A request's queries are never split between
+ * batches; one larger than --max-batch is a batch of its own.
+ *
+ * The protocol (README.md shows it with curl):
+ *   POST /search   {"query": "text", "qid": "1", "k": 10, "mode": "or", "k1": 0.9, "b": 0.4}
+ *                  or {"queries": [{"qid": "1", "query": "text"}, ...], "k": ..., ...}
+ *                  (qid optional: "1", "2", ... by position; k, mode, k1, b optional: 10, or, 0.9,
+ *                  0.4; any other field is an error)
+ *   GET  /search?q=text&qid=1&k=10&mode=or&k1=0.9&b=0.4   the same, one query
+ *     200 {"results": [{"qid": "1", "hits": [{"rank": 1, "docno": "d1", "score": 0.44395}, ...]},
+ *          ...], "k": 10, "mode": "or", "batch_queries": 12, "queue_ms": 1.2, "search_ms": 3.4,
+ *          "total_ms": 4.9}
+ *          scores with six decimals, as `clsearch search --json` and the TREC run print them;
+ *          batch_queries: the queries of the device batch it ran in; queue_ms: from queued to
+ *          the batch's start; search_ms: the batch's cls_engine_search; total_ms: from the
+ *          request's headers to its response
+ *   GET  /health   200 {"status": "ok", "device": "...", "index": {...}}
+ *   GET  /metrics  Prometheus text: requests by path and status, queries, batches, a histogram
+ *                  of batch sizes, request latency (summary over the last 4096 search requests:
+ *                  p50, p90, p99), queue length, search wall time, device time by step
+ * Errors are JSON, {"error": "what", "status": N}: 400 malformed JSON or a bad field, 404 unknown
+ * path, 405 wrong method (with Allow), 413 body, queries, query text or hits over the limits,
+ * 500 the engine failed, 503 queue full or shutting down (with Retry-After). What is not HTTP,
+ * and heads over libmicrohttpd's 32 KiB per connection (414 URI, 431 headers), libmicrohttpd
+ * answers itself (HTML bodies, not counted in /metrics). */
+#ifndef CLS_SERVE_H
+#define CLS_SERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clsearch.h"
+
+typedef struct srv_opts {
+    const char *listen;   /* "ADDR:PORT": an IPv4 address, [IPv6] or a host name; port 0: any free
+                           * port (srv_port says which); default "127.0.0.1:8080" */
+    unsigned max_batch;   /* queries per device batch, 1..65536; default 128 */
+    double max_wait_ms;   /* how long the oldest queued query waits for others, 0..10000; default 5 */
+    unsigned threads;     /* HTTP threads, 1..64; default the online cores, at most 4 */
+    unsigned max_queue;   /* queries waiting at most (more: 503), 1..1048576; default 4096 */
+    unsigned max_k;       /* the largest k a request may ask, 1..CLS_MAX_K; default 1000 */
+    unsigned timeout_s;   /* idle connection timeout, and the longest wait for responses to leave
+                           * at shutdown, 1..3600 s; default 30 */
+    size_t max_body;      /* request body bytes; default 1 MiB */
+    unsigned max_queries; /* queries per request; default 1024 */
+    size_t max_query_len; /* bytes of one query's text; default 4096 */
+    size_t max_hits;      /* queries x k of one request; default 100000 */
+} srv_opts;
+
+void srv_defaults(srv_opts *o);
+
+typedef struct srv srv;
+
+/* Starts serving idx through eng (both borrowed: eng is used by the server's batcher thread
+ * alone until srv_stop returns; idx must outlive the server). CLS_E_ARG for a bad option or
+ * address, CLS_E_IO when the address cannot be bound, with cls_last_error() saying why. */
+cls_status srv_start(const cls_index *idx, cls_engine *eng, const srv_opts *o, srv **out);
+/* The port listened on (the one chosen when o->listen asked for port 0). */
+unsigned srv_port(const srv *s);
+/* The URL listened on, "http://127.0.0.1:PORT" (valid until srv_stop). */
+const char *srv_url(const srv *s);
+
+/* Totals since the start, for the command's last line and the benchmark. */
+typedef struct srv_stats {
+    uint64_t requests;  /* search requests answered 200 */
+    uint64_t errors;    /* responses of 400 and above, every path */
+    uint64_t queries;   /* queries searched */
+    uint64_t batches;   /* cls_engine_search calls */
+    uint64_t queued;    /* queries waiting now */
+    double search_s;    /* wall time inside cls_engine_search */
+    double device_s;    /* device time of every step (profiling events), transfers included */
+} srv_stats;
+void srv_get_stats(srv *s, srv_stats *st);
+
+/* Stops gracefully and frees: stops accepting connections, answers requests still arriving on open
+ * ones 503, runs every queued query (at once, without waiting for --max-wait-ms), waits up to
+ * timeout_s for their responses to be sent, then closes every connection. final (when not NULL)
+ * receives the totals at the end. NULL s: nothing. */
+void srv_stop(srv *s, srv_stats *final);
+
+#endif

@@ -1,0 +1,460 @@
+/* The HTTP side of the server (libmicrohttpd; serve.h says why that library): routes, request
+ * bodies within their limits, admission into the batcher's queue, answers, start and graceful
+ * stop. A search request is checked completely before it is admitted; once admitted its
+ * connection is suspended, so no HTTP thread waits on the device, and the batcher resumes it. */
+#define _DEFAULT_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "srv_internal.h"
+#include "util/err.h"
+#include "util/vec.h"
+
+#define MAX_CONNECTIONS 1024u
+
+void srv_defaults(srv_opts *o)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    *o = (srv_opts){.listen = "127.0.0.1:8080",
+                    .max_batch = 128,
+                    .max_wait_ms = 5,
+                    .threads = cores < 1 ? 1 : cores > 4 ? 4 : (unsigned)cores,
+                    .max_queue = 4096,
+                    .max_k = 1000,
+                    .timeout_s = 30,
+                    .max_body = 1u << 20,
+                    .max_queries = 1024,
+                    .max_query_len = 4096,
+                    .max_hits = 100000};
+}
+
+static cls_status check_opts(const srv_opts *o)
+{
+    if (!o->listen) return err_set(CLS_E_ARG, "no listening address");
+    if (o->max_batch < 1 || o->max_batch > 65536) return err_set(CLS_E_ARG, "max batch %u: 1 to 65536", o->max_batch);
+    if (!(o->max_wait_ms >= 0 && o->max_wait_ms <= 10000))
+        return err_set(CLS_E_ARG, "max wait %g ms: 0 to 10000", o->max_wait_ms);
+    if (o->threads < 1 || o->threads > 64) return err_set(CLS_E_ARG, "threads %u: 1 to 64", o->threads);
+    if (o->max_queue < 1 || o->max_queue > 1048576) return err_set(CLS_E_ARG, "max queue %u: 1 to 1048576", o->max_queue);
+    if (o->max_k < 1 || o->max_k > CLS_MAX_K) return err_set(CLS_E_ARG, "max k %u: 1 to %u", o->max_k, CLS_MAX_K);
+    if (o->timeout_s < 1 || o->timeout_s > 3600) return err_set(CLS_E_ARG, "timeout %u s: 1 to 3600", o->timeout_s);
+    if (o->max_body < 2 || o->max_queries < 1 || o->max_query_len < 1 || o->max_hits < 1)
+        return err_set(CLS_E_ARG, "a request limit is 0");
+    return CLS_OK;
+}
+
+/* "ADDR:PORT" to a socket address: ADDR an IPv4 address, [IPv6] or a name (the first address it
+ * resolves to), empty for every IPv4 interface. */
+static cls_status parse_listen(const char *spec, struct sockaddr_storage *sa)
+{
+    const char *colon = strrchr(spec, ':');
+    char host[256], *end;
+    if (!colon || (size_t)(colon - spec) >= sizeof host)
+        return err_set(CLS_E_ARG, "listen address '%s': give ADDR:PORT (127.0.0.1:8080, [::1]:8080, :8080)", spec);
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = '\0';
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (!colon[1] || *end || errno || port > 65535 || colon[1] == '-' || colon[1] == '+')
+        return err_set(CLS_E_ARG, "listen address '%s': the port must be a number from 0 to 65535", spec);
+    char *h = host;
+    size_t hl = strlen(h);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') h[hl - 1] = '\0', h++;
+    else if (strchr(h, ':')) return err_set(CLS_E_ARG, "listen address '%s': write an IPv6 address in brackets, [::1]:PORT", spec);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
+    int rc = getaddrinfo(*h ? h : "0.0.0.0", NULL, &hints, &ai);
+    if (rc != 0) return err_set(CLS_E_ARG, "listen address '%s': %s", spec, gai_strerror(rc));
+    memcpy(sa, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (sa->ss_family == AF_INET) ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
+    else if (sa->ss_family == AF_INET6) ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port);
+    else return err_set(CLS_E_ARG, "listen address '%s': neither IPv4 nor IPv6", spec);
+    return CLS_OK;
+}
+
+/* libmicrohttpd's messages: kept while starting (the last one names why a start failed), then
+ * printed, prefixed so that they read as the server's. */
+static void on_log(void *cls, const char *fmt, va_list ap)
+{
+    srv *s = cls;
+    if (!s->serving) {
+        vsnprintf(s->start_log, sizeof s->start_log, fmt, ap);
+        s->start_log[strcspn(s->start_log, "\n")] = '\0';
+        return;
+    }
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    fprintf(stderr, "clsearch: serve: libmicrohttpd: %s\n", line);
+}
+
+/* ---- answers -------------------------------------------------------------------------------- */
+
+static srv_route route_of(const char *url)
+{
+    if (strcmp(url, "/search") == 0) return ROUTE_SEARCH;
+    if (strcmp(url, "/health") == 0) return ROUTE_HEALTH;
+    if (strcmp(url, "/metrics") == 0) return ROUTE_METRICS;
+    return ROUTE_OTHER;
+}
+
+/* Queues body (malloc'ed; taken) as the answer; NULL body: out of memory, the connection is closed. */
+static enum MHD_Result respond(srv_req *r, int status, char *body, size_t len, const char *type)
+{
+    srv *s = r->srv;
+    if (!body) return MHD_NO;
+    struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    int ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_YES;
+    if (status == 405)
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                           r->route == ROUTE_SEARCH ? "GET, POST" : "GET, HEAD") == MHD_YES;
+    if (status == 503) {
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1") == MHD_YES;
+        if (s->stopping) ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES;
+    }
+    enum MHD_Result ret = ok ? MHD_queue_response(r->conn, (unsigned)status, resp) : MHD_NO;
+    MHD_destroy_response(resp);
+    metrics_response(&s->m, r->route, status, srv_now() - r->t0);
+    return ret;
+}
+
+static enum MHD_Result respond_error(srv_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static enum MHD_Result respond_error(srv_req *r, int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t len = 0;
+    char *body = req_error_json(status, msg, &len);
+    return respond(r, status, body, len, "application/json");
+}
+
+static enum MHD_Result answer_health(srv_req *r)
+{
+    srv *s = r->srv;
+    cls_index_stats st;
+    cls_index_get_stats(s->idx, &st);
+    int stopping = s->stopping;
+    cJSON *o = cJSON_CreateObject(), *ix = cJSON_CreateObject();
+    if (ix && !cJSON_AddItemToObject(o, "index", ix)) cJSON_Delete(ix), ix = NULL;
+    char *body = NULL;
+    if (o && ix && cJSON_AddStringToObject(o, "status", stopping ? "stopping" : "ok") &&
+        cJSON_AddStringToObject(o, "version", cls_version()) && cJSON_AddStringToObject(o, "device", s->device) &&
+        cJSON_AddNumberToObject(ix, "docs", st.num_docs) && cJSON_AddNumberToObject(ix, "terms", st.num_terms) &&
+        cJSON_AddNumberToObject(ix, "postings", (double)st.num_postings) &&
+        cJSON_AddStringToObject(ix, "codec", cls_codec_name(st.codec)) &&
+        cJSON_AddNumberToObject(o, "max_batch", s->o.max_batch) && cJSON_AddNumberToObject(o, "max_wait_ms", s->o.max_wait_ms))
+        body = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return respond(r, stopping ? 503 : 200, body, body ? strlen(body) : 0, "application/json");
+}
+
+static enum MHD_Result answer_metrics(srv_req *r)
+{
+    srv *s = r->srv;
+    pthread_mutex_lock(&s->mu);
+    size_t queued = s->pending;
+    pthread_mutex_unlock(&s->mu);
+    size_t len = 0;
+    char *body = metrics_text(&s->m, s->device, queued, &len);
+    return respond(r, 200, body, len, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+static enum MHD_Result answer_search(srv_req *r)
+{
+    if (r->http != 200) return respond_error(r, r->http, "%s", r->error);
+    size_t len = 0;
+    char *body = req_format(r, r->srv->idx, srv_now() - r->t0, &len);
+    return respond(r, 200, body, len, "application/json");
+}
+
+/* GET /search's arguments as the object a POST body holds: q (or query), qid and mode as
+ * strings, k, k1 and b as numbers (400 when they are not); others go in as they are, and
+ * req_from_json names them. */
+typedef struct args_ctx {
+    cJSON *o;
+    char bad[128];
+} args_ctx;
+
+static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    args_ctx *a = cls;
+    (void)kind;
+    if (!value) value = "";
+    const char *name = strcmp(key, "q") == 0 ? "query" : key;
+    cJSON *v;
+    if (strcmp(name, "k") == 0 || strcmp(name, "k1") == 0 || strcmp(name, "b") == 0) {
+        char *end;
+        errno = 0;
+        double d = strtod(value, &end);
+        if (!*value || *end || errno) {
+            snprintf(a->bad, sizeof a->bad, "%s=%.64s is not a number", key, value);
+            return MHD_NO;
+        }
+        v = cJSON_CreateNumber(d);
+    } else {
+        v = cJSON_CreateString(value);
+    }
+    if (!v || !cJSON_AddItemToObject(a->o, name, v)) {
+        cJSON_Delete(v);
+        snprintf(a->bad, sizeof a->bad, "out of memory");
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* A search request whose body (or arguments) is in: checked, then admitted into the queue with
+ * its connection suspended, or answered at once. */
+static enum MHD_Result handle_search(srv_req *r, const char *method)
+{
+    srv *s = r->srv;
+    char err[512] = "";
+    cJSON *doc;
+    if (r->body_over) return respond_error(r, 413, "the body is over %zu bytes", s->o.max_body);
+    if (s->stopping) return respond_error(r, 503, "shutting down");
+    if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
+        if (r->body_len == 0) return respond_error(r, 400, "a JSON body is required: {\"query\": \"...\"}");
+        const char *end = NULL;
+        doc = cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, 0);
+        if (!doc)
+            return respond_error(r, 400, "malformed JSON at byte %zu of %zu",
+                                 end && end >= r->body ? (size_t)(end - r->body) : 0, r->body_len);
+        if (end && (size_t)(end - r->body) < r->body_len && strspn(end, " \t\r\n") < r->body_len - (size_t)(end - r->body)) {
+            cJSON_Delete(doc);
+            return respond_error(r, 400, "malformed JSON: text after the object at byte %zu", (size_t)(end - r->body));
+        }
+        free(r->body);
+        r->body = NULL;
+    } else {
+        args_ctx a = {cJSON_CreateObject(), ""};
+        if (!a.o) return respond_error(r, 503, "out of memory");
+        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, on_arg, &a);
+        if (*a.bad) {
+            cJSON_Delete(a.o);
+            return respond_error(r, 400, "%s", a.bad);
+        }
+        doc = a.o;
+    }
+    int status = req_from_json(r, doc, &s->o, err, sizeof err);
+    if (status) return respond_error(r, status, "%s", err);
+    /* admission: the queue's room is taken before the connection is suspended and the request
+     * linked in, so the batcher (which waits while pending is not 0) cannot finish between */
+    pthread_mutex_lock(&s->mu);
+    int stopping = s->stopping, full = s->pending + r->nq > s->o.max_queue;
+    if (!stopping && !full) {
+        s->pending += r->nq;
+        s->inflight++;
+        r->counted = 1;
+    }
+    size_t pending = s->pending;
+    pthread_mutex_unlock(&s->mu);
+    if (stopping) return respond_error(r, 503, "shutting down");
+    if (full) return respond_error(r, 503, "the queue is full (%zu queries waiting, at most %u)", pending, s->o.max_queue);
+    MHD_suspend_connection(r->conn);
+    r->state = REQ_QUEUED;
+    r->t_queued = srv_now();
+    pthread_mutex_lock(&s->mu);
+    if (s->tail) s->tail->next = r;
+    else s->head = r;
+    s->tail = r;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    srv *s = cls;
+    srv_req *r = *con_cls;
+    (void)version;
+    if (!r) { /* the headers are in */
+        if (!(r = calloc(1, sizeof *r))) return MHD_NO;
+        r->srv = s;
+        r->conn = c;
+        r->t0 = srv_now();
+        r->route = route_of(url);
+        *con_cls = r;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (r->route == ROUTE_SEARCH && cl && strtoull(cl, NULL, 10) > s->o.max_body)
+            /* answered before the body is read: libmicrohttpd closes the connection after */
+            return respond_error(r, 413, "the body is %.32s bytes, over %zu", cl, s->o.max_body);
+        return MHD_YES;
+    }
+    if (*upload_size) { /* a piece of the body */
+        if (!r->body_over && r->body_len + *upload_size > s->o.max_body) {
+            r->body_over = 1; /* a body without Content-Length grew too large: the rest is dropped */
+            free(r->body);
+            r->body = NULL;
+            r->body_len = r->body_cap = 0;
+        }
+        if (!r->body_over) {
+            if (!vec_reserve(&r->body, &r->body_cap, r->body_len + *upload_size + 1, 1)) return MHD_NO;
+            memcpy(r->body + r->body_len, upload, *upload_size);
+            r->body_len += *upload_size;
+            r->body[r->body_len] = '\0';
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (r->state == REQ_DONE) return answer_search(r);
+    int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0, head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    switch (r->route) {
+    case ROUTE_SEARCH:
+        if (!get && strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+            return respond_error(r, 405, "%.32s is not allowed on /search: GET or POST", method);
+        return handle_search(r, method);
+    case ROUTE_HEALTH:
+    case ROUTE_METRICS:
+        if (!get && !head) return respond_error(r, 405, "%.32s is not allowed on %s: GET", method, url);
+        return r->route == ROUTE_HEALTH ? answer_health(r) : answer_metrics(r);
+    default: return respond_error(r, 404, "no such path: %.200s (/search, /health, /metrics)", url);
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    srv *s = cls;
+    srv_req *r = *con_cls;
+    (void)c, (void)toe;
+    if (!r) return;
+    *con_cls = NULL;
+    if (r->counted) {
+        pthread_mutex_lock(&s->mu);
+        if (--s->inflight == 0) pthread_cond_broadcast(&s->drained);
+        pthread_mutex_unlock(&s->mu);
+    }
+    req_free(r);
+}
+
+/* ---- start and stop ------------------------------------------------------------------------- */
+
+static void srv_free(srv *s)
+{
+    if (s->batcher_started) {
+        pthread_mutex_lock(&s->mu);
+        s->stopping = 1;
+        pthread_cond_broadcast(&s->work);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->batcher, NULL);
+    }
+    cls_batch_free(s->batch);
+    cls_results_free(s->res);
+    metrics_destroy(&s->m);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->drained);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+cls_status srv_start(const cls_index *idx, cls_engine *eng, const srv_opts *o, srv **out)
+{
+    *out = NULL;
+    if (!idx || !eng || !o) return err_set(CLS_E_ARG, "srv_start: NULL argument");
+    cls_status st = check_opts(o);
+    struct sockaddr_storage sa;
+    if (st != CLS_OK || (st = parse_listen(o->listen, &sa)) != CLS_OK) return st;
+    srv *s = calloc(1, sizeof *s);
+    if (!s) return err_set(CLS_E_NOMEM, "starting the server: out of memory");
+    s->o = *o;
+    if (s->o.max_queries > s->o.max_queue) s->o.max_queries = s->o.max_queue; /* a request must fit the queue */
+    s->idx = idx;
+    s->eng = eng;
+    const char *d = cls_engine_describe(eng);
+    snprintf(s->device, sizeof s->device, "%.*s", (int)strcspn(d, "\n"), d);
+    if (strncmp(s->device, "device: ", 8) == 0) memmove(s->device, s->device + 8, strlen(s->device + 8) + 1);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int ok = pthread_mutex_init(&s->mu, NULL) == 0 && pthread_cond_init(&s->work, &ca) == 0 &&
+             pthread_cond_init(&s->drained, &ca) == 0 && metrics_init(&s->m);
+    pthread_condattr_destroy(&ca);
+    if (!ok) {
+        free(s);
+        return err_set(CLS_E_NOMEM, "starting the server: no mutex");
+    }
+    if ((st = cls_batch_create(idx, &s->batch)) != CLS_OK || (st = cls_results_create(&s->res)) != CLS_OK) {
+        srv_free(s);
+        return st;
+    }
+    if (pthread_create(&s->batcher, NULL, batcher_main, s) != 0) {
+        srv_free(s);
+        return err_set(CLS_E_NOMEM, "starting the server: no thread for the batcher");
+    }
+    s->batcher_started = 1;
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (sa.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_log, s,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, s->o.threads,
+                            MHD_OPTION_CONNECTION_TIMEOUT, s->o.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+                            MAX_CONNECTIONS, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    if (!s->d) {
+        char why[sizeof s->start_log];
+        snprintf(why, sizeof why, "%s", *s->start_log ? s->start_log : "libmicrohttpd refused");
+        srv_free(s);
+        return err_set(CLS_E_IO, "cannot listen on %s: %s", o->listen, why);
+    }
+    s->serving = 1;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : 0;
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (sa.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, host, sizeof host);
+    else inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, host, sizeof host);
+    snprintf(s->url, sizeof s->url, sa.ss_family == AF_INET6 ? "http://[%s]:%u" : "http://%s:%u", host, s->port);
+    *out = s;
+    return CLS_OK;
+}
+
+unsigned srv_port(const srv *s) { return s->port; }
+const char *srv_url(const srv *s) { return s->url; }
+
+void srv_get_stats(srv *s, srv_stats *st)
+{
+    metrics_stats(&s->m, st);
+    pthread_mutex_lock(&s->mu);
+    st->queued = s->pending;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_stop(srv *s, srv_stats *final)
+{
+    if (!s) return;
+    /* No new connection from here on. The listening socket may only be closed after
+     * MHD_stop_daemon; shut down now, it refuses connections at once instead of leaving them in
+     * its backlog while the queue drains. */
+    MHD_socket fd = MHD_quiesce_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1; /* requests on open connections are answered 503 */
+    pthread_cond_broadcast(&s->work);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->batcher, NULL); /* every admitted query searched and its connection resumed */
+    s->batcher_started = 0;
+    double deadline = srv_now() + s->o.timeout_s;
+    pthread_mutex_lock(&s->mu);
+    while (s->inflight > 0 && srv_now() < deadline) {
+        struct timespec ts = {.tv_sec = (time_t)deadline};
+        pthread_cond_timedwait(&s->drained, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    MHD_stop_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+    if (final) srv_get_stats(s, final);
+    srv_free(s);
+}
