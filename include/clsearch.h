@@ -432,11 +432,11 @@ CLS_API cls_status cls_parse_bytes(const char *text, uint64_t *bytes);
 CLS_API cls_status cls_engine_create_opts(const cls_index *idx, const cls_engine_opts *o, cls_engine **out);
 CLS_API void cls_engine_free(cls_engine *e);
 /* The engine described for a person (clsearch search -v), valid until cls_engine_free: for the
- * reference engine one line, "device: reference engine (...)"; for an OpenCL device three lines
+ * reference engine one line, "device: reference engine (...)"; for an OpenCL device four lines
  * separated by '\n', "device: ..." (the device and why it was chosen), "kernels: ..." (the kernel
- * variants and their parameters) and "programs: ..." (each program's build options, whether it
- * was compiled or loaded from the cache, and the cache file), the last ending with the device
- * spec asked for. No trailing newline. The wording is for reading, not parsing, and may change. */
+ * variants and their parameters), "lists: ..." (the index resident on the device, or the list
+ * cache and its size) and "programs: ..." (each program's build options, whether it was compiled
+ * or loaded from the cache, and the cache file), the last ending with the device spec asked for. No trailing newline. The wording is for reading, not parsing, and may change. */
 CLS_API const char *cls_engine_describe(const cls_engine *e);
 /* Program build times of the last engine creation, for the verbose report. */
 CLS_API void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache);

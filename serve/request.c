@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "srv_internal.h"
+#include "util/utf8.h"
 
 #define MAX_QID 256 /* bytes of a qid */
 
@@ -170,10 +171,29 @@ static double run_score(float score)
 /* Milliseconds to the microsecond. */
 static double ms(double seconds) { return round(seconds * 1e6) / 1e3; }
 
+/* A hit's stored fields, as `clsearch search --json` prints them: every field the index stores,
+ * {"name": value}, null where the document has none, text made valid UTF-8. */
+static int add_fields(cJSON *h, const cls_index *idx, uint32_t doc, char **buf, size_t *cap)
+{
+    size_t nf = cls_index_field_count(idx);
+    if (nf == 0) return 1;
+    cJSON *fo = cJSON_AddObjectToObject(h, "fields");
+    int ok = fo != NULL;
+    for (size_t k = 0; ok && k < nf; k++) {
+        size_t len;
+        const char *name = cls_index_field_name(idx, (uint32_t)k);
+        const char *v = cls_index_field(idx, doc, (uint32_t)k, &len), *t = v ? utf8_json(v, len, buf, cap) : NULL;
+        ok = v ? t && cJSON_AddStringToObject(fo, name, t) : cJSON_AddNullToObject(fo, name) != NULL;
+    }
+    return ok;
+}
+
 char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t *len)
 {
     cJSON *o = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(o, "results");
     int ok = o && results;
+    char *utf8 = NULL; /* a field value mended for JSON, reused from hit to hit */
+    size_t cap = 0;
     for (size_t q = 0; q < r->nq && ok; q++) {
         cJSON *one = cJSON_CreateObject(), *hits = NULL;
         if (one && !cJSON_AddItemToArray(results, one)) cJSON_Delete(one), one = NULL;
@@ -184,9 +204,11 @@ char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t 
             ok = h &&
                  cJSON_AddNumberToObject(h, "rank", (double)(j - r->hit_start[q] + 1)) &&
                  cJSON_AddStringToObject(h, "docno", cls_index_docno(idx, r->docs[j])) &&
-                 cJSON_AddNumberToObject(h, "score", run_score(r->scores[j]));
+                 cJSON_AddNumberToObject(h, "score", run_score(r->scores[j])) &&
+                 add_fields(h, idx, r->docs[j], &utf8, &cap);
         }
     }
+    free(utf8);
     ok = ok && cJSON_AddNumberToObject(o, "k", r->p.k) && cJSON_AddStringToObject(o, "mode", cls_mode_name(r->p.mode)) &&
          cJSON_AddNumberToObject(o, "batch_queries", (double)r->batch_queries) &&
          cJSON_AddNumberToObject(o, "queue_ms", ms(r->queue_s)) && cJSON_AddNumberToObject(o, "search_ms", ms(r->search_s)) &&

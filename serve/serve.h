@@ -31,7 +31,8 @@
  *     200 {"results": [{"qid": "1", "hits": [{"rank": 1, "docno": "d1", "score": 0.44395}, ...]},
  *          ...], "k": 10, "mode": "or", "batch_queries": 12, "queue_ms": 1.2, "search_ms": 3.4,
  *          "total_ms": 4.9}
- *          scores with six decimals, as `clsearch search --json` and the TREC run print them;
+ *          scores with six decimals, as `clsearch search --json` and the TREC run print them,
+ *          and where the index stores fields, each hit's "fields" as `search --json` has them;
  *          batch_queries: the queries of the device batch it ran in; queue_ms: from queued to
  *          the batch's start; search_ms: the batch's cls_engine_search; total_ms: from the
  *          request's headers to its response

@@ -203,6 +203,8 @@ static char *as_lines(const cJSON *result)
                   cJSON_AddNumberToObject(o, "rank", cJSON_GetObjectItem(h, "rank")->valuedouble) &&
                   cJSON_AddStringToObject(o, "docno", cJSON_GetObjectItem(h, "docno")->valuestring) &&
                   cJSON_AddNumberToObject(o, "score", cJSON_GetObjectItem(h, "score")->valuedouble));
+        const cJSON *fields = cJSON_GetObjectItem(h, "fields"); /* stored fields, as search --json */
+        if (fields) ck_assert(cJSON_AddItemToObject(o, "fields", cJSON_Duplicate(fields, 1)));
         char *line = cJSON_PrintUnformatted(o);
         size_t a = strlen(s), b = strlen(line);
         s = realloc(s, a + b + 2);

@@ -36,6 +36,7 @@
 #include "clsearch.h"
 #include "codec/codec.h"
 #include "generate.h"
+#include "util/utf8.h"
 #ifdef CLSEARCH_SERVE
 #include "serve.h"
 #endif
@@ -543,43 +544,8 @@ static int put_column(FILE *f, const char *v, size_t n)
     return 1;
 }
 
-/* The length of the valid UTF-8 sequence at s[0..n) (1 to 4), or 0 if none starts there. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    if (s[0] < 0x80) return 1;
-    size_t k = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
-    if (k == 0 || k > n) return 0;
-    for (size_t i = 1; i < k; i++)
-        if ((s[i] & 0xC0) != 0x80) return 0;
-    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) || (s[0] == 0xF0 && s[1] < 0x90) ||
-        (s[0] == 0xF4 && s[1] > 0x8F))
-        return 0; /* overlong, a surrogate, or past U+10FFFF */
-    return k;
-}
-
-/* v[0..n) as JSON can hold it: itself when it is valid UTF-8, else a copy in sel's buffer with
- * U+FFFD for each byte that is not (HTML and TREC text is stored as the files hold it); NULL
- * when out of memory. */
-static const char *json_text(field_sel *sel, const char *v, size_t n)
-{
-    size_t i = 0, k;
-    while (i < n && (k = utf8_seq((const unsigned char *)v + i, n - i)) != 0) i += k;
-    if (i == n) return v;
-    if (3 * n + 1 > sel->cap) {
-        char *p = realloc(sel->utf8, 3 * n + 1);
-        if (!p) return NULL;
-        sel->utf8 = p;
-        sel->cap = 3 * n + 1;
-    }
-    size_t o = 0;
-    for (i = 0; i < n; i += k ? k : 1) {
-        k = utf8_seq((const unsigned char *)v + i, n - i);
-        if (k) memcpy(sel->utf8 + o, v + i, k), o += k;
-        else memcpy(sel->utf8 + o, "\xEF\xBF\xBD", 3), o += 3;
-    }
-    sel->utf8[o] = '\0';
-    return sel->utf8;
-}
+/* v[0..n) as JSON can hold it (util/utf8.h), in sel's buffer where it must be mended. */
+static const char *json_text(field_sel *sel, const char *v, size_t n) { return utf8_json(v, n, &sel->utf8, &sel->cap); }
 
 static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, const char *tag,
                      const field_sel *sel)
