@@ -456,6 +456,11 @@ CLS_API cls_status cls_results_compare(const cls_results *a, const cls_results *
 /* Runs every query of batch; r receives one entry per query, in batch order. */
 CLS_API cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
                                      cls_results *r);
+/* One query in one call: text analysed against the engine's index into a batch the engine keeps
+ * (created on first use, reused after), then cls_engine_search; r holds one result, qid "1".
+ * p NULL: cls_search_defaults. */
+CLS_API cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_search_params *p,
+                                          cls_results *r);
 
 /* (advanced) One step of a search's device time, from OpenCL profiling events, summed over the
  * search's batches. Steps are named by what runs: "upload" (query batches, and BM25 norms when k1

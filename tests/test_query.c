@@ -308,6 +308,32 @@ START_TEST(and_prunes_one_term_queries)
 }
 END_TEST
 
+/* One query in one call: cls_engine_search_text equals a batch of that one query, on both
+ * engines, call after call (the engine's batch is reused), and refuses NULL. */
+START_TEST(search_text_is_one_query)
+{
+    fixture f = fixture_open(33, 800, 100, 3, 0);
+    const char *texts[] = {"w1 w2", "w0", "w3 w5 w7", "nosuchterm"};
+    cls_engine *engines[] = {f.ref, f.dev};
+    for (size_t e = 0; e < 2; e++)
+        for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+            cls_batch *b;
+            ck_assert_int_eq(cls_batch_create(f.idx, &b), CLS_OK);
+            ck_assert_int_eq(cls_batch_add(b, "1", texts[i]), CLS_OK);
+            cls_results *want = search(engines[e], b, CLS_MODE_OR, 1000), *got; /* cls_search_defaults */
+            ck_assert_int_eq(cls_results_create(&got), CLS_OK);
+            ck_assert_msg(cls_engine_search_text(engines[e], texts[i], NULL, got) == CLS_OK, "%s", cls_last_error());
+            ck_assert_uint_eq(cls_results_count(got), 1);
+            ck_assert_msg(cls_results_compare(want, got, 0.0) == CLS_OK, "%s: %s", texts[i], cls_last_error());
+            cls_results_free(want);
+            cls_results_free(got);
+            cls_batch_free(b);
+        }
+    ck_assert_int_eq(cls_engine_search_text(f.ref, NULL, NULL, NULL), CLS_E_ARG);
+    fixture_close(&f);
+}
+END_TEST
+
 /* For every query, at k: the and-or hits are the AND hits (same order, same scores), then the
  * OR ranking's hits that AND lacks, in the OR ranking's order, up to k in all. */
 static void and_or_is_and_then_or(cls_engine *e, const cls_batch *b, uint32_t k, int *completed)
@@ -688,6 +714,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unknown_mode_is_refused);
     tcase_add_test(tc, and_skips_blocks);
     tcase_add_test(tc, and_prunes_one_term_queries);
+    tcase_add_test(tc, search_text_is_one_query);
     tcase_add_test(tc, and_or_is_and_completed_by_or);
     tcase_add_test(tc, budget_splits_batches);
     tcase_add_test(tc, work_units_split_queries);

@@ -16,6 +16,7 @@ struct cls_engine {
     const engine_ops *ops;
     void *impl;
     char desc[2048];
+    cls_batch *one; /* cls_engine_search_text's batch (NULL until first used) */
 };
 
 static cls_status ref_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
@@ -174,6 +175,7 @@ void cls_engine_free(cls_engine *e)
 {
     if (!e) return;
     e->ops->free(e->impl);
+    cls_batch_free(e->one);
     free(e);
 }
 
@@ -206,6 +208,21 @@ cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search
     cls_status s = params_check(p);
     if (s != CLS_OK) return s;
     return e->ops->search(e->impl, b, p, r);
+}
+
+cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_search_params *p, cls_results *r)
+{
+    if (!e || !text || !r) return err_set(CLS_E_ARG, "cls_engine_search_text: NULL argument");
+    cls_status s;
+    if (!e->one && (s = cls_batch_create(e->idx, &e->one)) != CLS_OK) return s;
+    cls_batch_clear(e->one);
+    if ((s = cls_batch_add(e->one, "1", text)) != CLS_OK) return s;
+    cls_search_params d;
+    if (!p) {
+        cls_search_defaults(&d);
+        p = &d;
+    }
+    return cls_engine_search(e, e->one, p, r);
 }
 
 clx_engine *engine_clx(cls_engine *e) { return e->ops == &CLX_OPS ? e->impl : NULL; }
