@@ -6,7 +6,10 @@
  *
  * Coordinate descent over the registry, one parameter at a time, each candidate measured by
  * the suites' own timing functions (median kernel time from profiling events after a warm-up,
- * results checked against plain C), the others held at the best found so far:
+ * results checked against plain C), the others held at the best found so far. The value a
+ * sweep starts from (the built-in default) is measured twice, and another value replaces it
+ * only when faster by more than the spread of those two (at least 3%): differences of a few
+ * percent on a loaded machine are noise, not a reason to leave the default. Measured by:
  *   WG_SCAN_ALGO   intersect_and + topk_select time (both scan per chunk of candidates)
  *   WG_INTERSECT   intersect_and: batched 2-term AND queries, lists 1:10
  *   WG_SCORE       score_and + score_or
@@ -120,31 +123,57 @@ static int allowed(const tune_ctx *t, const clx_tunable *tn, unsigned v)
     return 1;
 }
 
-/* Sweeps tunable `name` measured on the families (space-separated, times summed). */
+/* The families' times summed (space-separated names) for parameters p. */
+static int measure_families(tune_ctx *t, const char *families, const clx_params *p, double *sum)
+{
+    char fam[64];
+    snprintf(fam, sizeof fam, "%s", families);
+    *sum = 0;
+    for (char *sv = NULL, *f = strtok_r(fam, " ", &sv); f; f = strtok_r(NULL, " ", &sv)) {
+        double ms;
+        if (measure(t, f, p, &ms)) return 1;
+        *sum += ms;
+    }
+    return 0;
+}
+
+/* A candidate displaces the best so far only when it is faster by more than the noise: the
+ * relative difference between two measurements of the starting value (each a median of the
+ * repeats), and at least TUNE_MIN_GAIN. On a loaded machine medians move by a few percent from
+ * one run to the next, and a winner picked on such a gap is picked by chance; the starting value
+ * (the built-in default) then stays. */
+#define TUNE_MIN_GAIN 0.03
+
+static double noise_of(double a, double b)
+{
+    double lo = a < b ? a : b, n = lo > 0 ? (a > b ? a - b : b - a) / lo : 0;
+    return n > TUNE_MIN_GAIN ? n : TUNE_MIN_GAIN;
+}
+
+/* Sweeps tunable `name` measured on the families (space-separated, times summed), from the
+ * value best holds (measured twice first: the noise). */
 static int sweep(tune_ctx *t, clx_params *best, const char *name, const char *families)
 {
     const clx_tunable *tn = clx_tunable_find(name);
-    double best_ms = 0;
-    unsigned best_v = *clx_param_slot(best, tn);
+    unsigned start = *clx_param_slot(best, tn), best_v = start;
+    double a, b;
+    if (measure_families(t, families, best, &a) || measure_families(t, families, best, &b)) return 1;
+    double best_ms = a < b ? a : b, noise = noise_of(a, b);
+    note(t, name, start, -1, best_ms, families);
     for (unsigned i = 0; i < tn->ncandidates; i++) {
         unsigned v = tn->candidates[i];
-        if (!allowed(t, tn, v)) continue;
+        if (v == start || !allowed(t, tn, v)) continue;
         clx_params p = *best;
         *clx_param_slot(&p, tn) = v;
         if (clx_params_check(&t->q.dev.info, &p, "tune") != CLS_OK) continue; /* e.g. warp scan, WG < 32 */
-        double sum = 0;
-        char fam[64];
-        snprintf(fam, sizeof fam, "%s", families);
-        for (char *sv = NULL, *f = strtok_r(fam, " ", &sv); f; f = strtok_r(NULL, " ", &sv)) {
-            double ms;
-            if (measure(t, f, &p, &ms)) return 1;
-            sum += ms;
-        }
+        double sum;
+        if (measure_families(t, families, &p, &sum)) return 1;
         note(t, name, v, -1, sum, families);
-        if (best_ms == 0 || sum < best_ms) best_ms = sum, best_v = v;
+        if (sum < best_ms * (1 - noise)) best_ms = sum, best_v = v;
     }
     *clx_param_slot(best, tn) = best_v;
-    printf("  -> %s=%u\n", name, best_v);
+    printf("  -> %s=%u (a winner must gain more than %.1f%%, the spread of %u's two measurements)\n", name, best_v,
+           100 * noise, start);
     return 0;
 }
 
@@ -152,7 +181,9 @@ static int sweep(tune_ctx *t, clx_params *best, const char *name, const char *fa
 static int sweep_scan(tune_ctx *t, clx_params *best)
 {
     const clx_tunable *wg = clx_tunable_find("SCAN_WG"), *it = clx_tunable_find("SCAN_ITEMS");
-    double best_ms = 0;
+    double a, b;
+    if (measure(t, "scan", best, &a) || measure(t, "scan", best, &b)) return 1;
+    double best_ms = a < b ? a : b, noise = noise_of(a, b);
     clx_params keep = *best;
     for (unsigned i = 0; i < wg->ncandidates; i++) {
         if (!allowed(t, wg, wg->candidates[i])) continue;
@@ -164,11 +195,12 @@ static int sweep_scan(tune_ctx *t, clx_params *best)
             double ms;
             if (measure(t, "scan", &p, &ms)) return 1;
             note(t, "SCAN_WG", p.scan_wg, (int)p.scan_items, ms, "scan");
-            if (best_ms == 0 || ms < best_ms) best_ms = ms, keep = p;
+            if (ms < best_ms * (1 - noise)) best_ms = ms, keep = p;
         }
     }
     *best = keep;
-    printf("  -> SCAN_WG=%u SCAN_ITEMS=%u\n", best->scan_wg, best->scan_items);
+    printf("  -> SCAN_WG=%u SCAN_ITEMS=%u (a winner must gain more than %.1f%%)\n", best->scan_wg, best->scan_items,
+           100 * noise);
     return 0;
 }
 
