@@ -59,6 +59,20 @@ inline uint driving_term(__global const abi_term *qt, uint nt)
     return s;
 }
 
+/* Appends block fb + b of a list to its chosen tasks where hit, after the count chosen so far
+ * (an in-group scan numbers the hits, so every work-item calls it); returns the new count. */
+inline uint choose_block(uint hit, uint b, uint fb, uint count, __global const abi_skip *sk, uint block_size,
+                         __global abi_task *dst, __local uint *scan)
+{
+    uint total;
+    uint pos = wg_scan_incl(scan, hit, &total) - hit + count;
+    if (hit) {
+        abi_task t = {fb + b, sk->dst_base + pos * block_size};
+        dst[pos] = t;
+    }
+    return count + total;
+}
+
 /* One work-group per abi_skip: the blocks of its list that its kind chooses (cl/abi.h), in list
  * order, as decode tasks (block_size slots each). ABI_SKIP_DRIVEN: the blocks whose docID range
  * holds a docID of the query's driving list, the search running from the shorter side (blocks
@@ -87,13 +101,7 @@ void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, ui
         float floor_score = as_float(T) * (1.0f - 1.0f / 65536.0f);
         for (uint base = 0; base < nb; base += WG_INTERSECT) { /* uniform trip count */
             uint b = base + lid, hit = b < nb && blocks[fb + b].max_score >= floor_score;
-            uint total;
-            uint pos = wg_scan_incl(scan, hit, &total) - hit + count;
-            if (hit) {
-                abi_task t = {fb + b, sk->dst_base + pos * block_size};
-                dst[pos] = t;
-            }
-            count += total;
+            count = choose_block(hit, b, fb, count, sk, block_size, dst, scan);
         }
     } else if (slen < nb) {
         /* fewer driving docIDs than blocks: each docID finds its block (the first whose last is
@@ -115,13 +123,7 @@ void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, ui
             barrier(CLK_LOCAL_MEM_FENCE);
             uint prev = lid ? pick[lid - 1] : prev_last, hit = sel != ABI_NO_BLOCK && sel != prev;
             prev_last = pick[WG_INTERSECT - 1]; /* past slen only in the last step, which has no next */
-            uint total;
-            uint pos = wg_scan_incl(scan, hit, &total) - hit + count; /* its barriers guard pick too */
-            if (hit) {
-                abi_task t = {fb + sel, sk->dst_base + pos * block_size};
-                dst[pos] = t;
-            }
-            count += total;
+            count = choose_block(hit, sel, fb, count, sk, block_size, dst, scan); /* its barriers guard pick too */
         }
     } else {
         /* each block looks for a driving docID within its [first, last] */
@@ -132,13 +134,7 @@ void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, ui
                 uint p = lower_bound(docs + soff, slen, m->first);
                 hit = p < slen && docs[soff + p] <= m->last;
             }
-            uint total;
-            uint pos = wg_scan_incl(scan, hit, &total) - hit + count;
-            if (hit) {
-                abi_task t = {fb + b, sk->dst_base + pos * block_size};
-                dst[pos] = t;
-            }
-            count += total;
+            count = choose_block(hit, b, fb, count, sk, block_size, dst, scan);
         }
     }
     for (uint i = count + lid; i < sk->max_tasks; i += WG_INTERSECT) dst[i].block = ABI_NO_BLOCK;
