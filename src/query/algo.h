@@ -24,8 +24,9 @@
 typedef struct algo_need {
     uint32_t flags; /* abi_query flags (cl/abi.h); with ABI_QF_EMPTY nothing of the query is decoded */
     uint32_t cand;  /* candidate slots: docIDs and scores of documents holding every term */
-    uint32_t skip;  /* 1: block skipping for the query's lists other than its driving one, and
-                     * top-k in two levels over its work units (and.c) */
+    uint32_t skip;  /* 1: block skipping for the query's lists other than its driving one (and,
+                     * where the search allows, block-max pruning of a one-term query's list),
+                     * and top-k in two levels over its work units (and.c) */
     uint32_t dense; /* 1: one accumulator row of num_docs floats (an algorithm asks it of every
                      * query or of none: its kernels index rows by query) */
 } algo_need;
