@@ -8,8 +8,9 @@
  * A whole list is decoded once per batch, however many of its queries use it. Where the algorithm
  * asks for block skipping (algo_need.skip), every list of a query but its driving one (the
  * shortest) that spans more than one block gets a region of its own instead, sized for the most
- * blocks the device can choose in it (abi_skip). Every query gets one work unit per `chunk`
- * candidates (at least one): its share of the intersection and scoring work.
+ * blocks the device can choose in it (abi_skip); so does a one-term query's list where the limits
+ * allow block-max pruning (plan_limits.prune). Every query gets one work unit per `chunk`
+ * postings of its driving list's df (at least one), whose shares the device sets (plan_units).
  *
  * Queries are added one at a time, in batch order, each costed exactly as it is planned (a term
  * that an earlier query of the batch already decodes costs nothing again), until the next one
