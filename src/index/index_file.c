@@ -24,6 +24,7 @@
 #include "index/bm25.h"
 #include "index/checksum.h"
 #include "util/err.h"
+#include "util/tmpfile.h"
 
 #define SECTION_NAME(id)                                                                          \
     ((id) == IDX_S_DOCLEN ? "doclen" : (id) == IDX_S_DOCNO_OFF ? "docno-offsets"                  \
@@ -101,23 +102,13 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
             return s;
         }
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) {
-        free(real);
-        return err_set(CLS_E_NOMEM, "writing index: out of memory");
-    }
-    snprintf(tmp, plen + 32, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    char *tmp = NULL;
+    int fd = tmp_create(path, &tmp); /* 0666 less the umask, removed on SIGINT/SIGTERM/SIGHUP */
     if (fd < 0) {
         cls_status s = err_set(CLS_E_IO, "cannot create a temporary file beside %s: %s", path, strerror(errno));
-        free(tmp);
         free(real);
         return s;
     }
-    mode_t mask = umask(0); /* mkstemp makes 0600; an index gets what any new file would */
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
     FILE *f = fdopen(fd, "wb");
     static const char zeros[IDX_ALIGN];
     int ok = f != NULL && write_all(f, &h, sizeof h) && write_all(f, table, sizeof table);
@@ -137,10 +128,11 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
     if (ok && rename(tmp, path) != 0) ok = 0, saved = errno;
     cls_status s = CLS_OK;
     if (!ok) {
-        remove(tmp);
+        tmp_discard(tmp);
         s = err_set(CLS_E_IO, "writing %s: %s", path, strerror(saved));
+    } else {
+        tmp_release(tmp);
     }
-    free(tmp);
     free(real);
     return s;
 }
