@@ -445,7 +445,7 @@ static int index_fail(index_ctx *c, cls_status s, const char *what)
 static int cmd_index(int argc, char **argv)
 {
     const char *fmt = NULL, *out = NULL, *store = NULL;
-    int verbose = 0, quiet = 0, opt;
+    int verbose = 0, quiet = 0, allow_dups = 0, opt;
     unsigned long long v;
     cls_analyzer_opts an;
     cls_analyzer_defaults(&an);
@@ -458,13 +458,14 @@ static int cmd_index(int argc, char **argv)
                                        {"no-lowercase", no_argument, 0, 3}, {"no-possessive", no_argument, 0, 4},
                                        {"threads", required_argument, 0, 5}, {"codec", required_argument, 0, 6},
                                        {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
-                                       {"store", required_argument, 0, 9},
+                                       {"store", required_argument, 0, 9}, {"allow-duplicate-ids", no_argument, 0, 10},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
     cls_status s;
     while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
         switch (opt) {
         case 'c': fmt = optarg; break;
         case 9: store = optarg; break;
+        case 10: allow_dups = 1; break;
         case 'o': out = optarg; break;
         case 'v': verbose = 1; break;
         case 'q': quiet = 1; break;
@@ -528,7 +529,8 @@ static int cmd_index(int argc, char **argv)
         free(fields_buf);
         return fail(s, "index");
     }
-    if ((s = cls_builder_configure(c.b, &bo)) != CLS_OK || (s = cls_builder_set_fields(c.b, fields, nfields)) != CLS_OK) {
+    if ((s = cls_builder_configure(c.b, &bo)) != CLS_OK || (s = cls_builder_set_fields(c.b, fields, nfields)) != CLS_OK ||
+        (s = cls_builder_allow_duplicate_ids(c.b, allow_dups)) != CLS_OK) {
         free(fields_buf);
         return index_fail(&c, s, "index");
     }
@@ -561,6 +563,7 @@ static int cmd_index(int argc, char **argv)
         free(fields_buf);
         return index_fail(&c, s, "writing the index");
     }
+    uint64_t dups = cls_builder_duplicates(c.b);
     cls_builder_free(c.b);
     double el = now() - c.t0, mb = (double)c.bytes_before / 1e6;
     if (c.drawn) fputc('\n', stderr);
@@ -587,6 +590,9 @@ static int cmd_index(int argc, char **argv)
             fprintf(stderr, "%s %s (%llu of %llu documents)", f ? "," : "", fields[f], c.present[f], c.docs);
         fprintf(stderr, "%s\n", nfields ? "" : " none");
     }
+    if (dups && !quiet)
+        fprintf(stderr, "%s: note: skipped %llu document%s whose id was given before (--allow-duplicate-ids kept the "
+                "first)\n", prog, (unsigned long long)dups, dups == 1 ? "" : "s");
     /* a field asked for by name that no document has is most likely a misspelt key */
     for (size_t f = 0; store && !quiet && c.docs && f < nfields; f++)
         if (c.present[f] == 0) fprintf(stderr, "%s: note: no document has the field '%s'\n", prog, fields[f]);
@@ -1661,6 +1667,10 @@ static const usage_entry usages[] = {
      "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
      "                  [--threads N] [--codec %1$s] [--block 64|128|256|512]\n"
      "                  [--pfor-depth 0..3] [--store FIELD,...|none] [-q|--quiet] [-v|--verbose]\n"
+     "                  [--allow-duplicate-ids] [--force]\n"
+     "                  a document id given twice is an error unless --allow-duplicate-ids (the\n"
+     "                  first is kept); -o must not name an input or an existing non-index\n"
+     "                  file unless --force, nor a read-only file\n"
      "                  INPUT: files, folders, .gz, archives (.tar[.gz|.xz|...], .zip);\n"
      "                  --store: the per-document fields kept for search's --fields and --json:\n"
      "                  jsonl, beir: any top-level key (a non-string value as its JSON text);\n"
