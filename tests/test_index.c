@@ -834,6 +834,58 @@ START_TEST(builder_rejects_bad_docnos)
 }
 END_TEST
 
+/* A document id given twice: refused by default, naming both documents, for one thread and
+ * many; allowed, the first is kept and the rest counted. A batch refuses a repeated qid. */
+START_TEST(builder_duplicate_ids)
+{
+    for (unsigned threads = 1; threads <= 3; threads += 2) {
+        cls_build_opts o;
+        cls_build_defaults(&o);
+        o.threads = threads;
+        cls_builder *b;
+        ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
+        ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
+        ck_assert_int_eq(cls_builder_add(b, "d1", 2, "alpha", 5), CLS_OK);
+        ck_assert_int_eq(cls_builder_add(b, "d2", 2, "beta", 4), CLS_OK);
+        ck_assert_int_eq(cls_builder_add(b, "d1", 2, "gamma", 5), CLS_E_FORMAT);
+        ck_assert_msg(strstr(cls_last_error(), "'d1' was already given to document 1") != NULL, "%s", cls_last_error());
+        ck_assert_int_eq(cls_builder_allow_duplicate_ids(b, 1), CLS_E_ARG); /* after the first document */
+        ck_assert_int_eq(cls_builder_add(b, "d3", 2, "delta", 5), CLS_OK); /* still usable */
+        cls_builder_free(b);
+
+        ck_assert_int_eq(cls_builder_create(&EXACT, &b), CLS_OK);
+        ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
+        ck_assert_int_eq(cls_builder_allow_duplicate_ids(b, 1), CLS_OK);
+        ck_assert_int_eq(cls_builder_add(b, "d1", 2, "alpha", 5), CLS_OK);
+        ck_assert_int_eq(cls_builder_add(b, "d1", 2, "gamma", 5), CLS_OK);
+        ck_assert_int_eq(cls_builder_add(b, "d1", 2, "gamma", 5), CLS_OK);
+        ck_assert_int_eq(cls_builder_add(b, "d2", 2, "beta", 4), CLS_OK);
+        ck_assert_uint_eq(cls_builder_duplicates(b), 2);
+        char *path = tu_strdup(tu_tmp_path("dups.idx"));
+        ck_assert_int_eq(cls_builder_write(b, path), CLS_OK);
+        cls_builder_free(b);
+        cls_index *idx;
+        ck_assert_int_eq(cls_index_open(path, &idx), CLS_OK);
+        cls_index_stats st;
+        cls_index_get_stats(idx, &st);
+        ck_assert_uint_eq(st.num_docs, 2);
+        ck_assert_uint_eq(idx_lookup(idx, "gamma", 5), UINT32_MAX); /* the skipped documents' text */
+        cls_batch *bt;
+        ck_assert_int_eq(cls_batch_create(idx, &bt), CLS_OK);
+        ck_assert_int_eq(cls_batch_add(bt, "q1", "alpha"), CLS_OK);
+        ck_assert_int_eq(cls_batch_add(bt, "q1", "beta"), CLS_E_ARG);
+        ck_assert_uint_eq(cls_batch_count(bt), 1);
+        ck_assert_int_eq(cls_batch_add(bt, "q2", "beta"), CLS_OK);
+        cls_batch_clear(bt); /* a cleared batch takes its qids again */
+        ck_assert_int_eq(cls_batch_add(bt, "q1", "beta"), CLS_OK);
+        cls_batch_free(bt);
+        cls_index_close(idx);
+        remove(path);
+        free(path);
+    }
+}
+END_TEST
+
 /* Lists the names in dir that contain needle. */
 static int count_names(const char *dir, const char *needle)
 {
@@ -1470,6 +1522,7 @@ static Suite *suite(void)
     tcase_add_test(tc, roundtrip_zero_documents);
     tcase_add_test(tc, empty_documents_first);
     tcase_add_test(tc, builder_rejects_bad_docnos);
+    tcase_add_test(tc, builder_duplicate_ids);
     tcase_add_test(tc, write_failures_leave_nothing);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("damaged");

@@ -1693,6 +1693,8 @@ static const usage_entry usages[] = {
      "                  QUERY...: instead of -q, one query, the words joined by spaces, qid 1\n"
      "                  (--qid ID names it otherwise);\n"
      "                  -o RUN: write the run there (its folder is checked first), else standard output;\n"
+     "                  never over the index, the topics, a read-only file or an existing file\n"
+     "                  that is not a run (--force lifts all but the read-only rule); qids must differ;\n"
      "                  --json: one JSON object a hit, {\"qid\", \"rank\", \"docno\", \"score\"},\n"
      "                  instead of TREC run lines (qid Q0 docno rank score tag), with \"fields\":\n"
      "                  {\"title\": ..., ...} when the index stores fields (all, or those of --fields;\n"
@@ -1718,22 +1720,22 @@ static const usage_entry usages[] = {
      "                  the first damage (section, term, block) and exits 1; --threads: default all cores;\n"
      "                  -v: what was checked and how long it took\n"},
     {"recode",
-     "  clsearch recode INDEX -o OUT [--codec %1$s] [--block 64|128|256|512]\n"
+     "  clsearch recode INDEX -o OUT [--codec %1$s] [--block 64|128|256|512] [--force]\n"
      "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"},
     {"generate",
      "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
      "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv\n"
      "  clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [--docs N] [--queries N]\n"
      "                  [--vocab N] [--doc-len N] [--seed S] [--threads N] [--codec C] [--block N]\n"
-     "                  [--pfor-depth D] [-q|--quiet] [-v]\n"
+     "                  [--pfor-depth D] [-q|--quiet] [-v] [--force]\n"
      "                  the same collection straight into an index, no text, on all cores (--threads);\n"
      "                  small 20k documents, medium 2M, gov2 25.2M (~6e9 postings); -q: no progress or totals\n"},
     {"ciff-import",
      "  clsearch ciff-import FILE.ciff[.gz] -o INDEX [--codec C] [--block N] [--pfor-depth D]\n"
-     "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
+     "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v] [--force]\n"
      "                  CIFF (Anserini, PISA, Lucene) to an index; the analyzer flags are what\n"
      "                  queries will use, so give those the CIFF's terms were made with\n"},
-    {"ciff-export", "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v]\n"},
+    {"ciff-export", "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v] [--force]\n"},
     {"compare", "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"},
     {"serve",
      "  clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T]\n"
