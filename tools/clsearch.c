@@ -36,6 +36,8 @@
 #include "clsearch.h"
 #include "codec/codec.h"
 #include "generate.h"
+#include "util/err.h"
+#include "util/strset.h"
 #include "util/tmpfile.h"
 #ifdef CLSEARCH_SERVE
 #include "serve.h"
@@ -605,11 +607,20 @@ static int cmd_index(int argc, char **argv)
 typedef struct topics_ctx {
     cls_batch *b;
     cls_status err;
+    strset qids; /* a qid given twice would repeat its results under one name in the run */
 } topics_ctx;
 
 static int on_topic(void *user, const char *qid, const char *text)
 {
     topics_ctx *c = user;
+    if (strset_find(&c->qids, qid, strlen(qid), NULL)) {
+        c->err = err_set(CLS_E_FORMAT, "query id '%s' is given twice: query ids must be unique", qid);
+        return 1;
+    }
+    if (strset_add(&c->qids, qid, strlen(qid), NULL) < 0) {
+        c->err = err_set(CLS_E_NOMEM, "reading topics: out of memory");
+        return 1;
+    }
     c->err = cls_batch_add(c->b, qid, text);
     return c->err != CLS_OK;
 }
@@ -882,8 +893,9 @@ static int cmd_search(int argc, char **argv)
             goto done;
         }
     } else {
-        topics_ctx tc = {batch, CLS_OK};
+        topics_ctx tc = {batch, CLS_OK, {0}};
         s = cls_topics_read(tf, topics_path, on_topic, &tc);
+        strset_free(&tc.qids);
         if (tc.err != CLS_OK) s = tc.err;
         if (s != CLS_OK) {
             fail(s, "reading topics");

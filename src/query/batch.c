@@ -63,9 +63,6 @@ cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text)
     size_t qlen = strlen(qid);
     if (qlen == 0 || strpbrk(qid, " \t\n\r"))
         return err_set(CLS_E_FORMAT, "query id '%s' is empty or holds white space", qid);
-    /* results are keyed by qid (a run file, an evaluation): one qid twice would repeat them */
-    if (strset_find(&b->qid_set, qid, qlen, NULL))
-        return err_set(CLS_E_ARG, "query id '%s' is given twice: query ids must be unique", qid);
     if (!vec_reserve(&b->q, &b->q_cap, b->nq + 1, sizeof *b->q) ||
         !vec_reserve(&b->qids, &b->qids_cap, b->qids_len + qlen + 1, 1))
         return err_set(CLS_E_NOMEM, "cls_batch_add: out of memory");
@@ -77,10 +74,6 @@ cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text)
         b->nterms = q->term_start;
         return c.nomem ? err_set(CLS_E_NOMEM, "cls_batch_add: out of memory") : s;
     }
-    if (strset_add(&b->qid_set, qid, qlen, NULL) < 0) {
-        b->nterms = q->term_start;
-        return err_set(CLS_E_NOMEM, "cls_batch_add: out of memory");
-    }
     memcpy(b->qids + b->qids_len, qid, qlen + 1);
     b->qids_len += qlen + 1;
     b->nq++;
@@ -90,7 +83,6 @@ cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text)
 void cls_batch_clear(cls_batch *b)
 {
     b->nq = b->nterms = b->qids_len = 0;
-    strset_clear(&b->qid_set);
 }
 
 size_t cls_batch_count(const cls_batch *b) { return (size_t)b->nq; }
@@ -104,7 +96,6 @@ void cls_batch_free(cls_batch *b)
     free(b->q);
     free(b->terms);
     free(b->qids);
-    strset_free(&b->qid_set);
     free(b);
 }
 

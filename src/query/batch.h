@@ -2,7 +2,6 @@
 #ifndef CLS_BATCH_H
 #define CLS_BATCH_H
 
-#include "util/strset.h"
 #include <stdint.h>
 
 #include "analysis/an.h"
@@ -32,7 +31,6 @@ struct cls_batch {
     char *qids;
     uint64_t qids_len;
     size_t qids_cap;
-    strset qid_set; /* the qids held: a repeated one is refused */
 };
 
 struct cls_results {
