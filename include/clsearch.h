@@ -257,6 +257,12 @@ CLS_API cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o
  * returns it. A bad docno is refused at once, in either mode, and the builder stays usable. */
 CLS_API cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
                                    size_t text_len);
+/* A document id given twice is an error by default (CLS_E_FORMAT from the cls_builder_add that
+ * repeats it, naming both documents; the builder stays usable). allow != 0: the first is kept and
+ * each later one skipped and counted (cls_builder_duplicates). Before the first document. */
+CLS_API cls_status cls_builder_allow_duplicate_ids(cls_builder *b, int allow);
+/* Documents skipped because their id was given before. */
+CLS_API uint64_t cls_builder_duplicates(const cls_builder *b);
 /* Stored fields: the names of the per-document fields the index keeps (at most CLS_MAX_FIELDS,
  * all different, each as cls_corpus_field_check requires), before the first document. */
 CLS_API cls_status cls_builder_set_fields(cls_builder *b, const char *const *names, size_t n);

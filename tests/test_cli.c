@@ -675,8 +675,8 @@ START_TEST(search_to_devices_and_links)
     ck_assert_msg(rc == 0, "-o /dev/stdout: exit %d: %s", rc, err);
     ck_assert_msg(strstr(slurp(out), "1 Q0 d") != NULL, "the run did not reach stdout");
     ck_assert(lstat("/dev/stdout", &st) != 0 || !S_ISREG(st.st_mode));
-    /* a link to a regular file: the file is written, the link stays a link */
-    put("target.run", "old\n");
+    /* a link to a regular file (an earlier run): the file is written, the link stays a link */
+    put("target.run", "1 Q0 old 1 1.5 earlier\n");
     ck_assert_int_eq(symlink(wp("target.run"), wp("link.run")), 0);
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("topics.tsv"), wp("link.run"));
     ck_assert_msg(rc == 0, "-o link: exit %d: %s", rc, err);

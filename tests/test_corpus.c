@@ -1118,7 +1118,11 @@ START_TEST(threads_errors)
     memset(text, 'a', sizeof text);
     for (size_t i = 0; i < sizeof text; i += 7) text[i] = ' ';
     int failed = 0;
-    for (int i = 0; i < 20 && !failed; i++) failed = cls_builder_add(b, "d", 1, text, sizeof text) != CLS_OK;
+    for (int i = 0; i < 20 && !failed; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "d%d", i); /* ids differ: a repeated one is refused (CLS_E_FORMAT) */
+        failed = cls_builder_add(b, id, strlen(id), text, sizeof text) != CLS_OK;
+    }
     if (!failed) failed = cls_builder_write(b, p) != CLS_OK;
     ck_assert(failed);
     ck_assert_int_eq(cls_builder_add(b, "e", 1, "x", 1), CLS_E_NOMEM);
@@ -1128,7 +1132,11 @@ START_TEST(threads_errors)
     /* In flight at free, no failure. */
     ck_assert_int_eq(cls_builder_create(NULL, &b), CLS_OK);
     ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
-    for (int i = 0; i < 10; i++) ck_assert_int_eq(cls_builder_add(b, "d", 1, text, sizeof text), CLS_OK);
+    for (int i = 0; i < 10; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "d%d", i);
+        ck_assert_int_eq(cls_builder_add(b, id, strlen(id), text, sizeof text), CLS_OK);
+    }
     /* configure refuses once documents were added, even while none is inverted yet */
     ck_assert_int_eq(cls_builder_configure(b, &o), CLS_E_ARG);
     /* a bad docno is refused on the spot and changes nothing */

@@ -36,6 +36,9 @@
 #include "clsearch.h"
 #include "codec/codec.h"
 #include "generate.h"
+#include "util/err.h"
+#include "util/strset.h"
+#include "util/tmpfile.h"
 #include "util/utf8.h"
 #ifdef CLSEARCH_SERVE
 #include "serve.h"
@@ -141,6 +144,90 @@ static int check_output(const char *what, const char *path)
     if (!why) return 0;
     fprintf(stderr, "%s: %s: cannot write %s: folder %s: %s\n", prog, what, path, dir, why);
     return 1;
+}
+
+/* --force, taken off the command line by main for every command: write over an existing file
+ * that is not of the kind the command writes, or over one of its own inputs. */
+static int force_output;
+
+/* What a command writes, to tell whether an existing file at the output path is one it may
+ * replace: an earlier output of the same kind, or an empty file. */
+typedef enum { OUT_INDEX, OUT_RUN, OUT_CIFF, OUT_TOPICS } out_kind;
+
+/* Whether the first n bytes b of a file look like a kind's output. */
+static int looks_like(out_kind kind, const unsigned char *b, size_t n)
+{
+    if (n == 0) return 1;
+    switch (kind) {
+    case OUT_INDEX: return n >= 8 && memcmp(b, "CLSIDX\r\n", 8) == 0;
+    case OUT_CIFF: {
+        /* a length-delimited protobuf Header: a varint length, then field 1..8's tag */
+        size_t i = 0;
+        while (i < n && i < 5 && (b[i] & 0x80)) i++;
+        if (i + 1 >= n || i >= 5) return 0;
+        unsigned tag = b[i + 1];
+        return (tag >> 3) >= 1 && (tag >> 3) <= 8 && (tag & 7) <= 2;
+    }
+    case OUT_RUN:
+    case OUT_TOPICS: {
+        if (memchr(b, '\0', n)) return 0;
+        if (kind == OUT_RUN && b[0] == '{') return 1; /* search --json: one object a line */
+        const unsigned char *nl = memchr(b, '\n', n);
+        size_t len = nl ? (size_t)(nl - b) : n;
+        if (kind == OUT_TOPICS) return memchr(b, '\t', len) != NULL;
+        /* a TREC run line: qid Q0 docno rank score tag */
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), (const char *)b);
+        char q0[8];
+        int fields = sscanf(line, "%*s %7s %*s %*d %*f %*s", q0);
+        return fields == 1 && strcmp(q0, "Q0") == 0;
+    }
+    }
+    return 0;
+}
+
+static const char *kind_name(out_kind k)
+{
+    return k == OUT_INDEX ? "a clsearch index" : k == OUT_RUN ? "a run" : k == OUT_CIFF ? "a CIFF file" : "a topics file";
+}
+
+/* check_output, then what keeps an output from destroying data: the path must not be one of the
+ * command's inputs (the same file by device and inode, whatever the names), and an existing
+ * regular file there must be writable (a read-only file is never replaced, --force or not) and
+ * of the kind the command writes, or empty. --force lifts the last two rules but not the
+ * permission. Devices, pipes and /dev/null are written through and not judged. */
+static int guard_output(const char *what, const char *path, out_kind kind, char *const *inputs, int ninputs)
+{
+    if (check_output(what, path)) return 1;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    if ((st.st_mode & 0222) == 0 || access(path, W_OK) != 0) {
+        fprintf(stderr, "%s: %s: %s exists and is read-only: not replaced (change its mode or write elsewhere)\n",
+                prog, what, path);
+        return 1;
+    }
+    for (int i = 0; i < ninputs && !force_output; i++) {
+        struct stat in;
+        if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
+            fprintf(stderr, "%s: %s: the output %s is the input %s: refused (--force to write over it)\n", prog,
+                    what, path, inputs[i]);
+            return 1;
+        }
+    }
+    if (force_output) return 0;
+    unsigned char head[4096];
+    size_t n = 0;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        n = fread(head, 1, sizeof head, f);
+        fclose(f);
+    }
+    if (!f || !looks_like(kind, head, n)) {
+        fprintf(stderr, "%s: %s: %s exists and is not %s: not replaced (--force to write over it)\n", prog, what,
+                path, kind_name(kind));
+        return 1;
+    }
+    return 0;
 }
 
 /* Prints obj as one line and frees it; 0 when out of memory or the write fails. */
@@ -361,7 +448,7 @@ static int index_fail(index_ctx *c, cls_status s, const char *what)
 static int cmd_index(int argc, char **argv)
 {
     const char *fmt = NULL, *out = NULL, *store = NULL;
-    int verbose = 0, quiet = 0, opt;
+    int verbose = 0, quiet = 0, allow_dups = 0, opt;
     unsigned long long v;
     cls_analyzer_opts an;
     cls_analyzer_defaults(&an);
@@ -374,13 +461,14 @@ static int cmd_index(int argc, char **argv)
                                        {"no-lowercase", no_argument, 0, 3}, {"no-possessive", no_argument, 0, 4},
                                        {"threads", required_argument, 0, 5}, {"codec", required_argument, 0, 6},
                                        {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
-                                       {"store", required_argument, 0, 9},
+                                       {"store", required_argument, 0, 9}, {"allow-duplicate-ids", no_argument, 0, 10},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
     cls_status s;
     while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
         switch (opt) {
         case 'c': fmt = optarg; break;
         case 9: store = optarg; break;
+        case 10: allow_dups = 1; break;
         case 'o': out = optarg; break;
         case 'v': verbose = 1; break;
         case 'q': quiet = 1; break;
@@ -433,7 +521,7 @@ static int cmd_index(int argc, char **argv)
     int rc = split_fields("index: --store", store ? store : default_store(cf), &fields_buf, fields, &nfields);
     for (size_t i = 0; rc == 0 && i < nfields; i++)
         if (cls_corpus_field_check(cf, fields[i]) != CLS_OK) rc = usage_error("index: --store: %s", cls_last_error());
-    if (rc == 0 && check_output("index", out)) rc = 1;
+    if (rc == 0 && guard_output("index", out, OUT_INDEX, argv + optind, argc - optind)) rc = 1;
     if (rc != 0) {
         free(fields_buf);
         return rc;
@@ -444,7 +532,8 @@ static int cmd_index(int argc, char **argv)
         free(fields_buf);
         return fail(s, "index");
     }
-    if ((s = cls_builder_configure(c.b, &bo)) != CLS_OK || (s = cls_builder_set_fields(c.b, fields, nfields)) != CLS_OK) {
+    if ((s = cls_builder_configure(c.b, &bo)) != CLS_OK || (s = cls_builder_set_fields(c.b, fields, nfields)) != CLS_OK ||
+        (s = cls_builder_allow_duplicate_ids(c.b, allow_dups)) != CLS_OK) {
         free(fields_buf);
         return index_fail(&c, s, "index");
     }
@@ -477,6 +566,7 @@ static int cmd_index(int argc, char **argv)
         free(fields_buf);
         return index_fail(&c, s, "writing the index");
     }
+    uint64_t dups = cls_builder_duplicates(c.b);
     cls_builder_free(c.b);
     double el = now() - c.t0, mb = (double)c.bytes_before / 1e6;
     if (c.drawn) fputc('\n', stderr);
@@ -503,6 +593,9 @@ static int cmd_index(int argc, char **argv)
             fprintf(stderr, "%s %s (%llu of %llu documents)", f ? "," : "", fields[f], c.present[f], c.docs);
         fprintf(stderr, "%s\n", nfields ? "" : " none");
     }
+    if (dups && !quiet)
+        fprintf(stderr, "%s: note: skipped %llu document%s whose id was given before (--allow-duplicate-ids kept the "
+                "first)\n", prog, (unsigned long long)dups, dups == 1 ? "" : "s");
     /* a field asked for by name that no document has is most likely a misspelt key */
     for (size_t f = 0; store && !quiet && c.docs && f < nfields; f++)
         if (c.present[f] == 0) fprintf(stderr, "%s: note: no document has the field '%s'\n", prog, fields[f]);
@@ -515,11 +608,20 @@ static int cmd_index(int argc, char **argv)
 typedef struct topics_ctx {
     cls_batch *b;
     cls_status err;
+    strset qids; /* a qid given twice would repeat its results under one name in the run */
 } topics_ctx;
 
 static int on_topic(void *user, const char *qid, const char *text)
 {
     topics_ctx *c = user;
+    if (strset_find(&c->qids, qid, strlen(qid), NULL)) {
+        c->err = err_set(CLS_E_FORMAT, "query id '%s' is given twice: query ids must be unique", qid);
+        return 1;
+    }
+    if (strset_add(&c->qids, qid, strlen(qid), NULL) < 0) {
+        c->err = err_set(CLS_E_NOMEM, "reading topics: out of memory");
+        return 1;
+    }
     c->err = cls_batch_add(c->b, qid, text);
     return c->err != CLS_OK;
 }
@@ -707,7 +809,8 @@ static int cmd_search(int argc, char **argv)
     /* '-' is standard input: read once, in any format (the format is told from the first line
      * as it goes by) */
     const char *topics_path = topics && strcmp(topics, "-") == 0 ? "/dev/stdin" : topics;
-    if (out && check_output("search", out)) return 1;
+    char *search_in[2] = {(char *)index_path, (char *)topics_path};
+    if (out && guard_output("search", out, OUT_RUN, search_in, 2)) return 1;
     if (optind < argc) {
         size_t len = 1;
         for (int i = optind; i < argc; i++) len += strlen(argv[i]) + 1;
@@ -756,8 +859,9 @@ static int cmd_search(int argc, char **argv)
             goto done;
         }
     } else {
-        topics_ctx tc = {batch, CLS_OK};
+        topics_ctx tc = {batch, CLS_OK, {0}};
         s = cls_topics_read(tf, topics_path, on_topic, &tc);
+        strset_free(&tc.qids);
         if (tc.err != CLS_OK) s = tc.err;
         if (s != CLS_OK) {
             fail(s, "reading topics");
@@ -821,18 +925,14 @@ static int cmd_search(int argc, char **argv)
             goto done;
         }
     } else if (out) {
-        size_t len = strlen(out) + 16;
-        tmp = malloc(len);
-        if (!tmp) {
-            fail(CLS_E_NOMEM, "writing the run");
-            goto done;
-        }
-        snprintf(tmp, len, "%s.tmp.XXXXXX", out);
-        int fd = mkstemp(tmp);
+        /* mode 0666 less the umask like any new file; removed on SIGINT/SIGTERM/SIGHUP */
+        int fd = tmp_create(out, &tmp);
         f = fd >= 0 ? fdopen(fd, "w") : NULL;
         if (!f) {
-            fprintf(stderr, "%s: cannot create %s: %s\n", prog, tmp, strerror(errno));
-            if (fd >= 0) close(fd), remove(tmp);
+            fprintf(stderr, "%s: cannot create a temporary file beside %s: %s\n", prog, out, strerror(errno));
+            if (fd >= 0) close(fd);
+            tmp_discard(tmp);
+            tmp = NULL;
             goto done;
         }
         int ok = write_results(f, json, idx, batch, res, tag, &sel);
@@ -840,7 +940,8 @@ static int cmd_search(int argc, char **argv)
         f = NULL;
         if (!ok || rename(tmp, out) != 0) {
             fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
-            remove(tmp);
+            tmp_discard(tmp);
+            tmp = NULL;
             goto done;
         }
     } else if (!write_results(stdout, json, idx, batch, res, tag, &sel) || fflush(stdout) != 0) {
@@ -877,7 +978,7 @@ static int cmd_search(int argc, char **argv)
     rc = 0;
 done:
     free(query);
-    free(tmp);
+    tmp_release(tmp);
     free(fields_buf);
     free(sel.utf8);
     cls_results_free(res);
@@ -1138,7 +1239,7 @@ static int cmd_recode(int argc, char **argv)
     }
     if (!out || optind != argc - 1)
         return usage_error("recode: usage: clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]%s", "");
-    if (check_output("recode", out)) return 1;
+    if (guard_output("recode", out, OUT_INDEX, argv + optind, 1)) return 1;
     cls_index *idx;
     if ((s = cls_index_open(argv[optind], &idx)) != CLS_OK) return fail(s, "opening the index");
     s = cls_index_recode(idx, &o, out);
@@ -1251,7 +1352,9 @@ static int cmd_generate(int argc, char **argv)
         if (s != CLS_OK) return fail(s, "generating the collection");
         return 0;
     }
-    if (check_output("generate", index) || (topics && check_output("generate", topics))) return 1;
+    if (guard_output("generate", index, OUT_INDEX, NULL, 0) ||
+        (topics && guard_output("generate", topics, OUT_TOPICS, (char *[]){(char *)index}, 1)))
+        return 1;
     gen_progress p = {!quiet && isatty(2), 0, now()};
     gen_index_info info;
     s = gen_index_ex(&o, &bo, index, topics, on_gen_progress, &p, &info);
@@ -1372,7 +1475,7 @@ static int cmd_ciff_import(int argc, char **argv)
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
-    if (check_output("ciff-import", out)) return 1;
+    if (guard_output("ciff-import", out, OUT_INDEX, argv + optind, 1)) return 1;
     double t0 = now();
     cls_status s = cls_ciff_import(argv[optind], &an, &o, out);
     if (s != CLS_OK) return fail(s, "importing CIFF (nothing written)");
@@ -1396,7 +1499,7 @@ static int cmd_ciff_export(int argc, char **argv)
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
-    if (check_output("ciff-export", out)) return 1;
+    if (guard_output("ciff-export", out, OUT_CIFF, argv + optind, 1)) return 1;
     double t0 = now();
     cls_index *idx;
     cls_status s = cls_index_open(argv[optind], &idx);
@@ -1542,6 +1645,10 @@ static const usage_entry usages[] = {
      "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
      "                  [--threads N] [--codec %1$s] [--block 64|128|256|512]\n"
      "                  [--pfor-depth 0..3] [--store FIELD,...|none] [-q|--quiet] [-v|--verbose]\n"
+     "                  [--allow-duplicate-ids] [--force]\n"
+     "                  a document id given twice is an error unless --allow-duplicate-ids (the\n"
+     "                  first is kept); -o must not name an input or an existing non-index\n"
+     "                  file unless --force, nor a read-only file\n"
      "                  INPUT: files, folders, .gz, archives (.tar[.gz|.xz|...], .zip);\n"
      "                  --store: the per-document fields kept for search's --fields and --json:\n"
      "                  jsonl, beir: any top-level key (a non-string value as its JSON text);\n"
@@ -1564,6 +1671,8 @@ static const usage_entry usages[] = {
      "                  QUERY...: instead of -q, one query, the words joined by spaces, qid 1\n"
      "                  (--qid ID names it otherwise);\n"
      "                  -o RUN: write the run there (its folder is checked first), else standard output;\n"
+     "                  never over the index, the topics, a read-only file or an existing file\n"
+     "                  that is not a run (--force lifts all but the read-only rule); qids must differ;\n"
      "                  --json: one JSON object a hit, {\"qid\", \"rank\", \"docno\", \"score\"},\n"
      "                  instead of TREC run lines (qid Q0 docno rank score tag), with \"fields\":\n"
      "                  {\"title\": ..., ...} when the index stores fields (all, or those of --fields;\n"
@@ -1589,22 +1698,22 @@ static const usage_entry usages[] = {
      "                  the first damage (section, term, block) and exits 1; --threads: default all cores;\n"
      "                  -v: what was checked and how long it took\n"},
     {"recode",
-     "  clsearch recode INDEX -o OUT [--codec %1$s] [--block 64|128|256|512]\n"
+     "  clsearch recode INDEX -o OUT [--codec %1$s] [--block 64|128|256|512] [--force]\n"
      "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"},
     {"generate",
      "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
      "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv\n"
      "  clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [--docs N] [--queries N]\n"
      "                  [--vocab N] [--doc-len N] [--seed S] [--threads N] [--codec C] [--block N]\n"
-     "                  [--pfor-depth D] [-q|--quiet] [-v]\n"
+     "                  [--pfor-depth D] [-q|--quiet] [-v] [--force]\n"
      "                  the same collection straight into an index, no text, on all cores (--threads);\n"
      "                  small 20k documents, medium 2M, gov2 25.2M (~6e9 postings); -q: no progress or totals\n"},
     {"ciff-import",
      "  clsearch ciff-import FILE.ciff[.gz] -o INDEX [--codec C] [--block N] [--pfor-depth D]\n"
-     "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]\n"
+     "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v] [--force]\n"
      "                  CIFF (Anserini, PISA, Lucene) to an index; the analyzer flags are what\n"
      "                  queries will use, so give those the CIFF's terms were made with\n"},
-    {"ciff-export", "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v]\n"},
+    {"ciff-export", "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v] [--force]\n"},
     {"compare", "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"},
     {"serve",
      "  clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T]\n"
@@ -1760,7 +1869,7 @@ static void on_notice(void *user, const char *line)
     fflush(stderr);
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         help();
@@ -1795,6 +1904,19 @@ int main(int argc, char **argv)
         return 0;
     }
     snprintf(cur_cmd, sizeof cur_cmd, "%s", cmd);
+    /* --force (guard_output) goes with every command that writes a file; taken off here, up to
+     * a "--", so that each command's options stay its own */
+    int kept = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < argc) argv[kept++] = argv[i++];
+            break;
+        }
+        if (strcmp(argv[i], "--force") == 0) force_output = 1;
+        else argv[kept++] = argv[i];
+    }
+    argc = kept;
+    argv[argc] = NULL;
     cls_set_notice(on_notice, NULL);
     /* the commands here say themselves what getopt refused (bad_option); the suites of bench/ let
      * getopt say it */
@@ -1835,4 +1957,19 @@ int main(int argc, char **argv)
         return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk, scan, intersect, score, serve)", argv[1]);
     }
     return usage_error("unknown command '%s'", cmd);
+}
+
+/* Every command's standard output is checked once it is done: a write that failed (a full disk,
+ * /dev/full, a closed pipe) is an error and exit 1, whatever the command printed. */
+int main(int argc, char **argv)
+{
+    int rc = dispatch(argc, argv);
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) bad = 1, e = errno;
+    if (bad && rc == 0) { /* a command that failed has said why already */
+        fprintf(stderr, "%s: writing to standard output: %s\n", prog, strerror(e ? e : EIO));
+        rc = 1;
+    }
+    return rc;
 }

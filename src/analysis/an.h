@@ -19,6 +19,8 @@ cls_status an_run(an_analyzer *a, const char *text, size_t len, an_emit_fn emit,
 
 /* Packs/unpacks the options into a flag word stored in the index file. */
 unsigned an_opts_pack(const cls_analyzer_opts *o);
+/* Every flag an_opts_pack can set: an index's analyzer word with another bit is not ours. */
+#define AN_FLAGS_KNOWN 15u
 void an_opts_unpack(unsigned flags, cls_analyzer_opts *o);
 
 #endif

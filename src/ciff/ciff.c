@@ -25,6 +25,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "clsearch.h"
 #include "util/err.h"
+#include "util/tmpfile.h"
 #include "util/path.h"
 
 #ifndef CLSEARCH_CIFF
@@ -666,30 +667,6 @@ typedef struct out_target {
     FILE *f;
 } out_target;
 
-/* Creates "<final>.tmp.XXXXXX" exclusively, like mkstemp but with mode 0666 less the umask (a
- * CIFF file is for exchange; mkstemp's 0600 would hide it from other users). */
-static int make_temp(char *tmp, size_t n, const char *final)
-{
-    static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    static _Thread_local uint64_t counter;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 40 ^ (uintptr_t)tmp;
-    for (int tries = 0; tries < 100; tries++) {
-        uint64_t z = (x += 0x9e3779b97f4a7c15ULL + ++counter); /* splitmix64 */
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        char suffix[7];
-        for (int i = 0; i < 6; i++, z >>= 6) suffix[i] = digits[z % 62];
-        suffix[6] = '\0';
-        snprintf(tmp, n, "%s.tmp.%s", final, suffix);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST) return fd;
-    }
-    return -1;
-}
-
 static cls_status out_open(out_target *t, const char *path)
 {
     memset(t, 0, sizeof *t);
@@ -726,21 +703,14 @@ static cls_status out_open(out_target *t, const char *path)
         return CLS_OK;
     }
     if (!t->final && !(t->final = strdup(path))) return err_set(CLS_E_NOMEM, "writing %s: out of memory", path);
-    size_t n = strlen(t->final) + 32;
-    t->tmp = malloc(n);
-    if (!t->tmp) {
-        free(t->final);
-        t->final = NULL;
-        return err_set(CLS_E_NOMEM, "writing %s: out of memory", path);
-    }
-    int fd = make_temp(t->tmp, n, t->final);
+    /* 0666 less the umask (a CIFF file is for exchange), removed on SIGINT/SIGTERM/SIGHUP */
+    int fd = tmp_create(t->final, &t->tmp);
     if (fd < 0 || !(t->f = fdopen(fd, "wb"))) {
         cls_status s = err_set(CLS_E_IO, "cannot create a temporary file beside %s: %s", t->final, strerror(errno));
         if (fd >= 0) {
             close(fd);
-            remove(t->tmp);
+            tmp_discard(t->tmp);
         }
-        free(t->tmp);
         free(t->final);
         t->tmp = t->final = NULL;
         return s;
@@ -765,8 +735,8 @@ static cls_status out_close(out_target *t, const char *path, cls_status prior, i
         if (lstat(t->final, &ls) == 0 && !S_ISREG(ls.st_mode)) err = EEXIST;
         else if (rename(t->tmp, t->final) != 0) err = errno;
     }
-    if ((err || prior != CLS_OK) && t->tmp) remove(t->tmp);
-    free(t->tmp);
+    if ((err || prior != CLS_OK) && t->tmp) tmp_discard(t->tmp);
+    else tmp_release(t->tmp);
     free(t->final);
     memset(t, 0, sizeof *t);
     if (prior != CLS_OK) return prior;

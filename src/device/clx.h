@@ -10,7 +10,8 @@
 
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
 const char *clx_errname(cl_int err);
-/* Reports a failed OpenCL call by name and code; out-of-memory codes give CLS_E_DEVMEM. */
+/* Reports a failed OpenCL call by name and code; the device's out-of-memory codes give
+ * CLS_E_DEVMEM, CL_OUT_OF_HOST_MEMORY gives CLS_E_NOMEM. */
 cls_status clx_fail(const char *call, cl_int err);
 /* Evaluates an OpenCL call returning cl_int; on failure returns from the caller. */
 #define CLX_TRY(call)                                                                            \

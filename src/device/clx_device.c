@@ -1,9 +1,13 @@
 /* Devices: listing every platform's devices, and resolving a device spec to one of them. */
+#define _DEFAULT_SOURCE /* struct dirent's d_name with readdir */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "device/clx.h"
+#include "device/clx_guard.h"
 #include "util/err.h"
 
 /* Extensions worth showing: they decide which kernel features a later variant may use. */
@@ -72,7 +76,7 @@ static cls_status platforms(cl_platform_id **out, cl_uint *n)
 {
     *out = NULL;
     *n = 0;
-    cl_int e = clGetPlatformIDs(0, NULL, n);
+    cl_int e = clx_get_platforms(0, NULL, n);
     if (e == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (e == CL_SUCCESS && *n == 0)) {
         *n = 0;
         return CLS_OK;
@@ -80,15 +84,41 @@ static cls_status platforms(cl_platform_id **out, cl_uint *n)
     if (e != CL_SUCCESS) return clx_fail("clGetPlatformIDs", e);
     *out = calloc(*n, sizeof **out);
     if (!*out) return err_set(CLS_E_NOMEM, "out of memory");
-    CLX_TRY(clGetPlatformIDs(*n, *out, NULL));
+    CLX_TRY(clx_get_platforms(*n, *out, NULL));
     return CLS_OK;
+}
+
+/* No platform loaded: either none is installed, or one is (an ICD file names it) and it could
+ * not be loaded, which under an address-space limit is a lack of memory, not of a platform. */
+static cls_status no_platform(void)
+{
+    const char *vendors = getenv("OCL_ICD_VENDORS");
+    if (!vendors || !*vendors) vendors = "/etc/OpenCL/vendors";
+    int installed = 0;
+    DIR *d = opendir(vendors);
+    for (struct dirent *de; d && !installed && (de = readdir(d));) {
+        size_t n = strlen(de->d_name);
+        installed = n > 4 && strcmp(de->d_name + n - 4, ".icd") == 0;
+    }
+    if (d) closedir(d);
+    struct rlimit rl;
+    int limited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+    if (installed && limited)
+        return err_set(CLS_E_NOMEM, "an OpenCL platform is installed (%s) but could not be loaded "
+                       "under the address-space limit of %llu MB (ulimit -v); '-d ref' runs without OpenCL",
+                       vendors, (unsigned long long)(rl.rlim_cur >> 20));
+    if (installed)
+        return err_set(CLS_E_NODEVICE, "an OpenCL platform is installed (%s) but none could be loaded (out of "
+                       "memory, or a broken installation); '-d ref' runs without OpenCL", vendors);
+    return err_set(CLS_E_NODEVICE, "no OpenCL platform is installed (for a CPU device, install pocl-opencl-icd); "
+                                   "'-d ref' runs the plain-C reference engine without OpenCL");
 }
 
 static cls_status devices_of(cl_platform_id p, cl_device_id **out, cl_uint *n)
 {
     *out = NULL;
     *n = 0;
-    cl_int e = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, n);
+    cl_int e = clx_get_devices(p, 0, NULL, n);
     if (e == CL_DEVICE_NOT_FOUND) {
         *n = 0;
         return CLS_OK;
@@ -96,7 +126,7 @@ static cls_status devices_of(cl_platform_id p, cl_device_id **out, cl_uint *n)
     if (e != CL_SUCCESS) return clx_fail("clGetDeviceIDs", e);
     *out = calloc(*n ? *n : 1, sizeof **out);
     if (!*out) return err_set(CLS_E_NOMEM, "out of memory");
-    CLX_TRY(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, *n, *out, NULL));
+    CLX_TRY(clx_get_devices(p, *n, *out, NULL));
     return CLS_OK;
 }
 
@@ -149,9 +179,7 @@ cls_status clx_select(const char *spec, clx_device *out)
     cl_uint np;
     cls_status s = platforms(&ps, &np);
     if (s != CLS_OK) return s;
-    if (np == 0)
-        return err_set(CLS_E_NODEVICE, "no OpenCL platform is installed (for a CPU device, install pocl-opencl-icd); "
-                                       "'-d ref' runs the plain-C reference engine without OpenCL");
+    if (np == 0) return no_platform();
     /* Two passes for auto: GPUs first, then CPUs. */
     for (int pass = 0; pass < 2 && s == CLS_OK; pass++) {
         for (cl_uint pi = 0; pi < np && s == CLS_OK; pi++) {

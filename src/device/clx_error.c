@@ -34,8 +34,13 @@ const char *clx_errname(cl_int e)
 
 cls_status clx_fail(const char *call, cl_int err)
 {
+    /* the host's memory, not the device's: the runtime itself could not allocate (or threw,
+     * clx_guard.cpp), as under a memory limit */
+    if (err == CL_OUT_OF_HOST_MEMORY)
+        return err_set(CLS_E_NOMEM, "%s failed: %s (%d): the OpenCL runtime is out of host memory (a memory limit "
+                       "such as ulimit -v?)", call, clx_errname(err), (int)err);
     cls_status s = (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-                    err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
+                    err == CL_INVALID_BUFFER_SIZE)
                        ? CLS_E_DEVMEM
                        : CLS_E_OPENCL;
     return err_set(s, "%s failed: %s (%d)%s", call, clx_errname(err), (int)err,

@@ -11,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "device/clx.h"
+#include "device/clx_guard.h"
 #include "util/err.h"
 
 extern const clx_source cls_embedded_kernels[];
@@ -146,15 +148,54 @@ static void cache_write(const char *dir, const char *path, uint64_t key, const u
     if (!ok || rename(tmp, path) != 0) remove(tmp);
 }
 
-static cls_status build_log_error(cl_program prog, cl_device_id dev, cl_int err, const char *options)
+/* Whether the build log of prog is empty (or white space only). */
+static int log_is_empty(cl_program prog, cl_device_id dev)
+{
+    size_t len = 0;
+    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) != CL_SUCCESS || len <= 1) return 1;
+    char *log = malloc(len + 1);
+    if (!log) return 0;
+    int empty = 1;
+    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, len, log, NULL) == CL_SUCCESS)
+        for (size_t i = 0; i < len && log[i]; i++) empty &= log[i] == ' ' || log[i] == '\n' || log[i] == '\t' || log[i] == '\r';
+    free(log);
+    return empty;
+}
+
+/* Compiling the kernels takes LLVM a few hundred MB, and where that memory is missing LLVM and
+ * POCL abort the process (LLVM's own out-of-memory handler, a thread that cannot start: nothing
+ * clx_guard.cpp can catch). Under an address-space limit (ulimit -v) the room left is known, so
+ * a start that cannot compile is refused with a clear message before it begins. */
+/* measured with POCL 3.1 (LLVM 15): a cold start segfaulted with 390 MB left and compiled with
+ * 439 MB; 480 keeps a margin */
+#define CLX_COMPILE_NEEDS_MB 480
+static cls_status room_to_compile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return CLS_OK;
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    int got = f && fscanf(f, "%llu", &pages) == 1;
+    if (f) fclose(f);
+    if (!got) return CLS_OK;
+    unsigned long long used = pages * (unsigned long long)sysconf(_SC_PAGESIZE), limit = rl.rlim_cur;
+    unsigned long long left = limit > used ? (limit - used) >> 20 : 0;
+    if (left >= (unsigned long long)CLX_COMPILE_NEEDS_MB) return CLS_OK;
+    return err_set(CLS_E_NOMEM, "compiling the kernels needs about %u MB of address space and the "
+                   "limit (ulimit -v, %llu MB) leaves %llu MB; raise it, or run once without it to fill the kernel "
+                   "cache", CLX_COMPILE_NEEDS_MB, limit >> 20, left);
+}
+
+static cls_status build_log_error(cl_program prog, cl_device_id dev, cl_int err, const char *options, int retried)
 {
     size_t len = 0;
     clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
     char *log = malloc(len + 1);
     if (log && clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, len, log, NULL) == CL_SUCCESS) log[len] = '\0';
     else if (log) log[0] = '\0';
-    cls_status s = err_set(CLS_E_BUILD, "clBuildProgram failed: %s (%d)\noptions: %s\nbuild log:\n%s",
-                           clx_errname(err), (int)err, options, log ? log : "(out of memory)");
+    cls_status s = err_set(CLS_E_BUILD, "clBuildProgram failed: %s (%d)%s\noptions: %s\nbuild log:\n%s",
+                           clx_errname(err), (int)err, retried ? " (the second attempt: the first failed with an empty build log)" : "",
+                           options, log ? log : "(out of memory)");
     free(log);
     return s;
 }
@@ -196,11 +237,10 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
     size_t blen = 0;
     unsigned char *bin = have_dir ? cache_read(path, key, &blen) : NULL;
     if (bin) {
-        const unsigned char *bp = bin;
         cl_int bstatus;
-        prog = clCreateProgramWithBinary(ctx, 1, &dev->device, &blen, &bp, &bstatus, &e);
+        prog = clx_program_from_binary(ctx, dev->device, bin, blen, &bstatus, &e);
         if (prog && e == CL_SUCCESS && bstatus == CL_SUCCESS &&
-            clBuildProgram(prog, 1, &dev->device, options, NULL, NULL) == CL_SUCCESS) {
+            clx_build_program(prog, dev->device, options) == CL_SUCCESS) {
             *from_cache = 1;
         } else if (prog) { /* stale or foreign entry: fall through to a fresh build */
             clReleaseProgram(prog);
@@ -211,15 +251,33 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
     if (!prog) {
         if (have_dir) err_notice("compiling kernels for %s (once; cached in %s)", dev->info.name, dir);
         else err_notice("compiling kernels for %s (no cache folder: every start compiles)", dev->info.name);
-        const char *sp = src;
-        prog = clCreateProgramWithSource(ctx, 1, &sp, &src_len, &e);
-        if (!prog || e != CL_SUCCESS) {
+        if ((s = room_to_compile()) != CLS_OK) {
             free(src);
-            return clx_fail("clCreateProgramWithSource", e);
+            return s;
         }
-        e = clBuildProgram(prog, 1, &dev->device, options, NULL, NULL);
-        if (e != CL_SUCCESS) {
-            s = build_log_error(prog, dev->device, e, options);
+        /* A build that fails with no log said nothing about the source: it was seen once in 32
+         * processes compiling at the same time on a cold start. It is tried once more, and only
+         * a second failure is reported. */
+        for (int attempt = 0;; attempt++) {
+            prog = clx_program_from_source(ctx, src, src_len, &e);
+            if (!prog || e != CL_SUCCESS) {
+                free(src);
+                if (prog) clReleaseProgram(prog);
+                return clx_fail("clCreateProgramWithSource", e);
+            }
+            e = clx_build_program(prog, dev->device, options);
+            if (e == CL_SUCCESS) break;
+            if (e == CL_OUT_OF_HOST_MEMORY) {
+                clReleaseProgram(prog);
+                free(src);
+                return clx_fail("clBuildProgram", e);
+            }
+            if (attempt == 0 && log_is_empty(prog, dev->device)) {
+                err_notice("clBuildProgram failed with %s and an empty build log: building once more", clx_errname(e));
+                clReleaseProgram(prog);
+                continue;
+            }
+            s = build_log_error(prog, dev->device, e, options, attempt > 0);
             clReleaseProgram(prog);
             free(src);
             return s;

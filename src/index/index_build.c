@@ -41,6 +41,7 @@
 #include "util/path.h"
 #include "index/index.h"
 #include "index/index_write.h"
+#include "util/strset.h"
 #include "util/vec.h"
 
 /* Batch size: documents' bytes (docnos and texts) or count, whichever fills first. */
@@ -270,6 +271,9 @@ struct cls_builder {
     uint64_t num_tokens;
     cls_status failed;   /* a failure inside the analyser callback (serial path) */
     uint32_t docs_added; /* documents accepted by cls_builder_add (inverted or in flight) */
+    strset ids;          /* the ids of those documents, numbered by docID */
+    uint64_t duplicates; /* documents skipped for an id seen before (allow_dups) */
+    int allow_dups;      /* cls_builder_allow_duplicate_ids */
 
     /* threads: 0 until the first add decides; 1 = serial */
     unsigned nthreads;
@@ -887,6 +891,17 @@ static cls_status add_doc(cls_builder *b, const cls_doc *d)
                        b->docs_added + 1);
     if (b->docs_added == UINT32_MAX - 1)
         return err_set(CLS_E_ARG, "too many documents for 32-bit docIDs");
+    /* a repeated id would put one name at two ranks of every result list it is in */
+    uint32_t first;
+    if (strset_find(&b->ids, docno, docno_len, &first)) {
+        if (b->allow_dups) {
+            b->duplicates++;
+            return CLS_OK;
+        }
+        return err_set(CLS_E_FORMAT, "document %u: id '%.*s' was already given to document %u (ids must be unique; "
+                       "allowing duplicates keeps the first)", b->docs_added + 1,
+                       (int)(docno_len > 200 ? 200 : docno_len), docno, first + 1);
+    }
     cls_status s = fields_reserve(b, d);
     if (s != CLS_OK) return s;
     if (b->nthreads == 0) b->nthreads = resolve_threads(&b->opts);
@@ -894,8 +909,22 @@ static cls_status add_doc(cls_builder *b, const cls_doc *d)
     if (b->nthreads > 1) s = add_threaded(b, docno, docno_len, text, text_len);
     else s = add_serial(b, docno, docno_len, text, text_len);
     /* a document counted is one the index will hold (or the builder failed for good) */
-    if (b->docs_added != before) fields_append(b, d);
+    if (b->docs_added != before) {
+        fields_append(b, d);
+        if (strset_add(&b->ids, docno, docno_len, NULL) < 0 && s == CLS_OK)
+            s = set_sticky(b, CLS_E_NOMEM, "indexing: out of memory for the document ids");
+    }
     return s;
+}
+
+uint64_t cls_builder_duplicates(const cls_builder *b) { return b ? b->duplicates : 0; }
+
+cls_status cls_builder_allow_duplicate_ids(cls_builder *b, int allow)
+{
+    if (!b) return err_set(CLS_E_ARG, "cls_builder_allow_duplicate_ids: builder is NULL");
+    if (b->docs_added) return err_set(CLS_E_ARG, "cls_builder_allow_duplicate_ids: documents were already added");
+    b->allow_dups = allow != 0;
+    return CLS_OK;
 }
 
 cls_status cls_builder_add(cls_builder *b, const char *docno, size_t docno_len, const char *text,
@@ -1025,6 +1054,7 @@ void cls_builder_free(cls_builder *b)
     free(b->docno_off);
     free(b->docno);
     fields_free(b);
+    strset_free(&b->ids);
     for (uint32_t i = 0; i < b->nroots; i++) free(b->roots[i]);
     free(b->roots);
     free(b);
