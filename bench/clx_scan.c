@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "clx_scan.h"
+#include "device/clx_guard.h"
 #include "util/err.h"
 
 #define MAX_LEVELS 8
@@ -20,7 +21,7 @@ cls_status clx_queue_open(const char *spec, clx_queue *out)
     cls_status s = clx_select(spec, &out->dev);
     if (s != CLS_OK) return s;
     cl_int err;
-    out->ctx = clCreateContext(NULL, 1, &out->dev.device, NULL, NULL, &err);
+    out->ctx = clx_create_context(out->dev.device, &err); /* POCL may throw: clx_guard.cpp */
     if (!out->ctx || err != CL_SUCCESS) return clx_fail("clCreateContext", err);
     out->q = clCreateCommandQueue(out->ctx, out->dev.device, CL_QUEUE_PROFILING_ENABLE, &err);
     if (!out->q || err != CL_SUCCESS) {

@@ -22,6 +22,7 @@
 #include "codec/codec.h"
 #include "index/bm25.h"
 #include "index/checksum.h"
+#include "device/clx_guard.h"
 #include "device/dev.h"
 #include "query/engine.h"
 #include "util/err.h"
@@ -373,7 +374,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
         goto fail;
     }
     cl_int err;
-    e->ctx = clCreateContext(NULL, 1, &e->dev.device, NULL, NULL, &err);
+    e->ctx = clx_create_context(e->dev.device, &err); /* POCL may throw: clx_guard.cpp */
     if (!e->ctx || err != CL_SUCCESS) {
         s = clx_fail("clCreateContext", err);
         goto fail;
