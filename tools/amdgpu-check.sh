@@ -17,8 +17,8 @@ if [ -z "$work" ]; then
   trap 'rm -rf "$work"' EXIT
 fi
 "$root/tools/deps.sh" clang-15 llvm-spirv-15
-clang=clang-15
-spirv=llvm-spirv-15
+clang="clang-15"
+spirv="llvm-spirv-15"
 [ -x "$variants" ] || { echo "amdgpu-check: no $variants (build the tests: cmake -DCLSEARCH_TESTS=ON)" >&2; exit 1; }
 
 rm -rf "$work/src" "$work/out"
