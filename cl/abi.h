@@ -12,7 +12,14 @@
 #ifndef CLS_ABI_H
 #define CLS_ABI_H
 
-#ifdef __OPENCL_VERSION__
+/* OpenCL C compilers predefine __OPENCL_VERSION__ (the device's version) or, like clang's own
+ * front end as AMD's and the SPIR-V toolchains use it, only __OPENCL_C_VERSION__: either one
+ * means device code. */
+#if defined(__OPENCL_VERSION__) || defined(__OPENCL_C_VERSION__)
+#define ABI_DEVICE 1
+#endif
+
+#ifdef ABI_DEVICE
 #define ABI_U32 uint
 #else
 #include <stddef.h>
@@ -152,7 +159,7 @@ typedef struct abi_place {
 /* One more word after them counts the blocks block skipping chose to decode in the batch. */
 #define ABI_OUT_NSEL(Q, k) ABI_OUT_WORDS(Q, k)
 
-#ifndef __OPENCL_VERSION__
+#ifndef ABI_DEVICE
 _Static_assert(sizeof(float) == 4, "the device's float is 32 bits");
 _Static_assert(sizeof(idx_block) == 32 && offsetof(idx_block, offset) == 8 && offsetof(idx_block, info) == 12 && offsetof(idx_block, max_score) == 24,
                "idx_block is the file's 32-byte block record");
