@@ -42,10 +42,11 @@ static int on_query_term(void *user, const char *term, size_t len)
         c->q->unknown++;
         return 0;
     }
-    batch_term *t = b->terms + c->q->term_start;
-    for (uint32_t i = 0; i < c->q->num_terms; i++) /* queries are short: a scan is enough */
-        if (t[i].term == id) {
-            t[i].qtf++;
+    /* queries are short: a scan is enough (none before the batch's first term: the array may
+     * still be NULL, and NULL + 0 is undefined) */
+    for (uint32_t i = 0; i < c->q->num_terms; i++)
+        if (b->terms[c->q->term_start + i].term == id) {
+            b->terms[c->q->term_start + i].qtf++;
             return 0;
         }
     if (!vec_reserve(&b->terms, &b->terms_cap, b->nterms + 1, sizeof *b->terms)) {
