@@ -23,6 +23,7 @@
 #include "codec/codec.h"
 #include "index/bm25.h"
 #include "index/checksum.h"
+#include "util/fault.h"
 #include "util/err.h"
 
 #define SECTION_NAME(id)                                                                          \
@@ -35,7 +36,14 @@
 
 static uint64_t align_up(uint64_t x) { return (x + IDX_ALIGN - 1) & ~(uint64_t)(IDX_ALIGN - 1); }
 
-static int write_all(FILE *f, const void *p, uint64_t n) { return n == 0 || fwrite(p, 1, (size_t)n, f) == n; }
+static int write_all(FILE *f, const void *p, uint64_t n)
+{
+    if (n && fault_hit(FAULT_WRITE)) { /* CLSEARCH_FAULT's write faults: a full disk */
+        errno = ENOSPC;
+        return 0;
+    }
+    return n == 0 || fwrite(p, 1, (size_t)n, f) == n;
+}
 
 cls_status idx_file_write(const char *path, const idx_file_parts *p)
 {
