@@ -22,6 +22,12 @@ cls_status cls_batch_create(const cls_index *idx, cls_batch **out)
         free(b);
         return s;
     }
+    /* The term array is never NULL: the engines form bt->terms + term_start for every query,
+     * the query of no known term included, and NULL + 0 is undefined. */
+    if (!vec_reserve(&b->terms, &b->terms_cap, 1, sizeof *b->terms)) {
+        cls_batch_free(b);
+        return err_set(CLS_E_NOMEM, "cls_batch_create: out of memory");
+    }
     b->idx = idx;
     *out = b;
     return CLS_OK;
@@ -42,11 +48,10 @@ static int on_query_term(void *user, const char *term, size_t len)
         c->q->unknown++;
         return 0;
     }
-    /* queries are short: a scan is enough (none before the batch's first term: the array may
-     * still be NULL, and NULL + 0 is undefined) */
-    for (uint32_t i = 0; i < c->q->num_terms; i++)
-        if (b->terms[c->q->term_start + i].term == id) {
-            b->terms[c->q->term_start + i].qtf++;
+    batch_term *t = b->terms + c->q->term_start;
+    for (uint32_t i = 0; i < c->q->num_terms; i++) /* queries are short: a scan is enough */
+        if (t[i].term == id) {
+            t[i].qtf++;
             return 0;
         }
     if (!vec_reserve(&b->terms, &b->terms_cap, b->nterms + 1, sizeof *b->terms)) {
