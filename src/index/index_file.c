@@ -335,7 +335,7 @@ cls_status cls_index_open(const char *path, cls_index **out)
         close(fd);
         return err_set(CLS_E_IO, "%s: not a regular file", path);
     }
-    cls_index *x = calloc(1, sizeof *x);
+    cls_index *x = fault_calloc(1, sizeof *x);
     if (!x) {
         close(fd);
         return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
@@ -603,9 +603,9 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
     if (threads > 1024) threads = 1024;
     const uint64_t N = x->num_docs;
     const uint64_t wchunks = ck_nchunks(x->num_words * 4);
-    float *norms = malloc(((size_t)N + 1) * sizeof *norms);
-    pthread_t *th = calloc(threads, sizeof *th);
-    uint64_t *digests = malloc(((size_t)wchunks + 1) * sizeof *digests);
+    float *norms = fault_malloc(((size_t)N + 1) * sizeof *norms);
+    pthread_t *th = fault_calloc(threads, sizeof *th);
+    uint64_t *digests = fault_malloc(((size_t)wchunks + 1) * sizeof *digests);
     if (!norms || !th || !digests) {
         free(norms), free(th), free(digests);
         return err_set(CLS_E_NOMEM, "checking %s: out of memory for %llu document norms", x->path,
