@@ -32,6 +32,7 @@ check() {
   if [ "$rc" = 0 ]; then
     survived=$((survived + 1))
     cmp -s "$out" "$clean" || bad "$what: exit 0 but the output differs from the clean one"
+    [ "$(ls "$tmp/out" | wc -l)" = 1 ] || bad "$what: exit 0 but left $(ls "$tmp/out" | tr '\n' ' ')"
   else
     stopped=$((stopped + 1))
     [ "${show:-0}" = 1 ] && say "$what: exit $rc: $(tail -1 "$tmp/err")"
