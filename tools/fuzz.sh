@@ -6,7 +6,6 @@
 # did it is left in build-fuzz/crashes/. Prints one line per harness: runs, coverage (cov) and
 # features (ft) as libFuzzer counts them (docs/FUZZING.md).
 #   tools/fuzz.sh SECONDS [HARNESS...]      (default: every harness)
-# FUZZ_JOBS=N runs N harnesses at once (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:?usage: tools/fuzz.sh SECONDS [HARNESS...]}
