@@ -37,6 +37,7 @@
 #include "codec/codec.h"
 #include "generate.h"
 #include "util/err.h"
+#include "util/fault.h"
 #include "util/strset.h"
 #include "util/tmpfile.h"
 #include "util/utf8.h"
@@ -657,6 +658,10 @@ static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cl
         const uint32_t *docs;
         const float *scores;
         cls_results_get(r, q, &n, &docs, &scores);
+        if (fault_hit(FAULT_WRITE)) { /* CLSEARCH_FAULT's write faults: a full disk */
+            errno = ENOSPC;
+            return 0;
+        }
         for (size_t j = 0; j < n; j++) {
             if (fprintf(f, "%s Q0 %s %zu %.6f %s", cls_batch_qid(b, q), cls_index_docno(idx, docs[j]), j + 1,
                         (double)scores[j], tag) < 0)

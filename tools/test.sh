@@ -21,6 +21,11 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLSEARCH_WERROR=ON -DCLS
 cmake --build build -j"$jobs"
 (cd build && ctest -j"$jobs" --no-tests=error)
 
+# A few seconds of every fuzz harness (clang, ASan+UBSan, build-fuzz/): a reader that crashes on
+# what a short run finds fails CI; the long campaigns are docs/FUZZING.md's.
+echo "== fuzz each harness briefly"
+tools/fuzz.sh 2
+
 if [ $sanitize = 1 ]; then
   echo "== build and test under ASan + UBSan"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCLSEARCH_SANITIZE=ON -DCLSEARCH_WERROR=ON \

@@ -25,6 +25,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "clsearch.h"
 #include "util/err.h"
+#include "util/fault.h"
 #include "util/tmpfile.h"
 #include "util/path.h"
 
@@ -655,7 +656,8 @@ static void put_message(writer *w, const ProtobufCMessage *m)
         return;
     }
     errno = 0;
-    if (fwrite(w->buf, 1, k + n, w->f) != k + n) w->err = errno ? errno : EIO;
+    if (fault_hit(FAULT_WRITE)) w->err = ENOSPC; /* CLSEARCH_FAULT's write faults: a full disk */
+    else if (fwrite(w->buf, 1, k + n, w->f) != k + n) w->err = errno ? errno : EIO;
 }
 
 /* Where to write: a temporary file beside the target (the target itself, or what a symbolic

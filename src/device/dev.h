@@ -123,6 +123,8 @@ typedef struct dev_batch {
 
 /* Grows b to at least need bytes (what names it in errors). */
 cls_status dev_buf_need(clx_engine *e, dbuf *b, size_t need, const char *what);
+/* clCreateBuffer, failing as CLSEARCH_FAULT's device-alloc faults (util/fault.h) say. */
+cl_mem dev_create_buffer(cl_context ctx, cl_mem_flags flags, size_t size, void *host, cl_int *err);
 void dev_buf_release(dbuf *b);
 
 /* One kernel argument. DEV_MEM(x) and DEV_U32(x) take lvalues (their address is kept). */

@@ -132,7 +132,7 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
 {
     cl_int err;
     cls_status s = CLS_OK;
-    *out = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, bytes > DEV_MIN_BUF ? bytes : DEV_MIN_BUF, NULL, &err);
+    *out = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY, bytes > DEV_MIN_BUF ? bytes : DEV_MIN_BUF, NULL, &err);
     if (!*out || err != CL_SUCCESS) {
         *out = NULL;
         return err_wrap(clx_fail("clCreateBuffer", err), "uploading %s (%zu bytes): ", what, bytes);
@@ -163,7 +163,7 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     for (unsigned i = 0; xxh && i < (fillers ? fillers : 1) && s == CLS_OK; i++)
         if (!(hs[i] = XXH3_createState())) s = err_set(CLS_E_NOMEM, "out of memory");
     for (unsigned k = 0; k < stages && s == CLS_OK; k++) {
-        stage[k] = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, chunk, NULL, &err);
+        stage[k] = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, chunk, NULL, &err);
         if (!stage[k] || err != CL_SUCCESS) {
             stage[k] = NULL;
             s = clx_fail("clCreateBuffer(staging)", err);
@@ -323,12 +323,12 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
     e->cached = 1;
     e->stage_words = stage / 4;
     cl_int err;
-    e->d_words = clCreateBuffer(e->ctx, CL_MEM_READ_WRITE, nw * 4, NULL, &err);
+    e->d_words = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE, nw * 4, NULL, &err);
     if (!e->d_words || err != CL_SUCCESS) {
         e->d_words = NULL;
         return err_wrap(clx_fail("clCreateBuffer", err), "the list cache's words (%llu bytes): ", (unsigned long long)nw * 4);
     }
-    e->d_blocks = clCreateBuffer(e->ctx, CL_MEM_READ_WRITE, nb * sizeof(idx_block), NULL, &err);
+    e->d_blocks = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE, nb * sizeof(idx_block), NULL, &err);
     if (!e->d_blocks || err != CL_SUCCESS) {
         e->d_blocks = NULL;
         return err_wrap(clx_fail("clCreateBuffer", err), "the list cache's block records (%llu bytes): ",
@@ -336,7 +336,7 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
     }
     if ((s = dev_buf_need(e, &e->stage, stage, "the list cache's staging buffer")) != CLS_OK) return s;
     /* its host side pinned (mapped once), so a staging load travels at the link's speed */
-    e->stage_host = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, stage, NULL, &err);
+    e->stage_host = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, stage, NULL, &err);
     if (!e->stage_host || err != CL_SUCCESS) {
         e->stage_host = NULL;
         return clx_fail("clCreateBuffer(list cache staging)", err);
@@ -391,7 +391,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     size_t wbytes = (size_t)idx->num_words * 4, bbytes = (size_t)idx->num_blocks * sizeof(idx_block);
     size_t nbytes = ((size_t)idx->num_docs + 1) * sizeof(float);
     if ((s = place_index(e, device_mem, wbytes, bbytes, nbytes)) != CLS_OK) goto fail;
-    e->d_norms = clCreateBuffer(e->ctx, CL_MEM_READ_ONLY, nbytes, NULL, &err);
+    e->d_norms = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY, nbytes, NULL, &err);
     if (!e->d_norms || err != CL_SUCCESS) {
         e->d_norms = NULL;
         s = clx_fail("clCreateBuffer", err);
@@ -690,6 +690,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
     uint64_t q0 = 0;
+    unsigned splits = 0;
     while (q0 < bt->nq) {
         plan_begin(&e->plan, algo, kk, &lim, e->order, q0);
         int added = 1;
@@ -710,6 +711,13 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         }
         dev_profile_collect(e, s == CLS_OK);
         e->batches++;
+        /* A device allocation that failed: the batch again in halves, down to one query (the
+         * later batches stay within the smaller limits); an error only when one query fails. */
+        if (s == CLS_E_DEVMEM && e->plan.nq > 1 && splits++ < 32) {
+            lim.max_queries = e->plan.nq / 2;
+            if (lim.cost_floor > lim.max_queries) lim.cost_floor = lim.max_queries;
+            continue;
+        }
         if (s != CLS_OK) return s;
         q0 += e->plan.nq;
     }

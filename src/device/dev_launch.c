@@ -7,7 +7,17 @@
 
 #include "device/dev.h"
 #include "util/err.h"
+#include "util/fault.h"
 #include "util/vec.h"
+
+cl_mem dev_create_buffer(cl_context ctx, cl_mem_flags flags, size_t size, void *host, cl_int *err)
+{
+    if (fault_hit(FAULT_DEVICE_ALLOC)) {
+        *err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+        return NULL;
+    }
+    return clCreateBuffer(ctx, flags, size, host, err);
+}
 
 cls_status dev_buf_need(clx_engine *e, dbuf *b, size_t need, const char *what)
 {
@@ -21,7 +31,7 @@ cls_status dev_buf_need(clx_engine *e, dbuf *b, size_t need, const char *what)
     size_t cap = need + need / 8;
     if (cap > e->dev.info.max_alloc) cap = need;
     cl_int err;
-    b->mem = clCreateBuffer(e->ctx, CL_MEM_READ_WRITE, cap, NULL, &err);
+    b->mem = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE, cap, NULL, &err);
     if (!b->mem || err != CL_SUCCESS) {
         b->mem = NULL;
         b->cap = 0;
@@ -72,7 +82,8 @@ cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsig
     if (groups == 0) return CLS_OK;
     size_t global = groups * wg;
     cl_event ev = NULL;
-    cl_int err = clEnqueueNDRangeKernel(e->queue, k, 1, NULL, &global, &wg, 0, NULL, &ev);
+    cl_int err = fault_hit(FAULT_ENQUEUE) ? CL_OUT_OF_RESOURCES
+                                          : clEnqueueNDRangeKernel(e->queue, k, 1, NULL, &global, &wg, 0, NULL, &ev);
     if (err != CL_SUCCESS) return err_wrap(clx_fail("clEnqueueNDRangeKernel", err), "kernel %s: ", kernel);
     assert(e->nevents < DEV_MAX_EVENTS);
     e->events[e->nevents++] = (dev_event){.ev = ev, .step = step_of(e, step, 0)};

@@ -23,6 +23,7 @@
 #include "codec/codec.h"
 #include "index/bm25.h"
 #include "index/checksum.h"
+#include "util/fault.h"
 #include "util/err.h"
 #include "util/tmpfile.h"
 
@@ -36,7 +37,14 @@
 
 static uint64_t align_up(uint64_t x) { return (x + IDX_ALIGN - 1) & ~(uint64_t)(IDX_ALIGN - 1); }
 
-static int write_all(FILE *f, const void *p, uint64_t n) { return n == 0 || fwrite(p, 1, (size_t)n, f) == n; }
+static int write_all(FILE *f, const void *p, uint64_t n)
+{
+    if (n && fault_hit(FAULT_WRITE)) { /* CLSEARCH_FAULT's write faults: a full disk */
+        errno = ENOSPC;
+        return 0;
+    }
+    return n == 0 || fwrite(p, 1, (size_t)n, f) == n;
+}
 
 cls_status idx_file_write(const char *path, const idx_file_parts *p)
 {
@@ -333,7 +341,7 @@ cls_status cls_index_open(const char *path, cls_index **out)
         close(fd);
         return err_set(CLS_E_IO, "%s: not a regular file", path);
     }
-    cls_index *x = calloc(1, sizeof *x);
+    cls_index *x = fault_calloc(1, sizeof *x);
     if (!x) {
         close(fd);
         return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
@@ -601,9 +609,9 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
     if (threads > 1024) threads = 1024;
     const uint64_t N = x->num_docs;
     const uint64_t wchunks = ck_nchunks(x->num_words * 4);
-    float *norms = malloc(((size_t)N + 1) * sizeof *norms);
-    pthread_t *th = calloc(threads, sizeof *th);
-    uint64_t *digests = malloc(((size_t)wchunks + 1) * sizeof *digests);
+    float *norms = fault_malloc(((size_t)N + 1) * sizeof *norms);
+    pthread_t *th = fault_calloc(threads, sizeof *th);
+    uint64_t *digests = fault_malloc(((size_t)wchunks + 1) * sizeof *digests);
     if (!norms || !th || !digests) {
         free(norms), free(th), free(digests);
         return err_set(CLS_E_NOMEM, "checking %s: out of memory for %llu document norms", x->path,

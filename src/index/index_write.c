@@ -15,6 +15,7 @@
 #include "index/index_file.h"
 #include "index/bm25.h"
 #include "util/vec.h"
+#include "util/fault.h"
 
 void cls_build_defaults(cls_build_opts *o)
 {
@@ -142,10 +143,10 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     double avgdl = N && tokens ? (double)tokens / N : 1.0;
 
     uint64_t max_blocks = P / B + T + 1;
-    idx_term *terms = calloc((size_t)T + 1, sizeof *terms);
-    idx_block *blocks = malloc((size_t)max_blocks * sizeof *blocks);
-    float *norm = malloc(((size_t)N + 1) * sizeof *norm);
-    uint32_t *vals = malloc(((size_t)N + 1) * 4); /* one list's stream values, for pfor's list width */
+    idx_term *terms = fault_calloc((size_t)T + 1, sizeof *terms);
+    idx_block *blocks = fault_malloc((size_t)max_blocks * sizeof *blocks);
+    float *norm = fault_malloc(((size_t)N + 1) * sizeof *norm);
+    uint32_t *vals = fault_malloc(((size_t)N + 1) * 4); /* one list's stream values, for pfor's list width */
     idx_words wb = {0};
     if (!terms || !blocks || !norm || !vals) {
         st = err_set(CLS_E_NOMEM, "writing the index: out of memory");

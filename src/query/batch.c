@@ -22,6 +22,12 @@ cls_status cls_batch_create(const cls_index *idx, cls_batch **out)
         free(b);
         return s;
     }
+    /* The term array is never NULL: the engines form bt->terms + term_start for every query,
+     * the query of no known term included, and NULL + 0 is undefined. */
+    if (!vec_reserve(&b->terms, &b->terms_cap, 1, sizeof *b->terms)) {
+        cls_batch_free(b);
+        return err_set(CLS_E_NOMEM, "cls_batch_create: out of memory");
+    }
     b->idx = idx;
     *out = b;
     return CLS_OK;

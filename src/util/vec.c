@@ -1,6 +1,8 @@
 /* Growable arrays (vec.h). */
 #include "util/vec.h"
 
+#include "util/fault.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 int vec_grow(void *pp, size_t *cap, size_t need, size_t elem_size)
 {
     if (need <= *cap) return 1;
+    if (fault_hit(FAULT_HOST_ALLOC)) return 0;
     if (elem_size == 0 || need > SIZE_MAX / elem_size) return 0;
     const size_t max = SIZE_MAX / elem_size; /* elements that fit in SIZE_MAX bytes */
     size_t c = *cap ? *cap : VEC_MIN_BYTES / elem_size;

@@ -1,0 +1,70 @@
+/* CLSEARCH_FAULT (fault.h): parsed once, on the first counted operation; the counters are atomic
+ * since the builder's analysis threads allocate too (a sweep runs those single-threaded, so
+ * that the Nth operation is the same one each run). */
+#include "util/fault.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[FAULT_KINDS] = {"device-alloc", "enqueue", "host-alloc", "write"};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int enabled;                       /* 0: CLSEARCH_FAULT unset, nothing counted */
+static int counting;                      /* CLSEARCH_FAULT=count */
+static uint64_t fail_at[FAULT_KINDS];     /* the operation to fail, 1-based; 0: none */
+static atomic_uint_fast64_t seen[FAULT_KINDS];
+
+static void report(void)
+{
+    fprintf(stderr, "clsearch fault counts:");
+    for (int k = 0; k < FAULT_KINDS; k++) fprintf(stderr, " %s %llu", kind_names[k], (unsigned long long)atomic_load(&seen[k]));
+    fputc('\n', stderr);
+}
+
+static void parse(void)
+{
+    const char *env = getenv("CLSEARCH_FAULT");
+    if (!env || !*env) return;
+    enabled = 1;
+    if (strcmp(env, "count") == 0) {
+        counting = 1;
+        atexit(report);
+        return;
+    }
+    /* KIND:N[,KIND:N...]; a malformed value stops the process: a test that names a kind
+     * wrongly must not pass as if the fault had been survived */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", env);
+    for (char *sp = NULL, *tok = strtok_r(buf, ",", &sp); tok; tok = strtok_r(NULL, ",", &sp)) {
+        char *colon = strchr(tok, ':');
+        int k = FAULT_KINDS;
+        if (colon) {
+            *colon = '\0';
+            for (k = 0; k < FAULT_KINDS && strcmp(tok, kind_names[k]) != 0; k++) {}
+        }
+        char *end = NULL;
+        unsigned long long n = colon ? strtoull(colon + 1, &end, 10) : 0;
+        if (k == FAULT_KINDS || n == 0 || *end) {
+            fprintf(stderr, "CLSEARCH_FAULT: '%s' is not KIND:N (kinds: device-alloc, enqueue, host-alloc, write; "
+                            "N from 1) or count\n", env);
+            exit(2);
+        }
+        fail_at[k] = n;
+    }
+}
+
+int fault_hit(fault_kind k)
+{
+    pthread_once(&once, parse);
+    if (!enabled) return 0;
+    uint64_t n = atomic_fetch_add(&seen[k], 1) + 1;
+    return !counting && n == fail_at[k];
+}
+
+void *fault_malloc(size_t n) { return fault_hit(FAULT_HOST_ALLOC) ? NULL : malloc(n); }
+
+void *fault_calloc(size_t n, size_t size) { return fault_hit(FAULT_HOST_ALLOC) ? NULL : calloc(n, size); }

@@ -1,0 +1,23 @@
+/* Fault injection, a testing aid: CLSEARCH_FAULT=KIND:N makes the Nth operation of that kind
+ * fail (counted from 1 over the process), as the system would fail it, so that the tests can
+ * walk every failure point of a search or an index build (tests/fault.sh). Kinds: device-alloc
+ * (device buffer creation: CL_MEM_OBJECT_ALLOCATION_FAILURE), enqueue (kernel launch:
+ * CL_OUT_OF_RESOURCES), host-alloc (the growable arrays and fault_malloc's callers: NULL),
+ * write (the index and run writers: a short write with ENOSPC). Several are comma-separated
+ * ("device-alloc:3,write:1"). CLSEARCH_FAULT=count fails nothing and prints, at exit, how many
+ * operations of each kind the process did: "clsearch fault counts: device-alloc 4 enqueue 9
+ * host-alloc 120 write 3". Unset (the normal case) it costs one load and a branch a call. */
+#ifndef CLS_FAULT_H
+#define CLS_FAULT_H
+
+#include <stddef.h>
+
+typedef enum fault_kind { FAULT_DEVICE_ALLOC, FAULT_ENQUEUE, FAULT_HOST_ALLOC, FAULT_WRITE, FAULT_KINDS } fault_kind;
+
+/* Counts one operation of kind k; 1 when it is to fail. */
+int fault_hit(fault_kind k);
+/* malloc and calloc that fail as host-alloc faults. */
+void *fault_malloc(size_t n);
+void *fault_calloc(size_t n, size_t size);
+
+#endif

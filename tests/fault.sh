@@ -1,0 +1,80 @@
+#!/bin/sh
+# Fault injection sweep (CLSEARCH_FAULT, src/util/fault.h): for a small index build and a search
+# on the OpenCL device (POCL here), counts the operations of each kind a clean run does, then
+# runs again once per operation with that one failing. Each run must either succeed with the
+# clean output (the search: the reference engine's run; the build: the clean index), or exit
+# non-zero with a message on stderr and leave neither the output nor a temporary file.
+#   fault.sh CLSEARCH SOURCE_DIR TMP_DIR DEVICE
+set -u
+bin=$1 src=$2 tmp=$3/fault dev=$4
+rm -rf "$tmp" && mkdir -p "$tmp/out" || exit 1
+fails=0 survived=0 stopped=0
+say() { echo "fault: $*"; }
+bad() { say "FAIL: $*"; fails=$((fails + 1)); }
+
+# A generated collection: 120 documents of 3 to 14 words of a 24-word vocabulary, 24 queries.
+awk 'BEGIN { srand(7); split("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega", w, " ");
+  for (d = 0; d < 120; d++) { n = 3 + int(rand() * 12); t = ""; for (i = 0; i < n; i++) t = t " " w[1 + int(rand() * 24)];
+    printf "{\"id\": \"doc%d\", \"contents\": \"%s\"}\n", d, t } }' >"$tmp/c.jsonl"
+awk 'BEGIN { srand(11); split("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega", w, " ");
+  for (q = 1; q <= 24; q++) { n = 1 + int(rand() * 4); t = ""; for (i = 0; i < n; i++) t = t " " w[1 + int(rand() * 24)];
+    printf "%d\t%s\n", q, t } }' >"$tmp/topics.tsv"
+
+# counts KIND: the operations of KIND the clean run whose stderr is in $tmp/count.err did
+counts() { sed -n "s/^clsearch fault counts:.* $1 \([0-9]*\).*/\1/p" "$tmp/count.err" | tail -1; }
+
+# check WHAT OUT CLEAN RC: the outcome of one faulty run (stderr in $tmp/err)
+check() {
+  what=$1 out=$2 clean=$3 rc=$4
+  if grep -q -e 'Sanitizer' -e 'runtime error' "$tmp/err"; then
+    bad "$what: sanitizer report"; sed -n 1,20p "$tmp/err"; return
+  fi
+  if [ "$rc" = 0 ]; then
+    survived=$((survived + 1))
+    cmp -s "$out" "$clean" || bad "$what: exit 0 but the output differs from the clean one"
+    [ "$(ls "$tmp/out" | wc -l)" = 1 ] || bad "$what: exit 0 but left $(ls "$tmp/out" | tr '\n' ' ')"
+  else
+    stopped=$((stopped + 1))
+    [ "${show:-0}" = 1 ] && say "$what: exit $rc: $(tail -1 "$tmp/err")"
+    [ -s "$tmp/err" ] || bad "$what: exit $rc without a message"
+    [ -e "$out" ] && bad "$what: exit $rc but $out exists"
+    if ls "$tmp/out" | grep -q .; then bad "$what: exit $rc left $(ls "$tmp/out" | head -3 | tr '\n' ' ')"; fi
+    [ "$rc" -ge 128 ] && bad "$what: killed by signal $((rc - 128))"
+  fi
+  rm -f "$tmp/out/"*
+}
+
+# ---- index build (one analysis thread, so that the Nth operation is the same one each run) ----
+build() { "$bin" index -q -c jsonl --threads 1 --block 64 --store none -o "$1" "$tmp/c.jsonl"; }
+build "$tmp/clean.idx" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+CLSEARCH_FAULT=count build "$tmp/count.idx" 2>"$tmp/count.err" || { cat "$tmp/count.err"; exit 1; }
+cmp -s "$tmp/count.idx" "$tmp/clean.idx" || { say "two clean builds differ: cannot compare"; exit 1; }
+runs=0
+for kind in host-alloc write device-alloc enqueue; do
+  n=$(counts $kind)
+  say "index: $kind: ${n:-?} operations"
+  i=1
+  while [ "$i" -le "${n:-0}" ]; do
+    CLSEARCH_FAULT=$kind:$i build "$tmp/out/x.idx" 2>"$tmp/err"
+    check "index $kind:$i" "$tmp/out/x.idx" "$tmp/clean.idx" $?
+    i=$((i + 1)) runs=$((runs + 1))
+  done
+done
+
+# ---- search on the device, against the reference engine ----------------------------------
+search() { "$bin" search -x "$tmp/clean.idx" -q "$tmp/topics.tsv" -k 10 -d "$1" -o "$2"; }
+search ref "$tmp/ref.run" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+CLSEARCH_FAULT=count search "$dev" "$tmp/count.run" 2>"$tmp/count.err" || { cat "$tmp/count.err"; exit 1; }
+cmp -s "$tmp/count.run" "$tmp/ref.run" || { say "the clean device run differs from the reference engine's"; exit 1; }
+for kind in device-alloc enqueue host-alloc write; do
+  n=$(counts $kind)
+  say "search: $kind: ${n:-?} operations"
+  i=1
+  while [ "$i" -le "${n:-0}" ]; do
+    CLSEARCH_FAULT=$kind:$i search "$dev" "$tmp/out/x.run" 2>"$tmp/err"
+    check "search $kind:$i" "$tmp/out/x.run" "$tmp/ref.run" $?
+    i=$((i + 1)) runs=$((runs + 1))
+  done
+done
+say "$runs faulty runs: $survived with the clean output, $stopped stopped with a message; $fails failures"
+[ $fails = 0 ]
