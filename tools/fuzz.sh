@@ -13,9 +13,10 @@ shift
 # clang and its sanitizer and fuzzer runtimes: only this script needs them.
 tools/deps.sh clang-14 libclang-rt-14-dev
 cc=$(command -v clang-14 || command -v clang)
+cxx=$(command -v clang++-14 || command -v clang++) # the library's one C++ file (clx_guard.cpp) too
 data=../shared/data
 out=build-fuzz
-cmake -S . -B $out -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLSEARCH_FUZZ=ON \
+cmake -S . -B $out -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLSEARCH_FUZZ=ON \
   -DCLSEARCH_TESTS=OFF -DCLSEARCH_SERVE=OFF -DCLSEARCH_CIFF=ON -DCLSEARCH_SANITIZE=OFF >/dev/null
 cmake --build $out -j2 --target fuzz_all >/dev/null
 
