@@ -5,7 +5,7 @@
  *                        [--lists 1e4,1e5,1e6] [--batch 64,1024] [--wg 64,128,256,512] [-r REPEATS]
  *                        [--mib 256] [--ceiling GBPS] [--json FILE]
  *
- * and: score_and over CANDS candidates in all, split over BATCH queries of TERMS terms (CANDS /
+ * and: score_and (bench/cl/score_and.cl) over CANDS candidates in all, split over BATCH queries of TERMS terms (CANDS /
  * BATCH each; configurations with fewer candidates than queries are skipped). Query q owns the
  * docIDs [4 q P, 4 (q + 1) P) for P candidates per query: in each block of 4 docIDs one is a
  * candidate, and each term's list holds it and one other docID of the block, so the lists are
@@ -276,7 +276,7 @@ out:
 /* score_and and score_or built for work-groups of wg (k[0], k[1]). */
 static cls_status sbuild(const clx_queue *q, unsigned wg, cl_program *prog, cl_kernel k[2])
 {
-    static const char *const files[] = {"and.cl", "or.cl", NULL}; /* score_and, score_or */
+    static const char *const files[] = {"and.cl", "score_and.cl", "or.cl", NULL}; /* bench/cl: score_and */
     static const char *const names[2] = {"score_and", "score_or"};
     char opts[128], note[4400];
     double secs;
@@ -285,7 +285,7 @@ static cls_status sbuild(const clx_queue *q, unsigned wg, cl_program *prog, cl_k
     /* built as the engine builds it, so scores match the reference to the bit */
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_SCORE=%u%s", wg,
              clx_correct_div(q->dev.device) ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
-    cls_status s = clx_build(q->ctx, &q->dev, files, opts, prog, &secs, &cached, note, sizeof note);
+    cls_status s = clx_build_ex(q->ctx, &q->dev, bench_kernels, files, opts, prog, &secs, &cached, note, sizeof note);
     for (int i = 0; i < 2 && s == CLS_OK; i++) {
         cl_int err;
         k[i] = clCreateKernel(*prog, names[i], &err);
