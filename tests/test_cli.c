@@ -81,18 +81,6 @@ static int cli(const char **err, const char *fmt, ...)
     return tu_run_cli(args, err);
 }
 
-/* Like cli(), with stdout into the file out (tu_run_cli discards stdout). */
-static int cli_stdout(const char *out, const char **err, const char *fmt, ...)
-{
-    char args[6000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    int rc = tu_run_cli_to(args, out, err);
-    ck_assert(rc != -1);
-    return rc;
-}
 
 /* Whether two files hold the same bytes, and at least one. */
 static int same_nonempty_file(const char *a, const char *b)
@@ -342,7 +330,7 @@ START_TEST(search_errors)
     ck_assert_int_eq(leftover_tmp(), 0);
     /* the run to stdout, and stdout full: the write error is reported */
     if (exists("/dev/full")) {
-        rc = cli_stdout("/dev/full", &err, "search -x '%s' -q '%s' -d ref", idx, topics);
+        rc = tu_cli(NULL, "/dev/full", &err, "search -x '%s' -q '%s' -d ref", idx, topics);
         expect_fail(rc, err, 1, "writing the run", "No space left", NULL, "stdout full");
     }
 
@@ -460,7 +448,7 @@ START_TEST(check_good_and_damaged)
     make_work();
     const char *idx = make_index(), *err;
     put("topics.tsv", "qa\tapple\n");
-    int rc = cli_stdout(wp("check.txt"), &err, "check '%s'", idx);
+    int rc = tu_cli(NULL, wp("check.txt"), &err, "check '%s'", idx);
     ck_assert_msg(rc == 0, "check: exit %d: %s", rc, err);
     char want[4200];
     snprintf(want, sizeof want, "%s: ok\n", idx);
@@ -536,23 +524,23 @@ START_TEST(compare_runs)
     put("short.txt", "1 Q0 d1 1 2.500000 x\n1 Q0 d2 2 1.250000 x\n");
     put("junk.txt", "this is not a run\n");
     const char *out = wp("stdout.txt"), *err;
-    int rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("a.txt"), wp("a.txt"));
+    int rc = tu_cli(NULL, out, &err, "compare '%s' '%s'", wp("a.txt"), wp("a.txt"));
     ck_assert_msg(rc == 0, "identical: exit %d: %s", rc, err);
     ck_assert(strstr(slurp(out), "identical") != NULL);
-    rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("a.txt"), wp("a2.txt"));
+    rc = tu_cli(NULL, out, &err, "compare '%s' '%s'", wp("a.txt"), wp("a2.txt"));
     ck_assert_msg(rc == 0, "identical but for the tag: exit %d: %s", rc, err);
     static const char *differ[] = {"docno.txt", "score.txt", "short.txt"};
     for (size_t i = 0; i < 3; i++) {
-        rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("a.txt"), wp(differ[i]));
+        rc = tu_cli(NULL, out, &err, "compare '%s' '%s'", wp("a.txt"), wp(differ[i]));
         ck_assert_msg(rc == 1, "%s: exit %d: %s", differ[i], rc, err);
         ck_assert_msg(strstr(slurp(out), "differ") != NULL, "%s: %s", differ[i], slurp(out));
-        rc = cli_stdout(out, &err, "compare '%s' '%s'", wp(differ[i]), wp("a.txt"));
+        rc = tu_cli(NULL, out, &err, "compare '%s' '%s'", wp(differ[i]), wp("a.txt"));
         ck_assert_msg(rc == 1, "%s reversed: exit %d: %s", differ[i], rc, err);
     }
     put("empty.txt", "");
-    rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("empty.txt"), wp("a.txt"));
+    rc = tu_cli(NULL, out, &err, "compare '%s' '%s'", wp("empty.txt"), wp("a.txt"));
     ck_assert_msg(rc == 1, "empty against a run: exit %d: %s", rc, err);
-    rc = cli_stdout(out, &err, "compare '%s' '%s'", wp("empty.txt"), wp("empty.txt"));
+    rc = tu_cli(NULL, out, &err, "compare '%s' '%s'", wp("empty.txt"), wp("empty.txt"));
     ck_assert_msg(rc == 0, "two empty runs: exit %d: %s", rc, err);
     rc = cli(&err, "compare '%s' '%s'", wp("a.txt"), wp("junk.txt"));
     expect_fail(rc, err, 1, "not a TREC run line", NULL, NULL, "compare junk");
@@ -584,7 +572,7 @@ START_TEST(devices_lists_pocl)
 {
     make_work();
     const char *out = wp("devices.txt"), *err;
-    int rc = cli_stdout(out, &err, "devices");
+    int rc = tu_cli(NULL, out, &err, "devices");
     ck_assert_msg(rc == 0, "devices: exit %d: %s", rc, err);
     const char *text = slurp(out);
     int np = clinfo_platforms();
@@ -593,7 +581,7 @@ START_TEST(devices_lists_pocl)
     ck_assert_msg(strstr(text, "device 0:0") != NULL, "devices: %s", text);
     if (np > 0) ck_assert_msg(strstr(text, "Portable Computing Language") != NULL, "devices: %s", text);
     else fprintf(stderr, "note: clinfo lists no platform; not checking that device 0:0 is POCL's\n");
-    rc = cli_stdout(out, &err, "devices -v");
+    rc = tu_cli(NULL, out, &err, "devices -v");
     ck_assert_msg(rc == 0, "devices -v: exit %d: %s", rc, err);
     /* unknown commands are usage errors */
     rc = cli(&err, "frobnicate");
@@ -611,7 +599,7 @@ START_TEST(no_platform)
     ck_assert_int_eq(mkdir(wp("no-vendors"), 0755), 0);
     setenv("OCL_ICD_VENDORS", wp("no-vendors"), 1);
     const char *listing = wp("devices.txt");
-    int rc = cli_stdout(listing, &err, "devices");
+    int rc = tu_cli(NULL, listing, &err, "devices");
     ck_assert_msg(rc == 0, "devices: exit %d: %s", rc, err);
     if (strstr(slurp(listing), "no OpenCL platform") == NULL) {
         /* some ICD loaders still find platforms through other settings (OCL_ICD_FILENAMES) */
@@ -671,7 +659,7 @@ START_TEST(search_to_devices_and_links)
     struct stat st;
     ck_assert(lstat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
     const char *out = wp("through-stdout.run");
-    rc = cli_stdout(out, &err, "search -x '%s' -q '%s' -d ref -o /dev/stdout", idx, wp("topics.tsv"));
+    rc = tu_cli(NULL, out, &err, "search -x '%s' -q '%s' -d ref -o /dev/stdout", idx, wp("topics.tsv"));
     ck_assert_msg(rc == 0, "-o /dev/stdout: exit %d: %s", rc, err);
     ck_assert_msg(strstr(slurp(out), "1 Q0 d") != NULL, "the run did not reach stdout");
     ck_assert(lstat("/dev/stdout", &st) != 0 || !S_ISREG(st.st_mode));
@@ -689,32 +677,6 @@ END_TEST
 
 /* ---- topics from standard input, a query on the command line ------------------------------- */
 
-/* Runs the command with the file in piped into its standard input (a pipe, not a file: what
- * "printf ... | clsearch" gives), stdout into the file out; *err receives stderr. */
-static int cli_pipe(const char *in, const char *out, const char **err, const char *fmt, ...)
-{
-    char args[6000], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    static char errbuf[65536];
-    const char *bin = getenv("CLSEARCH_BIN");
-    const char *errpath = wp("pipe.stderr");
-    snprintf(cmd, sizeof cmd, "cat '%s' | '%s' %s 2>'%s' >'%s'", in, bin ? bin : "clsearch", args, errpath, out);
-    int rc = system(cmd);
-    errbuf[0] = '\0';
-    FILE *f = fopen(errpath, "rb");
-    if (f) {
-        size_t n = fread(errbuf, 1, sizeof errbuf - 1, f);
-        errbuf[n] = '\0';
-        fclose(f);
-        remove(errpath);
-    }
-    *err = errbuf;
-    ck_assert(rc != -1);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-}
 
 /* A copy of the file's text (slurp's buffer is reused). */
 static char *slurp_dup(const char *path) { return tu_strdup(slurp(path)); }
@@ -738,13 +700,13 @@ START_TEST(search_topics_from_a_pipe)
         ck_assert_msg(strlen(want) > 0 && strstr(want, "d2") != NULL, "%s: run: %s", files[i], want);
         static const char *ways[] = {"-q -", "-q /dev/stdin", "--topics -", "--topics=-"};
         for (int w = 0; w < 4; w++) {
-            rc = cli_pipe(t, wp("pipe.run"), &err, "search -x '%s' %s -d ref", idx, ways[w]);
+            rc = tu_cli(t, wp("pipe.run"), &err, "search -x '%s' %s -d ref", idx, ways[w]);
             ck_assert_msg(rc == 0, "%s %s: exit %d: %s", files[i], ways[w], rc, err);
             ck_assert_msg(strcmp(slurp(wp("pipe.run")), want) == 0, "%s %s: the run differs:\n%s\nfrom the file:\n%s",
                           files[i], ways[w], slurp(wp("pipe.run")), want);
         }
         /* the format named, through the pipe */
-        rc = cli_pipe(t, wp("pipe.run"), &err, "search -x '%s' -q - -f %s -d ref", idx, i ? "trec" : "tsv");
+        rc = tu_cli(t, wp("pipe.run"), &err, "search -x '%s' -q - -f %s -d ref", idx, i ? "trec" : "tsv");
         ck_assert_msg(rc == 0 && strcmp(slurp(wp("pipe.run")), want) == 0, "%s -f: exit %d: %s", files[i], rc, err);
         free(want);
     }
@@ -755,12 +717,12 @@ START_TEST(search_topics_from_a_pipe)
     expect_fail(rc, err, 1, "empty.tsv holds no topic", NULL, wp("none.run"), "empty topics file");
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("blank.tsv"), wp("none.run"));
     expect_fail(rc, err, 1, "blank.tsv holds no topic", NULL, wp("none.run"), "blank topics file");
-    rc = cli_pipe(wp("empty.tsv"), wp("pipe.run"), &err, "search -x '%s' -q - -d ref", idx);
+    rc = tu_cli(wp("empty.tsv"), wp("pipe.run"), &err, "search -x '%s' -q - -d ref", idx);
     expect_fail(rc, err, 1, "standard input holds no topic", NULL, NULL, "empty pipe");
     ck_assert_str_eq(slurp(wp("pipe.run")), "");
     /* a malformed line through the pipe: its number */
     put("bad.tsv", "q1\tapple\nno tab\n");
-    rc = cli_pipe(wp("bad.tsv"), wp("pipe.run"), &err, "search -x '%s' -q - -d ref", idx);
+    rc = tu_cli(wp("bad.tsv"), wp("pipe.run"), &err, "search -x '%s' -q - -d ref", idx);
     expect_fail(rc, err, 1, "/dev/stdin:2: expected qid<TAB>text", NULL, NULL, "bad line in a pipe");
     rm_work();
 }
@@ -781,9 +743,9 @@ START_TEST(search_one_query_on_the_command_line)
         char *want = slurp_dup(wp("file.run"));
         ck_assert_msg(run_lines(wp("file.run"), "1", NULL, 0) == 4, "-d %s: %s", devs[d], want);
         /* one argument, two arguments, options after the words: the same query */
-        rc = cli_stdout(wp("arg.run"), &err, "search -x '%s' -d %s 'apple juice'", idx, devs[d]);
+        rc = tu_cli(NULL, wp("arg.run"), &err, "search -x '%s' -d %s 'apple juice'", idx, devs[d]);
         ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "one argument: exit %d: %s", rc, err);
-        rc = cli_stdout(wp("arg.run"), &err, "search -x '%s' apple juice -d %s", idx, devs[d]);
+        rc = tu_cli(NULL, wp("arg.run"), &err, "search -x '%s' apple juice -d %s", idx, devs[d]);
         ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "two arguments: exit %d: %s", rc, err);
         rc = cli(&err, "search -x '%s' -d %s -o '%s' -- apple juice", idx, devs[d], wp("arg.run"));
         ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "after --: exit %d: %s", rc, err);
@@ -796,7 +758,7 @@ START_TEST(search_one_query_on_the_command_line)
         free(want);
     }
     /* a query that matches nothing: no lines, exit 0 */
-    int rc = cli_stdout(wp("arg.run"), &err, "search -x '%s' -d ref zyzzyx", idx);
+    int rc = tu_cli(NULL, wp("arg.run"), &err, "search -x '%s' -d ref zyzzyx", idx);
     ck_assert_msg(rc == 0, "no match: exit %d: %s", rc, err);
     ck_assert_str_eq(slurp(wp("arg.run")), "");
     /* usage errors: both a query and -q, -f with a query, --qid without one, a bad --qid */
@@ -871,7 +833,7 @@ START_TEST(every_command_has_help)
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         static const char *flags[] = {"--help", "-h", "-x whatever --help"};
         for (int f = 0; f < 3; f++) {
-            int rc = cli_stdout(out, &err, "%s %s", cmds[i], flags[f]);
+            int rc = tu_cli(NULL, out, &err, "%s %s", cmds[i], flags[f]);
             ck_assert_msg(rc == 0, "%s %s: exit %d: %s", cmds[i], flags[f], rc, err);
             ck_assert_msg(err[0] == '\0', "%s %s: stderr: %s", cmds[i], flags[f], err);
             const char *text = slurp(out);
@@ -881,14 +843,14 @@ START_TEST(every_command_has_help)
         }
     }
     /* search's own help says what -q is, and index's what -q is there */
-    ck_assert_int_eq(cli_stdout(out, &err, "search --help"), 0);
+    ck_assert_int_eq(tu_cli(NULL, out, &err, "search --help"), 0);
     ck_assert(strstr(slurp(out), "-q, --topics TOPICS") != NULL);
-    ck_assert_int_eq(cli_stdout(out, &err, "index --help"), 0);
+    ck_assert_int_eq(tu_cli(NULL, out, &err, "index --help"), 0);
     ck_assert(strstr(slurp(out), "-q, --quiet") != NULL);
     /* help CMD is the same as CMD --help */
-    ck_assert_int_eq(cli_stdout(out, &err, "help search"), 0);
+    ck_assert_int_eq(tu_cli(NULL, out, &err, "help search"), 0);
     char *a = slurp_dup(out);
-    ck_assert_int_eq(cli_stdout(out, &err, "search --help"), 0);
+    ck_assert_int_eq(tu_cli(NULL, out, &err, "search --help"), 0);
     ck_assert_str_eq(a, slurp(out));
     free(a);
     int rc = cli(&err, "help frobnicate");
@@ -976,7 +938,7 @@ START_TEST(json_output)
     ck_assert_msg(rc == 0, "run: exit %d: %s", rc, err);
     static const char *devs[] = {"ref", "cpu"};
     for (int d = 0; d < 2; d++) {
-        rc = cli_stdout(wp("hits.jsonl"), &err, "search -x '%s' -q '%s' -d %s --json", idx, wp("topics.tsv"), devs[d]);
+        rc = tu_cli(NULL, wp("hits.jsonl"), &err, "search -x '%s' -q '%s' -d %s --json", idx, wp("topics.tsv"), devs[d]);
         ck_assert_msg(rc == 0, "search --json: exit %d: %s", rc, err);
         FILE *run = fopen(wp("run.txt"), "r");
         ck_assert(run != NULL);
@@ -987,16 +949,16 @@ START_TEST(json_output)
         ck_assert_msg(rc == 0 && same_nonempty_file(wp("o.jsonl"), wp("hits.jsonl")), "-o: exit %d: %s", rc, err);
     }
     int rows = 0;
-    rc = cli_stdout(wp("stats.jsonl"), &err, "stats --json '%s'", idx);
+    rc = tu_cli(NULL, wp("stats.jsonl"), &err, "stats --json '%s'", idx);
     ck_assert_msg(rc == 0, "stats --json: exit %d: %s", rc, err);
     ck_assert_int_eq(json_lines(wp("stats.jsonl"), check_stats, &rows), 1);
     ck_assert_int_eq(rows, 1);
-    rc = cli_stdout(wp("stats.jsonl"), &err, "stats '%s' --codecs --json", idx);
+    rc = tu_cli(NULL, wp("stats.jsonl"), &err, "stats '%s' --codecs --json", idx);
     ck_assert_msg(rc == 0, "stats --codecs --json: exit %d: %s", rc, err);
     ck_assert_int_eq(json_lines(wp("stats.jsonl"), check_stats, &rows), 1);
     ck_assert_int_eq(rows, 1 + CLS_NUM_CODECS * 4);
     int gpus = 0;
-    rc = cli_stdout(wp("devices.jsonl"), &err, "devices --json -v");
+    rc = tu_cli(NULL, wp("devices.jsonl"), &err, "devices --json -v");
     ck_assert_msg(rc == 0, "devices --json: exit %d: %s", rc, err);
     ck_assert_int_ge(json_lines(wp("devices.jsonl"), check_device, &gpus), 1);
     rc = cli(&err, "devices --frobnicate");

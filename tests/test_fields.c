@@ -694,19 +694,6 @@ END_TEST
 
 /* ---- the command ------------------------------------------------------------------------------ */
 
-/* Runs the command (args printf-style), stdout into out; *err its stderr. */
-static int cli(const char *out, const char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int cli(const char *out, const char **err, const char *fmt, ...)
-{
-    char args[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    int rc = tu_run_cli_to(args, out, err);
-    ck_assert(rc != -1);
-    return rc;
-}
 
 /* The lines of a file (static copy; at most 64). */
 static size_t lines_of(const char *path, char **lines)
@@ -733,20 +720,20 @@ START_TEST(command_store_fields_json_stats)
            "{\"id\":\"d2\",\"contents\":\"apple tart\",\"title\":\"\",\"n\":7}\n"
            "{\"id\":\"d3\",\"contents\":\"pear\",\"title\":\"bad \xff\"}\n");
     const char *err;
-    int rc = cli(o, &err, "index -c jsonl -o '%s' '%s' --store title,url,n,titel", x, c);
+    int rc = tu_cli(NULL, o, &err, "index -c jsonl -o '%s' '%s' --store title,url,n,titel", x, c);
     ck_assert_msg(rc == 0, "index: %d: %s", rc, err);
     ck_assert_msg(strstr(err, "note: no document has the field 'titel'"), "%s", err);
     char *ln[64];
 
     /* without --fields: a plain run; with it, the same six columns, then a tab and the values
      * (escaped; absent: empty) */
-    rc = cli(o, &err, "search -x '%s' -d ref -k 5 apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref -k 5 apple", x);
     ck_assert_msg(rc == 0, "search: %d: %s", rc, err);
     ck_assert_uint_eq(lines_of(o, ln), 2);
     char plain[2][256];
     for (int i = 0; i < 2; i++) snprintf(plain[i], sizeof plain[i], "%s", ln[i]);
     ck_assert_msg(strncmp(plain[0], "1 Q0 d1 1 ", 10) == 0 && strncmp(plain[1], "1 Q0 d2 2 ", 10) == 0, "%s", plain[0]);
-    rc = cli(o, &err, "search -x '%s' -d ref -k 5 --fields title,url,n apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref -k 5 --fields title,url,n apple", x);
     ck_assert_msg(rc == 0, "search: %d: %s", rc, err);
     ck_assert_uint_eq(lines_of(o, ln), 2);
     char want_line[512];
@@ -756,7 +743,7 @@ START_TEST(command_store_fields_json_stats)
     ck_assert_str_eq(ln[1], want_line);
 
     /* --json: every stored field by default, null when absent; --fields picks; none: no "fields" */
-    rc = cli(o, &err, "search -x '%s' -d ref -k 5 --json apple pear", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref -k 5 --json apple pear", x);
     ck_assert_msg(rc == 0, "%s", err);
     size_t n = lines_of(o, ln);
     ck_assert_uint_eq(n, 3);
@@ -773,31 +760,31 @@ START_TEST(command_store_fields_json_stats)
     cJSON_Delete(j);
     for (size_t i = 0; i < n; i++)
         if (strstr(ln[i], "\"d3\"")) ck_assert_msg(strstr(ln[i], "\"title\":\"bad \xEF\xBF\xBD\""), "%s", ln[i]);
-    rc = cli(o, &err, "search -x '%s' -d ref -k 1 --json --fields url apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref -k 1 --json --fields url apple", x);
     ck_assert_uint_eq(lines_of(o, ln), 1);
     const char *head = "{\"qid\":\"1\",\"rank\":1,\"docno\":\"d1\",\"score\":", *tail = ",\"fields\":{\"url\":\"u1\"}}";
     ck_assert_msg(strncmp(ln[0], head, strlen(head)) == 0, "%s", ln[0]);
     ck_assert_msg(strstr(ln[0], tail) == ln[0] + strlen(ln[0]) - strlen(tail), "%s", ln[0]);
-    rc = cli(o, &err, "search -x '%s' -d ref -k 1 --json --fields none apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref -k 1 --json --fields none apple", x);
     ck_assert_uint_eq(lines_of(o, ln), 1);
     ck_assert_msg(!strstr(ln[0], "fields") && ln[0][strlen(ln[0]) - 1] == '}', "%s", ln[0]);
 
     /* unknown or malformed names: usage errors, no output file */
     const char *run = in(dir, "run.txt");
-    rc = cli(o, &err, "search -x '%s' -d ref --fields title,body -o '%s' apple", x, run);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref --fields title,body -o '%s' apple", x, run);
     ck_assert_msg(rc == 2 && strstr(err, "stores no field 'body' (it stores title, url, n, titel)"), "%d: %s", rc, err);
     struct stat sb;
     ck_assert(stat(run, &sb) != 0);
-    rc = cli(o, &err, "search -x '%s' -d ref --fields title,,url apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref --fields title,,url apple", x);
     ck_assert_msg(rc == 2 && strstr(err, "not a list of field names"), "%d: %s", rc, err);
-    rc = cli(o, &err, "search -x '%s' -d ref --fields url,url apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref --fields url,url apple", x);
     ck_assert_msg(rc == 2 && strstr(err, "named twice"), "%d: %s", rc, err);
-    rc = cli(o, &err, "index -c html -o '%s' '%s' --store title,url", in(dir, "h.idx"), dir);
+    rc = tu_cli(NULL, o, &err, "index -c html -o '%s' '%s' --store title,url", in(dir, "h.idx"), dir);
     ck_assert_msg(rc == 2 && strstr(err, "html reader has no field 'url'"), "%d: %s", rc, err);
     ck_assert(stat(in(dir, "h.idx"), &sb) != 0);
 
     /* stats: the collection, its root, the fields */
-    rc = cli(o, &err, "stats '%s'", x);
+    rc = tu_cli(NULL, o, &err, "stats '%s'", x);
     ck_assert_msg(rc == 0, "%s", err);
     char *st = (char *)tu_read_file(o, NULL);
     char want[4300];
@@ -809,7 +796,7 @@ START_TEST(command_store_fields_json_stats)
                              "                 titel: 0 of 3 documents, 0 bytes\n"),
                   "%s", st);
     free(st);
-    rc = cli(o, &err, "stats '%s' --json", x);
+    rc = tu_cli(NULL, o, &err, "stats '%s' --json", x);
     j = cJSON_Parse((char *)(st = (char *)tu_read_file(o, NULL)));
     free(st);
     ck_assert(j != NULL);
@@ -824,13 +811,13 @@ START_TEST(command_store_fields_json_stats)
 
     /* recode keeps them: the same --fields output */
     const char *rx = in(dir, "r.idx");
-    rc = cli(o, &err, "recode '%s' -o '%s' --codec pfor --block 256", x, rx);
+    rc = tu_cli(NULL, o, &err, "recode '%s' -o '%s' --codec pfor --block 256", x, rx);
     ck_assert_msg(rc == 0, "%s", err);
-    rc = cli(o, &err, "search -x '%s' -d ref -k 5 --fields title,url,n apple", rx);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref -k 5 --fields title,url,n apple", rx);
     ck_assert_uint_eq(lines_of(o, ln), 2);
     snprintf(want_line, sizeof want_line, "%s\tTab\\there\\nline \\\\ slash\tu1\t", plain[0]);
     ck_assert_str_eq(ln[0], want_line);
-    rc = cli(o, &err, "check '%s'", rx);
+    rc = tu_cli(NULL, o, &err, "check '%s'", rx);
     ck_assert_msg(rc == 0, "%s", err);
 }
 END_TEST
@@ -845,30 +832,30 @@ START_TEST(command_default_fields)
     const char *o = in(dir, "out.txt"), *x = in(dir, "x.idx");
     const char *err;
     char *ln[64];
-    int rc = cli(o, &err, "index -c html -o '%s' '%s' -v", x, h);
+    int rc = tu_cli(NULL, o, &err, "index -c html -o '%s' '%s' -v", x, h);
     ck_assert_msg(rc == 0 && strstr(err, "stored fields: title (1 of 1 documents)"), "%d: %s", rc, err);
-    rc = cli(o, &err, "search -x '%s' -d ref --fields title apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref --fields title apple", x);
     ck_assert_uint_eq(lines_of(o, ln), 1);
     const char *tail = " clsearch\tPage one";
     ck_assert_msg(strncmp(ln[0], "1 Q0 p1 1 ", 10) == 0 && strstr(ln[0], tail) == ln[0] + strlen(ln[0]) - strlen(tail),
                   "%s", ln[0]);
-    rc = cli(o, &err, "index -c files -o '%s' '%s'", x, h);
+    rc = tu_cli(NULL, o, &err, "index -c files -o '%s' '%s'", x, h);
     ck_assert_msg(rc == 0, "%s", err);
-    rc = cli(o, &err, "search -x '%s' -d ref --json apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref --json apple", x);
     char want[4300];
     snprintf(want, sizeof want, "\"fields\":{\"path\":\"%s/p1.html\"}", abs_of(h));
     ck_assert_uint_eq(lines_of(o, ln), 1);
     ck_assert_msg(strstr(ln[0], want), "%s", ln[0]);
-    rc = cli(o, &err, "index -c files -o '%s' '%s' --store none", x, h);
+    rc = tu_cli(NULL, o, &err, "index -c files -o '%s' '%s' --store none", x, h);
     ck_assert_msg(rc == 0, "%s", err);
-    rc = cli(o, &err, "stats '%s'", x);
+    rc = tu_cli(NULL, o, &err, "stats '%s'", x);
     char *st = (char *)tu_read_file(o, NULL);
     ck_assert_msg(strstr(st, "stored fields    none\n") && strstr(st, "collection       files, 1 root\n"), "%s", st);
     free(st);
-    rc = cli(o, &err, "search -x '%s' -d ref --json apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref --json apple", x);
     ck_assert_uint_eq(lines_of(o, ln), 1);
     ck_assert_msg(!strstr(ln[0], "fields"), "%s", ln[0]);
-    rc = cli(o, &err, "search -x '%s' -d ref --fields path apple", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref --fields path apple", x);
     ck_assert_msg(rc == 2 && strstr(err, "stores no fields at all"), "%d: %s", rc, err);
 }
 END_TEST
@@ -902,13 +889,13 @@ START_TEST(smart_titles_real)
     const char *x = in(dir, "cran.idx"), *o = in(dir, "out.txt");
     const char *err;
     char *ln[64];
-    int rc = cli(o, &err, "index -c smart -o '%s' '%s'", x, tu_data_path("cranfield/cran.all.1400"));
+    int rc = tu_cli(NULL, o, &err, "index -c smart -o '%s' '%s'", x, tu_data_path("cranfield/cran.all.1400"));
     ck_assert_msg(rc == 0, "%s", err);
-    rc = cli(o, &err, "search -x '%s' -d ref -k 1 --fields title wing propeller slipstream", x);
+    rc = tu_cli(NULL, o, &err, "search -x '%s' -d ref -k 1 --fields title wing propeller slipstream", x);
     ck_assert_msg(rc == 0, "%s", err);
     ck_assert_uint_eq(lines_of(o, ln), 1);
     ck_assert_msg(strstr(ln[0], "\tslipstream") || strstr(ln[0], "slipstream"), "%s", ln[0]);
-    rc = cli(o, &err, "stats '%s' --json", x);
+    rc = tu_cli(NULL, o, &err, "stats '%s' --json", x);
     char *st = (char *)tu_read_file(o, NULL);
     ck_assert_msg(strstr(st, "\"fields\":[{\"name\":\"title\",\"documents\":1400"), "%s", st);
     free(st);

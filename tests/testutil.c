@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,13 +72,18 @@ void tu_write_file(const char *path, const void *data, size_t len)
 
 int tu_run_cli(const char *args, const char **err) { return tu_run_cli_to(args, "/dev/null", err); }
 
-int tu_run_cli_to(const char *args, const char *out, const char **err)
+int tu_run_cli_to(const char *args, const char *out, const char **err) { return tu_run_cli_in(NULL, args, out, err); }
+
+int tu_run_cli_in(const char *in, const char *args, const char *out, const char **err)
 {
     static char errbuf[65536];
     const char *bin = getenv("CLSEARCH_BIN");
     const char *errpath = tu_tmp_path("stderr");
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s' >'%s' </dev/null", bin ? bin : "clsearch", args, errpath, out);
+    if (in)
+        snprintf(cmd, sizeof cmd, "cat '%s' | '%s' %s 2>'%s' >'%s'", in, bin ? bin : "clsearch", args, errpath, out);
+    else
+        snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s' >'%s' </dev/null", bin ? bin : "clsearch", args, errpath, out);
     int rc = system(cmd);
     errbuf[0] = '\0';
     FILE *f = fopen(errpath, "rb");
@@ -91,6 +97,18 @@ int tu_run_cli_to(const char *args, const char *out, const char **err)
     if (rc == -1) return -1;
     if (WIFSIGNALED(rc)) return 128 + WTERMSIG(rc);
     return WEXITSTATUS(rc);
+}
+
+int tu_cli(const char *in, const char *out, const char **err, const char *fmt, ...)
+{
+    char args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    int rc = tu_run_cli_in(in, args, out, err);
+    ck_assert(rc != -1);
+    return rc;
 }
 
 uint64_t tu_rand(uint64_t *s)

@@ -27,6 +27,12 @@ void tu_write_file(const char *path, const void *data, size_t len);
 int tu_run_cli(const char *args, const char **err);
 /* tu_run_cli with stdout into the file out. */
 int tu_run_cli_to(const char *args, const char *out, const char **err);
+/* tu_run_cli_to with the file in piped into standard input (`cat in | clsearch ...`: a pipe,
+ * as from printf, not a file); in NULL: /dev/null. */
+int tu_run_cli_in(const char *in, const char *args, const char *out, const char **err);
+/* tu_run_cli_in with args printf-style; the test fails if the shell cannot run. */
+int tu_cli(const char *in, const char *out, const char **err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Deterministic 64-bit PRNG (splitmix64). */
 uint64_t tu_rand(uint64_t *state);
 /* Runs a suite, returning the process exit status for main(). */
