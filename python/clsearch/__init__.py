@@ -146,7 +146,17 @@ def read_topics(path, format="auto"):
     return out
 
 
-class Index:
+class _Closable:
+    """A handle freed by close(), which a with block calls at its end."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Index(_Closable):
     """An index file, opened (metadata checked) by cls_index_open. Use as a context manager or
     call close(); len(index) is its number of documents."""
 
@@ -230,12 +240,6 @@ class Index:
         _lib.cls_index_close(self._h)
         self._h = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     def __del__(self):
         # At interpreter exit the module's globals may already be gone; the process frees all.
         if getattr(self, "_h", None) is not None and _lib is not None:
@@ -280,7 +284,7 @@ def _frame_module():
     return pandas
 
 
-class Engine:
+class Engine(_Closable):
     """A query engine over an index on one device (cls_engine_create_opts).
 
     device: "auto" (first GPU, else first CPU device), "gpu", "cpu", "ref" (the plain-C
@@ -434,12 +438,6 @@ class Engine:
             if self._h is not None:
                 _lib.cls_engine_free(self._h)
                 self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __del__(self):
         if getattr(self, "_lock", None) is not None and _lib is not None:
