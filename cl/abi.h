@@ -114,6 +114,23 @@ typedef struct abi_skip {
 
 #define ABI_SKIP_DRIVEN 0u
 #define ABI_SKIP_TOP 1u
+/* A list of an OR query (src/query/or.c, cl/or_parts.cl): nothing of it is decoded ahead; its
+ * blocks are found by docID range and decoded by or_score where a partition needs them. The record
+ * then holds: query, first_block, num_blocks; dst_base the batch's index of its abi_term; k the
+ * float bits of the scale that turns the block's max_score into a bound at the term's weight
+ * (weight / idf: max_score was computed at qtf 1); task_base and max_tasks zero. */
+#define ABI_SKIP_BOUND 2u
+
+/* Where or_score's block bounds come from (kernel argument bsrc):
+ *   ABI_BOUND_MAXSCORE  the block's max_score times the term's scale: the search runs at the BM25
+ *                       parameters the index computed max_score for;
+ *   ABI_BOUND_TABLE     the engine's table of block maxima at weight 1 for the search's k1 and b
+ *                       (block_maxima, computed on the device when the parameters change), times
+ *                       the term's weight;
+ *   ABI_BOUND_NONE      no bound (+inf): every block of every partition is decoded. */
+#define ABI_BOUND_MAXSCORE 0u
+#define ABI_BOUND_TABLE 1u
+#define ABI_BOUND_NONE 2u
 
 /* A share of one query's candidate work: postings [begin, end) of its driving list as the
  * device decoded it (match_and and intersect_and run one work-group per unit), so a long query
@@ -158,6 +175,11 @@ typedef struct abi_place {
 #define ABI_OUT_WORDS(Q, k) ((Q) + 2 * (Q) * (k))
 /* One more word after them counts the blocks block skipping chose to decode in the batch. */
 #define ABI_OUT_NSEL(Q, k) ABI_OUT_WORDS(Q, k)
+/* OR batches (or_finish) add, after that word: per query the candidates its partitions offered when
+ * they overflowed its pool (0: they fit), then the batch's blocks decoded, postings decoded and
+ * partitions scored. */
+#define ABI_OUT_OR(Q, k) (ABI_OUT_WORDS(Q, k) + 1)
+#define ABI_OUT_OR_WORDS(Q) ((Q) + 3)
 
 #ifndef ABI_DEVICE
 _Static_assert(sizeof(float) == 4, "the device's float is 32 bits");

@@ -147,51 +147,56 @@ inline uint wg_scan_incl(__local uint *buf, uint x, uint *total)
  * how many keys equal to T are among the k largest; with at most k keys (count <= k, or fewer
  * than k nonzero ones) every key is among them: *T = 1, *need = 0xFFFFFFFF. Every work-item of
  * the group calls it (it holds barriers); hist holds 256 uints, sh 3. topk_select ranks
- * candidates' scores with it; select_blocks (ABI_SKIP_TOP) blocks' max_score. */
-inline void wg_kth_key(__global const uint *keys, uint stride, uint count, uint k, __local uint *hist,
-                       __local uint *sh, uint *T, uint *need)
-{
-    uint lid = get_local_id(0), n = get_local_size(0);
-    if (lid == 0) {
-        sh[0] = 0; /* the prefix chosen so far */
-        sh[1] = k; /* keys still to take at or below it */
-        sh[2] = 0; /* 1: fewer than k keys */
-    }
-    uint mask = 0;
-    /* uniform trip count: count and k are the group's */
-    for (int shift = count <= k ? -8 : 24; shift >= 0; shift -= 8) {
-        for (uint j = lid; j < 256; j += n) hist[j] = 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        uint prefix = sh[0];
-        for (uint i = lid; i < count; i += n) {
-            uint key = keys[(ulong)i * stride];
-            if (key != 0 && (key & mask) == prefix) atomic_inc(&hist[(key >> shift) & 255u]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0) {
-            uint left = sh[1], above = 0;
-            int bin = 255;
-            for (; bin >= 0; bin--) {
-                if (above + hist[bin] >= left) break;
-                above += hist[bin];
-            }
-            if (bin < 0) {
-                sh[2] = 1;
-            } else {
-                sh[0] = prefix | ((uint)bin << shift);
-                sh[1] = left - above;
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (sh[2]) break; /* uniform: read after the barrier */
-        mask |= 255u << shift;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE); /* the initial values, when no pass ran */
-    uint all = count <= k || sh[2];
-    *T = all ? 1u : sh[0];
-    *need = all ? 0xFFFFFFFFu : sh[1];
-    barrier(CLK_LOCAL_MEM_FENCE); /* sh is read by all before a later call rewrites it */
+ * candidates' scores with it; select_blocks (ABI_SKIP_TOP) blocks' max_score. wg_kth_key_local is
+ * the same for keys in local memory (or_score: a partition's accumulators); one body, made for each
+ * address space by DEFINE_WG_KTH_KEY, since OpenCL C 1.2 has no generic pointers. */
+#define DEFINE_WG_KTH_KEY(NAME, SPACE)                                                         \
+inline void NAME(SPACE const uint *keys, uint stride, uint count, uint k, __local uint *hist,  \
+                       __local uint *sh, uint *T, uint *need)                                  \
+{                                                                                              \
+    uint lid = get_local_id(0), n = get_local_size(0);                                         \
+    if (lid == 0) {                                                                            \
+        sh[0] = 0; /* the prefix chosen so far */                                              \
+        sh[1] = k; /* keys still to take at or below it */                                     \
+        sh[2] = 0; /* 1: fewer than k keys */                                                  \
+    }                                                                                          \
+    uint mask = 0;                                                                             \
+    /* uniform trip count: count and k are the group's */                                      \
+    for (int shift = count <= k ? -8 : 24; shift >= 0; shift -= 8) {                           \
+        for (uint j = lid; j < 256; j += n) hist[j] = 0;                                       \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        uint prefix = sh[0];                                                                   \
+        for (uint i = lid; i < count; i += n) {                                                \
+            uint key = keys[(ulong)i * stride];                                                \
+            if (key != 0 && (key & mask) == prefix) atomic_inc(&hist[(key >> shift) & 255u]);  \
+        }                                                                                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        if (lid == 0) {                                                                        \
+            uint left = sh[1], above = 0;                                                      \
+            int bin = 255;                                                                     \
+            for (; bin >= 0; bin--) {                                                          \
+                if (above + hist[bin] >= left) break;                                          \
+                above += hist[bin];                                                            \
+            }                                                                                  \
+            if (bin < 0) {                                                                     \
+                sh[2] = 1;                                                                     \
+            } else {                                                                           \
+                sh[0] = prefix | ((uint)bin << shift);                                         \
+                sh[1] = left - above;                                                          \
+            }                                                                                  \
+        }                                                                                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        if (sh[2]) break; /* uniform: read after the barrier */                                \
+        mask |= 255u << shift;                                                                 \
+    }                                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE); /* the initial values, when no pass ran */                   \
+    uint all = count <= k || sh[2];                                                            \
+    *T = all ? 1u : sh[0];                                                                     \
+    *need = all ? 0xFFFFFFFFu : sh[1];                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE); /* sh is read by all before a later call rewrites it */      \
 }
+DEFINE_WG_KTH_KEY(wg_kth_key, __global)
+DEFINE_WG_KTH_KEY(wg_kth_key_local, __local)
 
 /* First position in sorted a[0..n) whose value is >= key. */
 inline uint lower_bound(__global const uint *a, uint n, uint key)

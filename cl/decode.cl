@@ -42,20 +42,14 @@
 #error "decode.cl follows a codec fragment, cl/codec_<name>.cl, which defines DECODE_SCRATCH and decode_stream"
 #endif
 
-__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
-void decode_blocks(__global const uint *words, uint nwords, __global const idx_block *blocks,
-                   __global const uint *tasks, uint task_base,
-                   __global uint *docs, __global uint *freqs)
+/* Decodes block m with the whole group (every work-item calls it: it holds barriers): work-item i
+ * gets posting i's docID and frequency in *doc and *tf when i < the returned count n. decode_blocks
+ * writes them out; or_score (or_parts.cl) adds them into a partition's accumulators. */
+inline uint decode_block(__global const uint *words, uint nwords, __global const idx_block *m, __local uint *vals,
+                         __local uint *scan, __local uint *scratch, uint *doc, uint *tf)
 {
-    __local uint vals[BLOCK_SIZE];
-    __local uint scan[BLOCK_SIZE];
-    __local uint scratch[DECODE_SCRATCH];
-    uint g = get_group_id(0), i = get_local_id(0);
-    abi_task tk = ((__global const abi_task *)(tasks + task_base))[g];
-    if (tk.block == ABI_NO_BLOCK) return; /* uniform: a region's unused tail (block skipping) */
-    __global const idx_block *m = blocks + tk.block;
-    uint dst = tk.dst, first = m->first, last = m->last, offset = m->offset, info = m->info, dparam = m->dparam,
-         fparam = m->fparam;
+    uint i = get_local_id(0);
+    uint first = m->first, last = m->last, offset = m->offset, info = m->info, dparam = m->dparam, fparam = m->fparam;
     uint n = min(IDX_INFO_COUNT(info), (uint)BLOCK_SIZE), fofs = IDX_INFO_FOFS(info);
     /* each stream's start and the last word it may read (nwords >= 1: buffers are never empty) */
     uint wl = nwords - 1, d0 = min(offset, wl), f0 = min(offset + fofs, wl);
@@ -68,9 +62,27 @@ void decode_blocks(__global const uint *words, uint nwords, __global const idx_b
     uint s = wg_scan_incl(scan, x, &total);
     decode_stream(words + f0, wl - f0, n, fparam, vals, scratch);
     barrier(CLK_LOCAL_MEM_FENCE);
+    *doc = min(first + s, last); /* first + s <= last on a valid block */
+    *tf = i < n ? vals[i] + 1 : 0;
+    barrier(CLK_LOCAL_MEM_FENCE); /* vals is free again for the caller's next block */
+    return n;
+}
+
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void decode_blocks(__global const uint *words, uint nwords, __global const idx_block *blocks,
+                   __global const uint *tasks, uint task_base,
+                   __global uint *docs, __global uint *freqs)
+{
+    __local uint vals[BLOCK_SIZE];
+    __local uint scan[BLOCK_SIZE];
+    __local uint scratch[DECODE_SCRATCH];
+    uint g = get_group_id(0), i = get_local_id(0);
+    abi_task tk = ((__global const abi_task *)(tasks + task_base))[g];
+    if (tk.block == ABI_NO_BLOCK) return; /* uniform: a region's unused tail (block skipping) */
+    uint doc, tf, n = decode_block(words, nwords, blocks + tk.block, vals, scan, scratch, &doc, &tf);
     if (i < n) {
-        docs[dst + i] = min(first + s, last); /* first + s <= last on a valid block */
-        freqs[dst + i] = vals[i] + 1;
+        docs[tk.dst + i] = doc;
+        freqs[tk.dst + i] = tf;
     }
 }
 

@@ -39,6 +39,7 @@ typedef struct clx_params {
     unsigned wg_scan_algo;                    /* in-group prefix sum: 0 HS, 1 work-efficient, 2 warp PTX */
     unsigned scan_wg, scan_items;             /* the device-wide scan (cl/scan.cl) */
     unsigned copy_vec;                        /* vector width of the copy kernels (cl/copy.cl) */
+    unsigned or_part_log;                     /* log2 documents per OR partition (cl/or_parts.cl) */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

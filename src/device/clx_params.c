@@ -27,6 +27,9 @@
 /* ---- The registry ----------------------------------------------------------------------- */
 
 #define PARAM_FIELD(f) offsetof(clx_params, f)
+/* local memory or_score takes besides its accumulators (three 512-word arrays, a histogram, codec
+ * scratch) */
+#define OR_LOCAL_EXTRA 8192u
 
 static const clx_tunable registry[] = {
     {"WG_INTERSECT", "intersect", "work-items per query in intersect_and", PARAM_FIELD(wg_intersect), 1,
@@ -44,6 +47,8 @@ static const clx_tunable registry[] = {
      {2, 4, 8, 16}, 4},
     {"COPY_VEC", "copy", "vector width (uints per load and store) of the copy kernels", PARAM_FIELD(copy_vec), 0,
      {1, 2, 4, 8, 16}, 5},
+    {"OR_PART_LOG", "or", "log2 of the documents per OR partition (local-memory accumulators of 4 bytes each)",
+     PARAM_FIELD(or_part_log), 0, {10, 11, 12, 13}, 4},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -78,6 +83,13 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
     }
     if (p->copy_vec != 1 && p->copy_vec != 2 && p->copy_vec != 4 && p->copy_vec != 8 && p->copy_vec != 16)
         return err_set(CLS_E_ARG, "%s: COPY_VEC=%u (1, 2, 4, 8 or 16)", from, p->copy_vec);
+    /* or_score's local memory: the partition's accumulators and, at most, a 512-posting block's
+     * decoding arrays and the radix select's histogram */
+    if (p->or_part_log < 4 || p->or_part_log > 20 || ((uint64_t)4 << p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem)
+        return err_set(CLS_E_ARG, "%s: OR_PART_LOG=%u: 4..20, with 2^%u accumulators (%llu bytes) and %u bytes more "
+                       "within the device's %llu bytes of local memory", from, p->or_part_log, p->or_part_log,
+                       (unsigned long long)4 << (p->or_part_log > 20 ? 20 : p->or_part_log), OR_LOCAL_EXTRA,
+                       (unsigned long long)info->local_mem);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
@@ -103,13 +115,13 @@ static const entry db[] = {
      * (docs/PERFORMANCE.md, 2026-11-24): select_blocks and match_and run on WG_INTERSECT, and
      * 1024 items walk a long list's blocks in a quarter of the steps of 256 (121,178 against
      * 85,485 queries/s at batch 1,024, identical runs). */
-    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, ""}, "vendor default: NVIDIA GPU"},
-    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, ""}, "vendor default: AMD GPU"},
-    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, ""}, "vendor default: AMD GPU"},
-    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, ""}, "generic default: GPU"},
+    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, ""}, "vendor default: NVIDIA GPU"},
+    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "vendor default: AMD GPU"},
+    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "vendor default: AMD GPU"},
+    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
-    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, ""}, "generic default: CPU"},
-    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, ""}, "generic default"},
+    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, ""}, "generic default: CPU"},
+    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, ""}, "generic default"},
 };
 
 static unsigned cap(unsigned v, size_t max)
@@ -128,6 +140,7 @@ void clx_params_default(const cls_device_info *info, clx_params *p)
         /* Defaults bend to small devices; only measured or hand-set values are held to the letter. */
         for (size_t j = 0; j < sizeof registry / sizeof registry[0]; j++)
             if (registry[j].pow2_wg) *clx_param_slot(p, &registry[j]) = cap(*clx_param_slot(p, &registry[j]), info->max_work_group);
+        while (p->or_part_log > 4 && ((uint64_t)4 << p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem) p->or_part_log--;
         snprintf(p->source, sizeof p->source, "%s", e->label);
         return;
     }

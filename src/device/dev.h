@@ -21,10 +21,10 @@
 #define DEV_MAX_BATCH 4096u
 #define DEV_FIRST_BATCH 1024u
 #define DEV_BATCH_SECONDS 0.025
-#define DEV_MAX_KERNELS 16u
+#define DEV_MAX_KERNELS 32u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
-#define DEV_COUNTERS 8u
+#define DEV_COUNTERS 13u
 /* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
  * enough that a unit's fixed costs (its descriptors, the driving term's choice) stay small, short
  * enough that a long query spreads over every compute unit. */
@@ -75,6 +75,16 @@ typedef struct clx_engine {
     float *h_norms;
     /* per-batch buffers, sized from the data, reused */
     dbuf in, tasks, docs, freqs, cand, cscore, acc, sdoc, sscore, out, stasks, nsel, ucount, useg, qseg, l1;
+    /* OR by partitions (src/query/or.c): per query term its partitions' bounds, per query their
+     * sums, the work queue, the seeds, the counters (cl/or_parts.cl) */
+    dbuf or_m, or_ub, or_items, or_seed, or_ctl;
+    cl_mem d_bmax;          /* block maxima at weight 1 (ABI_BOUND_TABLE), one float a block */
+    float bmax_k1, bmax_b;  /* the parameters d_bmax holds (-1: none yet) */
+    cl_uint or_bsrc;        /* the bounds the search in progress prunes with (ABI_BOUND_*) */
+    uint32_t *retry;        /* OR queries whose candidate pool overflowed, to run again */
+    size_t nretry, retry_cap;
+    uint32_t retry_pool;    /* the most candidates one of them offered */
+    uint32_t pool_hint;     /* OR: candidate slots a query's pool starts with (tests force small ones) */
     uint32_t *h_out;
     size_t h_out_cap; /* words */
     batch_plan plan;
@@ -94,8 +104,11 @@ typedef struct clx_engine {
     unsigned nsteps;
     uint32_t batches;
     cls_counter counters[DEV_COUNTERS]; /* queries, blocks in their lists, blocks decoded, the cost
-                                         * model's rate, queries pruned by block maxima; with the
-                                         * list cache: lists found, lists loaded, bytes loaded */
+                                         * model's rate, queries pruned by block maxima, postings in
+                                         * their lists, postings decoded, OR partitions scored, OR
+                                         * queries run again with a larger pool, where OR's block
+                                         * bounds came from (ABI_BOUND_*); with the list
+                                         * cache: lists found, lists loaded, bytes loaded */
     dev_event events[DEV_MAX_EVENTS];
     unsigned nevents;
 } clx_engine;

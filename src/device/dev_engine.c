@@ -252,10 +252,17 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     qfiles[nf++] = "topk.cl";
     qfiles[nf++] = "cache.cl";
     qfiles[nf] = NULL;
-    const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
-    char dopts[256], qopts[512], dnote[4400], qnote[4400];
-    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u", idx->block_size,
-             idx->pfor_depth, e->prm.wg_scan_algo);
+    /* the codec's fragment first, then decode.cl, then the algorithms' kernels that decode blocks
+     * themselves (algo->decode_file) */
+    const char *dec_files[DEV_MAX_KERNELS + 3] = {cdc_kernel_file(idx->codec), "decode.cl"};
+    size_t ndf = 2;
+    for (size_t i = 0; i < nalgo; i++)
+        if (algos[i]->decode_file) dec_files[ndf++] = algos[i]->decode_file;
+    dec_files[ndf] = NULL;
+    char dopts[320], qopts[512], dnote[4400], qnote[4400];
+    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u%s",
+             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log,
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
     snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
@@ -272,9 +279,12 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
         (s = add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK ||
         (s = add_kernel(e, e->prog, "place_lists")) != CLS_OK)
         return s;
-    for (size_t i = 0; i < nalgo; i++)
+    for (size_t i = 0; i < nalgo; i++) {
         for (const char *const *k = algos[i]->kernels; *k; k++)
             if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog, *k)) != CLS_OK) return s;
+        for (const char *const *k = algos[i]->decode_kernels; k && *k; k++)
+            if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog_dec, *k)) != CLS_OK) return s;
+    }
     snprintf(notes, notes_len, "programs: decode (%s) %s; query (%s) %s", dopts, dnote, qopts, qnote);
     return CLS_OK;
 }
@@ -356,7 +366,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     clx_engine *e = calloc(1, sizeof *e);
     if (!e) return err_set(CLS_E_NOMEM, "out of memory");
     e->idx = idx;
-    e->norm_k1 = e->norm_b = -1;
+    e->norm_k1 = e->norm_b = e->bmax_k1 = e->bmax_b = -1;
     uint64_t device_mem = o->device_mem;
     e->batch_secs = o->batch_ms > 0 ? o->batch_ms / 1000.0 : DEV_BATCH_SECONDS;
     e->batch_floor = DEV_FIRST_BATCH;
@@ -451,15 +461,16 @@ void clx_free(clx_engine *e)
 {
     if (!e) return;
     dev_profile_collect(e, 0);
-    dbuf *bufs[] = {&e->in,  &e->tasks,  &e->docs,   &e->freqs, &e->cand,  &e->cscore, &e->acc,  &e->sdoc,
-                    &e->sscore, &e->out, &e->stasks, &e->nsel, &e->ucount, &e->useg, &e->qseg, &e->l1};
+    dbuf *bufs[] = {&e->in,     &e->tasks, &e->docs,   &e->freqs, &e->cand,   &e->cscore, &e->acc,
+                    &e->sdoc,   &e->sscore, &e->out,   &e->stasks, &e->nsel,  &e->ucount, &e->useg,
+                    &e->qseg,   &e->l1,    &e->or_m,   &e->or_ub, &e->or_items, &e->or_seed, &e->or_ctl};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
     if (e->h_stage) { /* the pinned staging's mapping, while the queue lives */
         clEnqueueUnmapMemObject(e->queue, e->stage_host, e->h_stage, 0, NULL, NULL);
         clFinish(e->queue);
     }
-    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms, e->stage_host};
+    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms, e->stage_host, e->d_bmax};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i]) clReleaseMemObject(mems[i]);
     for (unsigned i = 0; i < e->nkernels; i++) clReleaseKernel(e->kernels[i]);
@@ -472,6 +483,7 @@ void clx_free(clx_engine *e)
     free(e->order);
     free(e->cost);
     free(e->h_places);
+    free(e->retry);
     if (e->cached) lc_free(&e->cache);
     plan_free(&e->plan);
     free(e);
@@ -576,6 +588,8 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
                    .skips_base = lay.skips_base, .nskips = pl->nskips, .nstasks = (cl_uint)pl->stasks,
                    .units_base = lay.units_base, .nunits = pl->nunits};
     size_t out_len = ABI_OUT_WORDS((size_t)nq, kk), read_len = out_len + (pl->nskips ? 1 : 0);
+    const size_t or_at = ABI_OUT_OR((size_t)nq, kk);
+    if (pl->parts) read_len = or_at + ABI_OUT_OR_WORDS((size_t)nq);
     b.nsel_at = (cl_uint)ABI_OUT_NSEL((size_t)nq, kk);
     if ((s = dev_buf_need(e, &e->in, lay.words * 4, "the batch input")) != CLS_OK ||
         (s = dev_buf_need(e, &e->tasks, (size_t)pl->ntasks * sizeof(abi_task), "decode tasks")) != CLS_OK ||
@@ -592,9 +606,9 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         (pl->two_level && (s = dev_buf_need(e, &e->l1, ABI_OUT_WORDS((size_t)pl->nunits, kk) * 4, "first-level top-k")) != CLS_OK) ||
         (s = dev_buf_need(e, &e->sdoc, (size_t)(pl->nunits > nq ? pl->nunits : nq) * P * 4, "top-k scratch")) != CLS_OK ||
         (s = dev_buf_need(e, &e->sscore, (size_t)(pl->nunits > nq ? pl->nunits : nq) * P * 4, "top-k scratch")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->out, (out_len + 1) * 4, "results")) != CLS_OK)
+        (s = dev_buf_need(e, &e->out, read_len * 4 + 4, "results")) != CLS_OK)
         return s;
-    if (!vec_reserve(&e->h_out, &e->h_out_cap, out_len + 1, 4)) return err_set(CLS_E_NOMEM, "out of memory for results");
+    if (!vec_reserve(&e->h_out, &e->h_out_cap, read_len + 1, 4)) return err_set(CLS_E_NOMEM, "out of memory for results");
     b.in = e->in.mem;
 
     if (e->cached && e->cache.nloads && (s = upload_loads(e)) != CLS_OK) return s;
@@ -618,8 +632,22 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
 
     e->counters[0].value += nq;
     e->counters[1].value += pl->blocks_in_lists;
-    e->counters[2].value += pl->ntasks + (pl->nskips ? e->h_out[out_len] : 0);
+    e->counters[2].value += pl->ntasks + (pl->nskips && !pl->parts ? e->h_out[out_len] : 0);
     e->counters[4].value += pl->npruned;
+    e->counters[5].value += pl->postings_in_lists;
+    if (pl->parts) { /* or_finish's words: overflowed pools, then blocks and postings decoded, partitions */
+        e->counters[2].value += e->h_out[or_at + nq];
+        e->counters[6].value += e->h_out[or_at + nq + 1];
+        e->counters[7].value += e->h_out[or_at + nq + 2];
+        for (uint32_t i = 0; i < nq; i++) {
+            uint32_t offered = e->h_out[or_at + i];
+            if (!offered) continue;
+            if (!vec_reserve(&e->retry, &e->retry_cap, e->nretry + 1, sizeof *e->retry))
+                return err_set(CLS_E_NOMEM, "out of memory for the queries to run again");
+            e->retry[e->nretry++] = (uint32_t)plan_query(pl, i);
+            if (offered > e->retry_pool) e->retry_pool = offered;
+        }
+    }
     for (uint32_t i = 0; i < nq; i++) {
         uint32_t m = e->h_out[i];
         if (m > kk) return err_set(CLS_E_OPENCL, "topk_select returned %u hits for k = %u", m, kk);
@@ -638,17 +666,100 @@ static int cmp_cost(const void *a, const void *b)
     return (x->q > y->q) - (x->q < y->q); /* stable: batch order among equals */
 }
 
+/* Block maxima at weight 1 for the norms in force (ABI_BOUND_TABLE): block_maxima over every block
+ * of the resident index, in launches of at most BMAX_GROUPS work-groups. */
+#define BMAX_GROUPS ((size_t)1 << 22)
+
+static cls_status block_maxima(clx_engine *e, float k1, float b)
+{
+    const cls_index *idx = e->idx;
+    cl_int err;
+    if (!e->d_bmax) {
+        size_t bytes = (size_t)idx->num_blocks * 4;
+        e->d_bmax = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE, bytes > DEV_MIN_BUF ? bytes : DEV_MIN_BUF, NULL, &err);
+        if (!e->d_bmax || err != CL_SUCCESS) {
+            e->d_bmax = NULL;
+            return err_wrap(clx_fail("clCreateBuffer", err), "block maxima (%zu bytes): ", bytes);
+        }
+    }
+    size_t wbytes = (size_t)idx->num_words * 4;
+    cl_uint nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
+    if (nwords == 0) nwords = 1;
+    for (uint64_t b0 = 0; b0 < idx->num_blocks; b0 += BMAX_GROUPS) {
+        cl_uint first = (cl_uint)b0;
+        size_t n = idx->num_blocks - b0 < BMAX_GROUPS ? (size_t)(idx->num_blocks - b0) : BMAX_GROUPS;
+        dev_arg a[] = {DEV_MEM(e->d_words), DEV_U32(nwords), DEV_MEM(e->d_blocks), DEV_MEM(e->d_norms),
+                       DEV_U32(first),      DEV_MEM(e->d_bmax)};
+        cls_status s = dev_run(e, "block_maxima", a, 6, n, idx->block_size, "block maxima");
+        if (s != CLS_OK) return s;
+    }
+    CLX_TRY(clFinish(e->queue));
+    dev_profile_collect(e, 1);
+    e->bmax_k1 = k1;
+    e->bmax_b = b;
+    return CLS_OK;
+}
+
+/* The queries order[0..n) of bt, batch after batch (each planned while it fits lim). */
+static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query_algo *algo, plan_limits *lim,
+                                 const uint32_t *order, uint64_t n, uint32_t kk, cls_results *r)
+{
+    uint64_t q0 = 0;
+    unsigned splits = 0;
+    while (q0 < n) {
+        plan_begin(&e->plan, algo, kk, lim, order, q0);
+        int added = 1;
+        cls_status s;
+        while (added && q0 + e->plan.nq < n)
+            if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
+        double t0 = clx_now();
+        s = run_batch(e, algo, r);
+        double t = clx_now() - t0;
+        if (s == CLS_OK && t > 0 && e->plan.cost > 0) {
+            /* postings per second, smoothed: one odd batch moves the next batch's size a little */
+            double rate = (double)e->plan.cost / t;
+            e->rate = e->rate > 0 ? 0.75 * e->rate + 0.25 * rate : rate;
+        }
+        if (s != CLS_OK) {
+            /* the cache's loads may not all have happened: forget what it holds */
+            clFinish(e->queue);
+            if (e->cached) lc_reset(&e->cache);
+        }
+        dev_profile_collect(e, s == CLS_OK);
+        e->batches++;
+        /* A device allocation that failed: the batch again in halves, down to one query (the
+         * later batches stay within the smaller limits); an error only when one query fails. */
+        if (s == CLS_E_DEVMEM && e->plan.nq > 1 && splits++ < 32) {
+            lim->max_queries = e->plan.nq / 2;
+            if (lim->cost_floor > lim->max_queries) lim->cost_floor = lim->max_queries;
+            continue;
+        }
+        if (s != CLS_OK) return s;
+        q0 += e->plan.nq;
+    }
+    return CLS_OK;
+}
+
+/* OR by partitions: seed partitions a query scores first, and its candidate pool. One seed per 64
+ * hits kept (a partition offers at most k, and the seeds' k-th best is the first threshold); the
+ * pool holds what partitions offer above a threshold that is still rising, which measurements
+ * put at a few k (docs/PERFORMANCE.md, "OR by partitions"); a query that offers more runs again
+ * with a pool that fits. */
+#define OR_SEED_HITS 64u
+#define OR_MAX_SEEDS 64u
+#define OR_POOL_MIN 1024u
+#define OR_POOL_PER_HIT 8u
+
 cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {
     dev_profile_reset(e);
-    e->counters[0] = (cls_counter){"queries", 0};
-    e->counters[1] = (cls_counter){"blocks_in_lists", 0};
-    e->counters[2] = (cls_counter){"blocks_decoded", 0};
-    e->counters[3] = (cls_counter){"cost_rate", (uint64_t)e->rate};
-    e->counters[4] = (cls_counter){"queries_pruned", 0};
-    e->counters[5] = (cls_counter){"lists_found", 0};
-    e->counters[6] = (cls_counter){"lists_loaded", 0};
-    e->counters[7] = (cls_counter){"bytes_loaded", 0};
+    static const char *const names[DEV_COUNTERS] = {"queries", "blocks_in_lists", "blocks_decoded", "cost_rate",
+                                                    "queries_pruned", "postings_in_lists", "postings_decoded",
+                                                    "partitions_scored", "queries_rerun", "or_bounds_from",
+                                                    "lists_found",
+                                                    "lists_loaded", "bytes_loaded"};
+    for (unsigned i = 0; i < DEV_COUNTERS; i++) e->counters[i] = (cls_counter){names[i], 0};
+    e->counters[3].value = (uint64_t)e->rate;
     const cls_index *idx = e->idx;
     const query_algo *algo = query_algo_for(p->mode);
     uint32_t N = idx->num_docs;
@@ -670,6 +781,15 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     /* Block-max pruning needs the blocks' max_score to bound this search's scores: the same k1 and
      * b (a query's weight scales every posting's score alike, so any weight will do). */
     const uint32_t prune = p->k1 == idx->score_k1 && p->b == idx->score_b;
+    /* OR by partitions bounds blocks by max_score where it holds, else by block maxima computed on
+     * the device for these k1 and b (the whole index resident), else not at all (the list cache
+     * holds only some lists: every block of every partition is decoded; -v says so) */
+    algo_need probe = {0};
+    algo->need(&(batch_query){.num_terms = 1}, 1, &probe);
+    e->or_bsrc = prune ? ABI_BOUND_MAXSCORE : e->cached ? ABI_BOUND_NONE : ABI_BOUND_TABLE;
+    if (probe.parts && e->or_bsrc == ABI_BOUND_TABLE && (e->bmax_k1 != p->k1 || e->bmax_b != p->b) &&
+        (s = block_maxima(e, p->k1, p->b)) != CLS_OK)
+        return s;
     /* Balanced batches: the queries in order of cost, so batches hold queries of like cost. */
     if (bt->nq > UINT32_MAX) return err_set(CLS_E_ARG, "more than 2^32 queries in one search");
     if (!vec_reserve(&e->order, &e->order_cap, bt->nq, sizeof *e->order) ||
@@ -682,50 +802,47 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     /* The cost model: a batch takes at least the floor's queries (fewer leave the device part
      * idle), and more, up to DEV_MAX_BATCH, while the device gets through them in the target
      * time at the rate measured so far; until a batch has been measured, the floor. */
+    const uint32_t W = 1u << e->prm.or_part_log, np = N ? (uint32_t)(((uint64_t)N + W - 1) / W) : 1;
+    uint32_t seeds = 1 + kk / OR_SEED_HITS;
+    if (seeds > OR_MAX_SEEDS) seeds = OR_MAX_SEEDS;
+    if (seeds > np) seeds = np;
+    /* a partition offers its top k and the ties of the k-th: at most its W documents */
+    uint64_t pool_max = (uint64_t)np * W, pool = (uint64_t)kk * OR_POOL_PER_HIT;
+    if (pool < OR_POOL_MIN) pool = OR_POOL_MIN;
+    if (e->pool_hint) pool = e->pool_hint;
+    if (pool > pool_max) pool = pool_max;
     plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc,
                        .max_queries = e->rate > 0 ? DEV_MAX_BATCH : e->batch_floor,
                        .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
                        .cost_floor = e->batch_floor,
-                       .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL, .prune = prune};
+                       .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL, .prune = prune,
+                       .parts = np, .seeds = seeds, .pool = (uint32_t)pool, .bound_idf = 1};
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
-    uint64_t q0 = 0;
-    unsigned splits = 0;
-    while (q0 < bt->nq) {
-        plan_begin(&e->plan, algo, kk, &lim, e->order, q0);
-        int added = 1;
-        while (added && q0 + e->plan.nq < bt->nq)
-            if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
-        double t0 = clx_now();
-        s = run_batch(e, algo, r);
-        double t = clx_now() - t0;
-        if (s == CLS_OK && t > 0 && e->plan.cost > 0) {
-            /* postings per second, smoothed: one odd batch moves the next batch's size a little */
-            double rate = (double)e->plan.cost / t;
-            e->rate = e->rate > 0 ? 0.75 * e->rate + 0.25 * rate : rate;
-        }
-        if (s != CLS_OK) {
-            /* the cache's loads may not all have happened: forget what it holds */
-            clFinish(e->queue);
-            if (e->cached) lc_reset(&e->cache);
-        }
-        dev_profile_collect(e, s == CLS_OK);
-        e->batches++;
-        /* A device allocation that failed: the batch again in halves, down to one query (the
-         * later batches stay within the smaller limits); an error only when one query fails. */
-        if (s == CLS_E_DEVMEM && e->plan.nq > 1 && splits++ < 32) {
-            lim.max_queries = e->plan.nq / 2;
-            if (lim.cost_floor > lim.max_queries) lim.cost_floor = lim.max_queries;
-            continue;
-        }
-        if (s != CLS_OK) return s;
-        q0 += e->plan.nq;
+    e->nretry = 0;
+    e->retry_pool = 0;
+    if (probe.parts) e->counters[9].value = e->or_bsrc;
+    if ((s = search_batches(e, bt, algo, &lim, e->order, bt->nq, kk, r)) != CLS_OK) return s;
+    /* OR queries whose partitions offered more candidates than their pool held: again, with a
+     * pool of what they offered (twice, as the threshold's timing varies), until none overflow;
+     * at pool_max (every document of every partition) none can */
+    while (e->nretry) {
+        uint64_t n = e->nretry, want = 2 * (uint64_t)e->retry_pool;
+        if (!vec_reserve(&e->order, &e->order_cap, n, sizeof *e->order))
+            return err_set(CLS_E_NOMEM, "out of memory for the query order");
+        memcpy(e->order, e->retry, n * sizeof *e->order);
+        e->counters[8].value += n;
+        if (lim.pool >= pool_max) return err_set(CLS_E_OPENCL, "or_score offered more candidates than partitions hold");
+        lim.pool = (uint32_t)(want > pool_max ? pool_max : want < 2 * (uint64_t)lim.pool ? 2 * (uint64_t)lim.pool : want);
+        e->nretry = 0;
+        e->retry_pool = 0;
+        if ((s = search_batches(e, bt, algo, &lim, e->order, n, kk, r)) != CLS_OK) return s;
     }
     e->counters[3].value = (uint64_t)e->rate;
     if (e->cached) {
-        e->counters[5].value = e->cache.hits - hits0;
-        e->counters[6].value = e->cache.misses - misses0;
-        e->counters[7].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
+        e->counters[10].value = e->cache.hits - hits0;
+        e->counters[11].value = e->cache.misses - misses0;
+        e->counters[12].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {
@@ -743,7 +860,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {
     *counters = e->counters;
-    return e->counters[0].name ? (e->cached ? 8 : 5) : 0;
+    return e->counters[0].name ? (e->cached ? DEV_COUNTERS : DEV_COUNTERS - 3) : 0;
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }
@@ -751,5 +868,7 @@ void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }
 void clx_set_batch_floor(clx_engine *e, uint32_t queries) { e->batch_floor = queries ? queries : 1; }
 
 void clx_set_chunk(clx_engine *e, uint32_t candidates) { e->chunk = candidates ? candidates : 1; }
+
+void clx_set_or_pool(clx_engine *e, uint32_t slots) { e->pool_hint = slots; }
 
 const clx_params *clx_engine_params(const clx_engine *e) { return &e->prm; }

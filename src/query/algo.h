@@ -29,6 +29,10 @@ typedef struct algo_need {
                      * and top-k in two levels over its work units (and.c) */
     uint32_t dense; /* 1: one accumulator row of num_docs floats (an algorithm asks it of every
                      * query or of none: its kernels index rows by query) */
+    uint32_t parts; /* 1: the query is scored by docID-range partitions (or.c): nothing of its lists
+                     * is decoded ahead, each list gets an abi_skip of kind ABI_SKIP_BOUND, and the
+                     * batch holds the partitions' bounds, work queue and candidate pool (asked of
+                     * every query or of none) */
 } algo_need;
 
 /* The reference twin's view of one query once every term's postings are accumulated: per
@@ -57,6 +61,9 @@ typedef struct query_algo {
     const char *help;           /* one line for the command's help */
     const char *kernel_file;    /* cl/<name>.cl: built into the engine's query program */
     const char *const *kernels; /* the kernels that file defines (NULL-terminated) */
+    const char *decode_file;    /* NULL, or cl/<file>.cl of kernels that decode blocks themselves:
+                                 * built into the decode program, after the codec's fragment */
+    const char *const *decode_kernels; /* the kernels that file defines (NULL-terminated) */
     const char *describe;       /* its kernels in a few words, for the engine's -v description */
     /* The planner's questions about query q, whose shortest known list holds shortest_df
      * postings (0 when it has no known term). */

@@ -43,6 +43,9 @@ void clx_set_batch_floor(clx_engine *e, uint32_t queries);
 /* The candidates per work unit: a long query's intersection spreads over that many work-groups
  * (tests force small ones). */
 void clx_set_chunk(clx_engine *e, uint32_t candidates);
+/* The candidate slots an OR query's pool starts with (0: the engine's choice); tests force small
+ * pools, whose overflow runs the query again. */
+void clx_set_or_pool(clx_engine *e, uint32_t slots);
 /* The kernel parameters the engine's programs were built with. */
 const struct clx_params *clx_engine_params(const clx_engine *e);
 

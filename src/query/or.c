@@ -1,17 +1,32 @@
 /* OR (-m or): every document holding any query term, ranked by its BM25 sum.
  *
- * Device (cl/or.cl): score_or, one work-group per query, adds each term's contributions into a
- * dense row of num_docs floats, term by term in query order; top-k reads the row.
+ * Device (cl/or_parts.cl, whose header gives the algorithm and why it is exact): the docID space
+ * is cut into partitions of OR_PART documents; each query's partitions are bounded from its
+ * lists' block heads (or_bounds, or_plan), the highest-bounded ones scored first (the seeds),
+ * the others scored only where their bound reaches the query's rising threshold (or_rest, then
+ * persistent or_score), each in local-memory accumulators, decoding only the blocks that can
+ * matter; each partition offers at most k candidates at or above the threshold to its query's
+ * pool, and topk_select ranks the pool. Nothing the size of the collection exists per query.
+ *
+ * Why partitions everywhere, and no dense row: a partition's accumulators are on chip, so even
+ * a collection small enough for one partition (CACM, 3,204 documents) is accumulated there; a
+ * dense row in global memory costs num_docs floats zeroed, written and ranked per query (100 MB
+ * a query at 25 M documents), which the H100 measurements in docs/PERFORMANCE.md ("OR by
+ * partitions") show losing at every size measured. and-or keeps its dense row (score_or, or.cl).
+ *
  * Reference: the documents that any term's list holds, with the accumulated sum. */
+#include <string.h>
+
 #include "device/dev.h"
 #include "query/algo.h"
 
 static void need(const batch_query *q, uint32_t shortest_df, algo_need *n)
 {
     (void)shortest_df;
-    *n = (algo_need){.flags = q->num_terms == 0 ? ABI_QF_EMPTY : 0u, .dense = 1};
+    *n = (algo_need){.flags = q->num_terms == 0 ? ABI_QF_EMPTY : 0u, .parts = 1};
 }
 
+/* score_or, the dense accumulation and-or ranks (cl/or.cl). */
 cls_status algo_or_accumulate(dev_batch *b)
 {
     clx_engine *e = b->e;
@@ -20,12 +35,62 @@ cls_status algo_or_accumulate(dev_batch *b)
     return dev_run(e, "score_or", a, 8, b->nq, e->prm.wg_score, "score");
 }
 
+/* Persistent work-groups of or_score's queue pass, per compute unit: enough resident groups to
+ * hide a group's barriers and loads. */
+#define OR_GROUPS_PER_CU 16u
+
 static cls_status launch(dev_batch *b)
 {
-    b->scores = b->e->acc.mem;
-    b->cand_docs = b->e->cand.mem; /* unused for dense rows */
-    b->dense = 1;
-    return algo_or_accumulate(b);
+    clx_engine *e = b->e;
+    const batch_plan *pl = &e->plan;
+    cl_uint nq = b->nq, np = pl->lim.parts, seeds = pl->lim.seeds, pool = pl->lim.pool, kk = b->kk;
+    cl_uint gbase = 4 * nq, bsrc = e->or_bsrc, bs = e->idx->block_size, zero = 0, one = 1;
+    cls_status s;
+    if ((s = dev_buf_need(e, &e->or_m, (size_t)pl->nterms * np * 4, "partition bounds")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_ub, (size_t)nq * np * 4, "partition bounds")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_items, (size_t)nq * np * 4, "partition queue")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_seed, (size_t)nq * seeds * 4, "seed partitions")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_ctl, ((size_t)gbase + 8) * 4, "partition counters")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->cand, (size_t)nq * pool * 4, "candidates")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->cscore, (size_t)nq * pool * 4, "candidate scores")) != CLS_OK)
+        return s;
+    cl_event ev;
+    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_m.mem, &zero, 4, 0, (size_t)pl->nterms * np * 4, 0, NULL, &ev));
+    dev_record(e, ev, "bounds", (size_t)pl->nterms * np * 4);
+    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, (size_t)gbase * 4, 8 * 4, 0, NULL, &ev));
+    dev_record(e, ev, "bounds", 32);
+    size_t wbytes = 0;
+    CLX_TRY(clGetMemObjectInfo(e->d_words, CL_MEM_SIZE, sizeof wbytes, &wbytes, NULL));
+    cl_uint nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
+    dev_arg ab[] = {DEV_MEM(b->in), DEV_U32(b->terms_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
+                    DEV_MEM(e->d_bmax), DEV_U32(bsrc),      DEV_U32(np),           DEV_MEM(e->or_m.mem)};
+    if ((s = dev_run(e, "or_bounds", ab, 8, b->nskips, bs, "bounds")) != CLS_OK) return s;
+    dev_arg ap[] = {DEV_MEM(b->in),      DEV_U32(b->queries_base), DEV_U32(np),           DEV_U32(seeds),
+                    DEV_MEM(e->or_m.mem), DEV_MEM(e->or_ub.mem),   DEV_MEM(e->or_seed.mem), DEV_MEM(e->or_ctl.mem)};
+    if ((s = dev_run(e, "or_plan", ap, 8, nq, bs, "bounds")) != CLS_OK) return s;
+    dev_arg as[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
+                    DEV_MEM(e->d_words),   DEV_U32(nwords),          DEV_MEM(e->d_blocks),   DEV_MEM(e->d_bmax),
+                    DEV_U32(bsrc),         DEV_MEM(e->d_norms),      DEV_U32(np),            DEV_U32(kk),
+                    DEV_U32(pool),         DEV_MEM(e->or_m.mem),     DEV_MEM(e->or_ub.mem),  DEV_MEM(e->or_seed.mem),
+                    DEV_U32(seeds),        DEV_U32(zero),            DEV_U32(nq),            DEV_MEM(e->or_ctl.mem),
+                    DEV_U32(gbase),        DEV_MEM(e->cand.mem),     DEV_MEM(e->cscore.mem)};
+    if ((s = dev_run(e, "or_score", as, 23, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
+    dev_arg ar[] = {DEV_U32(np), DEV_MEM(e->or_ub.mem), DEV_MEM(e->or_ctl.mem), DEV_U32(gbase), DEV_MEM(e->or_items.mem)};
+    if ((s = dev_run(e, "or_rest", ar, 5, nq, bs, "bounds")) != CLS_OK) return s;
+    as[15] = DEV_MEM(e->or_items.mem);
+    as[17] = DEV_U32(one);
+    size_t groups = (size_t)e->dev.info.compute_units * OR_GROUPS_PER_CU;
+    if ((s = dev_run(e, "or_score", as, 23, groups, bs, "score")) != CLS_OK) return s;
+    cl_uint or_at = (cl_uint)ABI_OUT_OR((size_t)nq, kk);
+    dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
+                    DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};
+    if ((s = dev_run(e, "or_finish", af, 7, (nq + 63) / 64, 64, "score")) != CLS_OK) return s;
+    b->scores = e->cscore.mem;
+    b->cand_docs = e->cand.mem;
+    b->seg = e->qseg.mem;
+    b->key_shift = 0;
+    b->dense = 0;
+    return CLS_OK;
 }
 
 static uint32_t ref(const ref_query *rq, ref_hit *out)
@@ -37,13 +102,18 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
 }
 
 static const char *const kernels[] = {"score_or", NULL};
+static const char *const decode_kernels[] = {"or_bounds", "or_plan", "or_score", "or_rest", "or_finish",
+                                             "block_maxima", NULL};
 
 const query_algo algo_or = {
     .name = "or",
     .help = "documents holding any query term, ranked by BM25",
     .kernel_file = "or.cl",
     .kernels = kernels,
-    .describe = "dense-accumulator score_or",
+    .decode_file = "or_parts.cl",
+    .decode_kernels = decode_kernels,
+    .describe = "docID-range partitions with block-max pruning (or_bounds + or_plan + or_score seeds, or_rest, "
+                "or_score queue + or_finish) + top-k over the candidate pool",
     .need = need,
     .launch = launch,
     .ref = ref,

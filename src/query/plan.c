@@ -46,6 +46,9 @@ static uint64_t need_cost(const cls_index *idx, const algo_need *need, uint64_t 
 {
     uint64_t rows = need->dense ? idx->num_docs : 0;
     if (need->flags & ABI_QF_EMPTY) return rows;
+    /* scored by partitions: the block heads of its lists and the blocks pruning leaves, which the
+     * engine's measured rate prices (a fraction of the postings, the more so the longer the lists) */
+    if (need->parts) return sum / 8 + (sum + idx->block_size - 1) / idx->block_size;
     if (need->skip && prune_k && num_terms == 1 && shortest_blocks > prune_k) {
         uint64_t top = 2 * (uint64_t)prune_k * idx->block_size;
         return shortest_blocks + (top < shortest ? top : shortest) + rows;
@@ -87,7 +90,8 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->order = order;
     pl->q0 = q0;
     pl->nq = pl->ntasks = pl->nlists = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
-    pl->npruned = 0;
+    pl->npruned = pl->parts = 0;
+    pl->postings_in_lists = 0;
     pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = pl->cost = 0;
     if (lim->cache) lc_begin(lim->cache);
 }
@@ -154,6 +158,29 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         const idx_term *te = &idx->terms[t[j].term];
         pl->term_skip[j] = 0;
         uint64_t room;
+        if (need.parts) { /* its blocks stay coded; or_score finds and decodes them */
+            uint32_t first_block = te->first_block;
+            if (cache) {
+                int fits;
+                if ((s = lc_pin(cache, t[j].term, &first_block, &fits)) != CLS_OK || !fits) {
+                    if (s == CLS_OK && pl->nq == 0)
+                        s = err_set(CLS_E_DEVMEM, "query %s needs more room for its posting lists than the device's "
+                                    "list cache has (%llu words, %llu block records; give the engine more device "
+                                    "memory)", cls_batch_qid(bt, (size_t)qi), (unsigned long long)cache->words.size,
+                                    (unsigned long long)cache->blocks.size);
+                    return not_added(pl, ntouched0, nloads0, s);
+                }
+            }
+            float w = bm25_weight(idx, t[j].term, t[j].qtf);
+            float scale = pl->lim.bound_idf ? (float)((double)w / (double)bm25_idf(idx->num_docs, te->df)) : w;
+            abi_skip *sk = &pl->skips[nskips];
+            *sk = (abi_skip){.query = pl->nq, .first_block = first_block, .num_blocks = te->num_blocks,
+                             .dst_base = pl->nterms + j, .kind = ABI_SKIP_BOUND};
+            memcpy(&sk->k, &scale, 4);
+            pl->term_skip[j] = ++nskips;
+            in_lists += te->num_blocks;
+            continue;
+        }
         int skip = top || (need.skip && j != drive && te->num_blocks > 1);
         uint32_t first_block = te->first_block;
         if (cache && (skip || !pl->slot[t[j].term])) { /* its list must be on the device for the batch */
@@ -203,7 +230,9 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                      (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) +
                      (uint64_t)nunits * (sizeof(abi_unit) + 12 + (need.skip ? (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 : 0)) +
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 +
-                     (uint64_t)need.dense * idx->num_docs * 4;
+                     (uint64_t)need.dense * idx->num_docs * 4 +
+                     (need.parts ? ((uint64_t)q->num_terms + 2) * pl->lim.parts * 4 + (uint64_t)pl->lim.seeds * 4 +
+                                       (uint64_t)pl->lim.pool * 8 + 16 : 0);
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
     uint64_t cost = pl->cost + need_cost(idx, &need, shortest, q->num_terms ? idx->terms[t[drive].term].num_blocks : 0, sum,
                                          q->num_terms, pl->lim.prune ? pl->kk : 0);
@@ -211,7 +240,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || (L->max_cost && pl->nq >= L->cost_floor && cost > L->max_cost) ||
                        dec * 4 > L->max_alloc ||
                        stasks * sizeof(abi_task) > L->max_alloc || (pl->cand + need.cand) * 4 > L->max_alloc ||
-                       rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc))
+                       rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc ||
+                       (need.parts && ((uint64_t)pl->nterms + q->num_terms) * L->parts * 4 > L->max_alloc) ||
+                       (need.parts && (nq * L->parts >= UINT32_MAX || nq * L->pool >= UINT32_MAX ||
+                                       nq * L->parts * 4 > L->max_alloc || nq * L->pool * 4 > L->max_alloc))))
         return not_added(pl, ntouched0, nloads0, CLS_OK);
     /* It fits: write its lists and descriptors. */
     if (!vec_reserve(&pl->lists, &pl->lists_cap, (size_t)pl->nlists + (pl->ntouched - ntouched0) + 1, sizeof *pl->lists))
@@ -246,6 +278,8 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     pl->cand += need.cand;
     pl->dense += need.dense;
     pl->two_level |= need.skip;
+    pl->parts |= need.parts;
+    for (uint32_t j = 0; j < aq->num_terms; j++) pl->postings_in_lists += idx->terms[t[j].term].df;
     pl->npruned += (uint32_t)top;
     pl->bytes = bytes;
     pl->cost = cost;

@@ -45,6 +45,11 @@ typedef struct plan_limits {
                            * blocks that can hold their top k (cl/abi.h: ABI_SKIP_TOP) */
     list_cache *cache;    /* the device's list cache, whose room bounds the batch's lists too;
                            * NULL: the whole index is resident, every list where the file has it */
+    /* queries scored by partitions (algo_need.parts): */
+    uint32_t parts;       /* docID-range partitions of the collection */
+    uint32_t seeds;       /* seed partitions a query scores first */
+    uint32_t pool;        /* candidate slots a query's partitions may offer */
+    uint32_t bound_idf;   /* 1: a term's scale is weight / idf (max_score holds idf), else weight */
 } plan_limits;
 
 typedef struct batch_plan {
@@ -72,6 +77,8 @@ typedef struct batch_plan {
     uint64_t cand;       /* candidate slots */
     uint32_t dense;      /* accumulator rows */
     uint32_t two_level;  /* some query asked for block skipping: top-k runs per work unit first */
+    uint32_t parts;      /* the batch's queries are scored by partitions (algo_need.parts) */
+    uint64_t postings_in_lists; /* postings of the batch's lists, once per query and list */
     uint64_t bytes;      /* device bytes the batch's buffers need, as costed */
     uint64_t cost;       /* its queries' plan_cost together */
     uint32_t ntouched;   /* terms slotted in this batch */

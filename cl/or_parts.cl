@@ -1,0 +1,351 @@
+/* or_parts.cl: ranked disjunctive queries (-m or) by docID-range partitions with block-max
+ * pruning (Huang et al.'s block-max WAND over docID ranges on a GPU; Ding et al.'s per-term
+ * accumulation and multi-level top-k), exactly equal to exhaustive OR.
+ *
+ * The docID space is cut into partitions of OR_PART documents. A partition of a query is scored
+ * by one work-group: it zeroes OR_PART accumulators in local memory, then, term by term in query
+ * order, finds the term's blocks whose docID range meets the partition (binary search over the
+ * block heads), decodes those that can matter (decode.cl: decode_block) and adds each posting's
+ * BM25 contribution to its document's accumulator: the reference engine's additions in the
+ * reference engine's order, so sums are bit-identical, and nothing the size of the collection
+ * exists per query (the accumulation is on chip; only candidates leave it).
+ *
+ * Bounds. bound(t, block) bounds what any posting of the block adds at the term's weight
+ * (cl/abi.h: ABI_BOUND_*); M[t][p] is the largest bound of t's blocks that meet partition p, and
+ * UB[p] the sum of M[t][p] over the query's terms in order. A document's score never exceeds the
+ * UB of its partition, nor, where term t's block b holds it, bound(t, b) plus the M of the other
+ * terms. Comparisons inflate a bound by OR_SLACK (2^-12 relative), far more than the rounding
+ * of a few float operations and of the scaling of a maximum by a weight.
+ *
+ * The threshold theta of a query is a lower bound on its k-th best score: the k-th best score
+ * among any k documents' exact scores is one. It starts at 0 and rises (atomic_max on the float
+ * bits, which order like the floats for scores >= 0) each time a scored partition holds more than
+ * k candidates at or above it: their k-th best is such a lower bound. Pruning with it:
+ *   - a partition whose UB is below theta is not scored;
+ *   - within a scored partition, a block whose bound plus the other terms' M is below theta is
+ *     not decoded. Documents of such a block are left with partial sums; their true score is below
+ *     theta, hence below the final k-th best, and a partial sum is no larger;
+ *   - a partition offers as candidates only documents scoring >= theta (read after its last
+ *     block), at most its own top k. A document of the true top k is never in a skipped block
+ *     (its score would be below theta), so its sum is exact, and fewer than k documents of its
+ *     partition rank above it, so it is offered. Every candidate offered scores >= theta, so none
+ *     carries a partial sum.
+ * Theta's timing (which work-group raised it first) changes how much is skipped, never the result.
+ *
+ * The kernels of a batch, in order (src/query/or.c launches them):
+ *   or_bounds  one work-group per query term (abi_skip ABI_SKIP_BOUND): M[t][p] by atomic_max;
+ *   or_plan    one work-group per query: UB[p]; the OR_SEEDS-style seed partitions (the `seeds`
+ *              highest UB: where the top k most likely lie), marked in UB's top bit;
+ *   or_score   over the seeds first (one work-group per seed slot), raising theta early;
+ *   or_rest    one work-group per query: the other partitions whose UB reaches theta, into the
+ *              query's queue, the highest bounds first (eight bands of UB / the query's largest);
+ *   or_score   again, persistent work-groups taking entries by an atomic ticket, round robin over
+ *              the queries (ticket t: query t % nq, its entry t / nq), so every query's best
+ *              partitions go first and raise its theta before its weaker ones start;
+ *   or_finish  per query its candidates' segment for topk_select (topk.cl), which ranks them.
+ * Candidates go to a pool of `pool` slots per query, reserved by atomic_add; a query whose
+ * partitions offer more is reported (its count) and run again by the engine with a larger pool.
+ *
+ * ctl: per query q, ctl[4q] theta's bits, ctl[4q + 1] the candidates offered, ctl[4q + 2] its
+ * queue's length; from gbase = 4 nq on, the batch's longest queue, the ticket, blocks decoded,
+ * postings decoded, partitions scored.
+ *
+ * block_maxima: the table ABI_BOUND_TABLE reads, one work-group per block of the index: the
+ * block's largest contribution at weight 1 under the norms in force. */
+
+#ifndef OR_PART_LOG
+#define OR_PART_LOG 12 /* log2 of the documents per partition: OR_PART floats of local memory */
+#endif
+#define OR_PART (1u << OR_PART_LOG)
+#define OR_SLACK (1.0f + 1.0f / 4096.0f)
+#define OR_SEED_BIT 0x80000000u /* in UB: the partition is a seed (scores are < 2^31 as bits) */
+
+/* A bound that cannot reach theta. */
+inline int or_below(float bound, float theta) { return bound * OR_SLACK < theta; }
+
+/* What any posting of block b adds at the term's weight w (scale: weight / idf). */
+inline float or_block_bound(__global const idx_block *blocks, __global const float *bmax, uint b, uint bsrc,
+                            float w, float scale)
+{
+    if (bsrc == ABI_BOUND_MAXSCORE) return blocks[b].max_score * scale;
+    if (bsrc == ABI_BOUND_TABLE) return bmax[b] * w;
+    return INFINITY;
+}
+
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void or_bounds(__global const uint *in, uint qterm_base, uint skips_base, __global const idx_block *blocks,
+               __global const float *bmax, uint bsrc, uint np, __global uint *M)
+{
+    __global const abi_skip *sk = SKIPS_AT(in, skips_base, get_group_id(0));
+    __global const abi_term *t = TERMS_AT(in, qterm_base, sk->dst_base);
+    float w = t->weight, scale = as_float(sk->k);
+    __global uint *row = M + (ulong)sk->dst_base * np;
+    for (uint b = get_local_id(0); b < sk->num_blocks; b += BLOCK_SIZE) {
+        uint blk = sk->first_block + b;
+        uint key = as_uint(or_block_bound(blocks, bmax, blk, bsrc, w, scale));
+        uint p1 = min(blocks[blk].last >> OR_PART_LOG, np - 1);
+        /* neighbouring blocks share partitions: most of them find a larger value already */
+        for (uint p = blocks[blk].first >> OR_PART_LOG; p <= p1; p++)
+            if (row[p] < key) atomic_max(row + p, key);
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void or_plan(__global const uint *in, uint qinfo_base, uint np, uint seeds, __global const uint *M,
+             __global uint *ub, __global uint *seed, __global uint *ctl)
+{
+    __local uint hist[256], sh[3], scan[BLOCK_SIZE];
+    uint q = get_group_id(0), lid = get_local_id(0);
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    uint nt = qi->num_terms, t0 = qi->term_start;
+    __global uint *u = ub + (ulong)q * np;
+    for (uint p = lid; p < np; p += BLOCK_SIZE) {
+        float s = 0.0f;
+        for (uint t = 0; t < nt; t++) s += as_float(M[(ulong)(t0 + t) * np + p]);
+        u[p] = as_uint(s);
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    uint T, need;
+    wg_kth_key(u, 1, np, seeds, hist, sh, &T, &need);
+    /* the seeds: UB above T, and the first `need` equal to it */
+    uint m = 0, ties = 0;
+    for (uint b0 = 0; b0 < np; b0 += BLOCK_SIZE) { /* uniform trip count */
+        uint p = b0 + lid, key = p < np ? u[p] : 0u;
+        uint gt = key != 0 && key > T, eq = key != 0 && key == T, tot_eq, tot_sel;
+        uint eq_rank = wg_scan_incl(scan, eq, &tot_eq) - eq + ties;
+        uint sel = gt || (eq && eq_rank < need);
+        uint pos = wg_scan_incl(scan, sel, &tot_sel) - sel + m;
+        if (sel) {
+            seed[(ulong)q * seeds + pos] = p;
+            u[p] = key | OR_SEED_BIT;
+        }
+        ties += tot_eq;
+        m += tot_sel;
+    }
+    for (uint i = m + lid; i < seeds; i += BLOCK_SIZE) seed[(ulong)q * seeds + i] = ABI_NO_BLOCK;
+    if (lid == 0) {
+        ctl[4 * q] = 0;     /* theta: 0.0f */
+        ctl[4 * q + 1] = 0; /* candidates offered */
+        ctl[4 * q + 2] = 0; /* queue */
+    }
+}
+
+/* The first block of a term at or after j that meets partition p and whose bound, with the other
+ * terms' M, reaches theta; end (>= nb or past the partition) when none does. */
+inline uint or_next_block(uint j, uint nb, uint fb, uint p, __global const idx_block *blocks, __global const float *bmax,
+                          uint bsrc, float w, float scale, float others, float theta)
+{
+    while (j < nb && (blocks[fb + j].first >> OR_PART_LOG) <= p &&
+           or_below(or_block_bound(blocks, bmax, fb + j, bsrc, w, scale) + others, theta))
+        j++;
+    return j < nb && (blocks[fb + j].first >> OR_PART_LOG) <= p ? j : nb;
+}
+
+/* Reads theta (ctl[4q]) once for the whole group. */
+inline float or_theta(__global volatile uint *at, __local uint *sh)
+{
+    if (get_local_id(0) == 0) sh[0] = *at;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float theta = as_float(sh[0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return theta;
+}
+
+/* The group's next ticket: the next of the counter at next (persistent), else the group's own
+ * first, then none (tickets). */
+inline uint or_ticket(uint persistent, uint round, uint tickets, __global uint *next, __local uint *sh)
+{
+    if (get_local_id(0) == 0) sh[0] = persistent ? atomic_inc(next) : round ? tickets : get_group_id(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint ticket = sh[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return ticket;
+}
+
+/* persistent 0: ticket g (the group's) is seed slot g of the seed table (items, `seeds` a query);
+ * persistent 1: work-groups take tickets until every query's queue (items: np entries a query,
+ * q * np + i) is done, ticket t standing for entry t / nq of query t % nq.
+ *
+ * A ticket's partition is scored (see the header) unless it is empty or its UB is below theta.
+ * Every loop that holds a barrier has a trip count the whole group shares, and no barrier sits
+ * under a condition or after an early exit: a ticket that is not scored runs the loops zero
+ * times, and the ticket loop leaves only at its head. POCL's work-group compiler, which
+ * turns the code between barriers into loops over work-items, copies the code after a barrier
+ * under a condition, and its time grows with those copies (minutes for a kernel like this one). */
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint skips_base,
+              __global const uint *words, uint nwords, __global const idx_block *blocks,
+              __global const float *bmax, uint bsrc, __global const float *norms, uint np, uint k, uint pool,
+              __global const uint *M, __global const uint *ub, __global const uint *items, uint seeds,
+              uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey)
+{
+    __local float acc[OR_PART];
+    __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH], hist[256], sh[3];
+    uint lid = get_local_id(0);
+    const uint tickets = persistent ? nq * ctl[gbase] : get_num_groups(0); /* queues are complete before */
+    for (uint ticket = or_ticket(persistent, 0, tickets, ctl + gbase + 1, sh), round = 1; ticket < tickets;
+         ticket = or_ticket(persistent, round++, tickets, ctl + gbase + 1, sh)) {
+        uint q, p, live;
+        if (persistent) {
+            q = ticket % nq;
+            uint i = ticket / nq;
+            live = i < ctl[4 * q + 2];
+            p = live ? items[(ulong)q * np + i] : 0;
+        } else {
+            q = ticket / seeds;
+            p = items[ticket];
+            live = p != ABI_NO_BLOCK;
+            p = live ? p : 0;
+        }
+        __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+        __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
+        __global volatile uint *theta_at = ctl + 4 * q;
+        uint t0 = qi->term_start;
+        float theta = or_theta(theta_at, sh);
+        live = live && !or_below(as_float(ub[(ulong)q * np + p] & ~OR_SEED_BIT), theta);
+        const uint nt = live ? qi->num_terms : 0, span = live ? OR_PART : 0;
+        for (uint i = lid; i < span; i += BLOCK_SIZE) acc[i] = 0.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint lo = p << OR_PART_LOG, ndec = 0, npost = 0;
+        for (uint t = 0; t < nt; t++) {
+            float others = 0.0f; /* the other terms' M in query order */
+            for (uint o = 0; o < nt; o++)
+                if (o != t) others += as_float(M[(ulong)(t0 + o) * np + p]);
+            __global const abi_skip *sk = SKIPS_AT(in, skips_base, qt[t].skip - 1);
+            uint fb = sk->first_block, nb = sk->num_blocks;
+            float w = qt[t].weight, scale = as_float(sk->k);
+            uint j = 0, hi = nb; /* the first block whose last docID reaches the partition */
+            while (j < hi) {
+                uint mid = j + ((hi - j) >> 1);
+                if (blocks[fb + mid].last < lo) j = mid + 1; else hi = mid;
+            }
+            for (j = or_next_block(j, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta); j < nb;
+                 j = or_next_block(j + 1, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta)) {
+                uint doc, tf, n = decode_block(words, nwords, blocks + fb + j, vals, scan, scratch, &doc, &tf);
+                if (lid < n && doc - lo < OR_PART) acc[doc - lo] += bm25_contrib(w, tf, norms[doc]);
+                ndec++;
+                npost += n;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE); /* this term's additions before the next term's */
+            theta = or_theta(theta_at, sh); /* other groups may have raised it */
+        }
+        /* candidates: scores >= theta, and of those, where more than k, the ones at or above the
+         * k-th largest T (all of them equal to T: topk_select keeps the smaller docIDs of a tie,
+         * whatever their order). Written in no particular order (local atomics, no scans: see
+         * above on POCL's compiler). */
+        theta = or_theta(theta_at, sh);
+        if (lid == 0) sh[1] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint cnt = 0;
+        for (uint i = lid; i < span; i += BLOCK_SIZE) cnt += acc[i] > 0.0f && acc[i] >= theta;
+        if (cnt) atomic_add(sh + 1, cnt);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint total = sh[1];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint T, need; /* the k-th largest accumulator: with more than k at or above theta, it is one */
+        wg_kth_key_local((__local const uint *)acc, 1, span, k, hist, sh, &T, &need);
+        const float least = total > k ? fmax(theta, as_float(T)) : theta;
+        if (lid == 0) sh[1] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        cnt = 0;
+        for (uint i = lid; i < span; i += BLOCK_SIZE) cnt += acc[i] > 0.0f && acc[i] >= least;
+        if (cnt) atomic_add(sh + 1, cnt);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint m = sh[1];
+        barrier(CLK_LOCAL_MEM_FENCE); /* read by all before sh[1] counts again */
+        if (lid == 0) {
+            if (total > k) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
+            sh[0] = m ? atomic_add(ctl + 4 * q + 1, m) : 0;
+            sh[1] = 0;
+            if (ndec) {
+                atomic_add(ctl + gbase + 2, ndec);
+                atomic_add(ctl + gbase + 3, npost);
+            }
+            if (live) atomic_inc(ctl + gbase + 4);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint base = sh[0];
+        /* an overflowing pool takes nothing: the count tells the engine */
+        const uint wspan = m && base + m <= pool ? span : 0;
+        __global uint *od = pdoc + (ulong)q * pool + base, *ok = pkey + (ulong)q * pool + base;
+        for (uint i = lid; i < wspan; i += BLOCK_SIZE) {
+            float s = acc[i];
+            if (s > 0.0f && s >= least) {
+                uint pos = atomic_inc(sh + 1);
+                od[pos] = lo + i;
+                ok[pos] = as_uint(s);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* sh and acc are reused by the next ticket */
+    }
+}
+
+/* One work-group per query: its partitions that are not seeds and whose UB reaches theta, into
+ * its queue, in eight bands of UB relative to its largest (the highest band first; docID order
+ * within a band). */
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, __global uint *items)
+{
+    __local uint scan[BLOCK_SIZE];
+    __local float top[BLOCK_SIZE];
+    uint q = get_group_id(0), lid = get_local_id(0);
+    __global const uint *u = ub + (ulong)q * np;
+    __global uint *dst = items + (ulong)q * np;
+    float theta = as_float(ctl[4 * q]), mx = 0.0f;
+    for (uint p = lid; p < np; p += BLOCK_SIZE) mx = fmax(mx, as_float(u[p] & ~OR_SEED_BIT));
+    top[lid] = mx;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = BLOCK_SIZE / 2; s > 0; s >>= 1) {
+        if (lid < s) top[lid] = fmax(top[lid], top[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    mx = top[0];
+    uint at = 0;
+    for (int band = 7; band >= 0; band--) {
+        for (uint b0 = 0; b0 < np; b0 += BLOCK_SIZE) { /* uniform */
+            uint p = b0 + lid, key = p < np ? u[p] : 0u, n;
+            float f = as_float(key);
+            uint in_band = isinf(mx) || !(mx > 0.0f) ? band == 7 : (int)min(7.0f, 8.0f * f / mx) == band;
+            uint sel = key != 0 && !(key & OR_SEED_BIT) && !or_below(f, theta) && in_band;
+            uint pos = wg_scan_incl(scan, sel, &n) - sel + at;
+            if (sel) dst[pos] = p;
+            at += n;
+        }
+    }
+    if (lid == 0) {
+        ctl[4 * q + 2] = at;
+        if (at) atomic_max(ctl + gbase, at);
+    }
+}
+
+/* One work-item per query: its candidates' segment; the batch's counters after the overflow words. */
+__kernel void or_finish(uint nq, uint pool, __global const uint *ctl, uint gbase, __global uint *seg,
+                        __global uint *out, uint or_at)
+{
+    uint q = get_global_id(0);
+    if (q >= nq) return;
+    uint c = ctl[4 * q + 1];
+    seg[2 * q] = q * pool;
+    seg[2 * q + 1] = min(c, pool);
+    out[or_at + q] = c > pool ? c : 0u;
+    if (q == 0)
+        for (uint i = 0; i < 3; i++) out[or_at + nq + i] = ctl[gbase + 2 + i];
+}
+
+/* One work-group per block of the index: its largest contribution at weight 1. */
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void block_maxima(__global const uint *words, uint nwords, __global const idx_block *blocks,
+                  __global const float *norms, uint block0, __global float *bmax)
+{
+    __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH];
+    __local float best[BLOCK_SIZE];
+    uint b = block0 + get_group_id(0), lid = get_local_id(0);
+    uint doc, tf, n = decode_block(words, nwords, blocks + b, vals, scan, scratch, &doc, &tf);
+    best[lid] = lid < n ? bm25_contrib(1.0f, tf, norms[doc]) : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = BLOCK_SIZE / 2; s > 0; s >>= 1) {
+        if (lid < s) best[lid] = fmax(best[lid], best[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) bmax[b] = best[0];
+}
