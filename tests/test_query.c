@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/clx.h"
 #include "index/index.h"
 #include "query/algo.h"
 #include "query/engine.h"
@@ -247,12 +248,13 @@ static int holds(const cls_results *r, size_t i, uint32_t doc)
  * clones' ties (equal scores across many blocks, the docID deciding at the boundary), a repeated
  * term (a weight the blocks' max_score was not computed for), k below, near and above the
  * list's blocks, work units of a few postings; at other BM25 parameters nothing is pruned. */
-static void same_as_ref_at(cls_engine *dev, cls_engine *ref, const cls_batch *b, uint32_t k, float k1, float bb)
+static void same_as_ref_mode(cls_engine *dev, cls_engine *ref, const cls_batch *b, cls_mode mode, uint32_t k, float k1,
+                             float bb)
 {
     cls_search_params p;
     cls_search_defaults(&p);
     p.k = k;
-    p.mode = CLS_MODE_AND;
+    p.mode = mode;
     p.k1 = k1;
     p.b = bb;
     cls_results *rr, *rd;
@@ -261,9 +263,15 @@ static void same_as_ref_at(cls_engine *dev, cls_engine *ref, const cls_batch *b,
     ck_assert_msg(cls_engine_search(ref, b, &p, rr) == CLS_OK, "%s", cls_last_error());
     ck_assert_msg(cls_engine_search(dev, b, &p, rd) == CLS_OK, "%s", cls_last_error());
     ck_assert_uint_gt(cls_results_count(rr), 0);
-    ck_assert_msg(cls_results_compare(rr, rd, 0.0) == CLS_OK, "k %u, k1 %g, b %g: %s", k, k1, bb, cls_last_error());
+    ck_assert_msg(cls_results_compare(rr, rd, 0.0) == CLS_OK, "%s k %u, k1 %g, b %g: %s", cls_mode_name(mode), k, k1, bb,
+                  cls_last_error());
     cls_results_free(rr);
     cls_results_free(rd);
+}
+
+static void same_as_ref_at(cls_engine *dev, cls_engine *ref, const cls_batch *b, uint32_t k, float k1, float bb)
+{
+    same_as_ref_mode(dev, ref, b, CLS_MODE_AND, k, k1, bb);
 }
 
 START_TEST(and_prunes_one_term_queries)
@@ -305,6 +313,45 @@ START_TEST(and_prunes_one_term_queries)
     cls_engine_free(ref);
     cls_batch_free(b);
     cls_index_close(idx);
+}
+END_TEST
+
+/* OR by partitions (cl/or_parts.cl) equals exhaustive OR: partitions of 64 documents (many per
+ * list, blocks spanning several), pools of 3 candidates (every query overflows and runs again),
+ * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
+ * (bounds from max_score) and others (block maxima computed on the device); and it prunes. */
+START_TEST(or_prunes_by_partitions)
+{
+    fixture f = fixture_open(41, 9000, 300, 43, 150);
+    clx_device d;
+    clx_params prm;
+    ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
+    prm.or_part_log = 6;
+    cls_engine *small;
+    ck_assert_msg(engine_create_with(f.idx, device(), &prm, &small) == CLS_OK, "%s", cls_last_error());
+    const uint32_t ks[] = {1, 10, 100, 10000};
+    cls_engine *engines[] = {f.dev, small};
+    for (size_t e = 0; e < 2; e++)
+        for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+            same_as_ref_mode(engines[e], f.ref, f.b, CLS_MODE_OR, ks[i], 0.9f, 0.4f);
+            ck_assert_uint_eq(counter(engines[e], "or_bounds_from"), ABI_BOUND_MAXSCORE);
+            if (e == 1 && ks[i] <= 10) /* 141 partitions a query: pruning leaves most unscored */
+                ck_assert_msg(counter(small, "partitions_scored") * 2 < cls_batch_count(f.b) * 141 &&
+                              counter(small, "postings_decoded") < counter(small, "postings_in_lists"),
+                              "k %u: %llu partitions scored, %llu of %llu postings decoded", ks[i],
+                              (unsigned long long)counter(small, "partitions_scored"),
+                              (unsigned long long)counter(small, "postings_decoded"),
+                              (unsigned long long)counter(small, "postings_in_lists"));
+        }
+    same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 1.2f, 0.75f);
+    ck_assert_uint_eq(counter(small, "or_bounds_from"), ABI_BOUND_TABLE);
+    same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.5f, 1.0f);
+    clx_set_or_pool(engine_clx(small), 3);
+    same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
+    ck_assert_uint_gt(counter(small, "queries_rerun"), 10);
+    same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
+    cls_engine_free(small);
+    fixture_close(&f);
 }
 END_TEST
 
@@ -714,6 +761,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unknown_mode_is_refused);
     tcase_add_test(tc, and_skips_blocks);
     tcase_add_test(tc, and_prunes_one_term_queries);
+    tcase_add_test(tc, or_prunes_by_partitions);
     tcase_add_test(tc, search_text_is_one_query);
     tcase_add_test(tc, and_or_is_and_completed_by_or);
     tcase_add_test(tc, budget_splits_batches);

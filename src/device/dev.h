@@ -56,6 +56,9 @@ typedef struct clx_engine {
     cl_context ctx;
     cl_command_queue queue;
     cl_program prog, prog_dec; /* query kernels (every algorithm's file and topk.cl); the index's decoder */
+    cl_program prog_algo;      /* kernels that decode blocks themselves (algo->decode_file), built when
+                                * a search first needs them on the decoder's options (dopts) */
+    char dopts[320];
     cl_kernel kernels[DEV_MAX_KERNELS];
     const char *kernel_names[DEV_MAX_KERNELS];
     unsigned nkernels;

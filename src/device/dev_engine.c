@@ -252,15 +252,9 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     qfiles[nf++] = "topk.cl";
     qfiles[nf++] = "cache.cl";
     qfiles[nf] = NULL;
-    /* the codec's fragment first, then decode.cl, then the algorithms' kernels that decode blocks
-     * themselves (algo->decode_file) */
-    const char *dec_files[DEV_MAX_KERNELS + 3] = {cdc_kernel_file(idx->codec), "decode.cl"};
-    size_t ndf = 2;
-    for (size_t i = 0; i < nalgo; i++)
-        if (algos[i]->decode_file) dec_files[ndf++] = algos[i]->decode_file;
-    dec_files[ndf] = NULL;
-    char dopts[320], qopts[512], dnote[4400], qnote[4400];
-    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u%s",
+    const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
+    char *dopts = e->dopts, qopts[512], dnote[4400], qnote[4400];
+    snprintf(dopts, sizeof e->dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u%s",
              idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
     snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
@@ -279,13 +273,37 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
         (s = add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK ||
         (s = add_kernel(e, e->prog, "place_lists")) != CLS_OK)
         return s;
-    for (size_t i = 0; i < nalgo; i++) {
+    for (size_t i = 0; i < nalgo; i++)
         for (const char *const *k = algos[i]->kernels; *k; k++)
             if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog, *k)) != CLS_OK) return s;
-        for (const char *const *k = algos[i]->decode_kernels; k && *k; k++)
-            if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog_dec, *k)) != CLS_OK) return s;
-    }
     snprintf(notes, notes_len, "programs: decode (%s) %s; query (%s) %s", dopts, dnote, qopts, qnote);
+    return CLS_OK;
+}
+
+/* The third program, of the algorithms' kernels that decode blocks themselves (algo->decode_file:
+ * OR's or_score), on the decode program's options: built when a search first needs it, since on
+ * POCL it takes tens of seconds to compile where the other two take a few, and an engine that
+ * never runs such an algorithm need not wait for it. */
+static cls_status build_decoding_kernels(clx_engine *e)
+{
+    if (e->prog_algo) return CLS_OK;
+    size_t nalgo;
+    const query_algo *const *algos = query_algos(&nalgo);
+    const char *files[DEV_MAX_KERNELS + 3] = {cdc_kernel_file(e->idx->codec), "decode.cl"};
+    size_t nf = 2;
+    for (size_t i = 0; i < nalgo; i++)
+        if (algos[i]->decode_file) files[nf++] = algos[i]->decode_file;
+    files[nf] = NULL;
+    char note[4400];
+    double secs = 0;
+    int cached = 0;
+    cls_status s = clx_build(e->ctx, &e->dev, files, e->dopts, &e->prog_algo, &secs, &cached, note, sizeof note);
+    if (s != CLS_OK) return s;
+    e->build_secs += secs;
+    e->from_cache = e->from_cache && cached;
+    for (size_t i = 0; i < nalgo; i++)
+        for (const char *const *k = algos[i]->decode_kernels; k && *k; k++)
+            if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog_algo, *k)) != CLS_OK) return s;
     return CLS_OK;
 }
 
@@ -476,6 +494,7 @@ void clx_free(clx_engine *e)
     for (unsigned i = 0; i < e->nkernels; i++) clReleaseKernel(e->kernels[i]);
     if (e->prog) clReleaseProgram(e->prog);
     if (e->prog_dec) clReleaseProgram(e->prog_dec);
+    if (e->prog_algo) clReleaseProgram(e->prog_algo);
     if (e->queue) clReleaseCommandQueue(e->queue);
     if (e->ctx) clReleaseContext(e->ctx);
     free(e->h_out);
@@ -786,6 +805,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
      * holds only some lists: every block of every partition is decoded; -v says so) */
     algo_need probe = {0};
     algo->need(&(batch_query){.num_terms = 1}, 1, &probe);
+    if (probe.parts && (s = build_decoding_kernels(e)) != CLS_OK) return s;
     e->or_bsrc = prune ? ABI_BOUND_MAXSCORE : e->cached ? ABI_BOUND_NONE : ABI_BOUND_TABLE;
     if (probe.parts && e->or_bsrc == ABI_BOUND_TABLE && (e->bmax_k1 != p->k1 || e->bmax_b != p->b) &&
         (s = block_maxima(e, p->k1, p->b)) != CLS_OK)
