@@ -47,7 +47,8 @@
  * partitions offer more is reported (its count) and run again by the engine with a larger pool.
  *
  * ctl: per query q, ctl[4q] theta's bits, ctl[4q + 1] the candidates offered, ctl[4q + 2] its
- * queue's length; from gbase = 4 nq on, the batch's longest queue, the ticket, blocks decoded,
+ * queue's length, ctl[4q + 3] its largest UB (the scale of its histogram of offered scores, which
+ * raises theta too: or_hist_theta); from gbase = 4 nq on, the batch's longest queue, the ticket, blocks decoded,
  * postings decoded, partitions scored.
  *
  * block_maxima: the table ABI_BOUND_TABLE reads, one work-group per block of the index: the
@@ -99,12 +100,20 @@ void or_plan(__global const uint *in, uint qinfo_base, uint np, uint seeds, __gl
     __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
     uint nt = qi->num_terms, t0 = qi->term_start;
     __global uint *u = ub + (ulong)q * np;
+    __local float top[BLOCK_SIZE];
+    float mx = 0.0f;
     for (uint p = lid; p < np; p += BLOCK_SIZE) {
         float s = 0.0f;
         for (uint t = 0; t < nt; t++) s += as_float(M[(ulong)(t0 + t) * np + p]);
         u[p] = as_uint(s);
+        mx = fmax(mx, s);
     }
-    barrier(CLK_GLOBAL_MEM_FENCE);
+    top[lid] = mx;
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    for (uint s = BLOCK_SIZE / 2; s > 0; s >>= 1) {
+        if (lid < s) top[lid] = fmax(top[lid], top[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
     uint T, need;
     wg_kth_key(u, 1, np, seeds, hist, sh, &T, &need);
     /* the seeds: UB above T, and the first `need` equal to it */
@@ -127,7 +136,35 @@ void or_plan(__global const uint *in, uint qinfo_base, uint np, uint seeds, __gl
         ctl[4 * q] = 0;     /* theta: 0.0f */
         ctl[4 * q + 1] = 0; /* candidates offered */
         ctl[4 * q + 2] = 0; /* queue */
+        ctl[4 * q + 3] = as_uint(top[0]); /* the largest UB: the scale of the offers' histogram */
     }
+}
+
+/* A lower bound on a query's k-th best score from the histogram of the candidates its partitions
+ * offered so far (OR_HIST bins of OR_HIST / UBmax, the query's largest partition bound, a bin;
+ * every offered score is exact): the lower edge of the highest bin b such that the bins from b up
+ * hold at least k, less a margin for the rounding of the bin arithmetic; 0 when they hold fewer.
+ * It rises as partitions finish, toward the k-th best of all the query's candidates, where a
+ * partition's own k-th best is the best of one partition's. One work-item reads the bins, 16
+ * at a time, from the top. */
+#define OR_HIST 256u
+inline uint or_hist_theta(__global const uint *qh, uint k, float scale)
+{
+    uint c = 0;
+    for (int g = OR_HIST / 16 - 1; g >= 0; g--) {
+        uint v[16];
+        vstore16(vload16(g, qh), 0, v);
+        uint sum = 0;
+        for (int j = 0; j < 16; j++) sum += v[j];
+        if (c + sum >= k) {
+            for (int j = 15; j >= 0; j--) {
+                c += v[j];
+                if (c >= k) return as_uint((float)(g * 16 + j) / scale * (1.0f - 1.0f / 1024.0f));
+            }
+        }
+        c += sum;
+    }
+    return 0u;
 }
 
 /* The first block of a term at or after j that meets partition p and whose bound, with the other
@@ -177,7 +214,8 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
               __global const uint *words, uint nwords, __global const idx_block *blocks,
               __global const float *bmax, uint bsrc, __global const float *norms, uint np, uint k, uint pool,
               __global const uint *M, __global const uint *ub, __global const uint *items, uint seeds,
-              uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey)
+              uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey,
+              __global uint *hist_all)
 {
     __local float acc[OR_PART];
     __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH], hist[256], sh[3];
@@ -268,14 +306,20 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         /* an overflowing pool takes nothing: the count tells the engine */
         const uint wspan = m && base + m <= pool ? span : 0;
         __global uint *od = pdoc + (ulong)q * pool + base, *ok = pkey + (ulong)q * pool + base;
+        __global uint *qh = hist_all + (ulong)q * OR_HIST;
+        const float ubmax = as_float(ctl[4 * q + 3]);
+        const float scale = ubmax > 0.0f && !isinf(ubmax) ? (float)OR_HIST / ubmax : 0.0f;
         for (uint i = lid; i < wspan; i += BLOCK_SIZE) {
             float s = acc[i];
             if (s > 0.0f && s >= least) {
                 uint pos = atomic_inc(sh + 1);
                 od[pos] = lo + i;
                 ok[pos] = as_uint(s);
+                atomic_inc(qh + (uint)fmin((float)(OR_HIST - 1), s * scale));
             }
         }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0 && wspan && scale > 0.0f) atomic_max(ctl + 4 * q, or_hist_theta(qh, k, scale));
         barrier(CLK_LOCAL_MEM_FENCE); /* sh and acc are reused by the next ticket */
     }
 }

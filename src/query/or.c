@@ -38,6 +38,8 @@ cls_status algo_or_accumulate(dev_batch *b)
 /* Persistent work-groups of or_score's queue pass, per compute unit: enough resident groups to
  * hide a group's barriers and loads. */
 #define OR_GROUPS_PER_CU 16u
+/* or_parts.cl's OR_HIST: bins of a query's histogram of offered scores */
+#define OR_HIST_BINS 256u
 
 static cls_status launch(dev_batch *b)
 {
@@ -51,6 +53,7 @@ static cls_status launch(dev_batch *b)
         (s = dev_buf_need(e, &e->or_items, (size_t)nq * np * 4, "partition queue")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_seed, (size_t)nq * seeds * 4, "seed partitions")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_ctl, ((size_t)gbase + 8) * 4, "partition counters")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_hist, (size_t)nq * OR_HIST_BINS * 4, "candidate histograms")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cand, (size_t)nq * pool * 4, "candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)nq * pool * 4, "candidate scores")) != CLS_OK)
         return s;
@@ -59,6 +62,8 @@ static cls_status launch(dev_batch *b)
     dev_record(e, ev, "bounds", (size_t)pl->nterms * np * 4);
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, (size_t)gbase * 4, 8 * 4, 0, NULL, &ev));
     dev_record(e, ev, "bounds", 32);
+    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_hist.mem, &zero, 4, 0, (size_t)nq * OR_HIST_BINS * 4, 0, NULL, &ev));
+    dev_record(e, ev, "bounds", (size_t)nq * OR_HIST_BINS * 4);
     size_t wbytes = 0;
     CLX_TRY(clGetMemObjectInfo(e->d_words, CL_MEM_SIZE, sizeof wbytes, &wbytes, NULL));
     cl_uint nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
@@ -73,14 +78,14 @@ static cls_status launch(dev_batch *b)
                     DEV_U32(bsrc),         DEV_MEM(e->d_norms),      DEV_U32(np),            DEV_U32(kk),
                     DEV_U32(pool),         DEV_MEM(e->or_m.mem),     DEV_MEM(e->or_ub.mem),  DEV_MEM(e->or_seed.mem),
                     DEV_U32(seeds),        DEV_U32(zero),            DEV_U32(nq),            DEV_MEM(e->or_ctl.mem),
-                    DEV_U32(gbase),        DEV_MEM(e->cand.mem),     DEV_MEM(e->cscore.mem)};
-    if ((s = dev_run(e, "or_score", as, 23, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
+                    DEV_U32(gbase),        DEV_MEM(e->cand.mem),     DEV_MEM(e->cscore.mem), DEV_MEM(e->or_hist.mem)};
+    if ((s = dev_run(e, "or_score", as, 24, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
     dev_arg ar[] = {DEV_U32(np), DEV_MEM(e->or_ub.mem), DEV_MEM(e->or_ctl.mem), DEV_U32(gbase), DEV_MEM(e->or_items.mem)};
     if ((s = dev_run(e, "or_rest", ar, 5, nq, bs, "bounds")) != CLS_OK) return s;
     as[15] = DEV_MEM(e->or_items.mem);
     as[17] = DEV_U32(one);
     size_t groups = (size_t)e->dev.info.compute_units * OR_GROUPS_PER_CU;
-    if ((s = dev_run(e, "or_score", as, 23, groups, bs, "score")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_score", as, 24, groups, bs, "score")) != CLS_OK) return s;
     cl_uint or_at = (cl_uint)ABI_OUT_OR((size_t)nq, kk);
     dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};
