@@ -368,7 +368,11 @@ CLS_API cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, 
 /* ---- Queries -------------------------------------------------------------------------------- */
 
 /* A batch of analysed queries, ready for any engine. Terms unknown to the index are dropped;
- * repeated terms become one term with a query weight equal to its count. */
+ * repeated terms become one term whose query weight is the sum of its occurrences' weights.
+ * An occurrence weighs 1, or w when written term^w (Lucene's syntax): w, a decimal number from
+ * 1e-9 to 1e9, weights every term the analyzer makes of the text before the caret back to the
+ * previous white space ("a a^2" weighs a as 3). A caret with no term before it or no valid
+ * weight after it is CLS_E_FORMAT from cls_batch_add, naming the query and the token. */
 typedef struct cls_batch cls_batch;
 
 CLS_API cls_status cls_batch_create(const cls_index *idx, cls_batch **out);

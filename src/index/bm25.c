@@ -11,10 +11,10 @@ float bm25_idf(uint32_t num_docs, uint32_t df)
     return (float)log(1.0 + (N - d + 0.5) / (d + 0.5));
 }
 
-float bm25_weight(const cls_index *x, uint32_t term, uint32_t qtf)
+float bm25_weight(const cls_index *x, uint32_t term, double qweight)
 {
     double N = x->num_docs, df = x->terms[term].df;
-    return (float)(log(1.0 + (N - df + 0.5) / (df + 0.5)) * qtf);
+    return (float)(log(1.0 + (N - df + 0.5) / (df + 0.5)) * qweight);
 }
 
 void bm25_norms(const cls_index *x, float k1, float b, float *out)

@@ -31,8 +31,9 @@ static inline float bm25_norm(float k1, float b, uint32_t dl, double avgdl)
 
 /* Lucene's idf: log(1 + (N - df + 0.5) / (df + 0.5)), in double, rounded once to float. */
 float bm25_idf(uint32_t num_docs, uint32_t df);
-/* Lucene's idf times the query weight (term count in the query), in double, rounded once. */
-float bm25_weight(const cls_index *idx, uint32_t term, uint32_t qtf);
+/* Lucene's idf times the query weight (the sum of the term's weights in the query: 1 an
+ * occurrence unless term^w says otherwise), in double, rounded once to float. */
+float bm25_weight(const cls_index *idx, uint32_t term, double qweight);
 /* bm25_norm for every document of idx into out (avgdl: 1 for an empty collection). */
 void bm25_norms(const cls_index *idx, float k1, float b, float *out);
 

@@ -233,7 +233,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         pl->terms[pl->nterms++] = (abi_term){
             .list_offset = sk ? pl->skips[sk - 1].dst_base : pl->slot[t[j].term] - 1,
             .df = te->df,
-            .weight = bm25_weight(idx, t[j].term, t[j].qtf),
+            .weight = bm25_weight(idx, t[j].term, t[j].weight),
             .skip = sk};
     }
     /* as many units as the driving list's df asks for; plan_units (and.cl) gives each its share
