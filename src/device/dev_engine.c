@@ -254,11 +254,11 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     qfiles[nf] = NULL;
     const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
     char dopts[256], qopts[512], dnote[4400], qnote[4400];
-    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u", idx->block_size,
-             idx->pfor_depth, e->prm.wg_scan_algo);
-    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
+    snprintf(dopts, sizeof dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u%s", idx->block_size,
+             idx->pfor_depth, e->prm.wg_scan_algo, idx_score_option(idx));
+    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s%s",
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
     double qsecs = 0;
     int qcache = 0;
     cls_status s = clx_build(e->ctx, &e->dev, dec_files, dopts, &e->prog_dec, &e->build_secs, &e->from_cache, dnote,
@@ -669,7 +669,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     }
     /* Block-max pruning needs the blocks' max_score to bound this search's scores: the same k1 and
      * b (a query's weight scales every posting's score alike, so any weight will do). */
-    const uint32_t prune = p->k1 == idx->score_k1 && p->b == idx->score_b;
+    const uint32_t prune = (uint32_t)idx_bounds_valid(idx, p->k1, p->b);
     /* Balanced batches: the queries in order of cost, so batches hold queries of like cost. */
     if (bt->nq > UINT32_MAX) return err_set(CLS_E_ARG, "more than 2^32 queries in one search");
     if (!vec_reserve(&e->order, &e->order_cap, bt->nq, sizeof *e->order) ||
