@@ -398,6 +398,10 @@ typedef struct cls_batch cls_batch;
 
 CLS_API cls_status cls_batch_create(const cls_index *idx, cls_batch **out);
 CLS_API cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text);
+/* Whether cls_batch_add would accept text's syntax (its term^W weights), without an index:
+ * CLS_OK, or the CLS_E_FORMAT cls_batch_add would return, naming qid (for a caller that checks
+ * queries before it batches them, as the query server does). */
+CLS_API cls_status cls_query_check(const char *qid, const char *text);
 CLS_API void cls_batch_clear(cls_batch *b);
 CLS_API size_t cls_batch_count(const cls_batch *b);
 CLS_API const char *cls_batch_qid(const cls_batch *b, size_t i);

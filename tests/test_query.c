@@ -368,8 +368,12 @@ START_TEST(weighted_terms)
         ck_assert_msg(cls_batch_add(b, "q7", text) == CLS_E_FORMAT, "'%s' accepted", text);
         const char *err = cls_last_error();
         ck_assert_msg(strstr(err, "'q7'") && strstr(err, token), "'%s': %s", text, err);
+        ck_assert_int_eq(cls_query_check("q7", text), CLS_E_FORMAT); /* the same without an index */
+        ck_assert_msg(strstr(cls_last_error(), "'q7'") && strstr(cls_last_error(), token), "%s", cls_last_error());
     }
     ck_assert_uint_eq(cls_batch_count(b), 2);
+    ck_assert_int_eq(cls_query_check("q8", "w1^2.5 nosuchterm^3 w2 the^1e-9"), CLS_OK);
+    ck_assert_int_eq(cls_query_check(NULL, "w1"), CLS_E_ARG);
     cls_batch_free(b);
     cls_engine_free(dev);
     cls_engine_free(ref);

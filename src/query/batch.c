@@ -109,13 +109,15 @@ static int parse_weight(const char *s, size_t n, float *w)
 
 /* Analyses text with the weight syntax: term^w weights every term the analyser makes of the
  * text before the caret, back to the white space before it; the rest weighs 1. The syntax is
- * read first because the analyser takes a caret for a separator, and would index w itself. */
+ * read first because the analyser takes a caret for a separator, and would index w itself.
+ * c NULL: the syntax only, nothing analysed (cls_query_check). */
 static cls_status add_text(add_ctx *c, const char *qid, const char *text)
 {
     const char *p = text, *end = text + strlen(text);
     for (;;) {
         const char *caret = memchr(p, '^', (size_t)(end - p));
-        c->weight = 1.0f;
+        if (c) c->weight = 1.0f;
+        if (!c && !caret) return CLS_OK;
         if (!caret) return p < end ? an_run(c->b->an, p, (size_t)(end - p), on_query_term, c) : CLS_OK;
         const char *ts = caret, *we = caret + 1;
         while (ts > p && !is_space(ts[-1])) ts--;
@@ -127,12 +129,22 @@ static cls_status add_text(add_ctx *c, const char *qid, const char *text)
                            ts == caret ? "a caret must follow a term (term^2.5)"
                                        : "a weight is a decimal number from 1e-9 to 1e9 (term^2.5)");
         }
+        if (!c) {
+            p = we;
+            continue;
+        }
         cls_status s = ts > p ? an_run(c->b->an, p, (size_t)(ts - p), on_query_term, c) : CLS_OK;
         if (s != CLS_OK) return s;
         c->weight = w;
         if ((s = an_run(c->b->an, ts, (size_t)(caret - ts), on_query_term, c)) != CLS_OK) return s;
         p = we;
     }
+}
+
+cls_status cls_query_check(const char *qid, const char *text)
+{
+    if (!qid || !text) return err_set(CLS_E_ARG, "cls_query_check: NULL argument");
+    return add_text(NULL, qid, text);
 }
 
 cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text)
