@@ -209,12 +209,22 @@ inline uint lower_bound(__global const uint *a, uint n, uint key)
     return lo;
 }
 
-/* BM25 of one posting: w is idf times query weight, norm is k1 * (1 - b + b * dl / avgdl).
- * Same operations, same order as bm25_contrib in src/index/bm25.h. */
+/* One posting's score. BM25: w is idf times query weight, norm is k1 * (1 - b + b * dl / avgdl).
+ * An impact index (the host builds both programs with -DSCORE_IMPACT=1): w is the query weight,
+ * tf the quantized impact, and norm plays no part. Same operations, same order as bm25_contrib
+ * and impact_contrib in src/index/bm25.h. */
+#ifndef SCORE_IMPACT
+#define SCORE_IMPACT 0
+#endif
 inline float bm25_contrib(float w, uint tf, float norm)
 {
     float f = (float)tf;
+#if SCORE_IMPACT
+    (void)norm;
+    return w * f;
+#else
     return (w * f) / (f + norm);
+#endif
 }
 
 /* The batch input buffer holds record arrays (cl/abi.h) one after another; kernels get the word

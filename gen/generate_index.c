@@ -526,7 +526,7 @@ static cls_status gi_encode(gi_ctx *g, gi_worker *w)
         }
         if (st != CLS_OK) break;
         idx_term *te = &g->terms[t];
-        st = idx_encode_list(o, docs, freqs, df, bm25_idf(g->N, df), g->norm, vals, g->blocks + te->first_block,
+        st = idx_encode_list(o, docs, freqs, df, CLS_SCORING_BM25, bm25_idf(g->N, df), g->norm, vals, g->blocks + te->first_block,
                              &w->wb);
         pending += df;
         if (pending >= (1u << 20)) {

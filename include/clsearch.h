@@ -308,6 +308,19 @@ typedef struct cls_index_stats {
 CLS_API cls_status cls_index_codec_stats(const cls_index *idx, cls_codec c, uint32_t block_size,
                                          unsigned pfor_depth, cls_index_stats *st);
 
+/* How an index scores. BM25: term frequencies, Lucene's idf, document length norms (every index
+ * built from text). Impact: each posting's frequency is a quantized impact (learned sparse
+ * retrieval: SPLADE, uniCOIL, as Anserini and PISA exchange them in CIFF), and a document's
+ * score is the sum over the query's terms of query weight x impact: no idf, no length norm, and
+ * k1 and b play no part. */
+typedef enum cls_scoring {
+    CLS_SCORING_BM25 = 0,
+    CLS_SCORING_IMPACT = 1
+} cls_scoring;
+
+/* "bm25" or "impact"; NULL for a value outside the enum. */
+CLS_API const char *cls_scoring_name(cls_scoring s);
+
 /* Opens an index file, in time proportional to its metadata: the header, the section table,
  * every section's checksum but the postings', and the consistency of documents, dictionary and
  * block records (docs/FORMAT.md lists the checks). A damaged file is CLS_E_CORRUPT naming the
@@ -327,6 +340,8 @@ CLS_API void cls_index_get_stats(const cls_index *idx, cls_index_stats *st);
 CLS_API const char *cls_index_docno(const cls_index *idx, uint32_t doc);
 /* The analyzer the index was built with. */
 CLS_API void cls_index_analyzer(const cls_index *idx, cls_analyzer_opts *o);
+/* How the index scores (cls_scoring), as its header records it. */
+CLS_API cls_scoring cls_index_scoring(const cls_index *idx);
 
 /* Stored fields (see "Stored fields" above): how many the index keeps (0 for an index of
  * format version 3) and the name of field i (NUL-terminated; NULL if out of range). */
@@ -361,18 +376,32 @@ CLS_API cls_status cls_index_recode(const cls_index *idx, const cls_build_opts *
  * index records the CIFF file as its root, collection "ciff"; it stores no fields. */
 CLS_API cls_status cls_ciff_import(const char *ciff_path, const cls_analyzer_opts *an,
                                    const cls_build_opts *o, const char *index_path);
+/* cls_ciff_import with the index's scoring: CLS_SCORING_IMPACT for a file whose tf fields are
+ * quantized impacts (cls_ciff_import is this with CLS_SCORING_BM25). CIFF has no field that
+ * says which a file holds, so the caller must. */
+CLS_API cls_status cls_ciff_import_scored(const char *ciff_path, const cls_analyzer_opts *an,
+                                          const cls_build_opts *o, cls_scoring scoring, const char *index_path);
 /* Writes idx as CIFF (through a temporary name); description goes into the header. CIFF has no
- * place for stored fields or roots: they are left out. */
+ * place for stored fields or roots, nor for the scoring: they are left out (an impact index's
+ * impacts go out as tf, and import needs CLS_SCORING_IMPACT again). */
 CLS_API cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const char *description);
 
 /* ---- Queries -------------------------------------------------------------------------------- */
 
 /* A batch of analysed queries, ready for any engine. Terms unknown to the index are dropped;
- * repeated terms become one term with a query weight equal to its count. */
+ * repeated terms become one term whose query weight is the sum of its occurrences' weights.
+ * An occurrence weighs 1, or w when written term^w (Lucene's syntax): w, a decimal number from
+ * 1e-9 to 1e9, weights every term the analyzer makes of the text before the caret back to the
+ * previous white space ("a a^2" weighs a as 3). A caret with no term before it or no valid
+ * weight after it is CLS_E_FORMAT from cls_batch_add, naming the query and the token. */
 typedef struct cls_batch cls_batch;
 
 CLS_API cls_status cls_batch_create(const cls_index *idx, cls_batch **out);
 CLS_API cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text);
+/* Whether cls_batch_add would accept text's syntax (its term^W weights), without an index:
+ * CLS_OK, or the CLS_E_FORMAT cls_batch_add would return, naming qid (for a caller that checks
+ * queries before it batches them, as the query server does). */
+CLS_API cls_status cls_query_check(const char *qid, const char *text);
 CLS_API void cls_batch_clear(cls_batch *b);
 CLS_API size_t cls_batch_count(const cls_batch *b);
 CLS_API const char *cls_batch_qid(const cls_batch *b, size_t i);

@@ -156,6 +156,11 @@ int req_from_json(srv_req *r, cJSON *doc, const srv_opts *o, char *err, size_t e
             snprintf(r->qid_buf + 12 * i, 12, "%zu", i + 1);
             r->qid[i] = r->qid_buf + 12 * i;
         }
+        /* a bad term^W here, not in the batch, where it would fail the other requests batched with it */
+        if (cls_query_check(r->qid[i], r->text[i]) != CLS_OK) {
+            snprintf(err, errlen, "%s", cls_last_error());
+            return 400;
+        }
     }
     return 0;
 }

@@ -9,8 +9,9 @@
  * Variants cover each value of each parameter at least once, not the full cross product (which
  * would be thousands of compilations): decode, every codec at every block size, the scan
  * algorithms alternating and pfor at each depth; query, each work-group size in each of the
- * three families with both scan algorithms, plus the AMD database entry; scan, each SCAN_WG and
- * SCAN_ITEMS; copy, each COPY_VEC. Candidate values come from the registry (clx_params.c), so a
+ * three families with both scan algorithms, a third of them scoring impacts (-DSCORE_IMPACT=1),
+ * plus the AMD database entry; scan, each SCAN_WG and SCAN_ITEMS; copy, each COPY_VEC. Candidate
+ * values come from the registry (clx_params.c), so a
  * new candidate is compiled without touching this file. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,8 +194,9 @@ int main(int argc, char **argv)
             p.wg_topk = wt->candidates[(i + 4) % wt->ncandidates];
             p.wg_scan_algo = algos[i % nalgos];
         }
-        snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
-                 p.wg_intersect, p.wg_score, p.wg_topk, p.wg_scan_algo, i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt");
+        snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s%s",
+                 p.wg_intersect, p.wg_score, p.wg_topk, p.wg_scan_algo, i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
+                 i % 3 == 1 ? " -DSCORE_IMPACT=1" : ""); /* an impact index's scoring (idx_score_option) */
         ok = ok && emit("query", qfiles, opts);
     }
 

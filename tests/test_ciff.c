@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "index/index.h"
 #include "util/vec.h"
@@ -255,6 +256,279 @@ static void put_doc(pb *f, int32_t docid, const char *no, size_t nlen, int32_t l
     pb_delimited(f, &m);
     free(m.p);
 }
+
+/* ---- impact-scored CIFF (learned sparse retrieval) ----------------------------------------- */
+
+#define IMP_DOCS 1500u
+#define IMP_TERMS 6u
+
+/* A CIFF file of IMP_DOCS documents over terms t0..t5 whose tf fields are quantized impacts
+ * (1..255, as SPLADE's quantized weights): t0 in every document (a list of many blocks: one-term
+ * AND queries prune), the others in fewer; imp[t][d] holds each impact, 0 where absent. */
+static void impact_ciff(const char *path, uint8_t imp[IMP_TERMS][IMP_DOCS])
+{
+    uint64_t st = 99;
+    uint32_t doclen[IMP_DOCS] = {0};
+    for (uint32_t t = 0; t < IMP_TERMS; t++)
+        for (uint32_t d = 0; d < IMP_DOCS; d++) {
+            int in = t == 0 || tu_rand(&st) % (t + 1) == 0;
+            imp[t][d] = in ? (uint8_t)(1 + tu_rand(&st) % 255) : 0;
+            doclen[d] += in;
+        }
+    imp[1][7] = imp[1][8] = 200; /* equal scores: the docID tie-break */
+    imp[0][7] = imp[0][8] = 3;
+    pb f = {0};
+    uint64_t total = 0;
+    for (uint32_t d = 0; d < IMP_DOCS; d++) total += doclen[d];
+    put_header(&f, 1, IMP_TERMS, IMP_DOCS, IMP_TERMS, IMP_DOCS, (int64_t)total, (double)total / IMP_DOCS, "impacts");
+    tpost *p = malloc(IMP_DOCS * sizeof *p);
+    for (uint32_t t = 0; t < IMP_TERMS; t++) {
+        size_t n = 0;
+        int64_t cf = 0;
+        for (uint32_t d = 0, prev = 0; d < IMP_DOCS; d++)
+            if (imp[t][d]) {
+                p[n] = (tpost){(int32_t)(n ? d - prev : d), imp[t][d]};
+                n++;
+                cf += imp[t][d];
+                prev = d;
+            }
+        char term[8];
+        snprintf(term, sizeof term, "t%u", t);
+        put_list(&f, term, strlen(term), (int64_t)n, cf, p, n);
+    }
+    for (uint32_t d = 0; d < IMP_DOCS; d++) {
+        char no[16];
+        snprintf(no, sizeof no, "d%u", d);
+        put_doc(&f, (int32_t)d, no, strlen(no), (int32_t)doclen[d]);
+    }
+    tu_write_file(path, f.p, f.n);
+    free(p);
+    free(f.p);
+}
+
+/* tu_tmp_path's name kept in buf (tu_tmp_path reuses its buffers, and each call names a new file). */
+static const char *keep_path(char *buf, const char *name)
+{
+    snprintf(buf, 4096, "%s", tu_tmp_path(name));
+    return buf;
+}
+
+static const char *test_device(void)
+{
+    const char *d = getenv("CLS_TEST_DEVICE");
+    return d && *d ? d : "cpu";
+}
+
+static cls_results *run_search(cls_engine *e, const cls_batch *b, cls_mode mode, uint32_t k, float k1, float bb)
+{
+    cls_search_params sp;
+    cls_search_defaults(&sp);
+    sp.k = k, sp.mode = mode, sp.k1 = k1, sp.b = bb;
+    cls_results *r;
+    ck_assert_int_eq(cls_results_create(&r), CLS_OK);
+    ck_assert_msg(cls_engine_search(e, b, &sp, r) == CLS_OK, "%s", cls_last_error());
+    return r;
+}
+
+static uint64_t engine_counter(const cls_engine *e, const char *name)
+{
+    const cls_counter *c;
+    size_t n = cls_engine_counters(e, &c);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(c[i].name, name) == 0) return c[i].value;
+    ck_abort_msg("no counter %s", name);
+    return 0;
+}
+
+/* The queries of the impact cases: weights, repeats, one-term queries (pruned in AND). The
+ * distinct terms of each, in order of first appearance, with their summed weights. */
+static const struct {
+    const char *text;
+    uint32_t n, term[3];
+    float w[3];
+} IMP_Q[] = {
+    {"t1", 1, {1}, {1}},
+    {"t0", 1, {0}, {1}},
+    {"t0^2.5", 1, {0}, {2.5f}},
+    {"t2^0.5 t3", 2, {2, 3}, {0.5f, 1}},
+    {"t1 t4^3 t1^0.25", 2, {1, 4}, {1.25f, 3}},
+    {"t5^1.5 t0 t2^7", 3, {5, 0, 2}, {1.5f, 1, 7}},
+    {"t3 nosuch^2", 1, {3}, {1}},
+};
+#define IMP_NQ (sizeof IMP_Q / sizeof *IMP_Q)
+
+static cls_batch *impact_batch(const cls_index *idx)
+{
+    cls_batch *bt;
+    ck_assert_int_eq(cls_batch_create(idx, &bt), CLS_OK);
+    for (size_t q = 0; q < IMP_NQ; q++) {
+        char qid[8];
+        snprintf(qid, sizeof qid, "q%zu", q);
+        ck_assert_int_eq(cls_batch_add(bt, qid, IMP_Q[q].text), CLS_OK);
+    }
+    return bt;
+}
+
+/* An impact-scored CIFF file imported with CLS_SCORING_IMPACT: the header says so; check
+ * passes (each block's max_score is its largest impact); the reference engine's scores are the
+ * hand-computed sums of weight x impact, whatever k1 and b; the device equals the reference in
+ * every mode, pruning one-term AND queries at any k1 and b; the kind survives recode; export
+ * and re-import with the option give the same index. */
+START_TEST(impact_scored)
+{
+    static uint8_t imp[IMP_TERMS][IMP_DOCS];
+    static char pb_[9][4096];
+    const char *ciff = keep_path(pb_[0], "impact.ciff"), *path = keep_path(pb_[1], "impact.idx");
+    impact_ciff(ciff, imp);
+    cls_build_opts o;
+    cls_build_defaults(&o);
+    o.block_size = 64;
+    ck_assert_msg(cls_ciff_import_scored(ciff, &EXACT, &o, CLS_SCORING_IMPACT, path) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_ciff_import_scored(ciff, &EXACT, &o, (cls_scoring)7, keep_path(pb_[2], "x.idx")), CLS_E_ARG);
+    ck_assert(!exists(pb_[2]));
+    cls_index *idx = open_ok(path);
+    ck_assert_int_eq(cls_index_scoring(idx), CLS_SCORING_IMPACT);
+    ck_assert_str_eq(cls_scoring_name(cls_index_scoring(idx)), "impact");
+    ck_assert_msg(cls_index_check(idx, 2) == CLS_OK, "%s", cls_last_error());
+    for (uint64_t b = 0; b < idx->num_blocks; b++) { /* max_score: the block's largest impact */
+        uint32_t docs[IDX_MAX_BLOCK], freqs[IDX_MAX_BLOCK], best = 0;
+        ck_assert_int_eq(idx_decode_block(idx, b, docs, freqs), CLS_OK);
+        for (uint32_t i = 0; i < idx_info_count(idx->blocks[b].info); i++) best = freqs[i] > best ? freqs[i] : best;
+        ck_assert_float_eq(idx->blocks[b].max_score, (float)best);
+    }
+    int rc;
+    const char *err;
+    const char *cout = keep_path(pb_[2], "cli.out");
+    rc = tu_cli(NULL, cout, &err, "check '%s'", path);
+    ck_assert_msg(rc == 0, "clsearch check: exit %d: %s", rc, err);
+    rc = tu_cli(NULL, cout, &err, "stats '%s'", path);
+    char *text = (char *)tu_read_file(cout, NULL);
+    ck_assert_msg(rc == 0 && strstr(text, "scoring          impact"), "clsearch stats: exit %d: %s%s", rc, err, text);
+    free(text);
+
+    cls_batch *bt = impact_batch(idx);
+    cls_engine *ref, *dev;
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    ck_assert_msg(cls_engine_create(idx, test_device(), &dev) == CLS_OK, "%s", cls_last_error());
+
+    /* (a) the reference engine: every matching document, scored sum of weight x impact in query
+     * order (float, from 0), at the default k1 and b and at others (they play no part) */
+    const float kb[][2] = {{0.9f, 0.4f}, {1.2f, 0.75f}};
+    for (size_t p = 0; p < 2; p++) {
+        cls_results *r = run_search(ref, bt, CLS_MODE_OR, IMP_DOCS, kb[p][0], kb[p][1]);
+        for (size_t q = 0; q < IMP_NQ; q++) {
+            size_t n, want = 0;
+            const uint32_t *docs;
+            const float *scores;
+            cls_results_get(r, q, &n, &docs, &scores);
+            for (uint32_t d = 0; d < IMP_DOCS; d++) {
+                int any = 0;
+                for (uint32_t i = 0; i < IMP_Q[q].n; i++) any |= imp[IMP_Q[q].term[i]][d] != 0;
+                want += (size_t)any;
+            }
+            ck_assert_msg(n == want && n > 0, "'%s': %zu hits, %zu documents match", IMP_Q[q].text, n, want);
+            for (size_t j = 0; j < n; j++) {
+                float s = 0.0f;
+                for (uint32_t i = 0; i < IMP_Q[q].n; i++) {
+                    uint8_t v = imp[IMP_Q[q].term[i]][docs[j]];
+                    if (v) s += IMP_Q[q].w[i] * (float)v;
+                }
+                ck_assert_msg(memcmp(&s, &scores[j], sizeof s) == 0, "'%s' d%u: score %.9g, by hand %.9g", IMP_Q[q].text,
+                              docs[j], scores[j], s);
+                if (j) ck_assert(scores[j - 1] > scores[j] || (scores[j - 1] == scores[j] && docs[j - 1] < docs[j]));
+            }
+        }
+        cls_results_free(r);
+    }
+
+    /* (b) the device equals the reference in every mode and at any k1 and b; one-term AND
+     * queries prune at other k1 and b too (an impact's bound does not depend on them) */
+    const uint32_t ks[] = {1, 5, 10, 100, IMP_DOCS};
+    for (int m = 0; m < CLS_NUM_MODES; m++)
+        for (size_t p = 0; p < 2; p++)
+            for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+                cls_results *rr = run_search(ref, bt, (cls_mode)m, ks[i], kb[p][0], kb[p][1]);
+                cls_results *rd = run_search(dev, bt, (cls_mode)m, ks[i], kb[p][0], kb[p][1]);
+                ck_assert_msg(cls_results_compare(rr, rd, 0.0) == CLS_OK, "%s k %u k1 %g: %s", cls_mode_name((cls_mode)m),
+                              ks[i], kb[p][0], cls_last_error());
+                if (m == CLS_MODE_AND && ks[i] <= 10)
+                    ck_assert_msg(engine_counter(dev, "queries_pruned") >= 2, "k %u k1 %g: no query pruned", ks[i],
+                                  kb[p][0]);
+                cls_results_free(rr);
+                cls_results_free(rd);
+            }
+    cls_engine_free(dev);
+
+    /* recode keeps the kind; export, then import with the option, gives the same index (CIFF
+     * cannot carry the kind: without the option the postings are the same, scored as BM25) */
+    const char *rec = keep_path(pb_[3], "impact-rec.idx"), *out = keep_path(pb_[4], "impact-out.ciff"),
+               *back = keep_path(pb_[5], "impact-back.idx"), *bm = keep_path(pb_[6], "impact-bm25.idx");
+    cls_build_opts ro = o;
+    ro.codec = CLS_CODEC_RICE;
+    ck_assert_msg(cls_index_recode(idx, &ro, rec) == CLS_OK, "%s", cls_last_error());
+    export_ok(idx, out, "impacts");
+    ck_assert_msg(cls_ciff_import_scored(out, &EXACT, &o, CLS_SCORING_IMPACT, back) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_ciff_import(out, &EXACT, &o, bm) == CLS_OK, "%s", cls_last_error());
+    /* the same through the command: export says the kind is left behind, import --impact */
+    const char *cli_idx = keep_path(pb_[8], "impact-cli.idx");
+    rc = tu_cli(NULL, cout, &err, "ciff-export '%s' -o '%s' --force", path, out);
+    ck_assert_msg(rc == 0 && strstr(err, "import") && strstr(err, "with --impact"), "ciff-export: exit %d: %s", rc, err);
+    rc = tu_cli(NULL, cout, &err, "ciff-import '%s' -o '%s' --impact --block 64 --no-stem --no-stopwords --no-possessive",
+                out, cli_idx);
+    ck_assert_msg(rc == 0, "ciff-import --impact: exit %d: %s", rc, err);
+    const char *const again[] = {rec, back, cli_idx, bm};
+    cls_results *want = run_search(ref, bt, CLS_MODE_OR, 100, 0.9f, 0.4f);
+    for (size_t i = 0; i < 4; i++) {
+        cls_index *y = open_ok(again[i]);
+        same_index(idx, y, again[i]);
+        ck_assert_int_eq(cls_index_scoring(y), i < 3 ? CLS_SCORING_IMPACT : CLS_SCORING_BM25);
+        ck_assert_msg(cls_index_check(y, 2) == CLS_OK, "%s: %s", again[i], cls_last_error());
+        cls_engine *e;
+        ck_assert_int_eq(cls_engine_create(y, "ref", &e), CLS_OK);
+        cls_batch *by = impact_batch(y);
+        cls_results *r = run_search(e, by, CLS_MODE_OR, 100, 0.9f, 0.4f);
+        ck_assert_msg((cls_results_compare(want, r, 0.0) == CLS_OK) == (i < 3), "%s", again[i]);
+        cls_results_free(r);
+        cls_batch_free(by);
+        cls_engine_free(e);
+        cls_index_close(y);
+    }
+    cls_results_free(want);
+    cls_engine_free(ref);
+    cls_batch_free(bt);
+    cls_index_close(idx);
+
+    /* the header's kind is checked: as BM25 the blocks' max_score no longer match (check says
+     * so), and an unknown kind is a damaged header */
+    size_t len;
+    unsigned char *img = tu_read_file(path, &len);
+    const uint32_t kinds[] = {CLS_SCORING_BM25, 2, 0x100};
+    for (size_t i = 0; i < 3; i++) {
+        idx_header h;
+        memcpy(&h, img, sizeof h);
+        h.scoring = kinds[i];
+        h.header_xxh = XXH64(&h, offsetof(idx_header, header_xxh), 0);
+        memcpy(img, &h, sizeof h);
+        const char *bad = keep_path(pb_[7], "impact-bad.idx");
+        tu_write_file(bad, img, len);
+        cls_index *y = NULL;
+        cls_status s = cls_index_open(bad, &y);
+        if (i == 0) {
+            ck_assert_int_eq(s, CLS_OK);
+            ck_assert_int_eq(cls_index_check(y, 2), CLS_E_CORRUPT);
+            ck_assert_msg(strstr(cls_last_error(), "max_score"), "%s", cls_last_error());
+            cls_index_close(y);
+        } else {
+            ck_assert_int_eq(s, CLS_E_CORRUPT);
+            ck_assert_msg(strstr(cls_last_error(), "unknown scoring kind"), "%s", cls_last_error());
+        }
+        remove(bad);
+    }
+    free(img);
+    const char *const tmp[] = {ciff, path, rec, out, back, bm, cout, cli_idx};
+    for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++) remove(tmp[i]);
+}
+END_TEST
 
 /* The tiny collection: docs d0 (length 1), d1 (2), d2 (4); apple in d0 (tf 1) and d2 (tf 3),
  * banana in d1 (tf 2). The variants each break one rule. */
@@ -796,6 +1070,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, roundtrip_random_every_codec);
     tcase_add_test(tc, wire_format);
+    tcase_add_test(tc, impact_scored);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("malformed");
     tcase_set_timeout(tm, 600);

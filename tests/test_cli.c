@@ -312,6 +312,17 @@ START_TEST(search_errors)
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("missing.tsv"), run);
     expect_fail(rc, err, 1, "missing.tsv", "No such file", run, "missing topics");
 
+    /* a malformed weight (term^w): exit 1 naming the query and the token, no run */
+    static const char *bad_w[] = {"apple^0", "apple^-1", "apple^abc", "apple^", "^"};
+    for (size_t i = 0; i < sizeof bad_w / sizeof *bad_w; i++) {
+        char text[64], needle[96];
+        snprintf(text, sizeof text, "q1\tapple^2 juice\nq2\tjuice %s pie\n", bad_w[i]);
+        snprintf(needle, sizeof needle, "query 'q2': bad weight in '%s'", bad_w[i]);
+        put("weights.tsv", text);
+        rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("weights.tsv"), run);
+        expect_fail(rc, err, 1, needle, NULL, run, "a bad weight");
+    }
+
     /* the run path in a missing folder: exit 1, nothing created */
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, topics, wp("nofolder/run.txt"));
     expect_fail(rc, err, 1, "nofolder", NULL, NULL, "-o in a missing folder");
@@ -755,6 +766,17 @@ START_TEST(search_one_query_on_the_command_line)
         want = slurp_dup(wp("file.run"));
         rc = cli(&err, "search -x '%s' -d %s --qid my-q -o '%s' apple juice", idx, devs[d], wp("arg.run"));
         ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "--qid: exit %d: %s", rc, err);
+        free(want);
+    }
+    /* a weighted term is its repeats: apple^2 is apple apple, on both engines */
+    for (int d = 0; d < 2; d++) {
+        int rc = tu_cli(NULL, wp("rep.run"), &err, "search -x '%s' -d %s 'apple apple juice'", idx, devs[d]);
+        ck_assert_msg(rc == 0, "repeats: exit %d: %s", rc, err);
+        char *want = slurp_dup(wp("rep.run"));
+        rc = tu_cli(NULL, wp("arg.run"), &err, "search -x '%s' -d %s 'apple^2 juice^1'", idx, devs[d]);
+        ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) == 0, "apple^2: exit %d: %s", rc, err);
+        rc = tu_cli(NULL, wp("arg.run"), &err, "search -x '%s' -d %s 'apple juice'", idx, devs[d]);
+        ck_assert_msg(rc == 0 && strcmp(slurp(wp("arg.run")), want) != 0, "apple^2 weighs like apple: %s", want);
         free(want);
     }
     /* a query that matches nothing: no lines, exit 0 */

@@ -58,12 +58,14 @@ static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
 }
 
 /* Edge cases first (no term, unknown terms only, known + unknown, repeated terms, a term in every
- * clone), then nq random queries of 1 to 6 terms. */
+ * clone, weighted terms: term^w, repeats adding weights), then nq random queries of 1 to 6 terms. */
 static cls_batch *random_queries(const cls_index *idx, uint64_t seed, uint32_t nq, uint32_t vocab)
 {
     cls_batch *b;
     ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
-    const char *fixed[] = {"", "nosuchterm", "w1 nosuchterm", "w1 w1 w2", "w1 w2 w3", "w3 w2 w1", "w0", "w2 w5 w9"};
+    const char *fixed[] = {"", "nosuchterm", "w1 nosuchterm", "w1 w1 w2", "w1 w2 w3", "w3 w2 w1", "w0", "w2 w5 w9",
+                           "w1^2.5 w2", "w3^0.25 w2^4 w1", "w1 w1^0.5 w7^1e1", "w0^3", "w2^.75", "w5^1.5 w5^1.5 w9",
+                           "nosuchterm^2 w4^0.1"};
     char qid[32], text[256];
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
         snprintf(qid, sizeof qid, "f%zu", i);
@@ -275,7 +277,8 @@ START_TEST(and_prunes_one_term_queries)
     cls_index *idx = random_index(31, 9000, 300);
     cls_batch *b;
     ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
-    const char *q[] = {"w0", "w1", "w2", "w3", "w1 w1", "w5", "w9", "w40", "w0 w1", "nosuchterm", "w2 w2 w2"};
+    const char *q[] = {"w0", "w1", "w2", "w3", "w1 w1", "w5", "w9", "w40", "w0 w1", "nosuchterm", "w2 w2 w2",
+                       "w1^2.5", "w3^0.3", "w2 w2^0.5"};
     for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
         char qid[16];
         snprintf(qid, sizeof qid, "p%zu", i);
@@ -348,6 +351,76 @@ START_TEST(or_prunes_by_partitions)
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
     cls_engine_free(small);
     fixture_close(&f);
+}
+END_TEST
+
+/* term^w: a weight multiplies the term's BM25 weight (idf times the sum of its occurrences'
+ * weights, so "w1^2" is "w1 w1" and "w1 w1^2" is "w1^3"), on both engines; a malformed weight is
+ * CLS_E_FORMAT naming the query and the token, and the batch keeps what it held. */
+START_TEST(weighted_terms)
+{
+    cls_index *idx = random_index(23, 2000, 200);
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    const char *same[][2] = {{"w1^2", "w1 w1"}, {"w1 w1^2", "w1^3"}, {"w2^0.5 w3", "w2^.5 w3"}, {"W2^1.0e0", "w2"},
+                             {"w4^2 w4^2", "w4^4"}, {"w3^25e-1 w2", "w3^2.5\tw2"}};
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        cls_batch *a, *c;
+        ck_assert_int_eq(cls_batch_create(idx, &a), CLS_OK);
+        ck_assert_int_eq(cls_batch_create(idx, &c), CLS_OK);
+        ck_assert_int_eq(cls_batch_add(a, "1", same[i][0]), CLS_OK);
+        ck_assert_int_eq(cls_batch_add(c, "1", same[i][1]), CLS_OK);
+        for (int m = 0; m < CLS_NUM_MODES; m++) {
+            cls_results *ra = search(ref, a, (cls_mode)m, 100), *rc = search(ref, c, (cls_mode)m, 100);
+            ck_assert_msg(cls_results_compare(ra, rc, 0.0) == CLS_OK, "'%s' against '%s': %s", same[i][0], same[i][1],
+                          cls_last_error());
+            cls_results_free(ra);
+            cls_results_free(rc);
+            same_as_ref(dev, ref, a, (cls_mode)m, 100);
+        }
+        cls_batch_free(a);
+        cls_batch_free(c);
+    }
+    /* a weight scales the score: w1^2 alone scores exactly twice w1 (idf * 2 is exact in double,
+     * and (2w * f) / (f + n) is 2 ((w * f) / (f + n)) in float) */
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(b, "one", "w1"), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(b, "two", "w1^2"), CLS_OK);
+    cls_results *r = search(ref, b, CLS_MODE_OR, 10);
+    size_t n1, n2;
+    const uint32_t *d1, *d2;
+    const float *s1, *s2;
+    cls_results_get(r, 0, &n1, &d1, &s1);
+    cls_results_get(r, 1, &n2, &d2, &s2);
+    ck_assert_uint_eq(n1, 10);
+    ck_assert_uint_eq(n2, 10);
+    for (size_t i = 0; i < n1; i++) {
+        ck_assert_uint_eq(d1[i], d2[i]);
+        ck_assert_float_eq(s2[i], 2.0f * s1[i]);
+    }
+    cls_results_free(r);
+    /* each token alone between two good terms; "w2 ^2": the caret's token is "^2" */
+    const char *bad[] = {"w1^0", "w1^-1", "w1^abc", "w1^", "^", "^2", "w1^nan", "w1^inf", "w1^1e10",
+                         "w1^1e-10", "w1^2^3", "w1^0x10", "w1^1.2.3", "w1^2e", "w1^+2", "w1^1,5", "w1^0.0"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[64], token[64];
+        snprintf(text, sizeof text, "w3 w2 %s w4", bad[i]);
+        snprintf(token, sizeof token, "'%s'", bad[i]);
+        ck_assert_msg(cls_batch_add(b, "q7", text) == CLS_E_FORMAT, "'%s' accepted", text);
+        const char *err = cls_last_error();
+        ck_assert_msg(strstr(err, "'q7'") && strstr(err, token), "'%s': %s", text, err);
+        ck_assert_int_eq(cls_query_check("q7", text), CLS_E_FORMAT); /* the same without an index */
+        ck_assert_msg(strstr(cls_last_error(), "'q7'") && strstr(cls_last_error(), token), "%s", cls_last_error());
+    }
+    ck_assert_uint_eq(cls_batch_count(b), 2);
+    ck_assert_int_eq(cls_query_check("q8", "w1^2.5 nosuchterm^3 w2 the^1e-9"), CLS_OK);
+    ck_assert_int_eq(cls_query_check(NULL, "w1"), CLS_E_ARG);
+    cls_batch_free(b);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_index_close(idx);
 }
 END_TEST
 
@@ -489,7 +562,7 @@ START_TEST(cost_model_sizes_batches)
         const cls_profile_step *st;
         uint32_t batches;
         cls_engine_profile(dev, &st, &batches);
-        if (m == 0) ck_assert_uint_eq(batches, 128); /* nothing measured yet: batches of the floor, one query */
+        if (m == 0) ck_assert_uint_eq(batches, cls_batch_count(f.b)); /* nothing measured yet: batches of the floor, one query */
         else ck_assert_uint_gt(batches, 8);
         ck_assert_uint_gt(counter(dev, "cost_rate"), 0);
     }
@@ -760,6 +833,7 @@ static Suite *suite(void)
     tcase_add_test(tc, and_prunes_one_term_queries);
     tcase_add_test(tc, or_prunes_by_partitions);
     tcase_add_test(tc, search_text_is_one_query);
+    tcase_add_test(tc, weighted_terms);
     tcase_add_test(tc, and_or_is_and_completed_by_or);
     tcase_add_test(tc, budget_splits_batches);
     tcase_add_test(tc, work_units_split_queries);

@@ -451,6 +451,8 @@ START_TEST(serve_refuses_bad_requests)
     expect_error(&sv, "POST", "/search", "{\"query\": \"a\", \"k1\": -1}", 400, "\"k1\"");
     expect_error(&sv, "POST", "/search", "{\"query\": \"a\", \"qid\": \"a b\"}", 400, "without white space");
     expect_error(&sv, "POST", "/search", "{\"query\": \"a\", \"top\": 3}", 400, "unknown field \"top\"");
+    expect_error(&sv, "POST", "/search", "{\"queries\": [{\"query\": \"a^2\"}, {\"qid\": \"w\", \"query\": \"b^0\"}]}", 400,
+                 "query 'w': bad weight in 'b^0'");
     expect_error(&sv, "POST", "/search", "{\"queries\": [{\"query\": \"a\"}], \"qid\": \"1\"}", 400, "goes with");
     expect_error(&sv, "GET", "/search?q=a&k=ten", NULL, 400, "k=ten is not a number");
     expect_error(&sv, "GET", "/search?q=a&size=3", NULL, 400, "unknown field \"size\"");
@@ -521,7 +523,7 @@ START_TEST(serve_refuses_bad_requests)
     cJSON_Delete(o);
     ck_assert_int_eq(http(&sv, "GET", "/search?q=w1", NULL, &r), 200);
     ck_assert_int_eq(http(&sv, "GET", "/metrics", NULL, &r), 200);
-    ck_assert_msg(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"400\"}") == 22.0, "%s", r);
+    ck_assert_msg(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"400\"}") == 23.0, "%s", r);
     ck_assert(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"413\"}") == 5.0);
     ck_assert(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"200\"}") == 1.0);
     ck_assert(metric(r, "clsearch_queries_total") == 1.0 && metric(r, "clsearch_batch_queries_count") == 1.0);

@@ -12,7 +12,7 @@
  *   clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T] [options]
  *   clsearch bench {copy,decode,e2e,topk,scan,intersect,score,serve} [options]
  *   clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE] | --list
- *   clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] [--pfor-depth D] [analyzer options]
+ *   clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] [--pfor-depth D] [--impact] [analyzer options]
  *   clsearch ciff-export INDEX -o FILE.ciff [--description TEXT]
  *
  * Every command takes -h/--help (its usage, from the table `usages`, which `clsearch help` prints
@@ -1103,6 +1103,7 @@ static int cmd_stats(int argc, char **argv)
                  cJSON_AddStringToObject(o, "codec", cls_codec_name(st.codec)) &&
                  cJSON_AddNumberToObject(o, "block_size", st.block_size) &&
                  (!depth || cJSON_AddNumberToObject(o, "pfor_depth", st.pfor_depth)) &&
+                 cJSON_AddStringToObject(o, "scoring", cls_scoring_name(cls_index_scoring(idx))) &&
                  cJSON_AddNumberToObject(o, "blocks", (double)st.num_blocks) &&
                  cJSON_AddNumberToObject(o, "postings_bytes", (double)st.postings_bytes) &&
                  cJSON_AddNumberToObject(o, "file_bytes", (double)st.file_bytes) &&
@@ -1140,9 +1141,9 @@ static int cmd_stats(int argc, char **argv)
            st.num_docs, st.num_terms, (unsigned long long)st.num_postings, (unsigned long long)st.num_tokens,
            st.avg_doc_len, cls_codec_name(st.codec), st.block_size);
     if (depth) printf(", exception depth %u", st.pfor_depth);
-    printf(")\nblocks           %llu\npostings bytes   %llu (%.2f bits per posting)\nfile bytes       %llu\n"
-           "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n",
-           (unsigned long long)st.num_blocks, (unsigned long long)st.postings_bytes,
+    printf(")\nscoring          %s\nblocks           %llu\npostings bytes   %llu (%.2f bits per posting)\n"
+           "file bytes       %llu\nanalyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n",
+           cls_scoring_name(cls_index_scoring(idx)), (unsigned long long)st.num_blocks, (unsigned long long)st.postings_bytes,
            st.num_postings ? 8.0 * (double)st.postings_bytes / (double)st.num_postings : 0.0,
            (unsigned long long)st.file_bytes, an.possessive, an.lowercase, an.stopwords, an.stem);
     print_collection(idx, st.num_docs);
@@ -1444,14 +1445,15 @@ static int cmd_compare(int argc, char **argv)
 static int cmd_ciff_import(int argc, char **argv)
 {
     static const char *use = "ciff-import: usage: clsearch ciff-import FILE.ciff -o INDEX [--codec C] [--block N] "
-                             "[--pfor-depth D] [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]%s";
+                             "[--pfor-depth D] [--impact] [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v]%s";
     static const struct option lo[] = {{"output", required_argument, 0, 'o'}, {"codec", required_argument, 0, 1},
                                        {"block", required_argument, 0, 2}, {"pfor-depth", required_argument, 0, 3},
                                        {"no-stem", no_argument, 0, 4}, {"no-stopwords", no_argument, 0, 5},
                                        {"no-lowercase", no_argument, 0, 6}, {"no-possessive", no_argument, 0, 7},
-                                       {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
+                                       {"impact", no_argument, 0, 8}, {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
     const char *out = NULL;
     int verbose = 0, opt;
+    cls_scoring scoring = CLS_SCORING_BM25;
     unsigned long long v;
     cls_analyzer_opts an;
     cls_analyzer_defaults(&an);
@@ -1476,13 +1478,14 @@ static int cmd_ciff_import(int argc, char **argv)
         case 5: an.stopwords = 0; break;
         case 6: an.lowercase = 0; break;
         case 7: an.possessive = 0; break;
+        case 8: scoring = CLS_SCORING_IMPACT; break;
         default: return bad_option(argc, argv, opt);
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
     if (guard_output("ciff-import", out, OUT_INDEX, argv + optind, 1)) return 1;
     double t0 = now();
-    cls_status s = cls_ciff_import(argv[optind], &an, &o, out);
+    cls_status s = cls_ciff_import_scored(argv[optind], &an, &o, scoring, out);
     if (s != CLS_OK) return fail(s, "importing CIFF (nothing written)");
     if (verbose) fprintf(stderr, "imported %s into %s in %.2f s\n", argv[optind], out, now() - t0);
     return 0;
@@ -1515,8 +1518,13 @@ static int cmd_ciff_export(int argc, char **argv)
         desc = dflt;
     }
     s = cls_ciff_export(idx, out, desc);
+    cls_scoring scoring = cls_index_scoring(idx);
     cls_index_close(idx);
     if (s != CLS_OK) return fail(s, "exporting CIFF");
+    /* CIFF cannot say so itself: without this, a re-import would score the impacts as BM25 */
+    if (scoring == CLS_SCORING_IMPACT)
+        fprintf(stderr, "%s: ciff-export: note: %s is impact-scored and CIFF does not record that: import %s with "
+                "--impact\n", prog, argv[optind], out);
     if (verbose) fprintf(stderr, "exported %s to %s in %.2f s\n", argv[optind], out, now() - t0);
     return 0;
 }
@@ -1674,7 +1682,9 @@ static const usage_entry usages[] = {
      "                  -q, --topics TOPICS: a topics file, '-' for standard input (a pipe works,\n"
      "                  in any format -f auto recognises); reading no topic is an error;\n"
      "                  QUERY...: instead of -q, one query, the words joined by spaces, qid 1\n"
-     "                  (--qid ID names it otherwise);\n"
+     "                  (--qid ID names it otherwise); a query's terms weigh 1 each and repeats add,\n"
+     "                  term^W weighs every term the analyzer makes of 'term' W (a decimal number\n"
+     "                  from 1e-9 to 1e9: 'apple^2.5 pie'); a bad weight is an error naming the query;\n"
      "                  -o RUN: write the run there (its folder is checked first), else standard output;\n"
      "                  never over the index, the topics, a read-only file or an existing file\n"
      "                  that is not a run (--force lifts all but the read-only rule); qids must differ;\n"
@@ -1714,11 +1724,15 @@ static const usage_entry usages[] = {
      "                  the same collection straight into an index, no text, on all cores (--threads);\n"
      "                  small 20k documents, medium 2M, gov2 25.2M (~6e9 postings); -q: no progress or totals\n"},
     {"ciff-import",
-     "  clsearch ciff-import FILE.ciff[.gz] -o INDEX [--codec C] [--block N] [--pfor-depth D]\n"
+     "  clsearch ciff-import FILE.ciff[.gz] -o INDEX [--codec C] [--block N] [--pfor-depth D] [--impact]\n"
      "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive] [-v] [--force]\n"
      "                  CIFF (Anserini, PISA, Lucene) to an index; the analyzer flags are what\n"
-     "                  queries will use, so give those the CIFF's terms were made with\n"},
-    {"ciff-export", "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v] [--force]\n"},
+     "                  queries will use, so give those the CIFF's terms were made with;\n"
+     "                  --impact: the tf fields are quantized impacts (SPLADE, uniCOIL: Anserini's\n"
+     "                  -impact, PISA's quantized scorer): a document scores the sum of query weight\n"
+     "                  x impact (no idf, no length norm; --k1, --b ignored); CIFF does not record it\n"},
+    {"ciff-export", "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v] [--force]\n"
+                    "                  an impact index exports its impacts as tf (import it with --impact)\n"},
     {"compare", "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"},
     {"serve",
      "  clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T]\n"

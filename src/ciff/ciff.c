@@ -31,10 +31,16 @@
 
 #ifndef CLSEARCH_CIFF
 
+cls_status cls_ciff_import_scored(const char *ciff_path, const cls_analyzer_opts *an, const cls_build_opts *o,
+                                  cls_scoring scoring, const char *index_path)
+{
+    return err_set(CLS_E_ARG, "built without CIFF support (CLSEARCH_CIFF=OFF)");
+}
+
 cls_status cls_ciff_import(const char *ciff_path, const cls_analyzer_opts *an, const cls_build_opts *o,
                            const char *index_path)
 {
-    return err_set(CLS_E_ARG, "built without CIFF support (CLSEARCH_CIFF=OFF)");
+    return cls_ciff_import_scored(ciff_path, an, o, CLS_SCORING_BM25, index_path);
 }
 
 cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const char *description)
@@ -460,8 +466,8 @@ static cls_status read_doc(reader *r, arena *ar, gathered *g, uint32_t d)
 }
 
 /* Writes the gathered lists, in term byte order, as an index. */
-static cls_status write_index(const char *ciff_path, gathered *g, unsigned analyzer, const cls_build_opts *o,
-                              const char *index_path)
+static cls_status write_index(const char *ciff_path, gathered *g, unsigned analyzer, cls_scoring scoring,
+                              const cls_build_opts *o, const char *index_path)
 {
     const uint32_t T = g->num_lists;
     idx_term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
@@ -486,6 +492,7 @@ static cls_status write_index(const char *ciff_path, gathered *g, unsigned analy
         .collection = coll,
         .collection_len = coll_len,
         .analyzer = analyzer,
+        .scoring = scoring,
         .num_docs = g->num_docs,
         .doclen = g->doclen,
         .docno_off = g->docno_off,
@@ -562,7 +569,16 @@ out:
 cls_status cls_ciff_import(const char *ciff_path, const cls_analyzer_opts *an, const cls_build_opts *o,
                            const char *index_path)
 {
+    return cls_ciff_import_scored(ciff_path, an, o, CLS_SCORING_BM25, index_path);
+}
+
+/* The tf fields are taken as they are whatever the scoring: an impact index's are its quantized
+ * impacts (positive integers, as Anserini and PISA write them). */
+cls_status cls_ciff_import_scored(const char *ciff_path, const cls_analyzer_opts *an, const cls_build_opts *o,
+                                  cls_scoring scoring, const char *index_path)
+{
     if (!ciff_path || !index_path) return err_set(CLS_E_ARG, "cls_ciff_import: NULL path");
+    if (!cls_scoring_name(scoring)) return err_set(CLS_E_ARG, "cls_ciff_import: unknown scoring %d", (int)scoring);
     cls_build_opts def;
     if (!o) {
         cls_build_defaults(&def);
@@ -618,7 +634,7 @@ cls_status cls_ciff_import(const char *ciff_path, const cls_analyzer_opts *an, c
     }
     rd_close(&r);
     arena_reset(&ar);
-    s = write_index(ciff_path, &g, flags, o, index_path);
+    s = write_index(ciff_path, &g, flags, scoring, o, index_path);
 out:
     rd_close(&r);
     arena_reset(&ar);

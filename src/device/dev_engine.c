@@ -254,12 +254,12 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     qfiles[nf] = NULL;
     const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
     char *dopts = e->dopts, qopts[512], dnote[4400], qnote[4400];
-    snprintf(dopts, sizeof e->dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u%s",
+    snprintf(dopts, sizeof e->dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u%s%s",
              idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
-    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s",
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
+    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s%s",
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
     double qsecs = 0;
     int qcache = 0;
     cls_status s = clx_build(e->ctx, &e->dev, dec_files, dopts, &e->prog_dec, &e->build_secs, &e->from_cache, dnote,
@@ -799,7 +799,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     }
     /* Block-max pruning needs the blocks' max_score to bound this search's scores: the same k1 and
      * b (a query's weight scales every posting's score alike, so any weight will do). */
-    const uint32_t prune = p->k1 == idx->score_k1 && p->b == idx->score_b;
+    const uint32_t prune = (uint32_t)idx_bounds_valid(idx, p->k1, p->b);
     /* OR by partitions bounds blocks by max_score where it holds, else by block maxima computed on
      * the device for these k1 and b (the whole index resident), else not at all (the list cache
      * holds only some lists: every block of every partition is decoded; -v says so) */
@@ -836,7 +836,8 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                        .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
                        .cost_floor = e->batch_floor,
                        .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL, .prune = prune,
-                       .parts = np, .seeds = seeds, .pool = (uint32_t)pool, .bound_idf = 1};
+                       .parts = np, .seeds = seeds, .pool = (uint32_t)pool,
+                       .bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25};
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
     e->nretry = 0;

@@ -80,7 +80,8 @@ typedef struct idx_header {
     uint32_t codec;       /* cls_codec */
     uint32_t pfor_depth;
     float score_k1, score_b; /* the BM25 parameters of the blocks' max_score */
-    uint8_t reserved[48]; /* zero */
+    uint32_t scoring;     /* cls_scoring: 0 BM25 (so files from before it read as BM25), 1 impact */
+    uint8_t reserved[44]; /* zero */
     uint64_t table_xxh;   /* XXH64 of the section table */
     uint64_t header_xxh;  /* XXH64 of the 120 bytes before this field, in every version */
 } idx_header;
@@ -140,6 +141,7 @@ struct cls_index {
     cls_codec codec;
     unsigned pfor_depth;
     float score_k1, score_b;
+    cls_scoring scoring;    /* from the header: how postings score (bm25.h: score_contrib) */
     uint64_t words_xxh;     /* the postings words' checksum, from the section table (checksum.h) */
     _Atomic int words_ok;   /* 1 once the words matched words_xxh: later readers need not hash them
                              * again (idx_verify_words, idx_words_verified) */
@@ -193,5 +195,12 @@ cls_status idx_block_corrupt(const cls_index *idx, uint64_t b, const char *secti
 cls_status idx_verify_fields(const cls_index *idx);
 /* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end. */
 uint64_t idx_block_words(const cls_index *idx, uint64_t b);
+/* Whether the blocks' max_score bound the scores of a search at k1 and b, so that block-max
+ * pruning may skip blocks: for a BM25 index when k1 and b are the header's score_k1 and
+ * score_b, for an impact index always (its max_score is the block's largest impact). */
+int idx_bounds_valid(const cls_index *idx, float k1, float b);
+/* The kernel build option that makes the device's bm25_contrib score as idx does (cl/common.cl):
+ * " -DSCORE_IMPACT=1" for an impact index, "" for BM25; for both programs' options. */
+const char *idx_score_option(const cls_index *idx);
 
 #endif

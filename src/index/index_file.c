@@ -86,6 +86,7 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
     h.pfor_depth = p->pfor_depth;
     h.score_k1 = IDX_SCORE_K1;
     h.score_b = IDX_SCORE_B;
+    h.scoring = (uint32_t)p->scoring;
     h.num_sections = IDX_NSECTIONS;
     h.num_postings = p->num_postings;
     h.num_tokens = p->num_tokens;
@@ -183,6 +184,9 @@ static cls_status verify(cls_index *x, const char *path)
         return corrupt(path, "header", "unknown codec, block size or pfor depth");
     for (size_t i = 0; i < sizeof h.reserved; i++)
         if (h.reserved[i]) return corrupt(path, "header", "reserved bytes are not zero");
+    /* a scoring this build does not know would rank by the wrong formula */
+    if (h.scoring != CLS_SCORING_BM25 && h.scoring != CLS_SCORING_IMPACT)
+        return corrupt(path, "header", "unknown scoring kind");
     /* an analyzer this build does not know would analyse queries unlike the documents */
     if (h.analyzer & ~AN_FLAGS_KNOWN) return corrupt(path, "header", "unknown analyzer bits");
     idx_section_entry t[IDX_NSECTIONS];
@@ -239,6 +243,7 @@ static cls_status verify(cls_index *x, const char *path)
     x->pfor_depth = h.pfor_depth;
     x->score_k1 = h.score_k1;
     x->score_b = h.score_b;
+    x->scoring = (cls_scoring)h.scoring;
     x->num_postings = h.num_postings;
     x->num_tokens = h.num_tokens;
     x->analyzer = h.analyzer;
@@ -559,9 +564,9 @@ static const char *check_block(const cls_index *x, const float *norms, uint32_t 
     const char *what = decode_strict(x, b, docs, freqs, section);
     if (what) return what;
     const idx_block *bl = &x->blocks[b];
-    float w = bm25_idf(x->num_docs, x->terms[t].df), best = 0.0f;
+    float w = bm25_block_weight(x->scoring, x->num_docs, x->terms[t].df), best = 0.0f;
     for (uint32_t i = 0, n = idx_info_count(bl->info); i < n; i++) {
-        float c = bm25_contrib(w, freqs[i] + 1, norms[docs[i]]);
+        float c = score_contrib(x->scoring, w, freqs[i] + 1, norms[docs[i]]);
         if (c > best) best = c;
     }
     if (memcmp(&best, &bl->max_score, sizeof best) != 0) {

@@ -6,6 +6,7 @@
 
 typedef struct idx_file_parts {
     unsigned analyzer;
+    cls_scoring scoring;
     cls_codec codec;
     uint32_t block_size;
     unsigned pfor_depth;

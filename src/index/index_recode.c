@@ -35,6 +35,7 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
     start[x->num_terms] = at;
     idx_lists l = {
         .analyzer = x->analyzer,
+        .scoring = x->scoring,
         .num_docs = x->num_docs,
         .doclen = x->doclen,
         .docno_off = x->docno_off,

@@ -38,7 +38,7 @@ cls_status cls_index_codec_stats(const cls_index *x, cls_codec c, uint32_t block
         uint32_t df;
         if ((s = idx_decode_list(x, t, docs, freqs, &df)) != CLS_OK) break;
         wb.n = 0; /* sizes only: each list's words start over */
-        if ((s = idx_encode_list(&o, docs, freqs, df, 0.0f, NULL, vals, blocks, &wb)) != CLS_OK) break;
+        if ((s = idx_encode_list(&o, docs, freqs, df, x->scoring, 0.0f, NULL, vals, blocks, &wb)) != CLS_OK) break;
         uint32_t nb = (df + block_size - 1) / block_size;
         for (uint32_t j = 0; j < nb; j++) {
             uint64_t fofs = idx_info_fofs(blocks[j].info), end = j + 1 < nb ? blocks[j + 1].offset : wb.n;

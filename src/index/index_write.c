@@ -91,7 +91,8 @@ static cls_status check_lists(const idx_lists *l)
 }
 
 cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const uint32_t *freqs, uint32_t df,
-                           float idf, const float *norm, uint32_t *vals, idx_block *blocks, idx_words *wb)
+                           cls_scoring scoring, float w, const float *norm, uint32_t *vals, idx_block *blocks,
+                           idx_words *wb)
 {
     const uint32_t B = o->block_size;
     /* List-wide parameters (pfor's width) over the very values the blocks will code, for the
@@ -113,7 +114,7 @@ cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const 
         for (uint32_t j = 0; j < n; j++) {
             if (j) gaps[j - 1] = docs[i + j] - docs[i + j - 1] - 1;
             tfs[j] = freqs[i + j] - 1;
-            float c = norm ? bm25_contrib(idf, freqs[i + j], norm[docs[i + j]]) : 0.0f;
+            float c = norm ? score_contrib(scoring, w, freqs[i + j], norm[docs[i + j]]) : 0.0f;
             if (c > best) best = c;
         }
         if (!vec_reserve(&wb->w, &wb->cap, wb->n + 2 * (size_t)cdc_max_words(n), sizeof *wb->w))
@@ -161,7 +162,8 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         terms[t].df = df;
         terms[t].first_block = (uint32_t)nb;
         terms[t].num_blocks = (df + B - 1) / B;
-        if ((st = idx_encode_list(o, docs, freqs, df, bm25_idf(N, df), norm, vals, blocks + nb, &wb)) != CLS_OK)
+        if ((st = idx_encode_list(o, docs, freqs, df, l->scoring, bm25_block_weight(l->scoring, N, df), norm, vals,
+                                  blocks + nb, &wb)) != CLS_OK)
             goto out;
         nb += terms[t].num_blocks;
     }
@@ -171,6 +173,7 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     }
     idx_file_parts parts = {
         .analyzer = l->analyzer,
+        .scoring = l->scoring,
         .codec = o->codec,
         .block_size = B,
         .pfor_depth = o->pfor_depth,

@@ -18,7 +18,8 @@ typedef struct idx_lists {
     const char *term_blob;      /* term bytes, not terminated */
     const uint64_t *list_start; /* num_terms + 1: term t's postings are [list_start[t], list_start[t+1]) */
     const uint32_t *docs;       /* docIDs, strictly increasing within a list, < num_docs */
-    const uint32_t *freqs;      /* >= 1 */
+    const uint32_t *freqs;      /* >= 1: term frequencies, or quantized impacts (scoring) */
+    cls_scoring scoring;        /* how the index scores (0: BM25) */
     /* what the index records besides (idx_file_parts says how): the collection record, NULL
      * for none, and num_fields (the record's count) stored fields */
     const void *collection;
@@ -46,10 +47,12 @@ typedef struct idx_words {
 
 /* Cuts one list (df postings) into blocks of o->block_size and codes them as the file stores
  * them: ceil(df / B) entries into blocks, words appended to wb (offsets count from wb's
- * start). idf and norm (per-document BM25 norms) give each block's max_score; norm NULL leaves
- * it 0. vals: room for df values (pfor's list-wide width is chosen over them). */
+ * start). w (bm25_block_weight) and norm (per-document BM25 norms) give each block's max_score,
+ * the largest score_contrib(scoring, ...); norm NULL leaves it 0. vals: room for df values
+ * (pfor's list-wide width is chosen over them). */
 cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const uint32_t *freqs, uint32_t df,
-                           float idf, const float *norm, uint32_t *vals, idx_block *blocks, idx_words *wb);
+                           cls_scoring scoring, float w, const float *norm, uint32_t *vals, idx_block *blocks,
+                           idx_words *wb);
 
 /* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
  * size, and writes the file at path through a temporary name. */

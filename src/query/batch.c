@@ -1,6 +1,8 @@
 /* Query batches: analyse each query with the index's own analyzer, map terms to ids, merge
- * repeats into a query weight (as Anserini's bag-of-words query does), and keep it all in
- * arrays that grow geometrically and are reused when the batch is cleared. */
+ * repeats into a query weight (as Anserini's bag-of-words query does: the weights of a term's
+ * occurrences add, term^w giving w), and keep it all in arrays that grow geometrically and are
+ * reused when the batch is cleared. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +39,7 @@ typedef struct add_ctx {
     cls_batch *b;
     batch_query *q;
     int nomem;
+    float weight; /* of the terms being analysed */
 } add_ctx;
 
 static int on_query_term(void *user, const char *term, size_t len)
@@ -51,16 +54,97 @@ static int on_query_term(void *user, const char *term, size_t len)
     batch_term *t = b->terms + c->q->term_start;
     for (uint32_t i = 0; i < c->q->num_terms; i++) /* queries are short: a scan is enough */
         if (t[i].term == id) {
-            t[i].qtf++;
+            t[i].weight += c->weight;
             return 0;
         }
     if (!vec_reserve(&b->terms, &b->terms_cap, b->nterms + 1, sizeof *b->terms)) {
         c->nomem = 1;
         return 1;
     }
-    b->terms[b->nterms++] = (batch_term){id, 1};
+    b->terms[b->nterms++] = (batch_term){id, c->weight};
     c->q->num_terms++;
     return 0;
+}
+
+/* Weights are read as decimal numbers (digits with at most one point, an optional exponent)
+ * and kept within WEIGHT_MIN..WEIGHT_MAX: far from float's ends, so that no weight, idf times
+ * weight or contribution is subnormal (which devices may flush to zero, unlike the host) or
+ * overflows, and scores stay bit-identical across engines. */
+#define WEIGHT_MAX_CHARS 64
+#define WEIGHT_MIN 1e-9
+#define WEIGHT_MAX 1e9
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* s[0..n) as a weight into *w: 1 when it is one and in range. The digits go to strtod without
+ * their point (the exponent moved instead), so the locale's decimal point plays no part. */
+static int parse_weight(const char *s, size_t n, float *w)
+{
+    char buf[WEIGHT_MAX_CHARS + 24];
+    size_t i = 0, k = 0;
+    long frac = 0, e = 0;
+    int point = 0;
+    if (n == 0 || n > WEIGHT_MAX_CHARS) return 0;
+    for (; i < n && (is_digit(s[i]) || (s[i] == '.' && !point)); i++) {
+        if (s[i] == '.') point = 1;
+        else buf[k++] = s[i], frac += point;
+    }
+    if (k == 0) return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        int neg = ++i < n && s[i] == '-';
+        if (i < n && (s[i] == '-' || s[i] == '+')) i++;
+        if (i == n || !is_digit(s[i])) return 0;
+        for (; i < n && is_digit(s[i]); i++)
+            if (e < 100000) e = e * 10 + (s[i] - '0'); /* beyond that the range check refuses it anyway */
+        if (neg) e = -e;
+    }
+    if (i != n) return 0;
+    snprintf(buf + k, sizeof buf - k, "e%ld", e - frac);
+    double v = strtod(buf, NULL);
+    if (!(v >= WEIGHT_MIN && v <= WEIGHT_MAX)) return 0;
+    *w = (float)v;
+    return 1;
+}
+
+/* Analyses text with the weight syntax: term^w weights every term the analyser makes of the
+ * text before the caret, back to the white space before it; the rest weighs 1. The syntax is
+ * read first because the analyser takes a caret for a separator, and would index w itself.
+ * c NULL: the syntax only, nothing analysed (cls_query_check). */
+static cls_status add_text(add_ctx *c, const char *qid, const char *text)
+{
+    const char *p = text, *end = text + strlen(text);
+    for (;;) {
+        const char *caret = memchr(p, '^', (size_t)(end - p));
+        if (c) c->weight = 1.0f;
+        if (!c && !caret) return CLS_OK;
+        if (!caret) return p < end ? an_run(c->b->an, p, (size_t)(end - p), on_query_term, c) : CLS_OK;
+        const char *ts = caret, *we = caret + 1;
+        while (ts > p && !is_space(ts[-1])) ts--;
+        while (we < end && !is_space(*we)) we++;
+        float w;
+        if (ts == caret || !parse_weight(caret + 1, (size_t)(we - caret - 1), &w)) {
+            int n = (int)(we - ts > 80 ? 80 : we - ts);
+            return err_set(CLS_E_FORMAT, "query '%s': bad weight in '%.*s%s': %s", qid, n, ts, we - ts > 80 ? "..." : "",
+                           ts == caret ? "a caret must follow a term (term^2.5)"
+                                       : "a weight is a decimal number from 1e-9 to 1e9 (term^2.5)");
+        }
+        if (!c) {
+            p = we;
+            continue;
+        }
+        cls_status s = ts > p ? an_run(c->b->an, p, (size_t)(ts - p), on_query_term, c) : CLS_OK;
+        if (s != CLS_OK) return s;
+        c->weight = w;
+        if ((s = an_run(c->b->an, ts, (size_t)(caret - ts), on_query_term, c)) != CLS_OK) return s;
+        p = we;
+    }
+}
+
+cls_status cls_query_check(const char *qid, const char *text)
+{
+    if (!qid || !text) return err_set(CLS_E_ARG, "cls_query_check: NULL argument");
+    return add_text(NULL, qid, text);
 }
 
 cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text)
@@ -74,8 +158,8 @@ cls_status cls_batch_add(cls_batch *b, const char *qid, const char *text)
         return err_set(CLS_E_NOMEM, "cls_batch_add: out of memory");
     batch_query *q = &b->q[b->nq];
     *q = (batch_query){.qid_off = b->qids_len, .term_start = b->nterms};
-    add_ctx c = {b, q, 0};
-    cls_status s = an_run(b->an, text, strlen(text), on_query_term, &c);
+    add_ctx c = {b, q, 0, 1.0f};
+    cls_status s = add_text(&c, qid, text);
     if (c.nomem || s != CLS_OK) {
         b->nterms = q->term_start;
         return c.nomem ? err_set(CLS_E_NOMEM, "cls_batch_add: out of memory") : s;

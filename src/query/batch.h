@@ -9,7 +9,7 @@
 
 typedef struct batch_term {
     uint32_t term; /* term id in the index */
-    uint32_t qtf;  /* occurrences in the query */
+    float weight;  /* query weight: the sum of its occurrences' weights (1 unless term^w) */
 } batch_term;
 
 typedef struct batch_query {

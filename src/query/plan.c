@@ -171,7 +171,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                     return not_added(pl, ntouched0, nloads0, s);
                 }
             }
-            float w = bm25_weight(idx, t[j].term, t[j].qtf);
+            float w = bm25_weight(idx, t[j].term, t[j].weight);
             float scale = pl->lim.bound_idf ? (float)((double)w / (double)bm25_idf(idx->num_docs, te->df)) : w;
             abi_skip *sk = &pl->skips[nskips];
             *sk = (abi_skip){.query = pl->nq, .first_block = first_block, .num_blocks = te->num_blocks,
@@ -265,7 +265,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         pl->terms[pl->nterms++] = (abi_term){
             .list_offset = sk ? pl->skips[sk - 1].dst_base : pl->slot[t[j].term] - 1,
             .df = te->df,
-            .weight = bm25_weight(idx, t[j].term, t[j].qtf),
+            .weight = bm25_weight(idx, t[j].term, t[j].weight),
             .skip = sk};
     }
     /* as many units as the driving list's df asks for; plan_units (and.cl) gives each its share

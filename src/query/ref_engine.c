@@ -94,12 +94,12 @@ cls_status ref_search(ref_engine *e, const cls_batch *bt, const cls_search_param
             memset(e->acc, 0, (size_t)N * sizeof *e->acc);
             memset(e->count, 0, (size_t)N * sizeof *e->count);
             for (uint32_t i = 0; i < q->num_terms; i++) {
-                float w = bm25_weight(idx, qt[i].term, qt[i].qtf);
+                float w = bm25_weight(idx, qt[i].term, qt[i].weight);
                 uint32_t n;
                 if ((s = idx_decode_list(idx, qt[i].term, e->docs, e->freqs, &n)) != CLS_OK) return s;
                 for (uint32_t j = 0; j < n; j++) {
                     uint32_t d = e->docs[j]; /* < N: idx_decode_block checked */
-                    e->acc[d] += bm25_contrib(w, e->freqs[j], e->norms[d]);
+                    e->acc[d] += score_contrib(idx->scoring, w, e->freqs[j], e->norms[d]);
                     e->count[d]++;
                 }
             }
