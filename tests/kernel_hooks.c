@@ -53,3 +53,36 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
     memcpy(out_scores, e->h_out + ABI_OUT_SCORE((size_t)nq, k, 0, 0), (size_t)nq * k * 4);
     return CLS_OK;
 }
+
+cls_status clx_test_topk_seg(clx_engine *e, const uint32_t *keys, const uint32_t *docs, uint64_t n, const uint32_t *seg,
+                             uint32_t nq, uint32_t k, uint32_t *counts, uint32_t *out_docs, float *out_scores)
+{
+    dev_batch b;
+    dbuf sg = {0};
+    /* dense-row buffers of one score a row for the scratch and the output; the segments' keys
+     * and docIDs then replace the rows */
+    cls_status s = dev_topk_rows(e, nq, 1, k, &b);
+    if (s == CLS_OK) s = dev_upload(e, &e->acc, keys, (size_t)n * 4 + 4, "keys");
+    if (s == CLS_OK) s = dev_upload(e, &e->cand, docs, (size_t)n * 4 + 4, "docIDs");
+    if (s == CLS_OK) s = dev_upload(e, &sg, seg, (size_t)nq * 8, "segments");
+    if (s == CLS_OK) {
+        b.scores = e->acc.mem;
+        b.cand_docs = e->cand.mem;
+        b.seg = sg.mem;
+        b.dense = 0;
+        b.key_shift = 0;
+        s = dev_topk(e, &b, nq, e->out.mem, "topk");
+    }
+    dev_profile_collect(e, 0);
+    size_t out_len = ABI_OUT_WORDS((size_t)nq, k);
+    if (s == CLS_OK) {
+        cl_int err = clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL);
+        if (err != CL_SUCCESS) s = clx_fail("clEnqueueReadBuffer", err);
+    }
+    dev_buf_release(&sg);
+    if (s != CLS_OK) return s;
+    memcpy(counts, e->h_out, (size_t)nq * 4);
+    memcpy(out_docs, e->h_out + ABI_OUT_DOC((size_t)nq, k, 0, 0), (size_t)nq * k * 4);
+    memcpy(out_scores, e->h_out + ABI_OUT_SCORE((size_t)nq, k, 0, 0), (size_t)nq * k * 4);
+    return CLS_OK;
+}

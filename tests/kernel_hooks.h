@@ -16,5 +16,9 @@ cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords
  * counts and the k best (docID, score) pairs at q * k. */
 cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, uint32_t *counts,
                          uint32_t *docs, float *out_scores);
+/* Runs topk_select over segments: query q ranks entries seg[2q] .. seg[2q] + seg[2q + 1] - 1 of
+ * keys (float bits, 0 = no match) and docs (n entries in all, in any order); outputs as above. */
+cls_status clx_test_topk_seg(clx_engine *e, const uint32_t *keys, const uint32_t *docs, uint64_t n, const uint32_t *seg,
+                             uint32_t nq, uint32_t k, uint32_t *counts, uint32_t *out_docs, float *out_scores);
 
 #endif

@@ -426,6 +426,84 @@ static void check_topk(clx_engine *cl, uint32_t nq, uint32_t N, uint32_t k, uint
     free(ref);
 }
 
+/* Segments listing their entries in shuffled docID order, with few distinct scores (many ties
+ * at the k-th): the kept ties must be the smallest docIDs whatever the order. */
+static void check_topk_seg(clx_engine *cl, uint32_t nq, uint32_t maxlen, uint32_t k, uint64_t seed, int levels)
+{
+    uint64_t st = seed;
+    uint32_t *seg = malloc((size_t)nq * 8);
+    uint64_t n = 0;
+    for (uint32_t q = 0; q < nq; q++) {
+        uint32_t len = q == 0 ? maxlen : (uint32_t)(tu_rand(&st) % (maxlen + 1));
+        seg[2 * q] = (uint32_t)n + 3; /* a gap before each segment */
+        seg[2 * q + 1] = len;
+        n += 3 + len;
+    }
+    uint32_t *keys = calloc(n + 1, 4), *docs = calloc(n + 1, 4);
+    for (uint32_t q = 0; q < nq; q++) {
+        uint32_t *kq = keys + seg[2 * q], *dq = docs + seg[2 * q], len = seg[2 * q + 1];
+        uint32_t d = (uint32_t)(tu_rand(&st) % 1000);
+        for (uint32_t j = 0; j < len; j++) {
+            d += 1 + (uint32_t)(tu_rand(&st) % 300); /* distinct, spread over the bytes of a docID */
+            dq[j] = d;
+            uint64_t r = tu_rand(&st);
+            float f = r % 5 == 0 ? 0.0f : (float)(1 + r % (uint64_t)levels) * 0.5f;
+            memcpy(&kq[j], &f, 4);
+        }
+        for (uint32_t j = len; j > 1; j--) { /* Fisher-Yates: the docIDs out of order */
+            uint32_t o = (uint32_t)(tu_rand(&st) % j), t = dq[j - 1];
+            dq[j - 1] = dq[o];
+            dq[o] = t;
+        }
+    }
+    uint32_t *counts = malloc(nq * 4), *od = malloc((size_t)nq * k * 4);
+    float *os = malloc((size_t)nq * k * 4);
+    ck_assert_msg(clx_test_topk_seg(cl, keys, docs, n, seg, nq, k, counts, od, os) == CLS_OK, "%s", cls_last_error());
+    pair *ref = malloc(((size_t)maxlen + 1) * sizeof *ref);
+    uint64_t kept = 0;
+    for (uint32_t q = 0; q < nq; q++) {
+        uint32_t m = 0;
+        for (uint32_t j = 0; j < seg[2 * q + 1]; j++) {
+            float f;
+            memcpy(&f, &keys[seg[2 * q] + j], 4);
+            if (f > 0) ref[m++] = (pair){f, docs[seg[2 * q] + j]};
+        }
+        qsort(ref, m, sizeof *ref, cmp_pair);
+        uint32_t keep = m < k ? m : k;
+        kept += keep;
+        ck_assert_msg(counts[q] == keep, "segments k=%u query %u: %u hits, reference %u", k, q, counts[q], keep);
+        for (uint32_t j = 0; j < keep; j++)
+            ck_assert_msg(od[(size_t)q * k + j] == ref[j].d && os[(size_t)q * k + j] == ref[j].s,
+                          "segments k=%u query %u rank %u: doc %u (%g), reference doc %u (%g)", k, q, j,
+                          od[(size_t)q * k + j], os[(size_t)q * k + j], ref[j].d, ref[j].s);
+    }
+    ck_assert_msg(kept > 0, "segments k=%u: no match; nothing was compared", k);
+    free(seg);
+    free(keys);
+    free(docs);
+    free(counts);
+    free(od);
+    free(os);
+    free(ref);
+}
+
+START_TEST(topk_segments_shuffled_ties)
+{
+    cls_index *idx = random_index(2, 50, 20);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    clx_engine *cl = engine_clx(e);
+    ck_assert(cl != NULL);
+    check_topk_seg(cl, 5, 3000, 10, 21, 3);    /* hundreds of ties at the k-th, 10 kept */
+    check_topk_seg(cl, 3, 5000, 1000, 22, 4);  /* the boundary level split */
+    check_topk_seg(cl, 4, 700, 1, 23, 1);      /* every match ties: the smallest docID */
+    check_topk_seg(cl, 3, 200, 500, 24, 2);    /* k above every count: all matches */
+    check_topk_seg(cl, 2, 20000, 777, 25, 60); /* k not a power of two */
+    cls_engine_free(e);
+    cls_index_close(idx);
+}
+END_TEST
+
 START_TEST(topk_random_ties_edges)
 {
     cls_index *idx = random_index(2, 50, 20);
@@ -831,6 +909,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("pocl");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, topk_random_ties_edges);
+    tcase_add_test(tc, topk_segments_shuffled_ties);
     tcase_add_test(tc, search_ties_break_on_docid);
     tcase_add_test(tc, search_random_collections);
     tcase_add_test(tc, search_many_batches);
