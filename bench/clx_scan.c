@@ -2,8 +2,11 @@
  * benchmark-only kernels run on; shared by `clsearch bench` and tests/test_kernels.c, which
  * checks the scan against a plain host loop on POCL.
  *
- * The scan is reduce-then-scan: scan_tiles over the input writes each tile's scan and its total;
- * the totals are scanned the same way, level by level, until one tile holds them; then
+ * CLX_SCAN_LOOKBACK is one scan_lookback over the input: a 64-bit state word per tile and a
+ * ticket counter, zeroed once per clx_scan_run (untimed); runs after that differ by their run
+ * number and first ticket (scan.cl), so a timed run is that one kernel and nothing else.
+ * CLX_SCAN_3PASS is reduce-then-scan: scan_tiles over the input writes each tile's scan and its
+ * total; the totals are scanned the same way, level by level, until one tile holds them; then
  * scan_add walks back down, adding to every tile the inclusive sum of the tiles before it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,13 +46,17 @@ void clx_queue_close(clx_queue *q)
 struct clx_scan {
     const clx_queue *q;
     cl_program prog;
-    cl_kernel tiles, add;
+    cl_kernel tiles, add, lookback;
     size_t wg, tile;
+    clx_scan_method method;
 };
 
-cls_status clx_scan_create(const clx_queue *q, unsigned wg, unsigned items, int algo, clx_scan **out)
+cls_status clx_scan_create(const clx_queue *q, unsigned wg, unsigned items, int algo, clx_scan_method method,
+                           clx_scan **out)
 {
     *out = NULL;
+    if (method != CLX_SCAN_LOOKBACK && method != CLX_SCAN_3PASS)
+        return err_set(CLS_E_ARG, "scan: method %d (0 look-back, 1 three passes)", (int)method);
     if (wg < 2 || wg > q->dev.info.max_work_group || (wg & (wg - 1)) || items < 1 || items > 64 || algo < 0 || algo > 2 || (algo == 2 && wg < 32))
         return err_set(CLS_E_ARG, "scan: work-group %u (a power of two the device allows), %u items (1..64), "
                                   "algorithm %d (0, 1 or 2; 2 needs at least 32)", wg, items, algo);
@@ -58,6 +65,7 @@ cls_status clx_scan_create(const clx_queue *q, unsigned wg, unsigned items, int 
     s->q = q;
     s->wg = wg;
     s->tile = (size_t)wg * items;
+    s->method = method;
     char opts[128], note[4400];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSCAN_WG=%u -DSCAN_ITEMS=%u -DWG_SCAN_ALGO=%d", wg, items, algo);
     static const char *const files[] = {"scan.cl", NULL};
@@ -68,6 +76,7 @@ cls_status clx_scan_create(const clx_queue *q, unsigned wg, unsigned items, int 
     if (st == CLS_OK) {
         s->tiles = clCreateKernel(s->prog, "scan_tiles", &err);
         if (err == CL_SUCCESS) s->add = clCreateKernel(s->prog, "scan_add", &err);
+        if (err == CL_SUCCESS) s->lookback = clCreateKernel(s->prog, "scan_lookback", &err);
         if (err != CL_SUCCESS) st = clx_fail("clCreateKernel", err);
     }
     if (st != CLS_OK) {
@@ -83,6 +92,7 @@ void clx_scan_free(clx_scan *s)
     if (!s) return;
     if (s->tiles) clReleaseKernel(s->tiles);
     if (s->add) clReleaseKernel(s->add);
+    if (s->lookback) clReleaseKernel(s->lookback);
     if (s->prog) clReleaseProgram(s->prog);
     free(s);
 }
@@ -108,9 +118,60 @@ static cls_status enqueue(clx_scan *s, cl_kernel k, const char *name, cl_mem a, 
     return CLS_OK;
 }
 
+/* The single pass: state and ticket zeroed once, then reps + 1 runs of scan_lookback. */
+static cls_status run_lookback(clx_scan *s, const uint32_t *in, uint32_t n, unsigned reps, double *times, uint32_t *out)
+{
+    cl_uint tiles = (cl_uint)((n + s->tile - 1) / s->tile);
+    cl_int err = CL_SUCCESS;
+    cl_mem src = clCreateBuffer(s->q->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)n * 4, (void *)in, &err);
+    cl_mem dst = err == CL_SUCCESS ? clCreateBuffer(s->q->ctx, CL_MEM_READ_WRITE, (size_t)n * 4, NULL, &err) : NULL;
+    cl_mem state = err == CL_SUCCESS ? clCreateBuffer(s->q->ctx, CL_MEM_READ_WRITE, (size_t)tiles * 8, NULL, &err) : NULL;
+    cl_mem ticket = err == CL_SUCCESS ? clCreateBuffer(s->q->ctx, CL_MEM_READ_WRITE, 4, NULL, &err) : NULL;
+    cls_status st = err == CL_SUCCESS ? CLS_OK : err_wrap(clx_fail("clCreateBuffer", err), "scan of %u elements: ", n);
+    static const cl_ulong zero = 0;
+    if (st == CLS_OK && ((err = clEnqueueFillBuffer(s->q->q, state, &zero, 8, 0, (size_t)tiles * 8, 0, NULL, NULL)) !=
+                             CL_SUCCESS ||
+                         (err = clEnqueueFillBuffer(s->q->q, ticket, &zero, 4, 0, 4, 0, NULL, NULL)) != CL_SUCCESS))
+        st = clx_fail("clEnqueueFillBuffer", err);
+    cl_uint first = 0;
+    for (unsigned r = 0; r <= reps && st == CLS_OK; r++) { /* r = 0: warm-up */
+        cl_uint run = r + 1; /* below 2^30: reps is far smaller */
+        cl_uint i = 0, nn = n;
+        err = clSetKernelArg(s->lookback, i++, sizeof src, &src);
+        if (err == CL_SUCCESS) err = clSetKernelArg(s->lookback, i++, sizeof dst, &dst);
+        if (err == CL_SUCCESS) err = clSetKernelArg(s->lookback, i++, sizeof state, &state);
+        if (err == CL_SUCCESS) err = clSetKernelArg(s->lookback, i++, sizeof ticket, &ticket);
+        if (err == CL_SUCCESS) err = clSetKernelArg(s->lookback, i++, sizeof run, &run);
+        if (err == CL_SUCCESS) err = clSetKernelArg(s->lookback, i++, sizeof first, &first);
+        if (err == CL_SUCCESS) err = clSetKernelArg(s->lookback, i++, sizeof nn, &nn);
+        if (err != CL_SUCCESS) {
+            st = err_wrap(clx_fail("clSetKernelArg", err), "scan_lookback: ");
+            break;
+        }
+        size_t global = (size_t)tiles * s->wg;
+        cl_event ev;
+        err = clEnqueueNDRangeKernel(s->q->q, s->lookback, 1, NULL, &global, &s->wg, 0, NULL, &ev);
+        if (err != CL_SUCCESS) {
+            st = err_wrap(clx_fail("clEnqueueNDRangeKernel", err), "scan_lookback: ");
+            break;
+        }
+        if ((err = clWaitForEvents(1, &ev)) != CL_SUCCESS) st = clx_fail("clWaitForEvents", err);
+        if (st == CLS_OK && r > 0) times[r - 1] = clx_event_span(ev, ev);
+        clReleaseEvent(ev);
+        first += tiles; /* the ticket's value after this run, mod 2^32 like the kernel's */
+    }
+    if (st == CLS_OK && (err = clEnqueueReadBuffer(s->q->q, dst, CL_TRUE, 0, (size_t)n * 4, out, 0, NULL, NULL)) != CL_SUCCESS)
+        st = clx_fail("clEnqueueReadBuffer", err);
+    cl_mem all[] = {src, dst, state, ticket};
+    for (unsigned i = 0; i < 4; i++)
+        if (all[i]) clReleaseMemObject(all[i]);
+    return st;
+}
+
 cls_status clx_scan_run(clx_scan *s, const uint32_t *in, uint32_t n, unsigned reps, double *times, uint32_t *out)
 {
     if (n == 0) return CLS_OK;
+    if (s->method == CLX_SCAN_LOOKBACK) return run_lookback(s, in, n, reps, times, out);
     cl_uint len[MAX_LEVELS];
     unsigned levels = 0;
     for (cl_uint m = n;; m = (cl_uint)((m + s->tile - 1) / s->tile)) { /* n, its tile count, ... 1 tile */

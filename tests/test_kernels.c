@@ -305,25 +305,29 @@ START_TEST(scan_against_host)
     uint32_t *in = malloc(131075 * 4), *out = malloc(131075 * 4);
     uint64_t st = 5;
     for (uint32_t i = 0; i < 131075; i++) in[i] = i % 97 == 0 ? UINT32_MAX : (uint32_t)tu_rand(&st);
-    for (unsigned k = 0; k < sizeof v / sizeof *v; k++) {
-        if (v[k].algo == 2 && !clx_is_nvidia(&q.dev.info)) continue;
+    for (unsigned k = 0; k < 2 * (sizeof v / sizeof *v); k++) {
+        unsigned vk = k / 2;
+        clx_scan_method me = k % 2 ? CLX_SCAN_3PASS : CLX_SCAN_LOOKBACK;
+        if (v[vk].algo == 2 && !clx_is_nvidia(&q.dev.info)) continue;
         clx_scan *sc;
-        ck_assert_msg(clx_scan_create(&q, v[k].wg, v[k].items, v[k].algo, &sc) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(clx_scan_create(&q, v[vk].wg, v[vk].items, v[vk].algo, me, &sc) == CLS_OK, "%s", cls_last_error());
         for (unsigned z = 0; z < sizeof sizes / sizeof *sizes; z++) {
-            double t;
-            ck_assert_msg(clx_scan_run(sc, in, sizes[z], 1, &t, out) == CLS_OK, "%s", cls_last_error());
+            double t[2];
+            /* two timed runs after the warm-up: the look-back's later runs reuse its state */
+            ck_assert_msg(clx_scan_run(sc, in, sizes[z], 2, t, out) == CLS_OK, "%s", cls_last_error());
             uint32_t acc = 0;
             for (uint32_t i = 0; i < sizes[z]; i++)
-                ck_assert_msg(out[i] == (acc += in[i]), "wg %u items %u algo %d n %u: element %u is %u, want %u",
-                              v[k].wg, v[k].items, v[k].algo, sizes[z], i, out[i], acc);
+                ck_assert_msg(out[i] == (acc += in[i]), "method %d wg %u items %u algo %d n %u: element %u is %u, want %u",
+                              (int)me, v[vk].wg, v[vk].items, v[vk].algo, sizes[z], i, out[i], acc);
         }
         clx_scan_free(sc);
     }
     clx_scan *bad;
-    ck_assert_int_eq(clx_scan_create(&q, 3, 8, 0, &bad), CLS_E_ARG); /* not a power of two */
-    ck_assert_int_eq(clx_scan_create(&q, 16, 8, 2, &bad), CLS_E_ARG); /* warp scan: less than a warp */
+    ck_assert_int_eq(clx_scan_create(&q, 3, 8, 0, CLX_SCAN_3PASS, &bad), CLS_E_ARG); /* not a power of two */
+    ck_assert_int_eq(clx_scan_create(&q, 16, 8, 2, CLX_SCAN_3PASS, &bad), CLS_E_ARG); /* warp scan: less than a warp */
+    ck_assert_int_eq(clx_scan_create(&q, 256, 8, 0, (clx_scan_method)7, &bad), CLS_E_ARG); /* no such method */
     if (!clx_is_nvidia(&q.dev.info)) /* the warp-shuffle scan refuses to build, never falls back */
-        ck_assert_int_eq(clx_scan_create(&q, 64, 8, 2, &bad), CLS_E_BUILD);
+        ck_assert_int_eq(clx_scan_create(&q, 64, 8, 2, CLX_SCAN_LOOKBACK, &bad), CLS_E_BUILD);
     free(in);
     free(out);
     clx_queue_close(&q);

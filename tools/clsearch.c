@@ -1763,9 +1763,10 @@ static const usage_entry usages[] = {
      "  clsearch bench topk [-d DEVICES] [-c ROWSxN:K,...] [-r N] [--json FILE]\n"
      "                  top-k selection alone on dense score rows, checked on the host\n"},
     {"bench scan",
-     "  clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--algo all|hs,we,shfl] [--wg N,...] [--items N,...]\n"
-     "                  [--json FILE]\n"
-     "                  device-wide prefix sum alone, per variant, checked on the host\n"},
+     "  clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--method lookback,3pass] [--algo all|hs,we,shfl]\n"
+     "                  [--wg N,...] [--items N,...] [--json FILE]\n"
+     "                  device-wide prefix sum alone (single pass with look-back, or three passes), per\n"
+     "                  variant, checked on the host\n"},
     {"bench intersect",
      "  clsearch bench intersect [-d DEVICES] [--terms 2] [--short 1000,10000] [--ratios 1,10,100,1000]\n"
      "                  [--batch 1,64,1024,16384] [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"

@@ -1,8 +1,20 @@
 /* scan.cl: a device-wide inclusive prefix sum of 32-bit unsigned integers (wrapping), the
  * primitive under block decoding, for the benchmark suites (bench/bench_scan.c) to measure
- * variants of against the copy ceiling and torch.cumsum.
+ * variants of against the copy ceiling and torch.cumsum. Two methods:
  *
- * Three passes, the classic reduce-then-scan over tiles:
+ * Single pass with decoupled look-back (Merrill and Garland), scan_lookback: each element is
+ * read once and written once (8 bytes). A work-group takes the next tile number from an atomic
+ * ticket, so every tile before its own has started (whatever order the device launches groups
+ * in, POCL's threads included) and waiting on them cannot deadlock; it scans its tile, publishes
+ * the tile's total as an aggregate, then walks back over its predecessors' published words,
+ * adding aggregates until it meets an inclusive prefix, publishes its own inclusive prefix and
+ * writes its elements with the sum of the tiles before it added. A published word is 64 bits,
+ * written by one atomic exchange so the value and its flag arrive together: the low half the
+ * value, the high half (run << 2) | flag, where run numbers the scan since the state was zeroed,
+ * so an earlier run's words read as "not yet" and the state needs no clearing between runs
+ * (the ticket, likewise, only grows: a run's tiles are first .. first + tiles - 1).
+ *
+ * Three passes, the classic reduce-then-scan over tiles (16 bytes an element):
  *   scan_tiles   each work-group scans a tile of SCAN_WG x SCAN_ITEMS elements: every
  *                work-item scans its SCAN_ITEMS consecutive elements in registers, the group
  *                scans the per-item totals in local memory (the variant), and each element
@@ -48,4 +60,76 @@ void scan_add(__global uint *out, __global const uint *scanned, uint n)
     size_t base = (size_t)g * SCAN_WG * SCAN_ITEMS;
     for (uint j = get_local_id(0); j < SCAN_WG * SCAN_ITEMS; j += SCAN_WG)
         if (base + j < n) out[base + j] += add;
+}
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+#define LB_AGGREGATE 1u /* the tile's own total */
+#define LB_PREFIX 2u    /* the sum of tiles 0..t, inclusive */
+
+inline ulong lb_word(uint run, uint flag, uint value)
+{
+    return ((ulong)((run << 2) | flag) << 32) | value;
+}
+
+/* Predecessors looked at at once: one per work-item of the first LB_WINDOW (a warp's width),
+ * so a tile behind many in flight walks back 32 tiles a step rather than one. */
+#define LB_WINDOW (SCAN_WG < 32 ? SCAN_WG : 32)
+
+/* state: one word per tile, zeroed before the first run; run: 1, 2, ... (below 2^30); first: the
+ * ticket's value when this run starts. */
+__kernel __attribute__((reqd_work_group_size(SCAN_WG, 1, 1)))
+void scan_lookback(__global const uint *in, __global uint *out, volatile __global ulong *state,
+                   volatile __global uint *ticket, uint run, uint first, uint n)
+{
+    __local uint buf[SCAN_WG];
+    __local uint win_val[LB_WINDOW], win_flag[LB_WINDOW];
+    __local uint sh[3]; /* tile number, sum of the tiles before it, look-back finished */
+    uint lid = get_local_id(0);
+    if (lid == 0) {
+        sh[0] = atomic_inc(ticket) - first;
+        sh[1] = 0;
+        sh[2] = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint t = sh[0];
+    size_t base = (size_t)t * SCAN_WG * SCAN_ITEMS + (size_t)lid * SCAN_ITEMS;
+    uint v[SCAN_ITEMS], acc = 0;
+    for (uint j = 0; j < SCAN_ITEMS; j++) {
+        v[j] = base + j < n ? in[base + j] : 0;
+        acc += v[j];
+        v[j] = acc;
+    }
+    uint total;
+    uint off = wg_scan_incl(buf, acc, &total) - acc;
+    if (lid == 0) atom_xchg(&state[t], lb_word(run, t == 0 ? LB_PREFIX : LB_AGGREGATE, total));
+    /* look back from tile t - 1, a window at a time; the trip count is the group's (sh[2]) */
+    for (long top = (long)t - 1; t > 0; top -= LB_WINDOW) {
+        if (lid < LB_WINDOW) {
+            long j = top - (long)lid;
+            ulong w = 0;
+            /* tile j has started (its ticket came first), so it publishes soon; j < 0 lies past
+             * tile 0's prefix, where the walk stops anyway */
+            while (j >= 0 && ((uint)(atom_add(&state[j], 0ul) >> 32) >> 2) != run) {}
+            if (j >= 0) w = atom_add(&state[j], 0ul);
+            win_val[lid] = (uint)w;
+            win_flag[lid] = j >= 0 ? (uint)(w >> 32) & 3u : 0u;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {
+            uint sum = 0, done = 0;
+            for (uint i = 0; i < LB_WINDOW && !done; i++) {
+                sum += win_val[i];
+                done = win_flag[i] == LB_PREFIX;
+            }
+            sh[1] += sum;
+            sh[2] = done;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sh[2]) break;
+    }
+    if (lid == 0 && t > 0) atom_xchg(&state[t], lb_word(run, LB_PREFIX, sh[1] + total));
+    off += sh[1];
+    for (uint j = 0; j < SCAN_ITEMS; j++)
+        if (base + j < n) out[base + j] = v[j] + off;
 }
