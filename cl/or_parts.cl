@@ -22,11 +22,8 @@
  * bits, which order like the floats for scores >= 0) each time a scored partition holds more than
  * k candidates at or above it: their k-th best is such a lower bound. Pruning with it:
  *   - a partition whose UB is below theta is not scored;
- *   - sub-ranges of OR_SUB documents get finer bounds from the block heads (block-max WAND's
- *     intervals: per sub-range the sum of each term's largest bound among its blocks meeting it);
- *     a partition none of whose sub-ranges reaches theta is not scored either;
- *   - within a scored partition, a block whose bound plus the other terms' M is below theta, or
- *     all of whose sub-ranges are, is not decoded. Documents of such a block are left with partial sums; their true score is below
+ *   - within a scored partition, a block whose bound plus the other terms' M is below theta is
+ *     not decoded. Documents of such a block are left with partial sums; their true score is below
  *     theta, hence below the final k-th best, and a partial sum is no larger;
  *   - a partition offers as candidates only documents scoring >= theta (read after its last
  *     block), at most its own top k. A document of the true top k is never in a skipped block
@@ -62,11 +59,6 @@
 #endif
 #define OR_PART (1u << OR_PART_LOG)
 #define OR_SLACK (1.0f + 1.0f / 4096.0f)
-#ifndef OR_SUB_LOG
-#define OR_SUB_LOG 6 /* log2 of the documents per sub-range of a partition (its finer bounds) */
-#endif
-#define OR_NSUB (OR_PART >> OR_SUB_LOG)
-#define OR_SUB_TERMS 8 /* terms whose sub-range maxima are kept apart (the others add their M) */
 #define OR_SEED_BIT 0x80000000u /* in UB: the partition is a seed (scores are < 2^31 as bits) */
 
 /* A bound that cannot reach theta. */
@@ -161,7 +153,7 @@ inline uint or_hist_theta(__global const uint *qh, uint k, float scale)
     uint c = 0;
     for (int g = OR_HIST / 16 - 1; g >= 0; g--) {
         uint v[16];
-        for (int j = 0; j < 4; j++) vstore4(vload4(4 * g + j, qh), j, v);
+        vstore16(vload16(g, qh), 0, v);
         uint sum = 0;
         for (int j = 0; j < 16; j++) sum += v[j];
         if (c + sum >= k) {
@@ -175,34 +167,13 @@ inline uint or_hist_theta(__global const uint *qh, uint k, float scale)
     return 0u;
 }
 
-/* Whether every sub-range of the partition (from lo) that block b meets is bounded below theta. */
-inline int or_sub_below(__global const idx_block *b, uint lo, __local const float *subub, float theta)
-{
-    uint s0 = b->first > lo ? (b->first - lo) >> OR_SUB_LOG : 0, s1 = min(b->last - lo, OR_PART - 1) >> OR_SUB_LOG;
-    for (uint s = s0; s <= s1; s++)
-        if (!or_below(subub[s], theta)) return 0;
-    return 1;
-}
-
-/* The first block of a list whose last docID reaches lo. */
-inline uint or_first_block(__global const idx_block *blocks, uint fb, uint nb, uint lo)
-{
-    uint j = 0, hi = nb;
-    while (j < hi) {
-        uint mid = j + ((hi - j) >> 1);
-        if (blocks[fb + mid].last < lo) j = mid + 1; else hi = mid;
-    }
-    return j;
-}
-
 /* The first block of a term at or after j that meets partition p and whose bound, with the other
  * terms' M, reaches theta; end (>= nb or past the partition) when none does. */
 inline uint or_next_block(uint j, uint nb, uint fb, uint p, __global const idx_block *blocks, __global const float *bmax,
-                          uint bsrc, float w, float scale, float others, float theta, __local const float *subub)
+                          uint bsrc, float w, float scale, float others, float theta)
 {
     while (j < nb && (blocks[fb + j].first >> OR_PART_LOG) <= p &&
-           (or_below(or_block_bound(blocks, bmax, fb + j, bsrc, w, scale) + others, theta) ||
-            or_sub_below(blocks + fb + j, p << OR_PART_LOG, subub, theta)))
+           or_below(or_block_bound(blocks, bmax, fb + j, bsrc, w, scale) + others, theta))
         j++;
     return j < nb && (blocks[fb + j].first >> OR_PART_LOG) <= p ? j : nb;
 }
@@ -246,9 +217,8 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
               uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey,
               __global uint *hist_all)
 {
-    __local float acc[OR_PART], subub[OR_NSUB];
+    __local float acc[OR_PART];
     __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH], hist[256], sh[3];
-    __local uint tmax[OR_SUB_TERMS * OR_NSUB], jr[2 * OR_SUB_TERMS];
     uint lid = get_local_id(0);
     const uint tickets = persistent ? nq * ctl[gbase] : get_num_groups(0); /* queues are complete before */
     for (uint ticket = or_ticket(persistent, 0, tickets, ctl + gbase + 1, sh), round = 1; ticket < tickets;
@@ -271,52 +241,10 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         uint t0 = qi->term_start;
         float theta = or_theta(theta_at, sh);
         live = live && !or_below(as_float(ub[(ulong)q * np + p] & ~OR_SEED_BIT), theta);
-        uint lo = p << OR_PART_LOG, ndec = 0, npost = 0;
-        /* Finer bounds (block-max WAND's block boundaries, at sub-ranges of OR_SUB documents): per
-         * sub-range, the sum over the terms in query order of the largest bound of the term's
-         * blocks that meet it; no document of a sub-range scores more. From block heads only. */
-        /* One pass over every term's blocks in the partition, no barrier inside a loop (see above on
-         * POCL): the first OR_SUB_TERMS terms' maxima per sub-range in tmax, then their sums in
-         * query order; a term past those adds its partition maximum M to every sub-range. */
-        const uint ntb = live ? min(qi->num_terms, (uint)OR_SUB_TERMS) : 0;
-        if (lid < ntb) {
-            __global const abi_skip *sk = SKIPS_AT(in, skips_base, qt[lid].skip - 1);
-            uint fb = sk->first_block, nb = sk->num_blocks;
-            jr[2 * lid] = or_first_block(blocks, fb, nb, lo);
-            jr[2 * lid + 1] = p + 1 < np ? or_first_block(blocks, fb, nb, lo + OR_PART) : nb; /* blocks from here end later */
-        }
-        for (uint i = lid; i < OR_SUB_TERMS * OR_NSUB; i += BLOCK_SIZE) tmax[i] = 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint t = 0; t < ntb; t++) { /* no barrier inside */
-            __global const abi_skip *sk = SKIPS_AT(in, skips_base, qt[t].skip - 1);
-            uint fb = sk->first_block, j1 = jr[2 * t + 1];
-            float w = qt[t].weight, scale = as_float(sk->k);
-            for (uint j = jr[2 * t] + lid; j < j1 + 1 && j < sk->num_blocks; j += BLOCK_SIZE) {
-                __global const idx_block *bk = blocks + fb + j;
-                if ((bk->first >> OR_PART_LOG) > p) continue;
-                uint key = as_uint(or_block_bound(blocks, bmax, fb + j, bsrc, w, scale));
-                uint s0 = bk->first > lo ? (bk->first - lo) >> OR_SUB_LOG : 0, s1 = min(bk->last - lo, OR_PART - 1) >> OR_SUB_LOG;
-                for (uint s = s0; s <= s1; s++) atomic_max(tmax + t * OR_NSUB + s, key);
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint i = lid; i < OR_NSUB; i += BLOCK_SIZE) {
-            float u = 0.0f;
-            for (uint t = 0, n = live ? qi->num_terms : 0; t < n; t++)
-                u += t < OR_SUB_TERMS ? as_float(tmax[t * OR_NSUB + i]) : as_float(M[(ulong)(t0 + t) * np + p]);
-            subub[i] = u;
-        }
-        /* a partition none of whose sub-ranges reaches theta is not scored */
-        if (lid == 0) sh[1] = 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint i = lid; i < OR_NSUB; i += BLOCK_SIZE)
-            if (!or_below(subub[i], theta)) sh[1] = 1;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        live = live && sh[1];
-        barrier(CLK_LOCAL_MEM_FENCE);
         const uint nt = live ? qi->num_terms : 0, span = live ? OR_PART : 0;
         for (uint i = lid; i < span; i += BLOCK_SIZE) acc[i] = 0.0f;
         barrier(CLK_LOCAL_MEM_FENCE);
+        uint lo = p << OR_PART_LOG, ndec = 0, npost = 0;
         for (uint t = 0; t < nt; t++) {
             float others = 0.0f; /* the other terms' M in query order */
             for (uint o = 0; o < nt; o++)
@@ -324,9 +252,13 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             __global const abi_skip *sk = SKIPS_AT(in, skips_base, qt[t].skip - 1);
             uint fb = sk->first_block, nb = sk->num_blocks;
             float w = qt[t].weight, scale = as_float(sk->k);
-            for (uint j = or_next_block(or_first_block(blocks, fb, nb, lo), nb, fb, p, blocks, bmax, bsrc, w, scale, others,
-                                        theta, subub);
-                 j < nb; j = or_next_block(j + 1, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta, subub)) {
+            uint j = 0, hi = nb; /* the first block whose last docID reaches the partition */
+            while (j < hi) {
+                uint mid = j + ((hi - j) >> 1);
+                if (blocks[fb + mid].last < lo) j = mid + 1; else hi = mid;
+            }
+            for (j = or_next_block(j, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta); j < nb;
+                 j = or_next_block(j + 1, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta)) {
                 uint doc, tf, n = decode_block(words, nwords, blocks + fb + j, vals, scan, scratch, &doc, &tf);
                 if (lid < n && doc - lo < OR_PART) acc[doc - lo] += bm25_contrib(w, tf, norms[doc]);
                 ndec++;

@@ -27,9 +27,9 @@
 /* ---- The registry ----------------------------------------------------------------------- */
 
 #define PARAM_FIELD(f) offsetof(clx_params, f)
-/* local memory or_score takes besides its accumulators (two 512-word arrays, a histogram, codec
- * scratch, sub-range bounds of 8 terms) */
-#define OR_LOCAL_EXTRA 12288u
+/* local memory or_score takes besides its accumulators (three 512-word arrays, a histogram, codec
+ * scratch) */
+#define OR_LOCAL_EXTRA 8192u
 
 static const clx_tunable registry[] = {
     {"WG_INTERSECT", "intersect", "work-items per query in intersect_and", PARAM_FIELD(wg_intersect), 1,
@@ -85,8 +85,8 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
         return err_set(CLS_E_ARG, "%s: COPY_VEC=%u (1, 2, 4, 8 or 16)", from, p->copy_vec);
     /* or_score's local memory: the partition's accumulators and, at most, a 512-posting block's
      * decoding arrays and the radix select's histogram */
-    if (p->or_part_log < 6 || p->or_part_log > 20 || ((uint64_t)4 << p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem)
-        return err_set(CLS_E_ARG, "%s: OR_PART_LOG=%u: 6..20, with 2^%u accumulators (%llu bytes) and %u bytes more "
+    if (p->or_part_log < 4 || p->or_part_log > 20 || ((uint64_t)4 << p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem)
+        return err_set(CLS_E_ARG, "%s: OR_PART_LOG=%u: 4..20, with 2^%u accumulators (%llu bytes) and %u bytes more "
                        "within the device's %llu bytes of local memory", from, p->or_part_log, p->or_part_log,
                        (unsigned long long)4 << (p->or_part_log > 20 ? 20 : p->or_part_log), OR_LOCAL_EXTRA,
                        (unsigned long long)info->local_mem);
@@ -140,7 +140,7 @@ void clx_params_default(const cls_device_info *info, clx_params *p)
         /* Defaults bend to small devices; only measured or hand-set values are held to the letter. */
         for (size_t j = 0; j < sizeof registry / sizeof registry[0]; j++)
             if (registry[j].pow2_wg) *clx_param_slot(p, &registry[j]) = cap(*clx_param_slot(p, &registry[j]), info->max_work_group);
-        while (p->or_part_log > 6 && ((uint64_t)4 << p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem) p->or_part_log--;
+        while (p->or_part_log > 4 && ((uint64_t)4 << p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem) p->or_part_log--;
         snprintf(p->source, sizeof p->source, "%s", e->label);
         return;
     }
