@@ -153,7 +153,7 @@ inline uint or_hist_theta(__global const uint *qh, uint k, float scale)
     uint c = 0;
     for (int g = OR_HIST / 16 - 1; g >= 0; g--) {
         uint v[16];
-        vstore16(vload16(g, qh), 0, v);
+        for (int j = 0; j < 4; j++) vstore4(vload4(4 * g + j, qh), j, v);
         uint sum = 0;
         for (int j = 0; j < 16; j++) sum += v[j];
         if (c + sum >= k) {
