@@ -154,9 +154,7 @@ inline uint wg_scan_incl(__local uint *buf, uint x, uint *total)
 inline void NAME(SPACE const uint *keys, uint stride, uint count, uint k, __local uint *hist,  \
                        __local uint *sh, uint *T, uint *need)                                  \
 {                                                                                              \
-    /* the group's linear id and size: or_score's groups have rows (OR_LANES) */              \
-    uint lid = get_local_id(1) * get_local_size(0) + get_local_id(0);                          \
-    uint n = get_local_size(0) * get_local_size(1);                                            \
+    uint lid = get_local_id(0), n = get_local_size(0);                                         \
     if (lid == 0) {                                                                            \
         sh[0] = 0; /* the prefix chosen so far */                                              \
         sh[1] = k; /* keys still to take at or below it */                                     \

@@ -51,10 +51,6 @@
  * raises theta too: or_hist_theta); from gbase = 4 nq on, the batch's longest queue, the ticket, blocks decoded,
  * postings decoded, partitions scored.
  *
- * or_score's groups are BLOCK_SIZE x OR_LANES work-items: each row decodes one block at a time
- * (decode_block works on a row: its scan and the codec's loops use get_local_id(0)), so a group
- * keeps OR_LANES blocks' loads in flight, where one block at a time left it waiting on memory.
- *
  * block_maxima: the table ABI_BOUND_TABLE reads, one work-group per block of the index: the
  * block's largest contribution at weight 1 under the norms in force. */
 
@@ -63,10 +59,6 @@
 #endif
 #define OR_PART (1u << OR_PART_LOG)
 #define OR_SLACK (1.0f + 1.0f / 4096.0f)
-#ifndef OR_LANES
-#define OR_LANES 1 /* rows of or_score's work-groups: blocks a group decodes at once */
-#endif
-#define OR_WG (BLOCK_SIZE * OR_LANES)
 #define OR_SEED_BIT 0x80000000u /* in UB: the partition is a seed (scores are < 2^31 as bits) */
 
 /* A bound that cannot reach theta. */
@@ -186,13 +178,10 @@ inline uint or_next_block(uint j, uint nb, uint fb, uint p, __global const idx_b
     return j < nb && (blocks[fb + j].first >> OR_PART_LOG) <= p ? j : nb;
 }
 
-/* A work-item's place in or_score's group of BLOCK_SIZE x OR_LANES. */
-inline uint or_lid(void) { return get_local_id(1) * BLOCK_SIZE + get_local_id(0); }
-
 /* Reads theta (ctl[4q]) once for the whole group. */
 inline float or_theta(__global volatile uint *at, __local uint *sh)
 {
-    if (or_lid() == 0) sh[0] = *at;
+    if (get_local_id(0) == 0) sh[0] = *at;
     barrier(CLK_LOCAL_MEM_FENCE);
     float theta = as_float(sh[0]);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -203,7 +192,7 @@ inline float or_theta(__global volatile uint *at, __local uint *sh)
  * first, then none (tickets). */
 inline uint or_ticket(uint persistent, uint round, uint tickets, __global uint *next, __local uint *sh)
 {
-    if (or_lid() == 0) sh[0] = persistent ? atomic_inc(next) : round ? tickets : get_group_id(0);
+    if (get_local_id(0) == 0) sh[0] = persistent ? atomic_inc(next) : round ? tickets : get_group_id(0);
     barrier(CLK_LOCAL_MEM_FENCE);
     uint ticket = sh[0];
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -220,7 +209,7 @@ inline uint or_ticket(uint persistent, uint round, uint tickets, __global uint *
  * times, and the ticket loop leaves only at its head. POCL's work-group compiler, which
  * turns the code between barriers into loops over work-items, copies the code after a barrier
  * under a condition, and its time grows with those copies (minutes for a kernel like this one). */
-__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, OR_LANES, 1)))
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint skips_base,
               __global const uint *words, uint nwords, __global const idx_block *blocks,
               __global const float *bmax, uint bsrc, __global const float *norms, uint np, uint k, uint pool,
@@ -229,10 +218,8 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
               __global uint *hist_all)
 {
     __local float acc[OR_PART];
-    __local uint vals[OR_LANES][BLOCK_SIZE], scan[OR_LANES][BLOCK_SIZE], scratch[OR_LANES][DECODE_SCRATCH];
-    __local uint hist[256], sh[3];
-    /* lid: the group's linear id; each row y decodes its own block (x: its posting) */
-    const uint lid = or_lid(), x = get_local_id(0), y = get_local_id(1);
+    __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH], hist[256], sh[3];
+    uint lid = get_local_id(0);
     const uint tickets = persistent ? nq * ctl[gbase] : get_num_groups(0); /* queues are complete before */
     for (uint ticket = or_ticket(persistent, 0, tickets, ctl + gbase + 1, sh), round = 1; ticket < tickets;
          ticket = or_ticket(persistent, round++, tickets, ctl + gbase + 1, sh)) {
@@ -255,7 +242,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         float theta = or_theta(theta_at, sh);
         live = live && !or_below(as_float(ub[(ulong)q * np + p] & ~OR_SEED_BIT), theta);
         const uint nt = live ? qi->num_terms : 0, span = live ? OR_PART : 0;
-        for (uint i = lid; i < span; i += OR_WG) acc[i] = 0.0f;
+        for (uint i = lid; i < span; i += BLOCK_SIZE) acc[i] = 0.0f;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint lo = p << OR_PART_LOG, ndec = 0, npost = 0;
         for (uint t = 0; t < nt; t++) {
@@ -270,22 +257,12 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                 uint mid = j + ((hi - j) >> 1);
                 if (blocks[fb + mid].last < lo) j = mid + 1; else hi = mid;
             }
-            /* OR_LANES chosen blocks at a time, row y the y-th of them (every row walks the same
-             * chain, so the trip count is the group's); a row past the last decodes block j again
-             * and adds nothing */
-            for (j = or_next_block(j, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta); j < nb;) {
-                uint jy = nb, jn = j;
-                for (uint r = 0; r < OR_LANES; r++) {
-                    if (r == y) jy = jn;
-                    jn = jn < nb ? or_next_block(jn + 1, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta) : nb;
-                }
-                uint has = jy < nb;
-                uint doc, tf, n = decode_block(words, nwords, blocks + fb + (has ? jy : j), vals[y], scan[y], scratch[y],
-                                               &doc, &tf);
-                if (has && x < n && doc - lo < OR_PART) acc[doc - lo] += bm25_contrib(w, tf, norms[doc]);
-                ndec += has;
-                npost += has ? n : 0;
-                j = jn;
+            for (j = or_next_block(j, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta); j < nb;
+                 j = or_next_block(j + 1, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta)) {
+                uint doc, tf, n = decode_block(words, nwords, blocks + fb + j, vals, scan, scratch, &doc, &tf);
+                if (lid < n && doc - lo < OR_PART) acc[doc - lo] += bm25_contrib(w, tf, norms[doc]);
+                ndec++;
+                npost += n;
             }
             barrier(CLK_LOCAL_MEM_FENCE); /* this term's additions before the next term's */
             theta = or_theta(theta_at, sh); /* other groups may have raised it */
@@ -298,7 +275,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         if (lid == 0) sh[1] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint cnt = 0;
-        for (uint i = lid; i < span; i += OR_WG) cnt += acc[i] > 0.0f && acc[i] >= theta;
+        for (uint i = lid; i < span; i += BLOCK_SIZE) cnt += acc[i] > 0.0f && acc[i] >= theta;
         if (cnt) atomic_add(sh + 1, cnt);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint total = sh[1];
@@ -309,7 +286,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         if (lid == 0) sh[1] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         cnt = 0;
-        for (uint i = lid; i < span; i += OR_WG) cnt += acc[i] > 0.0f && acc[i] >= least;
+        for (uint i = lid; i < span; i += BLOCK_SIZE) cnt += acc[i] > 0.0f && acc[i] >= least;
         if (cnt) atomic_add(sh + 1, cnt);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint m = sh[1];
@@ -318,11 +295,11 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             if (total > k) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
             sh[0] = m ? atomic_add(ctl + 4 * q + 1, m) : 0;
             sh[1] = 0;
+            if (ndec) {
+                atomic_add(ctl + gbase + 2, ndec);
+                atomic_add(ctl + gbase + 3, npost);
+            }
             if (live) atomic_inc(ctl + gbase + 4);
-        }
-        if (x == 0 && ndec) { /* each row its blocks */
-            atomic_add(ctl + gbase + 2, ndec);
-            atomic_add(ctl + gbase + 3, npost);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         uint base = sh[0];
@@ -332,7 +309,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         __global uint *qh = hist_all + (ulong)q * OR_HIST;
         const float ubmax = as_float(ctl[4 * q + 3]);
         const float scale = ubmax > 0.0f && !isinf(ubmax) ? (float)OR_HIST / ubmax : 0.0f;
-        for (uint i = lid; i < wspan; i += OR_WG) {
+        for (uint i = lid; i < wspan; i += BLOCK_SIZE) {
             float s = acc[i];
             if (s > 0.0f && s >= least) {
                 uint pos = atomic_inc(sh + 1);

@@ -27,9 +27,9 @@
 /* ---- The registry ----------------------------------------------------------------------- */
 
 #define PARAM_FIELD(f) offsetof(clx_params, f)
-/* local memory or_score takes besides its accumulators (two arrays of a 512-posting block per
- * lane, up to 4 lanes at that block size, a histogram, codec scratch) */
-#define OR_LOCAL_EXTRA 20480u
+/* local memory or_score takes besides its accumulators (three 512-word arrays, a histogram, codec
+ * scratch) */
+#define OR_LOCAL_EXTRA 8192u
 
 static const clx_tunable registry[] = {
     {"WG_INTERSECT", "intersect", "work-items per query in intersect_and", PARAM_FIELD(wg_intersect), 1,
@@ -49,8 +49,6 @@ static const clx_tunable registry[] = {
      {1, 2, 4, 8, 16}, 5},
     {"OR_PART_LOG", "or", "log2 of the documents per OR partition (local-memory accumulators of 4 bytes each)",
      PARAM_FIELD(or_part_log), 0, {10, 11, 12, 13}, 4},
-    {"OR_LANES", "or", "blocks an OR partition's work-group decodes at once (rows of BLOCK_SIZE work-items)",
-     PARAM_FIELD(or_lanes), 0, {1, 2, 4, 8}, 4},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -92,8 +90,6 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
                        "within the device's %llu bytes of local memory", from, p->or_part_log, p->or_part_log,
                        (unsigned long long)4 << (p->or_part_log > 20 ? 20 : p->or_part_log), OR_LOCAL_EXTRA,
                        (unsigned long long)info->local_mem);
-    if (p->or_lanes != 1 && p->or_lanes != 2 && p->or_lanes != 4 && p->or_lanes != 8)
-        return err_set(CLS_E_ARG, "%s: OR_LANES=%u (1, 2, 4 or 8)", from, p->or_lanes);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
@@ -119,13 +115,13 @@ static const entry db[] = {
      * (docs/PERFORMANCE.md, 2026-11-24): select_blocks and match_and run on WG_INTERSECT, and
      * 1024 items walk a long list's blocks in a quarter of the steps of 256 (121,178 against
      * 85,485 queries/s at batch 1,024, identical runs). */
-    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 4, ""}, "vendor default: NVIDIA GPU"},
-    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 2, ""}, "vendor default: AMD GPU"},
-    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 2, ""}, "vendor default: AMD GPU"},
-    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, 2, ""}, "generic default: GPU"},
+    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, ""}, "vendor default: NVIDIA GPU"},
+    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "vendor default: AMD GPU"},
+    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "vendor default: AMD GPU"},
+    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
-    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, 2, ""}, "generic default: CPU"},
-    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, 1, ""}, "generic default"},
+    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, ""}, "generic default: CPU"},
+    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, ""}, "generic default"},
 };
 
 static unsigned cap(unsigned v, size_t max)

@@ -59,7 +59,6 @@ typedef struct clx_engine {
     cl_program prog_algo;      /* kernels that decode blocks themselves (algo->decode_file), built when
                                 * a search first needs them on the decoder's options (dopts) */
     char dopts[320];
-    unsigned or_lanes;         /* OR_LANES as built: the parameter, halved until a group fits */
     cl_kernel kernels[DEV_MAX_KERNELS];
     const char *kernel_names[DEV_MAX_KERNELS];
     unsigned nkernels;
@@ -156,9 +155,6 @@ typedef struct dev_arg {
  * time counts toward the profile step called step. Errors name the kernel (and the argument). */
 cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
                    const char *step);
-/* The same with work-groups of wg x rows work-items (a 2-D range of groups x 1 groups). */
-cls_status dev_run2(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
-                    size_t rows, const char *step);
 /* The kernel called name (created with the programs), or NULL. */
 cl_kernel dev_kernel(const clx_engine *e, const char *name);
 /* Counts a transfer's event toward step (the event is kept until the batch's profile is taken). */

@@ -254,12 +254,8 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     qfiles[nf] = NULL;
     const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
     char *dopts = e->dopts, qopts[512], dnote[4400], qnote[4400];
-    /* OR_LANES rows of BLOCK_SIZE work-items must fit a work-group: fewer rows for large blocks */
-    e->or_lanes = e->prm.or_lanes;
-    while (e->or_lanes > 1 && (size_t)idx->block_size * e->or_lanes > e->dev.info.max_work_group) e->or_lanes >>= 1;
-    snprintf(dopts, sizeof e->dopts,
-             "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_LANES=%u%s%s",
-             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log, e->or_lanes,
+    snprintf(dopts, sizeof e->dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u%s%s",
+             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
     snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s%s",
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,

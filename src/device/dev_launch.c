@@ -73,12 +73,6 @@ void dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes)
 cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
                    const char *step)
 {
-    return dev_run2(e, kernel, args, nargs, groups, wg, 1, step);
-}
-
-cls_status dev_run2(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
-                    size_t rows, const char *step)
-{
     cl_kernel k = dev_kernel(e, kernel);
     if (!k) return err_set(CLS_E_ARG, "no kernel called %s in the engine's programs", kernel);
     for (unsigned i = 0; i < nargs; i++) {
@@ -86,11 +80,10 @@ cls_status dev_run2(clx_engine *e, const char *kernel, const dev_arg *args, unsi
         if (err != CL_SUCCESS) return err_wrap(clx_fail("clSetKernelArg", err), "kernel %s, argument %u: ", kernel, i);
     }
     if (groups == 0) return CLS_OK;
-    size_t global[2] = {groups * wg, rows}, local[2] = {wg, rows};
+    size_t global = groups * wg;
     cl_event ev = NULL;
     cl_int err = fault_hit(FAULT_ENQUEUE) ? CL_OUT_OF_RESOURCES
-                                          : clEnqueueNDRangeKernel(e->queue, k, rows > 1 ? 2 : 1, NULL, global, local, 0,
-                                                                   NULL, &ev);
+                                          : clEnqueueNDRangeKernel(e->queue, k, 1, NULL, &global, &wg, 0, NULL, &ev);
     if (err != CL_SUCCESS) return err_wrap(clx_fail("clEnqueueNDRangeKernel", err), "kernel %s: ", kernel);
     assert(e->nevents < DEV_MAX_EVENTS);
     e->events[e->nevents++] = (dev_event){.ev = ev, .step = step_of(e, step, 0)};

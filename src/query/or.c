@@ -79,13 +79,13 @@ static cls_status launch(dev_batch *b)
                     DEV_U32(pool),         DEV_MEM(e->or_m.mem),     DEV_MEM(e->or_ub.mem),  DEV_MEM(e->or_seed.mem),
                     DEV_U32(seeds),        DEV_U32(zero),            DEV_U32(nq),            DEV_MEM(e->or_ctl.mem),
                     DEV_U32(gbase),        DEV_MEM(e->cand.mem),     DEV_MEM(e->cscore.mem), DEV_MEM(e->or_hist.mem)};
-    if ((s = dev_run2(e, "or_score", as, 24, (size_t)nq * seeds, bs, e->or_lanes, "seeds")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_score", as, 24, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
     dev_arg ar[] = {DEV_U32(np), DEV_MEM(e->or_ub.mem), DEV_MEM(e->or_ctl.mem), DEV_U32(gbase), DEV_MEM(e->or_items.mem)};
     if ((s = dev_run(e, "or_rest", ar, 5, nq, bs, "bounds")) != CLS_OK) return s;
     as[15] = DEV_MEM(e->or_items.mem);
     as[17] = DEV_U32(one);
     size_t groups = (size_t)e->dev.info.compute_units * OR_GROUPS_PER_CU;
-    if ((s = dev_run2(e, "or_score", as, 24, groups, bs, e->or_lanes, "score")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_score", as, 24, groups, bs, "score")) != CLS_OK) return s;
     cl_uint or_at = (cl_uint)ABI_OUT_OR((size_t)nq, kk);
     dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};
