@@ -280,19 +280,25 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         barrier(CLK_LOCAL_MEM_FENCE);
         uint total = sh[1];
         barrier(CLK_LOCAL_MEM_FENCE);
-        uint T, need; /* the k-th largest accumulator: with more than k at or above theta, it is one */
-        wg_kth_key_local((__local const uint *)acc, 1, span, k, hist, sh, &T, &need);
-        const float least = total > k ? fmax(theta, as_float(T)) : theta;
+        /* the k-th largest accumulator T, only where more than k reach theta (then T >= theta);
+         * else every one that reaches theta is offered and the select runs no pass (a count of
+         * 0: the trip counts, not a branch, skip it). Most partitions, once theta has risen,
+         * offer fewer than k, and the select's passes over OR_PART keys cost more than the
+         * few blocks such a partition decodes. */
+        const uint over = total > k, sel_span = over ? span : 0;
+        uint T, need;
+        wg_kth_key_local((__local const uint *)acc, 1, sel_span, k, hist, sh, &T, &need);
+        const float least = over ? fmax(theta, as_float(T)) : theta;
         if (lid == 0) sh[1] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         cnt = 0;
-        for (uint i = lid; i < span; i += BLOCK_SIZE) cnt += acc[i] > 0.0f && acc[i] >= least;
+        for (uint i = lid; i < sel_span; i += BLOCK_SIZE) cnt += acc[i] > 0.0f && acc[i] >= least;
         if (cnt) atomic_add(sh + 1, cnt);
         barrier(CLK_LOCAL_MEM_FENCE);
-        uint m = sh[1];
+        uint m = over ? sh[1] : total;
         barrier(CLK_LOCAL_MEM_FENCE); /* read by all before sh[1] counts again */
         if (lid == 0) {
-            if (total > k) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
+            if (over) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
             sh[0] = m ? atomic_add(ctl + 4 * q + 1, m) : 0;
             sh[1] = 0;
             if (ndec) {
