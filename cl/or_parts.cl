@@ -33,7 +33,10 @@
  * Theta's timing (which work-group raised it first) changes how much is skipped, never the result.
  *
  * The kernels of a batch, in order (src/query/or.c launches them):
- *   or_bounds  one work-group per query term (abi_skip ABI_SKIP_BOUND): M[t][p] by atomic_max;
+ *   or_bounds  one work-group per query term (abi_skip ABI_SKIP_BOUND): M[t][p] by atomic_max,
+ *              and F[t][p], the term's first block that meets partition p (ABI_NO_BLOCK: none),
+ *              by atomic_min, so a partition finds its blocks with one load where a binary
+ *              search over the block heads was a chain of dependent loads per term;
  *   or_plan    one work-group per query: UB[p]; the OR_SEEDS-style seed partitions (the `seeds`
  *              highest UB: where the top k most likely lie), marked in UB's top bit;
  *   or_score   over the seeds first (one work-group per seed slot), raising theta early;
@@ -75,19 +78,22 @@ inline float or_block_bound(__global const idx_block *blocks, __global const flo
 
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void or_bounds(__global const uint *in, uint qterm_base, uint skips_base, __global const idx_block *blocks,
-               __global const float *bmax, uint bsrc, uint np, __global uint *M)
+               __global const float *bmax, uint bsrc, uint np, __global uint *M, __global uint *F)
 {
     __global const abi_skip *sk = SKIPS_AT(in, skips_base, get_group_id(0));
     __global const abi_term *t = TERMS_AT(in, qterm_base, sk->dst_base);
     float w = t->weight, scale = as_float(sk->k);
-    __global uint *row = M + (ulong)sk->dst_base * np;
+    __global uint *row = M + (ulong)sk->dst_base * np, *frow = F + (ulong)sk->dst_base * np;
     for (uint b = get_local_id(0); b < sk->num_blocks; b += BLOCK_SIZE) {
         uint blk = sk->first_block + b;
         uint key = as_uint(or_block_bound(blocks, bmax, blk, bsrc, w, scale));
         uint p1 = min(blocks[blk].last >> OR_PART_LOG, np - 1);
-        /* neighbouring blocks share partitions: most of them find a larger value already */
-        for (uint p = blocks[blk].first >> OR_PART_LOG; p <= p1; p++)
+        /* neighbouring blocks share partitions: most of them find a larger value (a smaller
+         * first block) already */
+        for (uint p = blocks[blk].first >> OR_PART_LOG; p <= p1; p++) {
             if (row[p] < key) atomic_max(row + p, key);
+            if (frow[p] > b) atomic_min(frow + p, b);
+        }
     }
 }
 
@@ -215,7 +221,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
               __global const float *bmax, uint bsrc, __global const float *norms, uint np, uint k, uint pool,
               __global const uint *M, __global const uint *ub, __global const uint *items, uint seeds,
               uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey,
-              __global uint *hist_all)
+              __global uint *hist_all, __global const uint *F)
 {
     __local float acc[OR_PART];
     __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH], hist[256], sh[3];
@@ -252,11 +258,8 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             __global const abi_skip *sk = SKIPS_AT(in, skips_base, qt[t].skip - 1);
             uint fb = sk->first_block, nb = sk->num_blocks;
             float w = qt[t].weight, scale = as_float(sk->k);
-            uint j = 0, hi = nb; /* the first block whose last docID reaches the partition */
-            while (j < hi) {
-                uint mid = j + ((hi - j) >> 1);
-                if (blocks[fb + mid].last < lo) j = mid + 1; else hi = mid;
-            }
+            uint j = F[(ulong)(t0 + t) * np + p]; /* the first block that meets the partition */
+            j = j < nb ? j : nb;
             for (j = or_next_block(j, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta); j < nb;
                  j = or_next_block(j + 1, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta)) {
                 uint doc, tf, n = decode_block(words, nwords, blocks + fb + j, vals, scan, scratch, &doc, &tf);

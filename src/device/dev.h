@@ -79,8 +79,8 @@ typedef struct clx_engine {
     /* per-batch buffers, sized from the data, reused */
     dbuf in, tasks, docs, freqs, cand, cscore, acc, sdoc, sscore, out, stasks, nsel, ucount, useg, qseg, l1;
     /* OR by partitions (src/query/or.c): per query term its partitions' bounds, per query their
-     * sums, the work queue, the seeds, the counters (cl/or_parts.cl) */
-    dbuf or_m, or_ub, or_items, or_seed, or_ctl, or_hist;
+     * sums, its first blocks there, the work queue, the seeds, the counters (cl/or_parts.cl) */
+    dbuf or_m, or_f, or_ub, or_items, or_seed, or_ctl, or_hist;
     cl_mem d_bmax;          /* block maxima at weight 1 (ABI_BOUND_TABLE), one float a block */
     float bmax_k1, bmax_b;  /* the parameters d_bmax holds (-1: none yet) */
     cl_uint or_bsrc;        /* the bounds the search in progress prunes with (ABI_BOUND_*) */

@@ -49,6 +49,7 @@ static cls_status launch(dev_batch *b)
     cl_uint gbase = 4 * nq, bsrc = e->or_bsrc, bs = e->idx->block_size, zero = 0, one = 1;
     cls_status s;
     if ((s = dev_buf_need(e, &e->or_m, (size_t)pl->nterms * np * 4, "partition bounds")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_f, (size_t)pl->nterms * np * 4, "partitions' first blocks")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_ub, (size_t)nq * np * 4, "partition bounds")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_items, (size_t)nq * np * 4, "partition queue")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_seed, (size_t)nq * seeds * 4, "seed partitions")) != CLS_OK ||
@@ -60,6 +61,9 @@ static cls_status launch(dev_batch *b)
     cl_event ev;
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_m.mem, &zero, 4, 0, (size_t)pl->nterms * np * 4, 0, NULL, &ev));
     dev_record(e, ev, "bounds", (size_t)pl->nterms * np * 4);
+    cl_uint none = ABI_NO_BLOCK;
+    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_f.mem, &none, 4, 0, (size_t)pl->nterms * np * 4, 0, NULL, &ev));
+    dev_record(e, ev, "bounds", (size_t)pl->nterms * np * 4);
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, (size_t)gbase * 4, 8 * 4, 0, NULL, &ev));
     dev_record(e, ev, "bounds", 32);
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_hist.mem, &zero, 4, 0, (size_t)nq * OR_HIST_BINS * 4, 0, NULL, &ev));
@@ -68,8 +72,9 @@ static cls_status launch(dev_batch *b)
     CLX_TRY(clGetMemObjectInfo(e->d_words, CL_MEM_SIZE, sizeof wbytes, &wbytes, NULL));
     cl_uint nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
     dev_arg ab[] = {DEV_MEM(b->in), DEV_U32(b->terms_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
-                    DEV_MEM(e->d_bmax), DEV_U32(bsrc),      DEV_U32(np),           DEV_MEM(e->or_m.mem)};
-    if ((s = dev_run(e, "or_bounds", ab, 8, b->nskips, bs, "bounds")) != CLS_OK) return s;
+                    DEV_MEM(e->d_bmax), DEV_U32(bsrc),      DEV_U32(np),           DEV_MEM(e->or_m.mem),
+                    DEV_MEM(e->or_f.mem)};
+    if ((s = dev_run(e, "or_bounds", ab, 9, b->nskips, bs, "bounds")) != CLS_OK) return s;
     dev_arg ap[] = {DEV_MEM(b->in),      DEV_U32(b->queries_base), DEV_U32(np),           DEV_U32(seeds),
                     DEV_MEM(e->or_m.mem), DEV_MEM(e->or_ub.mem),   DEV_MEM(e->or_seed.mem), DEV_MEM(e->or_ctl.mem)};
     if ((s = dev_run(e, "or_plan", ap, 8, nq, bs, "bounds")) != CLS_OK) return s;
@@ -78,14 +83,15 @@ static cls_status launch(dev_batch *b)
                     DEV_U32(bsrc),         DEV_MEM(e->d_norms),      DEV_U32(np),            DEV_U32(kk),
                     DEV_U32(pool),         DEV_MEM(e->or_m.mem),     DEV_MEM(e->or_ub.mem),  DEV_MEM(e->or_seed.mem),
                     DEV_U32(seeds),        DEV_U32(zero),            DEV_U32(nq),            DEV_MEM(e->or_ctl.mem),
-                    DEV_U32(gbase),        DEV_MEM(e->cand.mem),     DEV_MEM(e->cscore.mem), DEV_MEM(e->or_hist.mem)};
-    if ((s = dev_run(e, "or_score", as, 24, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
+                    DEV_U32(gbase),        DEV_MEM(e->cand.mem),     DEV_MEM(e->cscore.mem), DEV_MEM(e->or_hist.mem),
+                    DEV_MEM(e->or_f.mem)};
+    if ((s = dev_run(e, "or_score", as, 25, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
     dev_arg ar[] = {DEV_U32(np), DEV_MEM(e->or_ub.mem), DEV_MEM(e->or_ctl.mem), DEV_U32(gbase), DEV_MEM(e->or_items.mem)};
     if ((s = dev_run(e, "or_rest", ar, 5, nq, bs, "bounds")) != CLS_OK) return s;
     as[15] = DEV_MEM(e->or_items.mem);
     as[17] = DEV_U32(one);
     size_t groups = (size_t)e->dev.info.compute_units * OR_GROUPS_PER_CU;
-    if ((s = dev_run(e, "or_score", as, 24, groups, bs, "score")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_score", as, 25, groups, bs, "score")) != CLS_OK) return s;
     cl_uint or_at = (cl_uint)ABI_OUT_OR((size_t)nq, kk);
     dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};

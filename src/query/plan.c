@@ -231,7 +231,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                      (uint64_t)nunits * (sizeof(abi_unit) + 12 + (need.skip ? (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 : 0)) +
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 +
                      (uint64_t)need.dense * idx->num_docs * 4 +
-                     (need.parts ? ((uint64_t)q->num_terms + 2) * pl->lim.parts * 4 + (uint64_t)pl->lim.seeds * 4 +
+                     (need.parts ? (2 * (uint64_t)q->num_terms + 2) * pl->lim.parts * 4 + (uint64_t)pl->lim.seeds * 4 +
                                        (uint64_t)pl->lim.pool * 8 + 16 : 0);
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
     uint64_t cost = pl->cost + need_cost(idx, &need, shortest, q->num_terms ? idx->terms[t[drive].term].num_blocks : 0, sum,
