@@ -146,6 +146,7 @@ int main(int argc, char **argv)
     snprintf(amd.name, sizeof amd.name, "gfx90a");
     amd.is_gpu = 1;
     amd.max_work_group = 1024; /* what ROCm reports on gfx90a and gfx1100 */
+    amd.local_mem = 65536;     /* and its 64 KiB of local memory a work-group (OR_PART_LOG is held to it) */
     clx_params def;
     if (!check_params(&amd, &def)) return 1;
 
