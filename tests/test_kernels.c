@@ -566,6 +566,27 @@ END_TEST
 
 /* ---- whole searches: decode + intersect + score + top-k ----------------------------------- */
 
+/* and-or ranks a dense row a query: a batch of two queries over 9,000 documents takes the
+ * many-group top-k on POCL (few compute units), inside a whole search against the reference. */
+START_TEST(search_and_or_wide_rows)
+{
+    cls_index *idx = random_index(41, 9000, 30);
+    cls_engine *dev, *ref;
+    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(b, "q0", "w1 w2 w3"), CLS_OK); /* common terms: many ties */
+    ck_assert_int_eq(cls_batch_add(b, "q1", "w0 w7 w12"), CLS_OK);
+    const uint32_t ks[] = {1, 10, 1000, 9005};
+    for (size_t i = 0; i < 4; i++) search_both(dev, ref, b, ks[i], CLS_MODE_AND_OR);
+    cls_batch_free(b);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_index_close(idx);
+}
+END_TEST
+
 START_TEST(search_random_collections)
 {
     static const struct { uint64_t seed; uint32_t docs, vocab; } cases[] = {
@@ -959,6 +980,7 @@ static Suite *suite(void)
     tcase_add_test(tc, topk_random_ties_edges);
     tcase_add_test(tc, topk_segments_shuffled_ties);
     tcase_add_test(tc, topk_wide_rows);
+    tcase_add_test(tc, search_and_or_wide_rows);
     tcase_add_test(tc, search_ties_break_on_docid);
     tcase_add_test(tc, search_random_collections);
     tcase_add_test(tc, search_many_batches);
