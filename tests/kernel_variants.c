@@ -173,14 +173,15 @@ int main(int argc, char **argv)
         }
     }
 
-    /* query: every algorithm's file, topk.cl, cache.cl; options as build_programs() writes qopts
+    /* query: every algorithm's file, topk.cl, topk_wide.cl, cache.cl; options as build_programs() writes qopts
      * (the correctly rounded division, asked for where the device offers it, on every other one) */
     size_t nalgo;
     const query_algo *const *qa = query_algos(&nalgo);
     const char *qfiles[32];
     size_t nf = 0;
-    for (size_t i = 0; i < nalgo && nf < 29; i++) qfiles[nf++] = qa[i]->kernel_file;
+    for (size_t i = 0; i < nalgo && nf < 28; i++) qfiles[nf++] = qa[i]->kernel_file;
     qfiles[nf++] = "topk.cl";
+    qfiles[nf++] = "topk_wide.cl";
     qfiles[nf++] = "cache.cl";
     qfiles[nf] = NULL;
     const clx_tunable *wi = tun("WG_INTERSECT"), *ws = tun("WG_SCORE"), *wt = tun("WG_TOPK");

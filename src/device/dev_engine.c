@@ -250,6 +250,7 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     size_t nf = 0;
     for (size_t i = 0; i < nalgo; i++) qfiles[nf++] = algos[i]->kernel_file;
     qfiles[nf++] = "topk.cl";
+    qfiles[nf++] = "topk_wide.cl";
     qfiles[nf++] = "cache.cl";
     qfiles[nf] = NULL;
     const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */

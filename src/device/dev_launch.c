@@ -124,8 +124,94 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
     return dev_run(e, "decode_blocks", a, 7, ntasks, e->idx->block_size, step);
 }
 
+/* Few long dense rows (cl/topk_wide.cl). One work-group a row fills the device once there are
+ * two rows a compute unit; below that, each row is cut into slices of at least TW_SLICE_MIN keys a
+ * work-item, so that rows x slices comes near TW_GROUPS_PER_CU groups a compute unit (at most
+ * TW_MAX_SLICES a row). A row too short for two slices keeps its one group. The values match
+ * cl/topk_wide.cl's TW_BINS and TW_STATE. */
+#define TW_SLICE_MIN 32u
+#define TW_GROUPS_PER_CU 8u
+#define TW_MAX_SLICES 1024u
+#define TW_BINS 2048u
+#define TW_STATE 4u
+
+/* Slices a row for the many-group top-k of b's rows; 1: topk_select alone. */
+static cl_uint wide_slices(const clx_engine *e, const dev_batch *b, cl_uint rows)
+{
+    uint64_t cu = e->dev.info.compute_units ? e->dev.info.compute_units : 1;
+    if (!b->dense || rows == 0 || rows >= 2 * cu) return 1;
+    uint64_t most = b->num_docs / ((uint64_t)e->prm.wg_topk * TW_SLICE_MIN);
+    uint64_t g = (TW_GROUPS_PER_CU * cu + rows - 1) / rows;
+    if (g > most) g = most;
+    if (g > TW_MAX_SLICES) g = TW_MAX_SLICES;
+    return g < 2 ? 1 : (cl_uint)g;
+}
+
+/* The kernel called name, created from the query program on first use (the many-group top-k's
+ * kernels are made only by the engines that take that path); clx_free releases it with the rest. */
+static cls_status query_kernel(clx_engine *e, const char *name)
+{
+    if (dev_kernel(e, name)) return CLS_OK;
+    if (e->nkernels == DEV_MAX_KERNELS) return err_set(CLS_E_ARG, "more than %u kernels", DEV_MAX_KERNELS);
+    cl_int err;
+    cl_kernel k = clCreateKernel(e->prog, name, &err);
+    if (!k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
+    e->kernels[e->nkernels] = k;
+    e->kernel_names[e->nkernels++] = name;
+    return CLS_OK;
+}
+
+/* The many-group top-k of rows dense rows, G slices each: survivors (at most k a row) into
+ * e->cand (positions, which are docIDs) and e->cscore (keys), one segment a row in e->qseg, the
+ * rows' select state in e->useg; then topk_select ranks the segments. Those buffers hold the
+ * algorithm's candidates and segments, dead once a dense row is made. */
+static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_uint G, cl_mem out, const char *step)
+{
+    static const char *const names[] = {"topk_wide_init", "topk_wide_hist", "topk_wide_pick", "topk_wide_ties",
+                                        "topk_wide_keep"};
+    cls_status s;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((s = query_kernel(e, names[i])) != CLS_OK) return s;
+    cl_uint n = b->num_docs, k = b->kk, R = rows, shift = b->key_shift;
+    size_t work = (size_t)rows * (TW_STATE + TW_BINS + G) * 4;
+    if ((s = dev_buf_need(e, &e->cand, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->cscore, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->qseg, (size_t)rows * 8, "top-k segments")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->useg, work, "top-k select state")) != CLS_OK)
+        return s;
+    size_t wg = e->prm.wg_topk, slices = (size_t)rows * G;
+    dev_arg ai[] = {DEV_U32(n), DEV_U32(k), DEV_U32(G), DEV_U32(R), DEV_MEM(e->useg.mem), DEV_MEM(e->qseg.mem)};
+    if ((s = dev_run(e, "topk_wide_init", ai, 6, rows, wg, step)) != CLS_OK) return s;
+    for (cl_uint pass = 0; pass < 3; pass++) { /* 11 + 11 + 10 bits */
+        dev_arg ah[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(G), DEV_U32(pass), DEV_U32(R),
+                        DEV_MEM(e->useg.mem)};
+        dev_arg ap[] = {DEV_U32(pass), DEV_U32(R), DEV_MEM(e->useg.mem)};
+        if ((s = dev_run(e, "topk_wide_hist", ah, 7, slices, wg, step)) != CLS_OK ||
+            (s = dev_run(e, "topk_wide_pick", ap, 3, rows, wg, step)) != CLS_OK)
+            return s;
+    }
+    dev_arg at[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(G), DEV_U32(R), DEV_MEM(e->useg.mem)};
+    dev_arg ak[] = {DEV_MEM(b->scores), DEV_U32(shift),        DEV_U32(n),           DEV_U32(G),
+                    DEV_U32(k),         DEV_U32(R),            DEV_MEM(e->useg.mem), DEV_MEM(e->qseg.mem),
+                    DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem)};
+    if ((s = dev_run(e, "topk_wide_ties", at, 6, slices, wg, step)) != CLS_OK ||
+        (s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK)
+        return s;
+    dev_batch sb = *b;
+    sb.scores = e->cscore.mem;
+    sb.cand_docs = e->cand.mem;
+    sb.seg = e->qseg.mem;
+    sb.key_shift = 0;
+    sb.dense = 0;
+    return dev_topk(e, &sb, rows, out, step);
+}
+
 cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem out, const char *step)
 {
+    cl_uint G = wide_slices(e, b, groups);
+    /* the survivors' buffers must not be the rows themselves */
+    if (G > 1 && b->scores != e->cand.mem && b->scores != e->cscore.mem && b->scores != e->useg.mem)
+        return topk_wide(e, b, groups, G, out, step);
     cl_uint num_docs = b->num_docs;
     cl_mem seg = b->seg ? b->seg : b->cand_docs; /* dense rows read no segment */
     dev_arg a[] = {DEV_MEM(b->scores), DEV_MEM(b->cand_docs), DEV_MEM(seg),        DEV_U32(b->key_shift),

@@ -1,0 +1,214 @@
+/* topk_wide.cl: top-k of a few long dense rows, many work-groups a row.
+ *
+ * topk_select gives a dense row one work-group: with few rows (bench topk's 1 x 25,000,000, a
+ * dense-row caller with one long query) most of the device idles while that group reads the row
+ * four times. Here each row is cut into G slices of consecutive positions, one work-group a
+ * slice, and the radix select runs over the whole device, three passes of a digit each (bits
+ * 31..21, 20..10, 9..0):
+ *  topk_wide_hist  each slice's histogram of the digit among the keys sharing the prefix chosen
+ *                  so far (local atomics), added to the row's global histogram (one global atomic
+ *                  per nonzero bin);
+ *  topk_wide_pick  one group a row: the bin where the k-th largest key falls; the row's prefix
+ *                  grows by it, and the histogram is cleared for the next pass. With fewer than k
+ *                  keys in the row (key 0 is no match) every key survives;
+ *  topk_wide_ties  where more keys equal the threshold T than are needed, each slice counts its
+ *                  ties, so a slice knows how many ties lie before it (position = docID in a dense
+ *                  row, and the smallest docIDs win ties);
+ *  topk_wide_keep  every key > T and the first `need` keys == T to the row's survivors (at most
+ *                  k, in any order), whose count is the row's segment length.
+ * topk_select then ranks each row's survivors as a segment (count <= k: no select, only the sort),
+ * so the output is the one topk_select gives the dense row itself.
+ *
+ * The per-row state (st, TW_STATE words a row): the prefix chosen so far, the keys still to take
+ * at or below it, 1 when every key survives, and (after the last pass) how many keys equal T.
+ * topk_wide_init sets it and the segments, and zeroes the histograms and tie counts.
+ *
+ * Every barrier-holding loop has a trip count that is the group's and sits under no condition:
+ * POCL mishandles barriers under branches. */
+
+#define TW_BINS 2048u
+#define TW_STATE 4u
+/* one work buffer for R rows: their states, then their histograms, then their slices' tie counts */
+#define TW_ST(w) (w)
+#define TW_HIST(w, R) ((w) + (ulong)(R) * TW_STATE)
+#define TW_EQC(w, R) ((w) + (ulong)(R) * (TW_STATE + TW_BINS))
+
+/* pass 0..2: the digit's shift and width, and the bits above it (the prefix) */
+inline uint tw_shift(uint pass) { return pass == 0 ? 21u : pass == 1 ? 10u : 0u; }
+inline uint tw_digit_mask(uint pass) { return pass == 2 ? 1023u : 2047u; }
+inline uint tw_prefix_mask(uint pass) { return pass == 0 ? 0u : pass == 1 ? 0xFFE00000u : 0xFFFFFC00u; }
+
+/* slice g of a row of n keys cut into G: [*lo, *hi) */
+inline void tw_slice(uint n, uint G, uint g, uint *lo, uint *hi)
+{
+    uint len = (n + G - 1) / G;
+    ulong a = (ulong)g * len, b = a + len;
+    *lo = a < n ? (uint)a : n;
+    *hi = b < n ? (uint)b : n;
+}
+
+/* one group a row: the state, the segment (start q * k, no survivors yet), histogram and tie
+ * counts zeroed */
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_wide_init(uint n, uint k, uint G, uint R, __global uint *work, __global uint *seg)
+{
+    __global uint *st = TW_ST(work), *hist = TW_HIST(work, R), *eqc = TW_EQC(work, R);
+    uint q = get_group_id(0), lid = get_local_id(0);
+    if (lid == 0) {
+        st[q * TW_STATE + 0] = 0;
+        st[q * TW_STATE + 1] = k;
+        st[q * TW_STATE + 2] = n <= k; /* at most k keys: all of them survive */
+        st[q * TW_STATE + 3] = 0;
+        seg[2 * q] = q * k;
+        seg[2 * q + 1] = 0;
+    }
+    for (uint j = lid; j < TW_BINS; j += WG_TOPK) hist[(ulong)q * TW_BINS + j] = 0;
+    for (uint j = lid; j < G; j += WG_TOPK) eqc[(ulong)q * G + j] = 0;
+}
+
+/* groups: rows x G; group q * G + g histograms slice g of row q */
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_wide_hist(__global const uint *scores, uint key_shift, uint n, uint G, uint pass,
+                    uint R, __global uint *work)
+{
+    __global const uint *st = TW_ST(work);
+    __global uint *hist = TW_HIST(work, R);
+    __local uint lh[TW_BINS];
+    uint q = get_group_id(0) / G, g = get_group_id(0) % G, lid = get_local_id(0);
+    uint prefix = st[q * TW_STATE + 0], all = st[q * TW_STATE + 2];
+    uint shift = tw_shift(pass), dmask = tw_digit_mask(pass), pmask = tw_prefix_mask(pass);
+    uint lo, hi;
+    tw_slice(n, G, g, &lo, &hi);
+    if (all) hi = lo; /* nothing left to choose: an empty slice, same barriers */
+    __global const uint *sc = scores + (ulong)q * n + key_shift;
+    for (uint j = lid; j < TW_BINS; j += WG_TOPK) lh[j] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = lo + lid; i < hi; i += WG_TOPK) {
+        uint key = sc[i];
+        if (key != 0 && (key & pmask) == prefix) atomic_inc(&lh[(key >> shift) & dmask]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global uint *h = hist + (ulong)q * TW_BINS;
+    for (uint j = lid; j < TW_BINS; j += WG_TOPK) {
+        uint c = lh[j];
+        if (c) atomic_add(&h[j], c);
+    }
+}
+
+/* one group a row: the bin holding the k-th largest key among those sharing the prefix; the
+ * histogram is cleared behind it */
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_wide_pick(uint pass, uint R, __global uint *work)
+{
+    __global uint *st = TW_ST(work), *hist = TW_HIST(work, R);
+    __local uint csum[WG_TOPK];
+    uint q = get_group_id(0), lid = get_local_id(0);
+    __global uint *h = hist + (ulong)q * TW_BINS;
+    const uint per = (TW_BINS + WG_TOPK - 1) / WG_TOPK; /* bins a work-item sums */
+    uint s = 0;
+    for (uint j = lid * per; j < (lid + 1) * per && j < TW_BINS; j++) s += h[j];
+    csum[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0 && !st[q * TW_STATE + 2]) {
+        uint left = st[q * TW_STATE + 1], above = 0;
+        int c = WG_TOPK - 1;
+        for (; c >= 0; c--) {
+            if (above + csum[c] >= left) break;
+            above += csum[c];
+        }
+        if (c < 0) {
+            st[q * TW_STATE + 2] = 1; /* fewer than k keys (pass 0 only): all survive */
+        } else {
+            int j = (int)min((uint)(c + 1) * per, TW_BINS) - 1;
+            for (; j > c * (int)per; j--) {
+                if (above + h[j] >= left) break;
+                above += h[j];
+            }
+            st[q * TW_STATE + 0] |= (uint)j << tw_shift(pass);
+            st[q * TW_STATE + 1] = left - above;
+            st[q * TW_STATE + 3] = h[j]; /* after the last pass: the keys equal to T */
+        }
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (uint j = lid; j < TW_BINS; j += WG_TOPK) h[j] = 0;
+}
+
+/* Whether row q must rank its ties at T by position: more keys equal T than are taken. */
+inline uint tw_rank_ties(__global const uint *st, uint q)
+{
+    return !st[q * TW_STATE + 2] && st[q * TW_STATE + 3] > st[q * TW_STATE + 1];
+}
+
+/* groups: rows x G; each slice's count of keys equal to T, where ties are ranked */
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_wide_ties(__global const uint *scores, uint key_shift, uint n, uint G, uint R,
+                    __global uint *work)
+{
+    __global const uint *st = TW_ST(work);
+    __global uint *eqc = TW_EQC(work, R);
+    uint q = get_group_id(0) / G, g = get_group_id(0) % G, lid = get_local_id(0);
+    if (!tw_rank_ties(st, q)) return; /* no barrier in this kernel */
+    uint T = st[q * TW_STATE + 0], lo, hi;
+    tw_slice(n, G, g, &lo, &hi);
+    __global const uint *sc = scores + (ulong)q * n + key_shift;
+    uint c = 0;
+    for (uint i = lo + lid; i < hi; i += WG_TOPK) c += sc[i] == T;
+    if (c) atomic_add(&eqc[(ulong)q * G + g], c);
+}
+
+/* groups: rows x G; slice g's survivors appended to row q's segment (keys to skey, positions
+ * to sdoc, at seg[2q] + a slot counted in seg[2q + 1]) */
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_wide_keep(__global const uint *scores, uint key_shift, uint n, uint G, uint k, uint R,
+                    __global uint *work, __global uint *seg, __global uint *sdoc, __global uint *skey)
+{
+    __global const uint *st = TW_ST(work), *eqc = TW_EQC(work, R);
+    __local uint scan[WG_TOPK];
+    __local uint before;
+    uint q = get_group_id(0) / G, g = get_group_id(0) % G, lid = get_local_id(0);
+    uint all = st[q * TW_STATE + 2];
+    uint T = all ? 1u : st[q * TW_STATE + 0];      /* every nonzero key is >= 1 */
+    uint need = all ? 0xFFFFFFFFu : st[q * TW_STATE + 1];
+    uint rank = tw_rank_ties(st, q);
+    uint lo, hi;
+    tw_slice(n, G, g, &lo, &hi);
+    __global const uint *sc = scores + (ulong)q * n + key_shift;
+    __global uint *cnt = &seg[2 * q + 1];
+    ulong at = seg[2 * q];
+
+    /* keys > T, and every key == T where all ties are taken: no order among survivors */
+    for (uint i = lo + lid; i < hi; i += WG_TOPK) {
+        uint key = sc[i];
+        if (key != 0 && (key > T || (!rank && key == T))) {
+            uint slot = atomic_inc(cnt);
+            if (slot < k) { /* always, by the select; a bound on the writes all the same */
+                sdoc[at + slot] = i;
+                skey[at + slot] = key;
+            }
+        }
+    }
+
+    /* ranked ties: those before this slice, then a scan of the slice in position order */
+    if (lid == 0) before = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint b = 0;
+    for (uint j = lid; rank && j < g; j += WG_TOPK) b += eqc[(ulong)q * G + j];
+    if (b) atomic_add(&before, b);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint ties = before;
+    uint chunks = rank ? (hi - lo + WG_TOPK - 1) / WG_TOPK : 0; /* the group's: uniform */
+    for (uint c = 0; c < chunks; c++) {
+        uint i = lo + c * WG_TOPK + lid;
+        uint key = i < hi ? sc[i] : 0u;
+        uint eq = key != 0 && key == T, tot;
+        uint r = wg_scan_incl(scan, eq, &tot) - eq + ties;
+        if (eq && r < need) {
+            uint slot = atomic_inc(cnt);
+            if (slot < k) {
+                sdoc[at + slot] = i;
+                skey[at + slot] = key;
+            }
+        }
+        ties += tot;
+    }
+}
