@@ -88,6 +88,7 @@ typedef struct clx_engine {
     size_t nretry, retry_cap;
     uint32_t retry_pool;    /* the most candidates one of them offered */
     uint32_t pool_hint;     /* OR: candidate slots a query's pool starts with (tests force small ones) */
+    int or_force_parts;     /* OR by partitions whatever the collection's size (tests) */
     uint32_t *h_out;
     size_t h_out_cap; /* words */
     batch_plan plan;

@@ -766,6 +766,7 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
  * put at a few k (docs/PERFORMANCE.md, "OR by partitions"); a query that offers more runs again
  * with a pool that fits. */
 #define OR_SEED_HITS 64u
+#define OR_DENSE_MAX_DOCS 65536u
 #define OR_MAX_SEEDS 64u
 #define OR_POOL_MIN 4096u
 #define OR_POOL_PER_HIT 16u
@@ -806,6 +807,8 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
      * holds only some lists: every block of every partition is decoded; -v says so) */
     algo_need probe = {0};
     algo->need(&(batch_query){.num_terms = 1}, 1, &probe);
+    /* OR by partitions on collections of more than OR_DENSE_MAX_DOCS documents (or.c: the rule) */
+    probe.parts = probe.parts && (N > OR_DENSE_MAX_DOCS || e->or_force_parts);
     if (probe.parts && (s = build_decoding_kernels(e)) != CLS_OK) return s;
     e->or_bsrc = prune ? ABI_BOUND_MAXSCORE : e->cached ? ABI_BOUND_NONE : ABI_BOUND_TABLE;
     if (probe.parts && e->or_bsrc == ABI_BOUND_TABLE && (e->bmax_k1 != p->k1 || e->bmax_b != p->b) &&
@@ -837,7 +840,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                        .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
                        .cost_floor = e->batch_floor,
                        .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL, .prune = prune,
-                       .parts = np, .seeds = seeds, .pool = (uint32_t)pool,
+                       .parts = probe.parts ? np : 0, .seeds = seeds, .pool = (uint32_t)pool,
                        .bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25};
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
@@ -892,5 +895,7 @@ void clx_set_batch_floor(clx_engine *e, uint32_t queries) { e->batch_floor = que
 void clx_set_chunk(clx_engine *e, uint32_t candidates) { e->chunk = candidates ? candidates : 1; }
 
 void clx_set_or_pool(clx_engine *e, uint32_t slots) { e->pool_hint = slots; }
+
+void clx_set_or_partitions(clx_engine *e, int force) { e->or_force_parts = force != 0; }
 
 const clx_params *clx_engine_params(const clx_engine *e) { return &e->prm; }

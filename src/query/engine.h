@@ -46,6 +46,8 @@ void clx_set_chunk(clx_engine *e, uint32_t candidates);
 /* The candidate slots an OR query's pool starts with (0: the engine's choice); tests force small
  * pools, whose overflow runs the query again. */
 void clx_set_or_pool(clx_engine *e, uint32_t slots);
+/* OR by partitions even on a collection small enough for the dense row (tests). */
+void clx_set_or_partitions(clx_engine *e, int force);
 /* The kernel parameters the engine's programs were built with. */
 const struct clx_params *clx_engine_params(const clx_engine *e);
 

@@ -8,11 +8,14 @@
  * matter; each partition offers at most k candidates at or above the threshold to its query's
  * pool, and topk_select ranks the pool. Nothing the size of the collection exists per query.
  *
- * Why partitions everywhere, and no dense row: a partition's accumulators are on chip, so even
- * a collection small enough for one partition (CACM, 3,204 documents) is accumulated there; a
- * dense row in global memory costs num_docs floats zeroed, written and ranked per query (100 MB
- * a query at 25 M documents), which the H100 measurements in docs/PERFORMANCE.md ("OR by
- * partitions") show losing at every size measured. and-or keeps its dense row (score_or, or.cl).
+ * The rule: partitions where the collection has more than OR_DENSE_MAX_DOCS documents (clx_search),
+ * else the dense row of score_or (or.cl), as and-or ranks it. A dense row costs num_docs floats
+ * zeroed, written and ranked per query: 100 MB a query at 25 M documents, and on the H100 the
+ * partitions beat it 8x at 1 M documents (232,550 against 28,463 q/s, docs/PERFORMANCE.md).
+ * Below 65,536 documents the row is at most 256 KB; the crossover there was not measured, and
+ * the partition kernels, which inline the codec's decoder into a barrier-heavy loop, take POCL
+ * from seconds (bp) to many minutes (pfor, optpfd, rice) to compile, so small collections, the
+ * CPU device's usual work, keep the row. Tests force partitions (clx_set_or_partitions).
  *
  * Reference: the documents that any term's list holds, with the accumulated sum. */
 #include <string.h>
@@ -45,6 +48,12 @@ static cls_status launch(dev_batch *b)
 {
     clx_engine *e = b->e;
     const batch_plan *pl = &e->plan;
+    if (!pl->parts) { /* a small collection: the dense row (clx_search's rule) */
+        b->scores = e->acc.mem;
+        b->cand_docs = e->cand.mem; /* unused for dense rows */
+        b->dense = 1;
+        return algo_or_accumulate(b);
+    }
     cl_uint nq = b->nq, np = pl->lim.parts, seeds = pl->lim.seeds, pool = pl->lim.pool, kk = b->kk;
     cl_uint gbase = 4 * nq, bsrc = e->or_bsrc, bs = e->idx->block_size, zero = 0, one = 1;
     cls_status s;

@@ -131,6 +131,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     uint32_t shortest = q->num_terms ? idx->terms[t[drive].term].df : 0;
     algo_need need = {0};
     pl->algo->need(q, shortest, &need);
+    if (need.parts && !pl->lim.parts) { /* the search keeps a dense row instead (clx_search) */
+        need.parts = 0;
+        need.dense = 1;
+    }
     int empty = (need.flags & ABI_QF_EMPTY) != 0;
     if (empty) need.cand = 0; /* a dense row is still zeroed and ranked (empty) by the kernels */
     const uint32_t chunk = pl->lim.chunk ? pl->lim.chunk : UINT32_MAX;

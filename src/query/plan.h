@@ -46,7 +46,8 @@ typedef struct plan_limits {
     list_cache *cache;    /* the device's list cache, whose room bounds the batch's lists too;
                            * NULL: the whole index is resident, every list where the file has it */
     /* queries scored by partitions (algo_need.parts): */
-    uint32_t parts;       /* docID-range partitions of the collection */
+    uint32_t parts;       /* docID-range partitions of the collection; 0: such queries get a dense
+                           * row instead */
     uint32_t seeds;       /* seed partitions a query scores first */
     uint32_t pool;        /* candidate slots a query's partitions may offer */
     uint32_t bound_idf;   /* 1: a term's scale is weight / idf (max_score holds idf), else weight */
