@@ -340,19 +340,10 @@ __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, __global uint *items)
 {
     __local uint scan[BLOCK_SIZE];
-    __local float top[BLOCK_SIZE];
     uint q = get_group_id(0), lid = get_local_id(0);
     __global const uint *u = ub + (ulong)q * np;
     __global uint *dst = items + (ulong)q * np;
-    float theta = as_float(ctl[4 * q]), mx = 0.0f;
-    for (uint p = lid; p < np; p += BLOCK_SIZE) mx = fmax(mx, as_float(u[p] & ~OR_SEED_BIT));
-    top[lid] = mx;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = BLOCK_SIZE / 2; s > 0; s >>= 1) {
-        if (lid < s) top[lid] = fmax(top[lid], top[lid + s]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    mx = top[0];
+    float theta = as_float(ctl[4 * q]), mx = as_float(ctl[4 * q + 3]); /* or_plan's largest UB */
     uint at = 0;
     for (int band = 7; band >= 0; band--) {
         for (uint b0 = 0; b0 < np; b0 += BLOCK_SIZE) { /* uniform */

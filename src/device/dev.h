@@ -164,6 +164,18 @@ void dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes);
 void dev_profile_collect(clx_engine *e, int ok);
 void dev_profile_reset(clx_engine *e);
 
+/* Points b's top-k at segments: keys at seg's positions (+ key_shift) in keys, docIDs in docs. */
+static inline void dev_segments(dev_batch *b, cl_mem keys, cl_mem docs, cl_mem seg, cl_uint key_shift)
+{
+    b->scores = keys;
+    b->cand_docs = docs;
+    b->seg = seg;
+    b->key_shift = key_shift;
+    b->dense = 0;
+}
+/* The 32-bit words of a words buffer (at least 1, at most 2^32 - 1): the decoders clamp their reads to it. */
+cls_status dev_words_count(cl_mem words, cl_uint *nwords);
+
 /* decode_blocks over ntasks abi_task records at word task_base of tasks, from words/blocks. */
 cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, cl_uint task_base, size_t ntasks,
                       const char *step);

@@ -702,9 +702,9 @@ static cls_status block_maxima(clx_engine *e, float k1, float b)
             return err_wrap(clx_fail("clCreateBuffer", err), "block maxima (%zu bytes): ", bytes);
         }
     }
-    size_t wbytes = (size_t)idx->num_words * 4;
-    cl_uint nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
-    if (nwords == 0) nwords = 1;
+    cl_uint nwords;
+    cls_status s0 = dev_words_count(e->d_words, &nwords);
+    if (s0 != CLS_OK) return s0;
     for (uint64_t b0 = 0; b0 < idx->num_blocks; b0 += BMAX_GROUPS) {
         cl_uint first = (cl_uint)b0;
         size_t n = idx->num_blocks - b0 < BMAX_GROUPS ? (size_t)(idx->num_blocks - b0) : BMAX_GROUPS;

@@ -110,15 +110,23 @@ void dev_profile_reset(clx_engine *e)
     e->batches = 0;
 }
 
+cls_status dev_words_count(cl_mem words, cl_uint *nwords)
+{
+    size_t wbytes = 0;
+    cl_int err = clGetMemObjectInfo(words, CL_MEM_SIZE, sizeof wbytes, &wbytes, NULL);
+    if (err != CL_SUCCESS) return clx_fail("clGetMemObjectInfo(CL_MEM_SIZE)", err);
+    *nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
+    if (*nwords == 0) return err_set(CLS_E_ARG, "a words buffer of %zu bytes", wbytes);
+    return CLS_OK;
+}
+
 cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, cl_uint task_base, size_t ntasks,
                       const char *step)
 {
     /* the decoders read no word past the buffer's last, whatever a stream holds (decode.cl) */
-    size_t wbytes = 0;
-    cl_int err = clGetMemObjectInfo(words, CL_MEM_SIZE, sizeof wbytes, &wbytes, NULL);
-    if (err != CL_SUCCESS) return clx_fail("clGetMemObjectInfo(CL_MEM_SIZE)", err);
-    cl_uint nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
-    if (nwords == 0) return err_set(CLS_E_ARG, "decode_blocks: a words buffer of %zu bytes", wbytes);
+    cl_uint nwords;
+    cls_status s = dev_words_count(words, &nwords);
+    if (s != CLS_OK) return s;
     dev_arg a[] = {DEV_MEM(words), DEV_U32(nwords), DEV_MEM(blocks), DEV_MEM(tasks), DEV_U32(task_base),
                    DEV_MEM(e->docs.mem), DEV_MEM(e->freqs.mem)};
     return dev_run(e, "decode_blocks", a, 7, ntasks, e->idx->block_size, step);
@@ -198,11 +206,7 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
         (s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK)
         return s;
     dev_batch sb = *b;
-    sb.scores = e->cscore.mem;
-    sb.cand_docs = e->cand.mem;
-    sb.seg = e->qseg.mem;
-    sb.key_shift = 0;
-    sb.dense = 0;
+    dev_segments(&sb, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
     return dev_topk(e, &sb, rows, out, step);
 }
 

@@ -68,17 +68,9 @@ static cls_status launch(dev_batch *b)
     /* Top-k in two levels (topk.cl): each unit's candidates into the first level's output (key 0
      * past a unit's hits); then the engine ranks each query over its units' results. */
     dev_batch units = *b;
-    units.scores = e->cscore.mem;
-    units.cand_docs = e->cand.mem;
-    units.seg = e->useg.mem;
-    units.key_shift = 0;
-    units.dense = 0;
+    dev_segments(&units, e->cscore.mem, e->cand.mem, e->useg.mem, 0);
     if ((s = dev_topk(e, &units, b->nunits, e->l1.mem, "topk")) != CLS_OK) return s;
-    b->scores = e->l1.mem;
-    b->cand_docs = e->l1.mem;
-    b->seg = e->qseg.mem;
-    b->key_shift = b->nunits * b->kk;
-    b->dense = 0;
+    dev_segments(b, e->l1.mem, e->l1.mem, e->qseg.mem, b->nunits * b->kk);
     return CLS_OK;
 }
 

@@ -77,9 +77,8 @@ static cls_status launch(dev_batch *b)
     dev_record(e, ev, "bounds", 32);
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_hist.mem, &zero, 4, 0, (size_t)nq * OR_HIST_BINS * 4, 0, NULL, &ev));
     dev_record(e, ev, "bounds", (size_t)nq * OR_HIST_BINS * 4);
-    size_t wbytes = 0;
-    CLX_TRY(clGetMemObjectInfo(e->d_words, CL_MEM_SIZE, sizeof wbytes, &wbytes, NULL));
-    cl_uint nwords = wbytes / 4 > UINT32_MAX ? UINT32_MAX : (cl_uint)(wbytes / 4);
+    cl_uint nwords;
+    if ((s = dev_words_count(e->d_words, &nwords)) != CLS_OK) return s;
     dev_arg ab[] = {DEV_MEM(b->in), DEV_U32(b->terms_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
                     DEV_MEM(e->d_bmax), DEV_U32(bsrc),      DEV_U32(np),           DEV_MEM(e->or_m.mem),
                     DEV_MEM(e->or_f.mem)};
@@ -105,11 +104,7 @@ static cls_status launch(dev_batch *b)
     dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};
     if ((s = dev_run(e, "or_finish", af, 7, (nq + 63) / 64, 64, "score")) != CLS_OK) return s;
-    b->scores = e->cscore.mem;
-    b->cand_docs = e->cand.mem;
-    b->seg = e->qseg.mem;
-    b->key_shift = 0;
-    b->dense = 0;
+    dev_segments(b, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
     return CLS_OK;
 }
 

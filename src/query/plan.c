@@ -162,32 +162,9 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         const idx_term *te = &idx->terms[t[j].term];
         pl->term_skip[j] = 0;
         uint64_t room;
-        if (need.parts) { /* its blocks stay coded; or_score finds and decodes them */
-            uint32_t first_block = te->first_block;
-            if (cache) {
-                int fits;
-                if ((s = lc_pin(cache, t[j].term, &first_block, &fits)) != CLS_OK || !fits) {
-                    if (s == CLS_OK && pl->nq == 0)
-                        s = err_set(CLS_E_DEVMEM, "query %s needs more room for its posting lists than the device's "
-                                    "list cache has (%llu words, %llu block records; give the engine more device "
-                                    "memory)", cls_batch_qid(bt, (size_t)qi), (unsigned long long)cache->words.size,
-                                    (unsigned long long)cache->blocks.size);
-                    return not_added(pl, ntouched0, nloads0, s);
-                }
-            }
-            float w = bm25_weight(idx, t[j].term, t[j].weight);
-            float scale = pl->lim.bound_idf ? (float)((double)w / (double)bm25_idf(idx->num_docs, te->df)) : w;
-            abi_skip *sk = &pl->skips[nskips];
-            *sk = (abi_skip){.query = pl->nq, .first_block = first_block, .num_blocks = te->num_blocks,
-                             .dst_base = pl->nterms + j, .kind = ABI_SKIP_BOUND};
-            memcpy(&sk->k, &scale, 4);
-            pl->term_skip[j] = ++nskips;
-            in_lists += te->num_blocks;
-            continue;
-        }
-        int skip = top || (need.skip && j != drive && te->num_blocks > 1);
         uint32_t first_block = te->first_block;
-        if (cache && (skip || !pl->slot[t[j].term])) { /* its list must be on the device for the batch */
+        int skip = !need.parts && (top || (need.skip && j != drive && te->num_blocks > 1));
+        if (cache && (need.parts || skip || !pl->slot[t[j].term])) { /* its list must be on the device for the batch */
             int fits;
             if ((s = lc_pin(cache, t[j].term, &first_block, &fits)) != CLS_OK || !fits) {
                 if (s == CLS_OK && pl->nq == 0)
@@ -197,6 +174,17 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                                 (unsigned long long)cache->blocks.size);
                 return not_added(pl, ntouched0, nloads0, s);
             }
+        }
+        if (need.parts) { /* its blocks stay coded; or_score finds and decodes them */
+            float w = bm25_weight(idx, t[j].term, t[j].weight);
+            float scale = pl->lim.bound_idf ? (float)((double)w / (double)bm25_idf(idx->num_docs, te->df)) : w;
+            abi_skip *sk = &pl->skips[nskips];
+            *sk = (abi_skip){.query = pl->nq, .first_block = first_block, .num_blocks = te->num_blocks,
+                             .dst_base = pl->nterms + j, .kind = ABI_SKIP_BOUND};
+            memcpy(&sk->k, &scale, 4);
+            pl->term_skip[j] = ++nskips;
+            in_lists += te->num_blocks;
+            continue;
         }
         if (skip) { /* a region of its own, blocks chosen on the device */
             uint32_t max = top || te->num_blocks < shortest ? te->num_blocks : shortest;
