@@ -2,8 +2,11 @@
  * program compiles it ahead of decode.cl, whose header gives the contract (DECODE_SCRATCH,
  * decode_stream). */
 
-/* bp: param is the bit width. */
+/* bp: param is the bit width. Value j sits at bit j * width, so any value decodes alone
+ * (DECODE_AT: decode.cl then skips the trip through local memory and its barriers). */
 #define DECODE_SCRATCH 1
+#define DECODE_AT 1
+inline uint decode_at(__global const uint *w, uint last, uint j, uint param) { return bits_get(w, last, j, param); }
 inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
                           __local uint *scratch)
 {

@@ -24,7 +24,13 @@
  *     last) and writes no local memory outside vals[0..BLOCK_SIZE) and its scratch: cheap
  *     clamps (min) where a value from the stream becomes an index or a count;
  *   - it may use the build options (BLOCK_SIZE, PFOR_DEPTH: defaults where the fragment needs
- *     them) and common.cl's helpers (bits_get, bits_at, wg_scan_incl), nothing of decode.cl.
+ *     them) and common.cl's helpers (bits_get, bits_at, wg_scan_incl), nothing of decode.cl;
+ *   - where any value of a stream decodes alone (bp, raw), it may also define DECODE_AT and
+ *       uint decode_at(__global const uint *w, uint last, uint j, uint param)
+ *     giving value j (j < n) under the same read bounds; decode_block then has each work-item
+ *     decode its own gap and frequency in registers. That saves the two trips through vals and
+ *     four of the block's seven barriers, which on the H100 are most of a block's cost in
+ *     or_score (docs/PERFORMANCE.md, "Ranked OR").
  * src/codec/codec_<name>.c holds each decoder's plain-C twin; docs/FORMAT.md the layouts.
  *
  * Trust: cls_index_open checked every block record (counts, extents inside the words, first <=
@@ -49,11 +55,20 @@ inline uint decode_block(__global const uint *words, uint nwords, __global const
                          __local uint *scan, __local uint *scratch, uint *doc, uint *tf)
 {
     uint i = get_local_id(0);
-    uint first = m->first, last = m->last, offset = m->offset, info = m->info, dparam = m->dparam, fparam = m->fparam;
+    uint8 mb = vload8(0, (__global const uint *)m); /* the 32-byte record in one load */
+    uint first = mb.s0, last = mb.s1, offset = mb.s2, info = mb.s3, dparam = mb.s4, fparam = mb.s5;
     uint n = min(IDX_INFO_COUNT(info), (uint)BLOCK_SIZE), fofs = IDX_INFO_FOFS(info);
     /* each stream's start and the last word it may read (nwords >= 1: buffers are never empty) */
     uint wl = nwords - 1, d0 = min(offset, wl), f0 = min(offset + fofs, wl);
-
+#ifdef DECODE_AT
+    (void)vals;
+    (void)scratch;
+    uint x = (i > 0 && i < n) ? decode_at(words + d0, wl - d0, i - 1, dparam) + 1 : 0;
+    uint total, s = wg_scan_incl(scan, x, &total); /* ends with a barrier: scan is free again */
+    *doc = min(first + s, last); /* first + s <= last on a valid block */
+    *tf = i < n ? decode_at(words + f0, wl - f0, i, fparam) + 1 : 0;
+    return n;
+#else
     decode_stream(words + d0, wl - d0, n - 1, dparam, vals, scratch);
     barrier(CLK_LOCAL_MEM_FENCE);
     uint x = (i > 0 && i < n) ? vals[i - 1] + 1 : 0;
@@ -66,6 +81,7 @@ inline uint decode_block(__global const uint *words, uint nwords, __global const
     *tf = i < n ? vals[i] + 1 : 0;
     barrier(CLK_LOCAL_MEM_FENCE); /* vals is free again for the caller's next block */
     return n;
+#endif
 }
 
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))

@@ -3,8 +3,8 @@
  * accumulation and multi-level top-k), exactly equal to exhaustive OR.
  *
  * The docID space is cut into partitions of OR_PART documents. A partition of a query is scored
- * by one work-group: it zeroes OR_PART accumulators in local memory, then, term by term in query
- * order, finds the term's blocks whose docID range meets the partition (binary search over the
+ * by one work-group: it keeps OR_PART accumulators in local memory (sparse: a bitmap says which
+ * hold a sum, see or_add), then, term by term in query order, finds the term's blocks whose docID range meets the partition (binary search over the
  * block heads), decodes those that can matter (decode.cl: decode_block) and adds each posting's
  * BM25 contribution to its document's accumulator: the reference engine's additions in the
  * reference engine's order, so sums are bit-identical, and nothing the size of the collection
@@ -26,7 +26,7 @@
  *     not decoded. Documents of such a block are left with partial sums; their true score is below
  *     theta, hence below the final k-th best, and a partial sum is no larger;
  *   - a partition offers as candidates only documents scoring >= theta (read after its last
- *     block), at most its own top k. A document of the true top k is never in a skipped block
+ *     block), at most its own top k (ties at its k-th best: the smallest docIDs). A document of the true top k is never in a skipped block
  *     (its score would be below theta), so its sum is exact, and fewer than k documents of its
  *     partition rank above it, so it is offered. Every candidate offered scores >= theta, so none
  *     carries a partial sum.
@@ -61,6 +61,7 @@
 #define OR_PART_LOG 12 /* log2 of the documents per partition: OR_PART floats of local memory */
 #endif
 #define OR_PART (1u << OR_PART_LOG)
+#define OR_WORDS (OR_PART / 32u) /* the accumulators' bitmap: OR_PART_LOG >= 5 */
 #define OR_SLACK (1.0f + 1.0f / 4096.0f)
 #define OR_SEED_BIT 0x80000000u /* in UB: the partition is a seed (scores are < 2^31 as bits) */
 
@@ -184,6 +185,41 @@ inline uint or_next_block(uint j, uint nb, uint fb, uint p, __global const idx_b
     return j < nb && (blocks[fb + j].first >> OR_PART_LOG) <= p ? j : nb;
 }
 
+/* The accumulators are sparse: a scored partition's postings reach a few hundred of its OR_PART
+ * documents, and clearing, then reading, all OR_PART of them cost as much as decoding (on the H100
+ * a second clearing and counting pass added 31% to or_score). So a bitmap says which accumulators
+ * hold a sum: only the bitmap is cleared, the first posting of a document writes its contribution
+ * (0 + c is c: the reference's sum, bit for bit) and later ones add to it, and the passes that
+ * look for candidates visit the set bits. Within one term a document has at most one posting, so
+ * the work-items adding one term's postings never share an accumulator; the atomic_or only
+ * shares the bitmap word. */
+inline void or_add(__local float *acc, __local uint *touched, uint d, float c)
+{
+    uint bit = 1u << (d & 31u), old = atomic_or(touched + (d >> 5), bit);
+    acc[d] = (old & bit) ? acc[d] + c : c;
+}
+
+/* The lowest set bit's position (CL1.2 has clz, not ctz). */
+inline uint or_low_bit(uint bits) { return 31u - clz(bits & (0u - bits)); }
+
+/* How many accumulators of bitmap word i (bits) are candidates at or above least (a sum of 0,
+ * a document whose postings all add 0, is no match). */
+inline uint or_count_word(__local const float *acc, uint bits, uint i, float least)
+{
+    uint c = 0;
+    for (; bits; bits &= bits - 1) {
+        float s = acc[32 * i + or_low_bit(bits)];
+        c += s > 0.0f && s >= least;
+    }
+    return c;
+}
+
+/* Zero the accumulators of word i that no posting reached. */
+inline void or_clear_untouched(__local float *acc, uint bits, uint i)
+{
+    for (uint free = ~bits; free; free &= free - 1) acc[32 * i + or_low_bit(free)] = 0.0f;
+}
+
 /* Reads theta (ctl[4q]) once for the whole group. */
 inline float or_theta(__global volatile uint *at, __local uint *sh)
 {
@@ -224,6 +260,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
               __global uint *hist_all, __global const uint *F)
 {
     __local float acc[OR_PART];
+    __local uint touched[OR_WORDS]; /* bit d: accumulator d holds a sum (see or_add) */
     __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH], hist[256], sh[3];
     uint lid = get_local_id(0);
     const uint tickets = persistent ? nq * ctl[gbase] : get_num_groups(0); /* queues are complete before */
@@ -247,8 +284,9 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         uint t0 = qi->term_start;
         float theta = or_theta(theta_at, sh);
         live = live && !or_below(as_float(ub[(ulong)q * np + p] & ~OR_SEED_BIT), theta);
-        const uint nt = live ? qi->num_terms : 0, span = live ? OR_PART : 0;
-        for (uint i = lid; i < span; i += BLOCK_SIZE) acc[i] = 0.0f;
+        /* span: the accumulators of a ticket that is scored; only their bitmap is cleared */
+        const uint nt = live ? qi->num_terms : 0, span = live ? OR_PART : 0, wspan0 = span / 32;
+        for (uint i = lid; i < wspan0; i += BLOCK_SIZE) touched[i] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint lo = p << OR_PART_LOG, ndec = 0, npost = 0;
         for (uint t = 0; t < nt; t++) {
@@ -263,7 +301,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             for (j = or_next_block(j, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta); j < nb;
                  j = or_next_block(j + 1, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta)) {
                 uint doc, tf, n = decode_block(words, nwords, blocks + fb + j, vals, scan, scratch, &doc, &tf);
-                if (lid < n && doc - lo < OR_PART) acc[doc - lo] += bm25_contrib(w, tf, norms[doc]);
+                if (lid < n && doc - lo < OR_PART) or_add(acc, touched, doc - lo, bm25_contrib(w, tf, norms[doc]));
                 ndec++;
                 npost += n;
             }
@@ -278,7 +316,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         if (lid == 0) sh[1] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint cnt = 0;
-        for (uint i = lid; i < span; i += BLOCK_SIZE) cnt += acc[i] > 0.0f && acc[i] >= theta;
+        for (uint i = lid; i < wspan0; i += BLOCK_SIZE) cnt += or_count_word(acc, touched[i], i, theta);
         if (cnt) atomic_add(sh + 1, cnt);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint total = sh[1];
@@ -289,16 +327,24 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
          * offer fewer than k, and the select's passes over OR_PART keys cost more than the
          * few blocks such a partition decodes. */
         const uint over = total > k, sel_span = over ? span : 0;
+        /* the select reads every accumulator: those no posting reached get their 0 first */
+        for (uint i = lid; i < sel_span / 32; i += BLOCK_SIZE) or_clear_untouched(acc, touched[i], i);
+        barrier(CLK_LOCAL_MEM_FENCE);
         uint T, need;
         wg_kth_key_local((__local const uint *)acc, 1, sel_span, k, hist, sh, &T, &need);
         const float least = over ? fmax(theta, as_float(T)) : theta;
         if (lid == 0) sh[1] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         cnt = 0;
-        for (uint i = lid; i < sel_span; i += BLOCK_SIZE) cnt += acc[i] > 0.0f && acc[i] >= least;
+        for (uint i = lid; i < sel_span / 32; i += BLOCK_SIZE) cnt += or_count_word(acc, touched[i], i, least);
         if (cnt) atomic_add(sh + 1, cnt);
         barrier(CLK_LOCAL_MEM_FENCE);
-        uint m = over ? sh[1] : total;
+        /* where the partition's k-th best T reaches theta it offers exactly k: every score above
+         * T (k - need of them) and the need ties at T with the smallest docIDs, since no other
+         * document of the partition can be among the query's k best (a partition of many equal
+         * scores, a one-term query's, offered all of them and filled the pool) */
+        const uint cap = over && as_float(T) >= theta;
+        uint m = over ? (cap ? k : sh[1]) : total;
         barrier(CLK_LOCAL_MEM_FENCE); /* read by all before sh[1] counts again */
         if (lid == 0) {
             if (over) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
@@ -313,18 +359,27 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         barrier(CLK_LOCAL_MEM_FENCE);
         uint base = sh[0];
         /* an overflowing pool takes nothing: the count tells the engine */
-        const uint wspan = m && base + m <= pool ? span : 0;
+        const uint wspan = m && base + m <= pool ? wspan0 : 0;
         __global uint *od = pdoc + (ulong)q * pool + base, *ok = pkey + (ulong)q * pool + base;
         __global uint *qh = hist_all + (ulong)q * OR_HIST;
         const float ubmax = as_float(ctl[4 * q + 3]);
         const float scale = ubmax > 0.0f && !isinf(ubmax) ? (float)OR_HIST / ubmax : 0.0f;
-        for (uint i = lid; i < wspan; i += BLOCK_SIZE) {
-            float s = acc[i];
-            if (s > 0.0f && s >= least) {
-                uint pos = atomic_inc(sh + 1);
-                od[pos] = lo + i;
-                ok[pos] = as_uint(s);
-                atomic_inc(qh + (uint)fmin((float)(OR_HIST - 1), s * scale));
+        const uint tie = cap ? T : 0xFFFFFFFFu; /* no score has those bits (a NaN's) */
+        uint tbase = 0;
+        for (uint b0 = 0; b0 < wspan; b0 += BLOCK_SIZE) { /* uniform; a scan ranks the ties in docID order */
+            uint i = b0 + lid, bits = i < wspan ? touched[i] : 0u, nties = 0, tt;
+            for (uint b = bits; b; b &= b - 1) nties += as_uint(acc[32 * i + or_low_bit(b)]) == tie;
+            uint rank = wg_scan_incl(scan, nties, &tt) - nties + tbase;
+            tbase += tt;
+            for (; bits; bits &= bits - 1) {
+                uint d = 32 * i + or_low_bit(bits);
+                float s = acc[d];
+                if (s > 0.0f && s >= least && (as_uint(s) != tie || rank++ < need)) {
+                    uint pos = atomic_inc(sh + 1);
+                    od[pos] = lo + d;
+                    ok[pos] = as_uint(s);
+                    atomic_inc(qh + (uint)fmin((float)(OR_HIST - 1), s * scale));
+                }
             }
         }
         barrier(CLK_GLOBAL_MEM_FENCE);

@@ -27,9 +27,12 @@
 /* ---- The registry ----------------------------------------------------------------------- */
 
 #define PARAM_FIELD(f) offsetof(clx_params, f)
-/* local memory or_score takes besides its accumulators (three 512-word arrays, a histogram, codec
- * scratch) */
-#define OR_LOCAL_EXTRA 8192u
+/* local memory or_score takes besides its accumulators, at most: three arrays of a block's size
+ * (512 words), the radix select's 256-bin histogram and the largest codec scratch (rice's two
+ * block-sized arrays) */
+#define OR_LOCAL_EXTRA 12288u
+/* or_score's accumulators (4 bytes a document) and their bitmap (a bit a document) */
+#define OR_LOCAL(log) (((uint64_t)4 << (log)) + ((uint64_t)1 << (log)) / 8)
 
 static const clx_tunable registry[] = {
     {"WG_INTERSECT", "intersect", "work-items per query in intersect_and", PARAM_FIELD(wg_intersect), 1,
@@ -47,7 +50,7 @@ static const clx_tunable registry[] = {
      {2, 4, 8, 16}, 4},
     {"COPY_VEC", "copy", "vector width (uints per load and store) of the copy kernels", PARAM_FIELD(copy_vec), 0,
      {1, 2, 4, 8, 16}, 5},
-    {"OR_PART_LOG", "or", "log2 of the documents per OR partition (local-memory accumulators of 4 bytes each)",
+    {"OR_PART_LOG", "or", "log2 of the documents per OR partition (local-memory accumulators of 4 bytes and a bitmap bit each)",
      PARAM_FIELD(or_part_log), 0, {10, 11, 12, 13}, 4},
 };
 
@@ -85,10 +88,10 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
         return err_set(CLS_E_ARG, "%s: COPY_VEC=%u (1, 2, 4, 8 or 16)", from, p->copy_vec);
     /* or_score's local memory: the partition's accumulators and, at most, a 512-posting block's
      * decoding arrays and the radix select's histogram */
-    if (p->or_part_log < 4 || p->or_part_log > 20 || ((uint64_t)4 << p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem)
-        return err_set(CLS_E_ARG, "%s: OR_PART_LOG=%u: 4..20, with 2^%u accumulators (%llu bytes) and %u bytes more "
+    if (p->or_part_log < 5 || p->or_part_log > 20 || OR_LOCAL(p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem)
+        return err_set(CLS_E_ARG, "%s: OR_PART_LOG=%u: 5..20, with 2^%u accumulators and their bitmap (%llu bytes) and %u bytes more "
                        "within the device's %llu bytes of local memory", from, p->or_part_log, p->or_part_log,
-                       (unsigned long long)4 << (p->or_part_log > 20 ? 20 : p->or_part_log), OR_LOCAL_EXTRA,
+                       (unsigned long long)OR_LOCAL(p->or_part_log > 20 ? 20 : p->or_part_log), OR_LOCAL_EXTRA,
                        (unsigned long long)info->local_mem);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
@@ -140,7 +143,7 @@ void clx_params_default(const cls_device_info *info, clx_params *p)
         /* Defaults bend to small devices; only measured or hand-set values are held to the letter. */
         for (size_t j = 0; j < sizeof registry / sizeof registry[0]; j++)
             if (registry[j].pow2_wg) *clx_param_slot(p, &registry[j]) = cap(*clx_param_slot(p, &registry[j]), info->max_work_group);
-        while (p->or_part_log > 4 && ((uint64_t)4 << p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem) p->or_part_log--;
+        while (p->or_part_log > 5 && OR_LOCAL(p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem) p->or_part_log--;
         snprintf(p->source, sizeof p->source, "%s", e->label);
         return;
     }

@@ -762,14 +762,15 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
 
 /* OR by partitions: seed partitions a query scores first, and its candidate pool. One seed per 64
  * hits kept (a partition offers at most k, and the seeds' k-th best is the first threshold); the
- * pool holds what partitions offer above a threshold that is still rising, which measurements
- * put at a few k (docs/PERFORMANCE.md, "OR by partitions"); a query that offers more runs again
- * with a pool that fits. */
+ * pool holds what partitions offer above a threshold that is still rising; a query that offers
+ * more runs again with a pool that fits. 64 slots a hit: at 16, k 1000's 16 seeds alone could fill
+ * the pool, and 646 of 4,096 gov2 queries ran again (260 at 64; or_score 453 -> 384 ms on the
+ * H100, docs/PERFORMANCE.md, "Ranked OR"). */
 #define OR_SEED_HITS 64u
 #define OR_DENSE_MAX_DOCS 65536u
 #define OR_MAX_SEEDS 64u
 #define OR_POOL_MIN 4096u
-#define OR_POOL_PER_HIT 16u
+#define OR_POOL_PER_HIT 64u
 
 cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {
