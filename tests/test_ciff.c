@@ -15,7 +15,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "device/clx.h"
 #include "index/index.h"
+#include "query/engine.h"
 #include "util/vec.h"
 #include "testutil.h"
 
@@ -457,6 +459,19 @@ START_TEST(impact_scored)
                 cls_results_free(rr);
                 cls_results_free(rd);
             }
+    /* (c) OR by partitions (forced: the collection is small) bounds blocks by their largest impact
+     * at any k1 and b, and equals the reference */
+    clx_set_or_partitions(engine_clx(dev), 1);
+    for (size_t p = 0; p < 2; p++)
+        for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+            cls_results *rr = run_search(ref, bt, CLS_MODE_OR, ks[i], kb[p][0], kb[p][1]);
+            cls_results *rd = run_search(dev, bt, CLS_MODE_OR, ks[i], kb[p][0], kb[p][1]);
+            ck_assert_msg(cls_results_compare(rr, rd, 0.0) == CLS_OK, "or by partitions k %u k1 %g: %s", ks[i],
+                          kb[p][0], cls_last_error());
+            ck_assert_uint_eq(engine_counter(dev, "or_bounds_from"), ABI_BOUND_MAXSCORE);
+            cls_results_free(rr);
+            cls_results_free(rd);
+        }
     cls_engine_free(dev);
 
     /* recode keeps the kind; export, then import with the option, gives the same index (CIFF

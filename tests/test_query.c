@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "device/clx.h"
+#include "device/dev.h"
+#include "index/bm25.h"
 #include "index/index.h"
 #include "query/algo.h"
 #include "query/engine.h"
@@ -315,6 +317,36 @@ START_TEST(and_prunes_one_term_queries)
 }
 END_TEST
 
+/* block_maxima (cl/or_parts.cl), the table OR's partitions bound blocks by when k1 and b are not
+ * the index's: every block's entry equals its largest contribution at weight 1 under k1 and b,
+ * computed here with the reference decoder, bit for bit. */
+static void check_block_maxima(cls_engine *e, const cls_index *idx, float k1, float b)
+{
+    clx_engine *x = engine_clx(e);
+    ck_assert(x->bmax_k1 == k1 && x->bmax_b == b);
+    uint64_t nb = idx->num_blocks;
+    float *dev = malloc(nb * sizeof *dev), *norms = malloc(((size_t)idx->num_docs + 1) * sizeof *norms);
+    uint32_t *docs = malloc(idx->block_size * sizeof *docs), *tfs = malloc(idx->block_size * sizeof *tfs);
+    ck_assert(dev && norms && docs && tfs);
+    ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->d_bmax, CL_TRUE, 0, nb * sizeof *dev, dev, 0, NULL, NULL),
+                     CL_SUCCESS);
+    bm25_norms(idx, k1, b, norms);
+    for (uint64_t i = 0; i < nb; i++) {
+        ck_assert_int_eq(idx_decode_block(idx, i, docs, tfs), CLS_OK);
+        float best = 0.0f;
+        for (uint32_t j = 0; j < idx_info_count(idx->blocks[i].info); j++) {
+            float c = score_contrib(cls_index_scoring(idx), 1.0f, tfs[j], norms[docs[j]]);
+            best = c > best ? c : best;
+        }
+        ck_assert_msg(dev[i] == best, "block %llu: block_maxima %.9g, reference %.9g", (unsigned long long)i,
+                      (double)dev[i], (double)best);
+    }
+    free(dev);
+    free(norms);
+    free(docs);
+    free(tfs);
+}
+
 /* OR by partitions (cl/or_parts.cl) equals exhaustive OR: partitions of 64 documents (many per
  * list, blocks spanning several), pools of 3 candidates (every query overflows and runs again),
  * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
@@ -346,6 +378,7 @@ START_TEST(or_prunes_by_partitions)
         }
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 1.2f, 0.75f);
     ck_assert_uint_eq(counter(small, "or_bounds_from"), ABI_BOUND_TABLE);
+    check_block_maxima(small, f.idx, 1.2f, 0.75f);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.5f, 1.0f);
     clx_set_or_pool(engine_clx(small), 3);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
