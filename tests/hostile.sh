@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Hostile input and failing devices, through the command: guarded outputs (an input, a read-only
 # file, a file of another kind; --force; the umask), temporary files removed on SIGINT, SIGTERM
-# and SIGHUP, write errors on standard output, duplicate document ids and qids, and a device
-# start under an address-space limit.
+# and SIGHUP, write errors on standard output, duplicate document ids and qids, an index file cut
+# by another program during a search, and a device start under an address-space limit.
 #   hostile.sh CLSEARCH WORKDIR SANITIZED(0|1)
 # SANITIZED=1 skips the address-space case: ASan reserves terabytes of virtual memory at start,
 # so no `ulimit -v` leaves it room to run at all.
@@ -110,6 +110,31 @@ for sig in INT TERM HUP; do
   else ok "SIG$sig during the write: exit $rc, no temporary file"; fi
 done
 rm -f big.idx
+
+# ---- an index file cut by another program while a search has it open: a clear error, exit 1,
+# no run, never SIGBUS. The topics come through a FIFO: the search opens (and maps) the index,
+# then waits for them, which is when the file is cut; a writer that never gets its reader (the
+# search failed before) is ended. Cuts: at a page boundary near the start (every later read
+# faults), in the middle (the postings), and in the last page (zeros without a fault).
+"$cls" generate --index g.idx --topics g.tsv --docs 3000 --queries 40 -q 2>err.txt || fail "generate: $(cat err.txt)"
+size=$(stat -c %s g.idx)
+devs=ref
+"$cls" devices 2>/dev/null | grep -qi cpu && devs="ref cpu"
+for dev in $devs; do
+  for cut in 4096 $((size / 2)) $((size - 100)); do
+    cp g.idx cut.idx && rm -f topics.fifo cut.run && mkfifo topics.fifo
+    (exec 3>topics.fifo && truncate -s $cut cut.idx && cat g.tsv >&3) &
+    writer=$!
+    "$cls" search -x cut.idx -q topics.fifo -d $dev -k 10 -o cut.run >out.txt 2>err.txt
+    rc=$?
+    kill $writer 2>/dev/null; wait $writer 2>/dev/null
+    set -- cut.run.tmp.*
+    if [ $rc != 1 ]; then fail "-d $dev, cut to $cut of $size bytes: exit $rc, not 1: $(tail -c 300 err.txt)"
+    elif ! grep -q "shrank while in use, from $size to $cut bytes" err.txt; then fail "-d $dev, cut to $cut: $(tail -c 300 err.txt)"
+    elif [ -e cut.run ] || [ -e "$1" ]; then fail "-d $dev, cut to $cut: a run or its temporary file was left"
+    else ok "-d $dev, index cut to $cut of $size bytes during the search: exit 1, $(grep -o "the index file [^(]*" err.txt)"; fi
+  done
+done
 
 # ---- a device start under an address-space limit: a clear message, never an abort
 if [ "$sanitized" = 1 ]; then

@@ -238,6 +238,7 @@ static void decode_check(cls_codec c, uint32_t B, unsigned depth, int algo)
     ck_assert_msg(clx_test_decode(cl, words, nw, blocks, NB, docs, freqs) == CLS_OK, "%s", cls_last_error());
     cls_index fake;
     memset(&fake, 0, sizeof fake);
+    fake.fd = -1; /* no file: nothing to ask the size of */
     fake.blocks = blocks;
     fake.words = words;
     fake.num_blocks = NB;

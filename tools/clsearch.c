@@ -55,6 +55,22 @@ static int fail(cls_status s, const char *what)
     return 1;
 }
 
+/* 1 while the index file is as long as when it was opened, else says why not (the file shrank
+ * under its mapping: what was read of it since may be zeros, cls_index_intact) and 0. */
+static int index_whole(const cls_index *idx, const char *what)
+{
+    cls_status s = cls_index_intact(idx);
+    return s == CLS_OK || fail(s, what) == 0;
+}
+
+/* fail(s, what), unless the index file shrank meanwhile: then that, which is why (an engine
+ * that read zeros where the file was cut may report something else first). */
+static int fail_reading(const cls_index *idx, cls_status s, const char *what)
+{
+    cls_status w = cls_index_intact(idx);
+    return fail(w != CLS_OK ? w : s, what);
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "%s: ", prog);
@@ -881,7 +897,7 @@ static int cmd_search(int argc, char **argv)
     double t0 = now();
     eo.device = device;
     if ((s = cls_engine_create_opts(idx, &eo, &eng)) != CLS_OK) {
-        fail(s, "starting the engine");
+        fail_reading(idx, s, "starting the engine");
         goto done;
     }
     double t_start = now() - t0;
@@ -901,9 +917,11 @@ static int cmd_search(int argc, char **argv)
     s = cls_engine_search(eng, batch, &p, res);
     double t_search = now() - t1;
     if (s != CLS_OK) {
-        fail(s, "searching");
+        fail_reading(idx, s, "searching");
         goto done;
     }
+    /* an OpenCL engine may search without reading the file again: a shrunk one is found here */
+    if (!index_whole(idx, "searching")) goto done;
     size_t nq = cls_batch_count(batch), empty = 0, hits = 0;
     for (size_t q = 0; q < nq; q++) {
         size_t n;
@@ -929,6 +947,7 @@ static int cmd_search(int argc, char **argv)
             fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
             goto done;
         }
+        if (!index_whole(idx, "writing the run")) goto done;
     } else if (out) {
         /* mode 0666 less the umask like any new file; removed on SIGINT/SIGTERM/SIGHUP */
         int fd = tmp_create(out, &tmp);
@@ -943,6 +962,12 @@ static int cmd_search(int argc, char **argv)
         int ok = write_results(f, json, idx, batch, res, tag, &sel);
         ok = (fclose(f) == 0) && ok;
         f = NULL;
+        /* the docnos and fields written come from the mapping: no run from a shrunk file */
+        if (ok && !index_whole(idx, "writing the run")) {
+            tmp_discard(tmp);
+            tmp = NULL;
+            goto done;
+        }
         if (!ok || rename(tmp, out) != 0) {
             fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
             tmp_discard(tmp);
@@ -951,6 +976,8 @@ static int cmd_search(int argc, char **argv)
         }
     } else if (!write_results(stdout, json, idx, batch, res, tag, &sel) || fflush(stdout) != 0) {
         fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
+        goto done;
+    } else if (!index_whole(idx, "writing the run")) {
         goto done;
     }
     const cls_profile_step *steps;
@@ -1088,6 +1115,10 @@ static int cmd_stats(int argc, char **argv)
     if (s != CLS_OK) return fail(s, "opening the index");
     cls_index_stats st;
     cls_index_get_stats(idx, &st);
+    if (!index_whole(idx, "stats")) { /* and again once all is read, before anything is said */
+        cls_index_close(idx);
+        return 1;
+    }
     cls_analyzer_opts an;
     cls_index_analyzer(idx, &an);
     int depth = cdc_get(st.codec) && cdc_get(st.codec)->uses_depth;
@@ -1125,7 +1156,12 @@ static int cmd_stats(int argc, char **argv)
                 row = sizes_json(cls_codec_name((cls_codec)c), &cs);
                 ok = row && cJSON_AddItemToArray(rows, row);
             }
+        int whole = index_whole(idx, "stats");
         cls_index_close(idx);
+        if (!whole) {
+            cJSON_Delete(o);
+            return 1;
+        }
         if (!ok) {
             cJSON_Delete(o);
             return fail(CLS_E_NOMEM, "stats");
@@ -1163,8 +1199,9 @@ static int cmd_stats(int argc, char **argv)
             }
             print_sizes(cls_codec_name((cls_codec)c), &cs);
         }
+    int whole = index_whole(idx, "stats");
     cls_index_close(idx);
-    return 0;
+    return whole ? 0 : 1;
 }
 
 /* check: what opening leaves to first use, for every block (cls_index_check). */
