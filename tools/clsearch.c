@@ -38,6 +38,7 @@
 #include "generate.h"
 #include "util/err.h"
 #include "util/fault.h"
+#include "util/outfile.h"
 #include "util/strset.h"
 #include "util/tmpfile.h"
 #include "util/utf8.h"
@@ -122,129 +123,14 @@ static int parse_float(const char *s, float *out)
     return 1;
 }
 
-/* Fails before any work when path cannot be written: its folder is missing, not a folder or not
- * writable, or path is a folder. An existing device, pipe or link is written through and need only
- * be writable itself. Returns 0 when the path looks writable, else 1 after the message. */
-static int check_output(const char *what, const char *path)
+/* What keeps an output from destroying data (util/outfile.h, of_guard: the folder, the inputs,
+ * a read-only file, a file of another kind, --force), before any work. Returns 0 when path may
+ * be written, else 1 after the message. */
+static int guard_output(const char *what, const char *path, of_kind kind, char *const *inputs, int ninputs)
 {
-    struct stat st;
-    if (!*path) {
-        fprintf(stderr, "%s: %s: the output path is empty\n", prog, what);
-        return 1;
-    }
-    if (lstat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "%s: %s: cannot write %s: it is a folder\n", prog, what, path);
-            return 1;
-        }
-        if (!S_ISREG(st.st_mode)) {
-            if (access(path, W_OK) == 0) return 0;
-            fprintf(stderr, "%s: %s: cannot write %s: %s\n", prog, what, path, strerror(errno));
-            return 1;
-        }
-    }
-    /* the output is written as a temporary file in its folder, then renamed over path */
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 0;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (n == 0) snprintf(dir, sizeof dir, "/");
-    else if (n < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)n, path);
-    else {
-        fprintf(stderr, "%s: %s: cannot write %s: the path is too long\n", prog, what, path);
-        return 1;
-    }
-    const char *why = NULL;
-    if (stat(dir, &st) != 0) why = strerror(errno);
-    else if (!S_ISDIR(st.st_mode)) why = strerror(ENOTDIR);
-    else if (access(dir, W_OK | X_OK) != 0) why = strerror(errno);
-    if (!why) return 0;
-    fprintf(stderr, "%s: %s: cannot write %s: folder %s: %s\n", prog, what, path, dir, why);
+    if (of_guard(path, kind, inputs, ninputs) == CLS_OK) return 0;
+    fprintf(stderr, "%s: %s: %s\n", prog, what, cls_last_error());
     return 1;
-}
-
-/* --force, taken off the command line by main for every command: write over an existing file
- * that is not of the kind the command writes, or over one of its own inputs. */
-static int force_output;
-
-/* What a command writes, to tell whether an existing file at the output path is one it may
- * replace: an earlier output of the same kind, or an empty file. */
-typedef enum { OUT_INDEX, OUT_RUN, OUT_CIFF, OUT_TOPICS } out_kind;
-
-/* Whether the first n bytes b of a file look like a kind's output. */
-static int looks_like(out_kind kind, const unsigned char *b, size_t n)
-{
-    if (n == 0) return 1;
-    switch (kind) {
-    case OUT_INDEX: return n >= 8 && memcmp(b, "CLSIDX\r\n", 8) == 0;
-    case OUT_CIFF: {
-        /* a length-delimited protobuf Header: a varint length, then field 1..8's tag */
-        size_t i = 0;
-        while (i < n && i < 5 && (b[i] & 0x80)) i++;
-        if (i + 1 >= n || i >= 5) return 0;
-        unsigned tag = b[i + 1];
-        return (tag >> 3) >= 1 && (tag >> 3) <= 8 && (tag & 7) <= 2;
-    }
-    case OUT_RUN:
-    case OUT_TOPICS: {
-        if (memchr(b, '\0', n)) return 0;
-        if (kind == OUT_RUN && b[0] == '{') return 1; /* search --json: one object a line */
-        const unsigned char *nl = memchr(b, '\n', n);
-        size_t len = nl ? (size_t)(nl - b) : n;
-        if (kind == OUT_TOPICS) return memchr(b, '\t', len) != NULL;
-        /* a TREC run line: qid Q0 docno rank score tag */
-        char line[512];
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), (const char *)b);
-        char q0[8];
-        int fields = sscanf(line, "%*s %7s %*s %*d %*f %*s", q0);
-        return fields == 1 && strcmp(q0, "Q0") == 0;
-    }
-    }
-    return 0;
-}
-
-static const char *kind_name(out_kind k)
-{
-    return k == OUT_INDEX ? "a clsearch index" : k == OUT_RUN ? "a run" : k == OUT_CIFF ? "a CIFF file" : "a topics file";
-}
-
-/* check_output, then what keeps an output from destroying data: the path must not be one of the
- * command's inputs (the same file by device and inode, whatever the names), and an existing
- * regular file there must be writable (a read-only file is never replaced, --force or not) and
- * of the kind the command writes, or empty. --force lifts the last two rules but not the
- * permission. Devices, pipes and /dev/null are written through and not judged. */
-static int guard_output(const char *what, const char *path, out_kind kind, char *const *inputs, int ninputs)
-{
-    if (check_output(what, path)) return 1;
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    if ((st.st_mode & 0222) == 0 || access(path, W_OK) != 0) {
-        fprintf(stderr, "%s: %s: %s exists and is read-only: not replaced (change its mode or write elsewhere)\n",
-                prog, what, path);
-        return 1;
-    }
-    for (int i = 0; i < ninputs && !force_output; i++) {
-        struct stat in;
-        if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
-            fprintf(stderr, "%s: %s: the output %s is the input %s: refused (--force to write over it)\n", prog,
-                    what, path, inputs[i]);
-            return 1;
-        }
-    }
-    if (force_output) return 0;
-    unsigned char head[4096];
-    size_t n = 0;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        n = fread(head, 1, sizeof head, f);
-        fclose(f);
-    }
-    if (!f || !looks_like(kind, head, n)) {
-        fprintf(stderr, "%s: %s: %s exists and is not %s: not replaced (--force to write over it)\n", prog, what,
-                path, kind_name(kind));
-        return 1;
-    }
-    return 0;
 }
 
 /* Prints obj as one line and frees it; 0 when out of memory or the write fails. */
@@ -538,7 +424,7 @@ static int cmd_index(int argc, char **argv)
     int rc = split_fields("index: --store", store ? store : default_store(cf), &fields_buf, fields, &nfields);
     for (size_t i = 0; rc == 0 && i < nfields; i++)
         if (cls_corpus_field_check(cf, fields[i]) != CLS_OK) rc = usage_error("index: --store: %s", cls_last_error());
-    if (rc == 0 && guard_output("index", out, OUT_INDEX, argv + optind, argc - optind)) rc = 1;
+    if (rc == 0 && guard_output("index", out, OF_INDEX, argv + optind, argc - optind)) rc = 1;
     if (rc != 0) {
         free(fields_buf);
         return rc;
@@ -831,7 +717,7 @@ static int cmd_search(int argc, char **argv)
      * as it goes by) */
     const char *topics_path = topics && strcmp(topics, "-") == 0 ? "/dev/stdin" : topics;
     char *search_in[2] = {(char *)index_path, (char *)topics_path};
-    if (out && guard_output("search", out, OUT_RUN, search_in, 2)) return 1;
+    if (out && guard_output("search", out, OF_RUN, search_in, 2)) return 1;
     if (optind < argc) {
         size_t len = 1;
         for (int i = optind; i < argc; i++) len += strlen(argv[i]) + 1;
@@ -1282,7 +1168,7 @@ static int cmd_recode(int argc, char **argv)
     }
     if (!out || optind != argc - 1)
         return usage_error("recode: usage: clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]%s", "");
-    if (guard_output("recode", out, OUT_INDEX, argv + optind, 1)) return 1;
+    if (guard_output("recode", out, OF_INDEX, argv + optind, 1)) return 1;
     cls_index *idx;
     if ((s = cls_index_open(argv[optind], &idx)) != CLS_OK) return fail(s, "opening the index");
     s = cls_index_recode(idx, &o, out);
@@ -1395,8 +1281,8 @@ static int cmd_generate(int argc, char **argv)
         if (s != CLS_OK) return fail(s, "generating the collection");
         return 0;
     }
-    if (guard_output("generate", index, OUT_INDEX, NULL, 0) ||
-        (topics && guard_output("generate", topics, OUT_TOPICS, (char *[]){(char *)index}, 1)))
+    if (guard_output("generate", index, OF_INDEX, NULL, 0) ||
+        (topics && guard_output("generate", topics, OF_TOPICS, (char *[]){(char *)index}, 1)))
         return 1;
     gen_progress p = {!quiet && isatty(2), 0, now()};
     gen_index_info info;
@@ -1520,7 +1406,7 @@ static int cmd_ciff_import(int argc, char **argv)
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
-    if (guard_output("ciff-import", out, OUT_INDEX, argv + optind, 1)) return 1;
+    if (guard_output("ciff-import", out, OF_INDEX, argv + optind, 1)) return 1;
     double t0 = now();
     cls_status s = cls_ciff_import_scored(argv[optind], &an, &o, scoring, out);
     if (s != CLS_OK) return fail(s, "importing CIFF (nothing written)");
@@ -1544,7 +1430,7 @@ static int cmd_ciff_export(int argc, char **argv)
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
-    if (guard_output("ciff-export", out, OUT_CIFF, argv + optind, 1)) return 1;
+    if (guard_output("ciff-export", out, OF_CIFF, argv + optind, 1)) return 1;
     double t0 = now();
     cls_index *idx;
     cls_status s = cls_index_open(argv[optind], &idx);
@@ -1969,7 +1855,7 @@ static int dispatch(int argc, char **argv)
             while (i < argc) argv[kept++] = argv[i++];
             break;
         }
-        if (strcmp(argv[i], "--force") == 0) force_output = 1;
+        if (strcmp(argv[i], "--force") == 0) of_set_force(1);
         else argv[kept++] = argv[i];
     }
     argc = kept;
