@@ -1277,6 +1277,15 @@ static int cmd_generate(int argc, char **argv)
     if (set_seed) o.seed = seed;
     if (set_doc_len) o.mean_doc_len = (double)doc_len;
     if (out) {
+        /* DIR/corpus.jsonl and DIR/topics.tsv, as any output, where DIR exists (else it is made) */
+        struct stat dst;
+        if (stat(out, &dst) == 0 && S_ISDIR(dst.st_mode)) {
+            char corpus[4200], tsv[4200];
+            snprintf(corpus, sizeof corpus, "%s/corpus.jsonl", out);
+            snprintf(tsv, sizeof tsv, "%s/topics.tsv", out);
+            if (guard_output("generate", corpus, OF_JSONL, NULL, 0) || guard_output("generate", tsv, OF_TOPICS, NULL, 0))
+                return 1;
+        }
         s = gen_corpus(&o, out);
         if (s != CLS_OK) return fail(s, "generating the collection");
         return 0;
@@ -1640,7 +1649,9 @@ static const usage_entry usages[] = {
      "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"},
     {"generate",
      "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
-     "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv\n"
+     "                  [--force]\n"
+     "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv (existing ones\n"
+     "                  of another kind are not replaced without --force, read-only ones never)\n"
      "  clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [--docs N] [--queries N]\n"
      "                  [--vocab N] [--doc-len N] [--seed S] [--threads N] [--codec C] [--block N]\n"
      "                  [--pfor-depth D] [-q|--quiet] [-v] [--force]\n"
@@ -1704,8 +1715,10 @@ static const usage_entry usages[] = {
      "                  the query server in-process on a loopback port, driven by C keep-alive clients:\n"
      "                  queries/s against latency p50/p99 for each batching setting and client count\n"},
     {"tune",
-     "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE]\n"
+     "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE] [--force]\n"
      "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
+     "                  (checked first: a file of another kind is not replaced without --force, a\n"
+     "                  read-only one never)\n"
      "  clsearch tune --list                        the registry of tunable parameters\n"},
     {"help", "  clsearch help, clsearch CMD --help          all commands, or one\n"},
     {"version", "  clsearch version                            the version\n"},
@@ -1781,6 +1794,10 @@ static int command_help(const char *cmd)
         printf("\n");
         print_codecs();
     }
+    if (strncmp(cmd, "bench", 5) == 0 || strcmp(cmd, "tune") == 0)
+        printf("\n--json FILE: the suite's JSON lines after FILE's own, FILE replaced once the suite is done;\n"
+               "never one of the suite's inputs, nor a file that is not JSON lines without --force (which\n"
+               "writes over it), nor a read-only file.\n");
     if (strcmp(cmd, "search") == 0 || strcmp(cmd, "devices") == 0 || strcmp(cmd, "tune") == 0 ||
         strncmp(cmd, "bench", 5) == 0) {
         printf("\n");
