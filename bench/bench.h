@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/outfile.h"
+
 /* A profiling queue on one device and a set of kernel parameters (src/clx.h); declared here so
  * that this header needs no OpenCL headers. */
 struct clx_queue;
@@ -53,6 +55,14 @@ int bench_score_time(const struct clx_queue *q, const struct clx_params *p, int 
 int bench_copy_time(const struct clx_queue *q, unsigned vec, unsigned mib, unsigned reps, double *median_s);
 /* tune: sweeps the variant registry on one device, writes the tuning file (bench_tune.c). */
 int bench_tune(int argc, char **argv);
+/* The tuning file's writing, tune's last step: puts an entry for dev (its name and driver) with
+ * the parameters best, the measurements (a JSON array, copied) and workload ("quick", "gpu",
+ * "cpu") into the file at path, replacing dev's old entry and keeping the others' (a file that
+ * is empty, or with --force any file that is no tuning file, starts over), through a temporary
+ * file renamed when whole (util/outfile.h). 0, or 1 after a message. */
+struct cJSON;
+int bench_tune_write(const char *path, const cls_device_info *dev, const struct clx_params *best,
+                     const struct cJSON *measurements, const char *workload);
 /* Median kernel seconds of topk_select over rows x N random scores with k, on an engine made
  * for device with parameters prm (NULL: those in force); checks row 0 against the host. 0 ok,
  * else 1 with a message printed (bench_topk.c). */
@@ -75,6 +85,15 @@ struct cls_engine;
 /* The last search's profile in three sums: transfers to the device, kernels, the download. */
 void bench_profile_split(const struct cls_engine *e, double *up, double *kern, double *down);
 /* The commit the figures belong to: $CLSEARCH_COMMIT, else the one the build was made from. */
+/* A suite's --json FILE: guarded as any output of the command (util/outfile.h: never one of
+ * the suite's inputs, nor a file that is not JSON lines, without --force), the suite's lines
+ * appended to a copy of FILE (with --force, a file of another kind is written over instead)
+ * that replaces FILE once the suite is done. path NULL: nothing (o->f NULL).
+ * 1 after a message naming suite ("bench copy") when FILE cannot be written, else 0. */
+int bench_json_open(of_file *o, const char *suite, const char *path, char *const *inputs, int ninputs);
+/* Puts the lines in place (of_commit: every write checked, a full disk an error and FILE left as
+ * it was); 1 after a message when that fails, 0 when it worked or nothing was open. */
+int bench_json_close(of_file *o, const char *suite);
 const char *bench_commit(void);
 /* Appends printf output to the growing string *buf (length *len, room *cap); 0 when out of
  * memory. */

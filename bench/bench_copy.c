@@ -186,11 +186,9 @@ int bench_copy(int argc, char **argv)
             return 1;
         }
     }
-    FILE *json = json_path ? fopen(json_path, "a") : NULL;
-    if (json_path && !json) {
-        perror(json_path);
-        return 1;
-    }
+    of_file jf;
+    if (bench_json_open(&jf, "bench copy", json_path, NULL, 0)) return 1;
+    FILE *json = jf.f;
     printf("copy suite: commit %s, %s; %u repeats after 2 warm-ups; GB/s = (read + written) / kernel time\n",
            bench_commit(), bench_when(), reps);
     printf("%-5s %-36s %-12s %6s %-16s %9s %9s %9s %12s %s\n", "dev", "name", "driver", "MiB", "variant", "GB/s med",
@@ -233,7 +231,7 @@ int bench_copy(int argc, char **argv)
             if (!r[w].ok) rc = 1;
         }
     }
-    if (json) fclose(json);
+    if (bench_json_close(&jf, "bench copy")) rc = 1;
     return rc;
 }
 

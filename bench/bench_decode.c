@@ -154,11 +154,9 @@ int bench_decode(int argc, char **argv)
                         "[--json FILE] [--plot DIR] INDEX...\n");
         return 2;
     }
-    FILE *json = json_path ? fopen(json_path, "a") : NULL;
-    if (json_path && !json) {
-        perror(json_path);
-        return 1;
-    }
+    of_file jf;
+    if (bench_json_open(&jf, "bench decode", json_path, argv + optind, argc - optind)) return 1;
+    FILE *json = jf.f;
     printf("decode suite: commit %s, %s\n", bench_commit(), bench_when());
     printf("%-8s %5s %6s %12s %7s  %-26s %-14s %9s %9s %9s %8s %9s %7s %9s %8s %s\n", "codec", "block", "select",
            "postings", "bits/p", "engine", "variant", "med ms", "min ms", "max ms", "Gpost/s", "GB/s", "%ceil", "up ms",
@@ -279,6 +277,6 @@ int bench_decode(int argc, char **argv)
     }
     if (!rc && plot_dir) rc = plot_rows(plot_dir, rows, nrows);
     free(t), free(rows);
-    if (json) fclose(json);
+    if (bench_json_close(&jf, "bench decode")) rc = 1;
     return rc;
 }

@@ -157,11 +157,9 @@ int bench_e2e(int argc, char **argv)
         fprintf(stderr, "clsearch bench e2e: %s holds no topics\n", topics);
         return 1;
     }
-    FILE *json = json_path ? fopen(json_path, "a") : NULL;
-    if (json_path && !json) {
-        perror(json_path);
-        return 1;
-    }
+    of_file jf;
+    if (bench_json_open(&jf, "bench e2e", json_path, (char *[]){(char *)index, (char *)topics}, 2)) return 1;
+    FILE *json = jf.f;
     cls_index_stats st;
     cls_index_get_stats(idx, &st);
     printf("e2e suite: commit %s, %s; index %s (%u docs, %llu postings, %s); %zu topics from %s; %.1f s per row\n",
@@ -246,8 +244,8 @@ int bench_e2e(int argc, char **argv)
         }
         cls_engine_free(e);
     }
-    if (json) fclose(json);
     if (plot_dir && nrows) rc = plot_rows(plot_dir, rows, nrows);
+    if (bench_json_close(&jf, "bench e2e")) rc = 1;
     free(rows);
     free(t), free(up), free(kern), free(down), free(dl), free(ml);
     for (size_t i = 0; i < tl.n; i++) free(tl.qid[i]), free(tl.text[i]);

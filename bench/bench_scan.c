@@ -163,11 +163,9 @@ int bench_scan(int argc, char **argv)
         }
         m += len + (m[len] == ',');
     }
-    FILE *json = json_path ? fopen(json_path, "a") : NULL;
-    if (json_path && !json) {
-        perror(json_path);
-        return 1;
-    }
+    of_file jf;
+    if (bench_json_open(&jf, "bench scan", json_path, NULL, 0)) return 1;
+    FILE *json = jf.f;
     printf("scan suite: commit %s, %s; %u repeats after a warm-up; ceiling %.0f GB/s\n", bench_commit(), bench_when(),
            reps, ceiling);
     printf("%-6s %-8s %-4s %5s %5s %6s %10s %10s %10s %10s %9s %7s %s\n", "dev", "method", "algo", "wg", "items", "log2 n", "med ms",
@@ -208,7 +206,7 @@ int bench_scan(int argc, char **argv)
         }
         clx_queue_close(&q);
     }
-    if (json) fclose(json);
+    if (bench_json_close(&jf, "bench scan")) rc = 1;
     free(dl), free(t);
     return rc;
 }

@@ -682,11 +682,9 @@ int bench_score(int argc, char **argv)
     sopts o;
     int rc = sparse(argc, argv, &o);
     if (rc) return rc;
-    FILE *json = o.json_path ? fopen(o.json_path, "a") : NULL;
-    if (o.json_path && !json) {
-        perror(o.json_path);
-        return 1;
-    }
+    of_file jf;
+    if (bench_json_open(&jf, "bench score", o.json_path, NULL, 0)) return 1;
+    FILE *json = jf.f;
     double *t = malloc(o.reps * sizeof *t);
     char *list = strdup(o.devices);
     if (!t || !list) {
@@ -711,7 +709,7 @@ int bench_score(int argc, char **argv)
         clx_queue_close(&q);
     }
 out:
-    if (json) fclose(json);
+    if (bench_json_close(&jf, "bench score")) rc = 1;
     free(t), free(list);
     return rc;
 }

@@ -193,11 +193,9 @@ int bench_serve(int argc, char **argv)
         fprintf(stderr, "clsearch bench serve: %s holds no topics\n", topics);
         return 1;
     }
-    FILE *json = json_path ? fopen(json_path, "a") : NULL;
-    if (json_path && !json) {
-        perror(json_path);
-        return 1;
-    }
+    of_file jf;
+    if (bench_json_open(&jf, "bench serve", json_path, (char *[]){(char *)index, (char *)topics}, 2)) return 1;
+    FILE *json = jf.f;
     cls_engine *e;
     if ((s = cls_engine_create(idx, device, &e)) != CLS_OK) return failed(s, device ? device : "auto");
     const char *desc = cls_engine_describe(e);
@@ -291,7 +289,7 @@ int bench_serve(int argc, char **argv)
             }
             srv_stop(server, NULL);
         }
-    if (json) fclose(json);
+    if (bench_json_close(&jf, "bench serve")) rc = 1;
     free(all);
     free(cl);
     for (size_t i = 0; i < b.n; i++) free(b.text[i]);

@@ -150,11 +150,9 @@ int bench_topk(int argc, char **argv)
     cls_index *idx;
     cls_status s = tiny_index(&idx);
     if (s != CLS_OK) return failed(s, "making the one-document index");
-    FILE *json = json_path ? fopen(json_path, "a") : NULL;
-    if (json_path && !json) {
-        perror(json_path);
-        return 1;
-    }
+    of_file jf;
+    if (bench_json_open(&jf, "bench topk", json_path, NULL, 0)) return 1;
+    FILE *json = jf.f;
     printf("topk suite: commit %s, %s; %u repeats after a warm-up; ceiling %.0f GB/s\n", bench_commit(), bench_when(),
            reps, ceiling);
     printf("%-6s %6s %10s %6s %10s %10s %10s %10s %7s %9s %s\n", "dev", "rows", "N", "k", "med ms", "min ms", "max ms",
@@ -201,7 +199,7 @@ int bench_topk(int argc, char **argv)
         }
         cls_engine_free(e);
     }
-    if (json) fclose(json);
+    if (bench_json_close(&jf, "bench topk")) rc = 1;
     free(t), free(dl), free(cl);
     cls_index_close(idx);
     return rc;

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -204,11 +205,17 @@ static int sweep_scan(tune_ctx *t, clx_params *best)
     return 0;
 }
 
-/* Puts the entry for this device and driver into the file at path (replacing the old one). */
-static int write_file(const tune_ctx *t, const clx_params *best, const char *path)
+int bench_tune_write(const char *path, const cls_device_info *dev, const clx_params *best, const cJSON *measurements,
+                     const char *workload)
 {
-    cJSON *root;
-    cls_status s = clx_tuning_load(path, &root);
+    cJSON *root = NULL;
+    struct stat st;
+    int have = stat(path, &st) == 0;
+    /* a device or a pipe (/dev/stdout) holds no entries to keep */
+    cls_status s = have && !S_ISREG(st.st_mode) ? CLS_OK : clx_tuning_load(path, &root);
+    /* what the guard let through (bench_tune) but is no tuning file: an empty one, or with
+     * --force anything: replaced by a file holding this device's entry alone */
+    if (s != CLS_OK && (of_forced() || (have && st.st_size == 0))) s = CLS_OK, root = NULL;
     if (s != CLS_OK) return failed(s, "reading the old tuning file");
     if (!root) {
         root = cJSON_CreateObject();
@@ -216,7 +223,7 @@ static int write_file(const tune_ctx *t, const clx_params *best, const char *pat
         cJSON_AddItemToObject(root, "devices", cJSON_CreateArray());
     }
     cJSON *devs = cJSON_GetObjectItemCaseSensitive(root, "devices");
-    cJSON *old = clx_tuning_find(root, &t->q.dev.info);
+    cJSON *old = clx_tuning_find(root, dev);
     if (old) { /* replaced: cJSON deletes by index */
         int i = 0;
         for (cJSON *e = devs->child; e; e = e->next, i++)
@@ -224,33 +231,32 @@ static int write_file(const tune_ctx *t, const clx_params *best, const char *pat
         cJSON_DeleteItemFromArray(devs, i);
     }
     cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "device", t->q.dev.info.name);
-    cJSON_AddStringToObject(e, "driver", t->q.dev.info.driver_version);
-    cJSON_AddStringToObject(e, "vendor", t->q.dev.info.vendor);
+    cJSON_AddStringToObject(e, "device", dev->name);
+    cJSON_AddStringToObject(e, "driver", dev->driver_version);
+    cJSON_AddStringToObject(e, "vendor", dev->vendor);
     cJSON_AddStringToObject(e, "tuned", bench_when());
     cJSON_AddStringToObject(e, "commit", bench_commit());
-    cJSON_AddStringToObject(e, "workload", t->quick ? "quick" : t->q.dev.info.is_gpu ? "gpu" : "cpu");
+    cJSON_AddStringToObject(e, "workload", workload);
     cJSON *params = cJSON_AddObjectToObject(e, "params");
     size_t n;
     const clx_tunable *r = clx_tunables(&n);
     for (size_t i = 0; i < n; i++) cJSON_AddNumberToObject(params, r[i].name, *clx_param_slot((clx_params *)best, &r[i]));
-    cJSON_AddItemToObject(e, "measurements", cJSON_Duplicate(t->measurements, 1));
+    cJSON_AddItemToObject(e, "measurements", cJSON_Duplicate(measurements, 1));
     cJSON_AddItemToArray(devs, e);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) return failed(CLS_E_NOMEM, "tuning file");
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    int bad = !f || fputs(text, f) < 0 || fputc('\n', f) == EOF;
-    if (f && fclose(f) != 0) bad = 1;
-    free(text);
-    if (bad || rename(tmp, path) != 0) {
-        perror(path);
-        unlink(tmp);
-        return 1;
+    /* through a temporary file renamed when whole (util/outfile.h): the umask's mode, removed on
+     * a signal, every write checked */
+    of_file f;
+    s = of_open(&f, path, 0);
+    if (s == CLS_OK) {
+        fputs(text, f.f);
+        fputc('\n', f.f);
+        s = of_commit(&f);
     }
-    return 0;
+    free(text);
+    return s == CLS_OK ? 0 : failed(s, "writing the tuning file");
 }
 
 static void list_registry(void)
@@ -299,16 +305,22 @@ int bench_tune(int argc, char **argv)
     char path[4096];
     if (out_path) snprintf(path, sizeof path, "%s", out_path);
     else if (!clx_tuning_path(path, sizeof path)) return failed(CLS_E_IO, "no cache folder: give -o FILE");
+    /* the tuning file and --json FILE as any output (util/outfile.h), before the sweeps' minutes */
+    of_file jf;
+    if (of_guard(path, OF_TUNING, NULL, 0) != CLS_OK) {
+        fprintf(stderr, "clsearch tune: %s\n", cls_last_error());
+        return 1;
+    }
+    if (bench_json_open(&jf, "tune", json_path, NULL, 0)) return 1;
+    t.json = jf.f;
     cls_status s = clx_queue_open(t.device, &t.q);
-    if (s != CLS_OK) return failed(s, t.device);
+    if (s != CLS_OK) {
+        of_discard(&jf);
+        return failed(s, t.device);
+    }
     clx_params best; /* every variant is built with explicit parameters: the tuning file and
                         CLSEARCH_PARAMS in force play no part */
     clx_params_default(&t.q.dev.info, &best);
-    if (json_path && !(t.json = fopen(json_path, "a"))) {
-        perror(json_path);
-        clx_queue_close(&t.q);
-        return 1;
-    }
     t.measurements = cJSON_CreateArray();
     char dev[16];
     snprintf(dev, sizeof dev, "%u:%u", t.q.dev.info.platform, t.q.dev.info.device);
@@ -320,7 +332,9 @@ int bench_tune(int argc, char **argv)
     int rc = sweep(&t, &best, "WG_SCAN_ALGO", "intersect topk") || sweep(&t, &best, "WG_INTERSECT", "intersect") ||
              sweep(&t, &best, "WG_SCORE", "score") || sweep(&t, &best, "WG_TOPK", "topk") || sweep_scan(&t, &best) ||
              sweep(&t, &best, "COPY_VEC", "copy");
-    if (!rc) rc = write_file(&t, &best, path);
+    if (!rc)
+        rc = bench_tune_write(path, &t.q.dev.info, &best, t.measurements,
+                              t.quick ? "quick" : t.q.dev.info.is_gpu ? "gpu" : "cpu");
     if (!rc) {
         char str[256];
         clx_params_str(&best, str, sizeof str);
@@ -328,7 +342,7 @@ int bench_tune(int argc, char **argv)
                path, t.q.dev.info.name, t.q.dev.info.driver_version);
     }
     cJSON_Delete(t.measurements);
-    if (t.json) fclose(t.json);
+    if (bench_json_close(&jf, "tune")) rc = 1;
     clx_queue_close(&t.q);
     return rc;
 }

@@ -72,3 +72,23 @@ int bench_cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
         if (!vec_reserve(buf, cap, *len + (size_t)n + 1, 1)) return 0;
     }
 }
+
+int bench_json_open(of_file *o, const char *suite, const char *path, char *const *inputs, int ninputs)
+{
+    memset(o, 0, sizeof *o);
+    if (!path) return 0;
+    cls_status s = of_guard(path, OF_JSONL, inputs, ninputs);
+    /* lines go after an earlier run's; what --force let through is written over */
+    if (s == CLS_OK) s = of_open(o, path, of_holds(path, OF_JSONL));
+    if (s == CLS_OK) return 0;
+    fprintf(stderr, "clsearch %s: --json: %s\n", suite, cls_last_error());
+    return 1;
+}
+
+int bench_json_close(of_file *o, const char *suite)
+{
+    if (!o->f) return 0;
+    if (of_commit(o) == CLS_OK) return 0;
+    fprintf(stderr, "clsearch %s: --json: %s\n", suite, cls_last_error());
+    return 1;
+}

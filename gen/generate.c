@@ -38,6 +38,8 @@
  */
 #include "generate.h"
 #include "util/err.h"
+#include "util/fault.h"
+#include "util/tmpfile.h"
 #include "gen.h"
 
 #include <errno.h>
@@ -197,10 +199,9 @@ static int query_len(gen_rng *r)
 
 /* An output file written under a temporary name in the target folder. */
 typedef struct gen_out {
-    char tmp[4096];
+    char *tmp; /* the temporary file on disk (util/tmpfile.h), NULL when none */
     char final[4096];
     FILE *f;
-    int live; /* tmp exists on disk */
 } gen_out;
 
 /* mkdir -p: creates dir and its missing parents. */
@@ -226,48 +227,41 @@ static cls_status make_dirs(const char *dir)
     return CLS_OK;
 }
 
-/* Opens a fresh temporary file beside dir/name. O_EXCL with a random suffix instead of mkstemp
- * so the final file gets the usual umask-derived mode rather than 0600. */
+/* Opens a fresh temporary file beside dir/name: tmp_create's, so the final file gets the usual
+ * umask-derived mode rather than mkstemp's 0600, and SIGINT, SIGTERM, SIGHUP or an exit before
+ * out_commit removes it. */
 static cls_status out_open(gen_out *o, const char *dir, const char *name, char *buf)
 {
     memset(o, 0, sizeof *o);
     if ((size_t)snprintf(o->final, sizeof o->final, "%s/%s", dir, name) >= sizeof o->final)
         return err_set(CLS_E_ARG, "generate: path too long: %s/%s", dir, name);
-    uint64_t x = (uint64_t)getpid() ^ ((uint64_t)time(NULL) << 20) ^ (uint64_t)(uintptr_t)o;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(o->tmp, sizeof o->tmp, "%s/.%s.tmp.%08llx", dir, name,
-                 (unsigned long long)(splitmix64(&x) & 0xffffffffu));
-        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd < 0) {
-            if (errno == EEXIST) continue;
-            return err_set(CLS_E_IO, "generate: create %s: %s", o->tmp, strerror(errno));
-        }
-        o->live = 1;
-        o->f = fdopen(fd, "wb");
-        if (!o->f) {
-            int e = errno;
-            close(fd);
-            remove(o->tmp);
-            o->live = 0;
-            return err_set(CLS_E_IO, "generate: open %s: %s", o->tmp, strerror(e));
-        }
-        setvbuf(o->f, buf, _IOFBF, GEN_IOBUF);
-        return CLS_OK;
+    int fd = tmp_create(o->final, &o->tmp);
+    if (fd < 0) return err_set(CLS_E_IO, "generate: create a temporary file beside %s: %s", o->final, strerror(errno));
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        int e = errno;
+        close(fd);
+        tmp_discard(o->tmp);
+        o->tmp = NULL;
+        return err_set(CLS_E_IO, "generate: open a temporary file beside %s: %s", o->final, strerror(e));
     }
-    return err_set(CLS_E_IO, "generate: create %s: no free temporary name", o->tmp);
+    setvbuf(o->f, buf, _IOFBF, GEN_IOBUF);
+    return CLS_OK;
 }
 
-/* Flushes and closes the temporary; it stays on disk until out_commit or out_discard. */
+/* Flushes and closes the temporary; it stays on disk until out_commit or out_discard. Every
+ * write's error surfaces here (ferror), a full disk included. */
 static cls_status out_close(gen_out *o)
 {
     int bad = ferror(o->f);
     int e = errno;
+    if (fault_hit(FAULT_WRITE)) bad = 1, e = ENOSPC; /* CLSEARCH_FAULT's write faults: a full disk */
     if (fclose(o->f) != 0 && !bad) {
         bad = 1;
         e = errno;
     }
     o->f = NULL;
-    if (bad) return err_set(CLS_E_IO, "generate: write %s: %s", o->tmp, strerror(e ? e : EIO));
+    if (bad) return err_set(CLS_E_IO, "generate: writing %s: %s", o->final, strerror(e ? e : EIO));
     return CLS_OK;
 }
 
@@ -276,7 +270,8 @@ static cls_status out_commit(gen_out *o)
     if (rename(o->tmp, o->final) != 0)
         return err_set(CLS_E_IO, "generate: rename %s to %s: %s", o->tmp, o->final,
                        strerror(errno));
-    o->live = 0;
+    tmp_release(o->tmp);
+    o->tmp = NULL;
     return CLS_OK;
 }
 
@@ -284,8 +279,8 @@ static void out_discard(gen_out *o)
 {
     if (o->f) fclose(o->f);
     o->f = NULL;
-    if (o->live) remove(o->tmp);
-    o->live = 0;
+    tmp_discard(o->tmp);
+    o->tmp = NULL;
 }
 
 /* ---- Writers ------------------------------------------------------------------------------ */
@@ -324,7 +319,7 @@ static cls_status write_corpus(const gen_ctx *g, gen_out *out)
         if (fwrite(line, 1, (size_t)(p - line), out->f) != (size_t)(p - line)) {
             int e = errno;
             free(line);
-            return err_set(CLS_E_IO, "generate: write %s: %s", out->tmp, strerror(e ? e : EIO));
+            return err_set(CLS_E_IO, "generate: writing %s: %s", out->final, strerror(e ? e : EIO));
         }
     }
     free(line);
@@ -421,7 +416,7 @@ cls_status gen_corpus(const gen_opts *o, const char *dir)
     uint8_t *lens = malloc(o->vocab_size);
     double *cdf = malloc((size_t)o->vocab_size * sizeof *cdf);
     char *buf_c = malloc(GEN_IOBUF), *buf_t = malloc(GEN_IOBUF);
-    gen_out corpus = {.live = 0}, topics = {.live = 0};
+    gen_out corpus = {.tmp = NULL}, topics = {.tmp = NULL};
     if (!words || !lens || !cdf || !buf_c || !buf_t) {
         st = err_set(CLS_E_NOMEM, "generate: tables for %u words", o->vocab_size);
         goto done;
@@ -478,7 +473,7 @@ cls_status gen_topics_file(const gen_opts *o, const char *words, const uint8_t *
     char *buf = malloc(GEN_IOBUF);
     if (!buf) return err_set(CLS_E_NOMEM, "generate: topics buffer");
     gen_ctx g = {o, words, lens, cdf};
-    gen_out out = {.live = 0};
+    gen_out out = {.tmp = NULL};
     cls_status st = out_open(&out, dir, name, buf);
     if (st == CLS_OK) st = write_topics(&g, &out);
     if (st == CLS_OK) st = out_close(&out);

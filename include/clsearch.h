@@ -334,6 +334,16 @@ CLS_API cls_status cls_index_open(const char *path, cls_index **out);
  * worker threads, 0 for one per online core. CLS_OK, or the first problem (in file order) as
  * CLS_E_CORRUPT naming the section, term and block. The index may be used meanwhile. */
 CLS_API cls_status cls_index_check(const cls_index *idx, unsigned threads);
+/* Whether the file is still the length it had when opened. The index is read in place from a
+ * mapping; if another program truncates the file meanwhile, a read past its new end sees zeros
+ * instead of ending the process with SIGBUS, and from then on every call on this index that
+ * returns a status (and every search through an engine on it that reads the file) fails with
+ * CLS_E_IO saying the file shrank. Calls that return values instead (cls_index_docno,
+ * cls_index_field, cls_index_get_stats, ...) return what the zeros give, and a search through
+ * an OpenCL engine whose postings are already on the device may not read the file at all: call
+ * this after them, before their results are trusted. CLS_OK, or that CLS_E_IO (also when the
+ * file is shorter but nothing has read past its end yet). */
+CLS_API cls_status cls_index_intact(const cls_index *idx);
 CLS_API void cls_index_close(cls_index *idx);
 CLS_API void cls_index_get_stats(const cls_index *idx, cls_index_stats *st);
 /* The external identifier of internal docID doc (NUL-terminated), or NULL if out of range. */

@@ -150,11 +150,12 @@ static enum MHD_Result answer_health(srv_req *r)
     srv *s = r->srv;
     cls_index_stats st;
     cls_index_get_stats(s->idx, &st);
-    int stopping = s->stopping;
+    /* a file that shrank under the server answers every search with 500: not healthy */
+    int stopping = s->stopping, shrunk = cls_index_intact(s->idx) != CLS_OK;
     cJSON *o = cJSON_CreateObject(), *ix = cJSON_CreateObject();
     if (ix && !cJSON_AddItemToObject(o, "index", ix)) cJSON_Delete(ix), ix = NULL;
     char *body = NULL;
-    if (o && ix && cJSON_AddStringToObject(o, "status", stopping ? "stopping" : "ok") &&
+    if (o && ix && cJSON_AddStringToObject(o, "status", shrunk ? "index file shrank" : stopping ? "stopping" : "ok") &&
         cJSON_AddStringToObject(o, "version", cls_version()) && cJSON_AddStringToObject(o, "device", s->device) &&
         cJSON_AddNumberToObject(ix, "docs", st.num_docs) && cJSON_AddNumberToObject(ix, "terms", st.num_terms) &&
         cJSON_AddNumberToObject(ix, "postings", (double)st.num_postings) &&
@@ -162,7 +163,7 @@ static enum MHD_Result answer_health(srv_req *r)
         cJSON_AddNumberToObject(o, "max_batch", s->o.max_batch) && cJSON_AddNumberToObject(o, "max_wait_ms", s->o.max_wait_ms))
         body = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    return respond(r, stopping ? 503 : 200, body, body ? strlen(body) : 0, "application/json");
+    return respond(r, stopping || shrunk ? 503 : 200, body, body ? strlen(body) : 0, "application/json");
 }
 
 static enum MHD_Result answer_metrics(srv_req *r)
@@ -178,9 +179,16 @@ static enum MHD_Result answer_metrics(srv_req *r)
 
 static enum MHD_Result answer_search(srv_req *r)
 {
-    if (r->http != 200) return respond_error(r, r->http, "%s", r->error);
+    /* docnos and fields come from the index's mapping, and a search may have failed on what it
+     * read: a file shrunk meanwhile (zeros past the cut) is the error to give */
     size_t len = 0;
-    char *body = req_format(r, r->srv->idx, srv_now() - r->t0, &len);
+    char *body = r->http == 200 ? req_format(r, r->srv->idx, srv_now() - r->t0, &len) : NULL;
+    cls_status st = cls_index_intact(r->srv->idx);
+    if (st != CLS_OK) {
+        free(body);
+        return respond_error(r, 500, "searching: %s: %s", cls_status_str(st), cls_last_error());
+    }
+    if (r->http != 200) return respond_error(r, r->http, "%s", r->error);
     return respond(r, 200, body, len, "application/json");
 }
 

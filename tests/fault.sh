@@ -3,7 +3,9 @@
 # on the OpenCL device (POCL here), counts the operations of each kind a clean run does, then
 # runs again once per operation with that one failing. Each run must either succeed with the
 # clean output (the search: the reference engine's run; the build: the clean index), or exit
-# non-zero with a message on stderr and leave neither the output nor a temporary file.
+# non-zero with a message on stderr and leave neither the output nor a temporary file. Then a
+# kernel build failing with an empty log: retried once (the notice, the clean run), and a
+# failure of the retry too (a clear error naming clBuildProgram, no run).
 #   fault.sh CLSEARCH SOURCE_DIR TMP_DIR DEVICE
 set -u
 bin=$1 src=$2 tmp=$3/fault dev=$4
@@ -76,5 +78,27 @@ for kind in device-alloc enqueue host-alloc write; do
     i=$((i + 1)) runs=$((runs + 1))
   done
 done
+# ---- a kernel build that fails with an empty log (CLSEARCH_FAULT=build): retried once --------
+# Builds from source happen only where no binary is cached, so each run has a fresh cache folder.
+# build:1: the first build fails, the retry says so and succeeds, and the run is the reference's;
+# build:1,build:2: the retry fails too, which is a clear error naming clBuildProgram, with no run.
+cold() { CLSEARCH_CACHE_DIR="$tmp/cold.$1" search "$dev" "$tmp/out/x.run"; }
+CLSEARCH_FAULT=build:1 cold 1 2>"$tmp/err"
+rc=$?
+if [ $rc != 0 ]; then bad "build:1: exit $rc: $(tail -c 300 "$tmp/err")"
+elif ! grep -q "clBuildProgram failed with CL_BUILD_PROGRAM_FAILURE and an empty build log: building once more" "$tmp/err"; then
+  bad "build:1: no notice of the retry: $(tail -c 300 "$tmp/err")"
+elif ! cmp -s "$tmp/out/x.run" "$tmp/ref.run"; then bad "build:1: the run differs from the reference engine's"
+else say "build:1: retried ($(grep -c "building once more" "$tmp/err") notice), the run equals the reference engine's"; fi
+rm -f "$tmp/out/"*
+CLSEARCH_FAULT=build:1,build:2 cold 2 2>"$tmp/err"
+rc=$?
+if [ $rc != 1 ]; then bad "build:1,build:2: exit $rc, not 1: $(tail -c 300 "$tmp/err")"
+elif ! grep -q "clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE (-11) (the second attempt" "$tmp/err"; then
+  bad "build:1,build:2: no clear error: $(tail -c 300 "$tmp/err")"
+elif ls "$tmp/out" | grep -q .; then bad "build:1,build:2: left $(ls "$tmp/out" | tr '\n' ' ')"
+else say "build:1,build:2: exit 1, $(grep -m1 -o "clBuildProgram failed: [^(]*([^)]*)" "$tmp/err"), no run"; fi
+rm -rf "$tmp/out/"* "$tmp"/cold.*
+
 say "$runs faulty runs: $survived with the clean output, $stopped stopped with a message; $fails failures"
 [ $fails = 0 ]

@@ -926,6 +926,117 @@ START_TEST(write_failures_leave_nothing)
 }
 END_TEST
 
+/* ---- a file that shrinks while in use ------------------------------------------------------- */
+
+/* A call on an index whose file another program cut: CLS_OK (it read nothing past the cut) or
+ * CLS_E_IO saying the file shrank, never another error or a crash; 1 for CLS_E_IO. */
+static int shrink_says(cls_status s, const char *what, size_t cut)
+{
+    ck_assert_msg(s == CLS_OK || s == CLS_E_IO, "cut at %zu: %s: status %d (%s): %s", cut, what, (int)s,
+                  cls_status_str(s), cls_last_error());
+    if (s == CLS_OK) return 0;
+    ck_assert_msg(strstr(cls_last_error(), "shrank while in use"), "cut at %zu: %s: %s", cut, what, cls_last_error());
+    return 1;
+}
+
+/* The main index's file cut while it is open (at the middle of each section, at its last byte, to
+ * nothing), as another program's truncate would: every reader of the mapping goes on without a
+ * SIGBUS. Engines made before the cut and after, on the reference engine and on the device; the
+ * check; statistics, docnos and stored fields; codec statistics,
+ * recode and CIFF export: each either never read past the cut (CLS_OK) or fails with CLS_E_IO
+ * naming the shrink, and a failed write leaves no file, not even a temporary one. What reads the
+ * whole file (the check, recode) always fails, and cls_index_intact says the file shrank. */
+START_TEST(shrunk_while_in_use)
+{
+    model m;
+    char *orig = main_index(&m);
+    size_t len;
+    unsigned char *img = tu_read_file(orig, &len);
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    size_t cuts[IDX_NSECTIONS + 2];
+    size_t ncuts = 0;
+    for (unsigned i = 0; i < IDX_NSECTIONS; i++) cuts[ncuts++] = (size_t)(t[i].offset + t[i].size / 2);
+    cuts[ncuts++] = (size_t)(t[IDX_NSECTIONS - 1].offset + t[IDX_NSECTIONS - 1].size - 1);
+    cuts[ncuts++] = 0;
+    char *dir = tu_strdup(tu_tmp_path("shrunk"));
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    char path[4200], out[4200];
+    snprintf(path, sizeof path, "%s/in.idx", dir);
+    for (size_t c = 0; c < ncuts; c++) {
+        size_t cut = cuts[c];
+        tu_write_file(path, img, len);
+        cls_index *idx;
+        ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+        ck_assert_int_eq(cls_index_intact(idx), CLS_OK);
+        cls_engine *before[2];
+        ck_assert_msg(cls_engine_create(idx, "ref", &before[0]) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(cls_engine_create(idx, device(), &before[1]) == CLS_OK, "%s", cls_last_error());
+
+        ck_assert_int_eq(truncate(path, (off_t)cut), 0);
+        /* engines made before the cut search (the reference engine reads the postings now) */
+        for (int k = 0; k < 2; k++) {
+            shrink_says(search_all_modes(before[k], idx, main_query()), k ? "device search" : "reference search", cut);
+            cls_engine_free(before[k]);
+        }
+        /* what returns values rather than a status: whatever the zeros give, no fault */
+        cls_index_stats st;
+        cls_index_get_stats(idx, &st);
+        for (uint32_t d = 0; d < m.ndocs; d++) {
+            const char *no = cls_index_docno(idx, d);
+            ck_assert(no != NULL && strlen(no) <= strlen(m.docnos[d]));
+            for (uint32_t f = 0; f < NFIELDS; f++) {
+                size_t n;
+                const char *v = cls_index_field(idx, d, f, &n);
+                ck_assert(!v || strlen(v) <= n);
+            }
+        }
+        uint32_t every = idx_lookup(idx, "every", 5);
+        ck_assert(every == UINT32_MAX || every < idx->num_terms);
+        ck_assert_int_eq(cls_index_check(idx, 2), CLS_E_IO);
+        shrink_says(CLS_E_IO, "check", cut);
+        /* engines made after the cut */
+        cls_engine *after;
+        cls_status s = cls_engine_create(idx, "ref", &after);
+        if (!shrink_says(s, "reference engine", cut)) {
+            shrink_says(search_all_modes(after, idx, main_query()), "reference search", cut);
+            cls_engine_free(after);
+        }
+        s = cls_engine_create(idx, device(), &after);
+        if (!shrink_says(s, "device engine", cut)) {
+            shrink_says(search_all_modes(after, idx, main_query()), "device search", cut);
+            cls_engine_free(after);
+        }
+        /* writers that read the mapping as they go: no file unless all they read was whole */
+        shrink_says(cls_index_codec_stats(idx, CLS_CODEC_RAW, 64, 0, &st), "codec statistics", cut);
+        cls_build_opts bo;
+        cls_build_defaults(&bo);
+        snprintf(out, sizeof out, "%s/out.idx", dir);
+        ck_assert_int_eq(cls_index_recode(idx, &bo, out), CLS_E_IO);
+        shrink_says(CLS_E_IO, "recode", cut);
+        ck_assert(!exists(out));
+        snprintf(out, sizeof out, "%s/out.ciff", dir);
+        s = cls_ciff_export(idx, out, "shrunk");
+        if (s != CLS_E_ARG || !strstr(cls_last_error(), "without CIFF")) /* built without: nothing to see */
+            ck_assert_int_eq(exists(out), !shrink_says(s, "CIFF export", cut));
+        remove(out);
+        ck_assert_int_eq(count_names(dir, ".tmp."), 0);
+        ck_assert_int_eq(cls_index_intact(idx), CLS_E_IO);
+        char want[128];
+        snprintf(want, sizeof want, "from %zu to %zu bytes", len, cut);
+        ck_assert_msg(strstr(cls_last_error(), want), "cut at %zu: %s", cut, cls_last_error());
+        cls_index_close(idx);
+    }
+    remove(path);
+    rmdir(dir);
+    free(dir);
+    free(img);
+    remove(orig);
+    free(orig);
+    model_free(&m);
+}
+END_TEST
+
 /* ---- damaged and foreign files ---------------------------------------------------------------- */
 
 /* Every cut below the end of the last section: CLS_E_CORRUPT, never a crash. */
@@ -1507,6 +1618,62 @@ START_TEST(foreign_and_missing_files)
 }
 END_TEST
 
+/* The device's list cache loads lists from the mapping at every search: with the file cut under
+ * it (in the dictionary, the block records, the postings), the search and the reference engine's
+ * go on without a SIGBUS, the reference's CLS_OK or CLS_E_IO naming the shrink, and
+ * cls_index_intact says the file shrank. big_index's lists are large enough for the cache. */
+START_TEST(shrunk_under_the_list_cache)
+{
+    char *orig = big_index(20000, 27);
+    size_t len;
+    unsigned char *img = tu_read_file(orig, &len);
+    idx_section_entry t[IDX_NSECTIONS];
+    read_table(img, len, t);
+    const unsigned cut_in[] = {IDX_S_TERMS, IDX_S_BLOCKS, IDX_S_WORDS};
+    char *path = tu_strdup(tu_tmp_path("shrunk-cache.idx"));
+    for (size_t c = 0; c < sizeof cut_in / sizeof *cut_in; c++) {
+        const idx_section_entry *e = &t[cut_in[c] - 1];
+        size_t cut = (size_t)(e->offset + e->size / 2);
+        tu_write_file(path, img, len);
+        cls_index *idx;
+        ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+        cls_engine *eng[2];
+        cls_engine_opts o;
+        cls_engine_opts_init(&o);
+        o.device = device();
+        uint64_t lists = idx->num_words * 4 + idx->num_blocks * sizeof(idx_block), norms = ((uint64_t)idx->num_docs + 1) * 4;
+        o.device_mem = 2 * (norms + lists / 3) + (32 << 10); /* room for a third of the lists */
+        ck_assert_msg(cls_engine_create_opts(idx, &o, &eng[0]) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(strstr(cls_engine_describe(eng[0]), "lists: cached on the device"), "%s",
+                      cls_engine_describe(eng[0]));
+        ck_assert_msg(cls_engine_create(idx, "ref", &eng[1]) == CLS_OK, "%s", cls_last_error());
+        const char *query = "t00 t05 t13 t26";
+        ck_assert_msg(search_all_modes(eng[0], idx, query) == CLS_OK, "%s", cls_last_error());
+        ck_assert_int_eq(truncate(path, (off_t)cut), 0);
+        shrink_says(search_all_modes(eng[1], idx, query), "reference search", cut);
+        /* the cache sizes lists from the block records: zeros past the cut can make a list seem
+         * too long for it (CLS_E_DEVMEM), and then cls_index_intact says why */
+        cls_status s = search_all_modes(eng[0], idx, query);
+        if (s != CLS_OK && s != CLS_E_IO) {
+            char was[512];
+            snprintf(was, sizeof was, "%s", cls_last_error());
+            ck_assert_msg(cls_index_intact(idx) == CLS_E_IO, "cut at %zu: %s", cut, was);
+        } else {
+            shrink_says(s, "device search under the list cache", cut);
+        }
+        for (int k = 0; k < 2; k++) cls_engine_free(eng[k]);
+        ck_assert_int_eq(cls_index_intact(idx), CLS_E_IO);
+        ck_assert_msg(strstr(cls_last_error(), "shrank while in use"), "%s", cls_last_error());
+        cls_index_close(idx);
+    }
+    remove(path);
+    free(path);
+    free(img);
+    remove(orig);
+    free(orig);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("index");
@@ -1536,6 +1703,11 @@ static Suite *suite(void)
     tcase_add_test(tb, multi_chunk_sections);
     tcase_add_test(tb, foreign_and_missing_files);
     suite_add_tcase(s, tb);
+    TCase *ts = tcase_create("shrunk");
+    tcase_set_timeout(ts, 600);
+    tcase_add_test(ts, shrunk_while_in_use);
+    tcase_add_test(ts, shrunk_under_the_list_cache);
+    suite_add_tcase(s, ts);
     return s;
 }
 

@@ -4,15 +4,19 @@
  * Same docIDs in the same order, bit-identical scores, and never on empty results. Also the program cache, and the
  * kernels only the benchmarks run (scan.cl against a running sum, copy.cl against memcmp), and
  * the kernel parameters: other variants against the reference, the tuning file, the override. */
+#include <cJSON.h>
 #include <glob.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "query/batch.h"
+#include "bench.h"
 #include "clx_scan.h"
 #include "codec/codec.h"
 #include "generate.h"
@@ -238,6 +242,7 @@ static void decode_check(cls_codec c, uint32_t B, unsigned depth, int algo)
     ck_assert_msg(clx_test_decode(cl, words, nw, blocks, NB, docs, freqs) == CLS_OK, "%s", cls_last_error());
     cls_index fake;
     memset(&fake, 0, sizeof fake);
+    fake.fd = -1; /* no file: nothing to ask the size of */
     fake.blocks = blocks;
     fake.words = words;
     fake.num_blocks = NB;
@@ -960,6 +965,95 @@ START_TEST(tuning_file_and_override)
 }
 END_TEST
 
+/* tune's last step, the tuning file's writing (bench_tune_write), as any output: a new file in
+ * the umask's mode holding the entry; a second device's entry kept beside the first, whose entry
+ * is replaced; a file of another kind refused, and written over with --force; an empty one
+ * started over; /dev/full and a file-size limit (a full disk) an error that leaves the old file as
+ * it was and no temporary file. The sweeps before it take POCL minutes on a cold cache, so the
+ * command's own test (tests/hostile.sh) runs only tune's refusals, which come before them. */
+START_TEST(tuning_file_written_whole)
+{
+    char *dir = tu_strdup(tu_tmp_path("tune"));
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tuning.json", dir);
+    cls_device_info a, b;
+    memset(&a, 0, sizeof a);
+    snprintf(a.name, sizeof a.name, "device A");
+    snprintf(a.driver_version, sizeof a.driver_version, "1.0");
+    snprintf(a.vendor, sizeof a.vendor, "test");
+    b = a;
+    snprintf(b.name, sizeof b.name, "device B");
+    clx_params pa, pb;
+    clx_params_default(&a, &pa);
+    clx_params_default(&b, &pb);
+    pa.wg_topk = 32;
+    cJSON *m = cJSON_CreateArray();
+    ck_assert(m != NULL);
+    mode_t um = umask(027);
+    int rc = bench_tune_write(path, &a, &pa, m, "quick");
+    umask(um);
+    ck_assert_int_eq(rc, 0);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0640);
+    ck_assert_int_eq(bench_tune_write(path, &b, &pb, m, "cpu"), 0);
+    pa.wg_topk = 64;
+    ck_assert_int_eq(bench_tune_write(path, &a, &pa, m, "quick"), 0);
+    cJSON *root;
+    ck_assert_msg(clx_tuning_load(path, &root) == CLS_OK && root, "%s", cls_last_error());
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "devices")), 2);
+    const cJSON *ea = clx_tuning_find(root, &a);
+    ck_assert(ea && cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ea, "params"), "WG_TOPK")->valuedouble == 64);
+    ck_assert(clx_tuning_find(root, &b) != NULL);
+    cJSON_Delete(root);
+    /* what is no tuning file: kept, unless --force; an empty file starts over */
+    tu_write_file(path, "my notes\n", 9);
+    ck_assert_int_eq(bench_tune_write(path, &a, &pa, m, "quick"), 1);
+    size_t len;
+    unsigned char *text = tu_read_file(path, &len);
+    ck_assert(len == 9 && memcmp(text, "my notes\n", 9) == 0);
+    free(text);
+    of_set_force(1);
+    rc = bench_tune_write(path, &a, &pa, m, "quick");
+    of_set_force(0);
+    ck_assert_int_eq(rc, 0);
+    tu_write_file(path, "", 0);
+    ck_assert_int_eq(bench_tune_write(path, &a, &pa, m, "quick"), 0);
+    ck_assert_msg(clx_tuning_load(path, &root) == CLS_OK && root, "%s", cls_last_error());
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "devices")), 1);
+    cJSON_Delete(root);
+    /* a full disk: on a device, and under a file-size limit past which writes fail (EFBIG) */
+    if (access("/dev/full", W_OK) == 0) ck_assert_int_eq(bench_tune_write("/dev/full", &a, &pa, m, "quick"), 1);
+    unsigned char *before = tu_read_file(path, &len);
+    ck_assert_int_eq(bench_tune_write(path, &b, &pb, m, "cpu"), 0); /* a file larger than the limit below */
+    free(before);
+    before = tu_read_file(path, &len);
+    struct rlimit keep, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &keep), 0);
+    lim = keep;
+    lim.rlim_cur = 256;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    rc = bench_tune_write(path, &a, &pa, m, "quick");
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &keep), 0);
+    signal(SIGXFSZ, was);
+    ck_assert_int_eq(rc, 1);
+    size_t len2;
+    unsigned char *after = tu_read_file(path, &len2);
+    ck_assert(len2 == len && memcmp(before, after, len) == 0);
+    free(before), free(after);
+    glob_t g;
+    char pat[4300];
+    snprintf(pat, sizeof pat, "%s/*.tmp.*", dir);
+    ck_assert_int_eq(glob(pat, 0, NULL, &g), GLOB_NOMATCH);
+    cJSON_Delete(m);
+    remove(path);
+    rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -976,6 +1070,7 @@ static Suite *suite(void)
     tcase_set_timeout(pc, 600);
     tcase_add_test(pc, variants_match_ref);
     tcase_add_test(pc, tuning_file_and_override);
+    tcase_add_test(pc, tuning_file_written_whole);
     suite_add_tcase(s, pc);
     TCase *tc = tcase_create("pocl");
     tcase_set_timeout(tc, 600);

@@ -38,6 +38,7 @@
 #include "generate.h"
 #include "util/err.h"
 #include "util/fault.h"
+#include "util/outfile.h"
 #include "util/strset.h"
 #include "util/tmpfile.h"
 #include "util/utf8.h"
@@ -53,6 +54,22 @@ static int fail(cls_status s, const char *what)
     const char *detail = cls_last_error();
     fprintf(stderr, "%s: %s: %s%s%s\n", prog, what, cls_status_str(s), *detail ? ": " : "", detail);
     return 1;
+}
+
+/* 1 while the index file is as long as when it was opened, else says why not (the file shrank
+ * under its mapping: what was read of it since may be zeros, cls_index_intact) and 0. */
+static int index_whole(const cls_index *idx, const char *what)
+{
+    cls_status s = cls_index_intact(idx);
+    return s == CLS_OK || fail(s, what) == 0;
+}
+
+/* fail(s, what), unless the index file shrank meanwhile: then that, which is why (an engine
+ * that read zeros where the file was cut may report something else first). */
+static int fail_reading(const cls_index *idx, cls_status s, const char *what)
+{
+    cls_status w = cls_index_intact(idx);
+    return fail(w != CLS_OK ? w : s, what);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -106,129 +123,14 @@ static int parse_float(const char *s, float *out)
     return 1;
 }
 
-/* Fails before any work when path cannot be written: its folder is missing, not a folder or not
- * writable, or path is a folder. An existing device, pipe or link is written through and need only
- * be writable itself. Returns 0 when the path looks writable, else 1 after the message. */
-static int check_output(const char *what, const char *path)
+/* What keeps an output from destroying data (util/outfile.h, of_guard: the folder, the inputs,
+ * a read-only file, a file of another kind, --force), before any work. Returns 0 when path may
+ * be written, else 1 after the message. */
+static int guard_output(const char *what, const char *path, of_kind kind, char *const *inputs, int ninputs)
 {
-    struct stat st;
-    if (!*path) {
-        fprintf(stderr, "%s: %s: the output path is empty\n", prog, what);
-        return 1;
-    }
-    if (lstat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "%s: %s: cannot write %s: it is a folder\n", prog, what, path);
-            return 1;
-        }
-        if (!S_ISREG(st.st_mode)) {
-            if (access(path, W_OK) == 0) return 0;
-            fprintf(stderr, "%s: %s: cannot write %s: %s\n", prog, what, path, strerror(errno));
-            return 1;
-        }
-    }
-    /* the output is written as a temporary file in its folder, then renamed over path */
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 0;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (n == 0) snprintf(dir, sizeof dir, "/");
-    else if (n < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)n, path);
-    else {
-        fprintf(stderr, "%s: %s: cannot write %s: the path is too long\n", prog, what, path);
-        return 1;
-    }
-    const char *why = NULL;
-    if (stat(dir, &st) != 0) why = strerror(errno);
-    else if (!S_ISDIR(st.st_mode)) why = strerror(ENOTDIR);
-    else if (access(dir, W_OK | X_OK) != 0) why = strerror(errno);
-    if (!why) return 0;
-    fprintf(stderr, "%s: %s: cannot write %s: folder %s: %s\n", prog, what, path, dir, why);
+    if (of_guard(path, kind, inputs, ninputs) == CLS_OK) return 0;
+    fprintf(stderr, "%s: %s: %s\n", prog, what, cls_last_error());
     return 1;
-}
-
-/* --force, taken off the command line by main for every command: write over an existing file
- * that is not of the kind the command writes, or over one of its own inputs. */
-static int force_output;
-
-/* What a command writes, to tell whether an existing file at the output path is one it may
- * replace: an earlier output of the same kind, or an empty file. */
-typedef enum { OUT_INDEX, OUT_RUN, OUT_CIFF, OUT_TOPICS } out_kind;
-
-/* Whether the first n bytes b of a file look like a kind's output. */
-static int looks_like(out_kind kind, const unsigned char *b, size_t n)
-{
-    if (n == 0) return 1;
-    switch (kind) {
-    case OUT_INDEX: return n >= 8 && memcmp(b, "CLSIDX\r\n", 8) == 0;
-    case OUT_CIFF: {
-        /* a length-delimited protobuf Header: a varint length, then field 1..8's tag */
-        size_t i = 0;
-        while (i < n && i < 5 && (b[i] & 0x80)) i++;
-        if (i + 1 >= n || i >= 5) return 0;
-        unsigned tag = b[i + 1];
-        return (tag >> 3) >= 1 && (tag >> 3) <= 8 && (tag & 7) <= 2;
-    }
-    case OUT_RUN:
-    case OUT_TOPICS: {
-        if (memchr(b, '\0', n)) return 0;
-        if (kind == OUT_RUN && b[0] == '{') return 1; /* search --json: one object a line */
-        const unsigned char *nl = memchr(b, '\n', n);
-        size_t len = nl ? (size_t)(nl - b) : n;
-        if (kind == OUT_TOPICS) return memchr(b, '\t', len) != NULL;
-        /* a TREC run line: qid Q0 docno rank score tag */
-        char line[512];
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), (const char *)b);
-        char q0[8];
-        int fields = sscanf(line, "%*s %7s %*s %*d %*f %*s", q0);
-        return fields == 1 && strcmp(q0, "Q0") == 0;
-    }
-    }
-    return 0;
-}
-
-static const char *kind_name(out_kind k)
-{
-    return k == OUT_INDEX ? "a clsearch index" : k == OUT_RUN ? "a run" : k == OUT_CIFF ? "a CIFF file" : "a topics file";
-}
-
-/* check_output, then what keeps an output from destroying data: the path must not be one of the
- * command's inputs (the same file by device and inode, whatever the names), and an existing
- * regular file there must be writable (a read-only file is never replaced, --force or not) and
- * of the kind the command writes, or empty. --force lifts the last two rules but not the
- * permission. Devices, pipes and /dev/null are written through and not judged. */
-static int guard_output(const char *what, const char *path, out_kind kind, char *const *inputs, int ninputs)
-{
-    if (check_output(what, path)) return 1;
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    if ((st.st_mode & 0222) == 0 || access(path, W_OK) != 0) {
-        fprintf(stderr, "%s: %s: %s exists and is read-only: not replaced (change its mode or write elsewhere)\n",
-                prog, what, path);
-        return 1;
-    }
-    for (int i = 0; i < ninputs && !force_output; i++) {
-        struct stat in;
-        if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
-            fprintf(stderr, "%s: %s: the output %s is the input %s: refused (--force to write over it)\n", prog,
-                    what, path, inputs[i]);
-            return 1;
-        }
-    }
-    if (force_output) return 0;
-    unsigned char head[4096];
-    size_t n = 0;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        n = fread(head, 1, sizeof head, f);
-        fclose(f);
-    }
-    if (!f || !looks_like(kind, head, n)) {
-        fprintf(stderr, "%s: %s: %s exists and is not %s: not replaced (--force to write over it)\n", prog, what,
-                path, kind_name(kind));
-        return 1;
-    }
-    return 0;
 }
 
 /* Prints obj as one line and frees it; 0 when out of memory or the write fails. */
@@ -522,7 +424,7 @@ static int cmd_index(int argc, char **argv)
     int rc = split_fields("index: --store", store ? store : default_store(cf), &fields_buf, fields, &nfields);
     for (size_t i = 0; rc == 0 && i < nfields; i++)
         if (cls_corpus_field_check(cf, fields[i]) != CLS_OK) rc = usage_error("index: --store: %s", cls_last_error());
-    if (rc == 0 && guard_output("index", out, OUT_INDEX, argv + optind, argc - optind)) rc = 1;
+    if (rc == 0 && guard_output("index", out, OF_INDEX, argv + optind, argc - optind)) rc = 1;
     if (rc != 0) {
         free(fields_buf);
         return rc;
@@ -815,7 +717,7 @@ static int cmd_search(int argc, char **argv)
      * as it goes by) */
     const char *topics_path = topics && strcmp(topics, "-") == 0 ? "/dev/stdin" : topics;
     char *search_in[2] = {(char *)index_path, (char *)topics_path};
-    if (out && guard_output("search", out, OUT_RUN, search_in, 2)) return 1;
+    if (out && guard_output("search", out, OF_RUN, search_in, 2)) return 1;
     if (optind < argc) {
         size_t len = 1;
         for (int i = optind; i < argc; i++) len += strlen(argv[i]) + 1;
@@ -881,7 +783,7 @@ static int cmd_search(int argc, char **argv)
     double t0 = now();
     eo.device = device;
     if ((s = cls_engine_create_opts(idx, &eo, &eng)) != CLS_OK) {
-        fail(s, "starting the engine");
+        fail_reading(idx, s, "starting the engine");
         goto done;
     }
     double t_start = now() - t0;
@@ -901,9 +803,11 @@ static int cmd_search(int argc, char **argv)
     s = cls_engine_search(eng, batch, &p, res);
     double t_search = now() - t1;
     if (s != CLS_OK) {
-        fail(s, "searching");
+        fail_reading(idx, s, "searching");
         goto done;
     }
+    /* an OpenCL engine may search without reading the file again: a shrunk one is found here */
+    if (!index_whole(idx, "searching")) goto done;
     size_t nq = cls_batch_count(batch), empty = 0, hits = 0;
     for (size_t q = 0; q < nq; q++) {
         size_t n;
@@ -929,6 +833,7 @@ static int cmd_search(int argc, char **argv)
             fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
             goto done;
         }
+        if (!index_whole(idx, "writing the run")) goto done;
     } else if (out) {
         /* mode 0666 less the umask like any new file; removed on SIGINT/SIGTERM/SIGHUP */
         int fd = tmp_create(out, &tmp);
@@ -943,6 +848,12 @@ static int cmd_search(int argc, char **argv)
         int ok = write_results(f, json, idx, batch, res, tag, &sel);
         ok = (fclose(f) == 0) && ok;
         f = NULL;
+        /* the docnos and fields written come from the mapping: no run from a shrunk file */
+        if (ok && !index_whole(idx, "writing the run")) {
+            tmp_discard(tmp);
+            tmp = NULL;
+            goto done;
+        }
         if (!ok || rename(tmp, out) != 0) {
             fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
             tmp_discard(tmp);
@@ -951,6 +862,8 @@ static int cmd_search(int argc, char **argv)
         }
     } else if (!write_results(stdout, json, idx, batch, res, tag, &sel) || fflush(stdout) != 0) {
         fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
+        goto done;
+    } else if (!index_whole(idx, "writing the run")) {
         goto done;
     }
     const cls_profile_step *steps;
@@ -1088,6 +1001,10 @@ static int cmd_stats(int argc, char **argv)
     if (s != CLS_OK) return fail(s, "opening the index");
     cls_index_stats st;
     cls_index_get_stats(idx, &st);
+    if (!index_whole(idx, "stats")) { /* and again once all is read, before anything is said */
+        cls_index_close(idx);
+        return 1;
+    }
     cls_analyzer_opts an;
     cls_index_analyzer(idx, &an);
     int depth = cdc_get(st.codec) && cdc_get(st.codec)->uses_depth;
@@ -1125,7 +1042,12 @@ static int cmd_stats(int argc, char **argv)
                 row = sizes_json(cls_codec_name((cls_codec)c), &cs);
                 ok = row && cJSON_AddItemToArray(rows, row);
             }
+        int whole = index_whole(idx, "stats");
         cls_index_close(idx);
+        if (!whole) {
+            cJSON_Delete(o);
+            return 1;
+        }
         if (!ok) {
             cJSON_Delete(o);
             return fail(CLS_E_NOMEM, "stats");
@@ -1163,8 +1085,9 @@ static int cmd_stats(int argc, char **argv)
             }
             print_sizes(cls_codec_name((cls_codec)c), &cs);
         }
+    int whole = index_whole(idx, "stats");
     cls_index_close(idx);
-    return 0;
+    return whole ? 0 : 1;
 }
 
 /* check: what opening leaves to first use, for every block (cls_index_check). */
@@ -1245,7 +1168,7 @@ static int cmd_recode(int argc, char **argv)
     }
     if (!out || optind != argc - 1)
         return usage_error("recode: usage: clsearch recode INDEX -o OUT [--codec C] [--block N] [--pfor-depth D]%s", "");
-    if (guard_output("recode", out, OUT_INDEX, argv + optind, 1)) return 1;
+    if (guard_output("recode", out, OF_INDEX, argv + optind, 1)) return 1;
     cls_index *idx;
     if ((s = cls_index_open(argv[optind], &idx)) != CLS_OK) return fail(s, "opening the index");
     s = cls_index_recode(idx, &o, out);
@@ -1354,12 +1277,21 @@ static int cmd_generate(int argc, char **argv)
     if (set_seed) o.seed = seed;
     if (set_doc_len) o.mean_doc_len = (double)doc_len;
     if (out) {
+        /* DIR/corpus.jsonl and DIR/topics.tsv, as any output, where DIR exists (else it is made) */
+        struct stat dst;
+        if (stat(out, &dst) == 0 && S_ISDIR(dst.st_mode)) {
+            char corpus[4200], tsv[4200];
+            snprintf(corpus, sizeof corpus, "%s/corpus.jsonl", out);
+            snprintf(tsv, sizeof tsv, "%s/topics.tsv", out);
+            if (guard_output("generate", corpus, OF_JSONL, NULL, 0) || guard_output("generate", tsv, OF_TOPICS, NULL, 0))
+                return 1;
+        }
         s = gen_corpus(&o, out);
         if (s != CLS_OK) return fail(s, "generating the collection");
         return 0;
     }
-    if (guard_output("generate", index, OUT_INDEX, NULL, 0) ||
-        (topics && guard_output("generate", topics, OUT_TOPICS, (char *[]){(char *)index}, 1)))
+    if (guard_output("generate", index, OF_INDEX, NULL, 0) ||
+        (topics && guard_output("generate", topics, OF_TOPICS, (char *[]){(char *)index}, 1)))
         return 1;
     gen_progress p = {!quiet && isatty(2), 0, now()};
     gen_index_info info;
@@ -1483,7 +1415,7 @@ static int cmd_ciff_import(int argc, char **argv)
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
-    if (guard_output("ciff-import", out, OUT_INDEX, argv + optind, 1)) return 1;
+    if (guard_output("ciff-import", out, OF_INDEX, argv + optind, 1)) return 1;
     double t0 = now();
     cls_status s = cls_ciff_import_scored(argv[optind], &an, &o, scoring, out);
     if (s != CLS_OK) return fail(s, "importing CIFF (nothing written)");
@@ -1507,7 +1439,7 @@ static int cmd_ciff_export(int argc, char **argv)
         }
     }
     if (!out || optind != argc - 1) return usage_error(use, "");
-    if (guard_output("ciff-export", out, OUT_CIFF, argv + optind, 1)) return 1;
+    if (guard_output("ciff-export", out, OF_CIFF, argv + optind, 1)) return 1;
     double t0 = now();
     cls_index *idx;
     cls_status s = cls_index_open(argv[optind], &idx);
@@ -1717,7 +1649,9 @@ static const usage_entry usages[] = {
      "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"},
     {"generate",
      "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
-     "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv\n"
+     "                  [--force]\n"
+     "                  a generated text collection: DIR/corpus.jsonl and DIR/topics.tsv (existing ones\n"
+     "                  of another kind are not replaced without --force, read-only ones never)\n"
      "  clsearch generate --index FILE [--topics FILE] [--scale small|medium|gov2] [--docs N] [--queries N]\n"
      "                  [--vocab N] [--doc-len N] [--seed S] [--threads N] [--codec C] [--block N]\n"
      "                  [--pfor-depth D] [-q|--quiet] [-v] [--force]\n"
@@ -1781,8 +1715,10 @@ static const usage_entry usages[] = {
      "                  the query server in-process on a loopback port, driven by C keep-alive clients:\n"
      "                  queries/s against latency p50/p99 for each batching setting and client count\n"},
     {"tune",
-     "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE]\n"
+     "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE] [--force]\n"
      "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
+     "                  (checked first: a file of another kind is not replaced without --force, a\n"
+     "                  read-only one never)\n"
      "  clsearch tune --list                        the registry of tunable parameters\n"},
     {"help", "  clsearch help, clsearch CMD --help          all commands, or one\n"},
     {"version", "  clsearch version                            the version\n"},
@@ -1858,6 +1794,10 @@ static int command_help(const char *cmd)
         printf("\n");
         print_codecs();
     }
+    if (strncmp(cmd, "bench", 5) == 0 || strcmp(cmd, "tune") == 0)
+        printf("\n--json FILE: the suite's JSON lines after FILE's own, FILE replaced once the suite is done;\n"
+               "never one of the suite's inputs, nor a file that is not JSON lines without --force (which\n"
+               "writes over it), nor a read-only file.\n");
     if (strcmp(cmd, "search") == 0 || strcmp(cmd, "devices") == 0 || strcmp(cmd, "tune") == 0 ||
         strncmp(cmd, "bench", 5) == 0) {
         printf("\n");
@@ -1932,7 +1872,7 @@ static int dispatch(int argc, char **argv)
             while (i < argc) argv[kept++] = argv[i++];
             break;
         }
-        if (strcmp(argv[i], "--force") == 0) force_output = 1;
+        if (strcmp(argv[i], "--force") == 0) of_set_force(1);
         else argv[kept++] = argv[i];
     }
     argc = kept;

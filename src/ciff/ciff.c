@@ -831,8 +831,7 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
         }
         if (s != CLS_OK) break;
         Ciff__PostingsList pl = CIFF__POSTINGS_LIST__INIT;
-        pl.term.len = (size_t)(idx->term_off[ti + 1] - idx->term_off[ti]);
-        pl.term.data = (uint8_t *)(uintptr_t)(idx->term_blob + idx->term_off[ti]);
+        pl.term.data = (uint8_t *)(uintptr_t)idx_term_text(idx, ti, &pl.term.len);
         pl.df = (int64_t)n;
         pl.cf = (int64_t)cf;
         pl.n_postings = n;
@@ -852,7 +851,8 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
     free(ptrs);
     free(w.buf);
     if (s == CLS_OK && w.err == ENOMEM) s = err_set(CLS_E_NOMEM, "exporting CIFF: out of memory for a message");
-    return out_close(&t, ciff_path, s, w.err);
+    /* read from the mapping as written: no file if the index file shrank meanwhile */
+    return out_close(&t, ciff_path, s == CLS_OK ? cls_index_intact(idx) : idx_intact(idx, s), w.err);
 }
 
 #endif /* CLSEARCH_CIFF */

@@ -19,6 +19,7 @@
 #include "device/clx.h"
 #include "device/clx_guard.h"
 #include "util/err.h"
+#include "util/fault.h"
 
 extern const clx_source cls_embedded_kernels[];
 
@@ -265,7 +266,8 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
                 if (prog) clReleaseProgram(prog);
                 return clx_fail("clCreateProgramWithSource", e);
             }
-            e = clx_build_program(prog, dev->device, options);
+            /* CLSEARCH_FAULT's build faults: that failure, the program left unbuilt, so its log is empty */
+            e = fault_hit(FAULT_BUILD) ? CL_BUILD_PROGRAM_FAILURE : clx_build_program(prog, dev->device, options);
             if (e == CL_SUCCESS) break;
             if (e == CL_OUT_OF_HOST_MEMORY) {
                 clReleaseProgram(prog);

@@ -136,6 +136,14 @@ const char *idx_fields_problem(const uint64_t *off, const char *blob, uint64_t b
 struct cls_index {
     void *map;
     size_t map_len;
+    /* Another program may truncate the file while it is mapped: the mapping is watched
+     * (util/mapwatch.h), so a read past the file's new end sees zeros instead of ending the
+     * process with SIGBUS, and every reader copes with zeros wherever the file held data: the
+     * offsets it reads are bounded where they are used (idx_block_words, idx_term_text) and the
+     * streams decode strictly or clamped. A call that read the mapping ends with idx_intact, so
+     * it fails with CLS_E_IO (idx_shrunk) rather than return what the zeros gave. */
+    int watch;              /* mw_watch's number, 0 when nothing is mapped */
+    int fd;                 /* the file, kept open to tell its size now in idx_shrunk's message */
     char *path;             /* as opened, for messages (owned) */
     uint32_t num_docs, num_terms, block_size;
     cls_codec codec;
@@ -166,6 +174,19 @@ struct cls_index {
     uint64_t field_blob_len;
 };
 
+/* The error of a read that found the index file shorter than when it was opened (CLS_E_IO,
+ * naming the file and its sizes then and now). */
+cls_status idx_shrunk(const cls_index *idx);
+/* s, unless a read of idx's mapping found the file shrunk, or s is an error and the file is
+ * shorter now: then idx_shrunk, whatever s was (a damaged block or a checksum mismatch seen in
+ * the zeros is not the file's fault). Every call that reads the mapping and returns a status
+ * passes it through here: a flag's load when all went well (the hot path), the file's size as
+ * well when something failed. A call that reads much (check, recode, an engine's start) ends
+ * with cls_index_intact instead, which always asks the size: the rest of the page where a cut
+ * falls reads as zeros without a fault. */
+cls_status idx_intact(const cls_index *idx, cls_status s);
+/* Term t's bytes and their count. */
+const char *idx_term_text(const cls_index *idx, uint32_t t, size_t *len);
 /* Term id of term[0..len), or UINT32_MAX when unknown. */
 uint32_t idx_lookup(const cls_index *idx, const char *term, size_t len);
 /* Reference decoder: block b's postings into docs[] and freqs[] (idx_info_count entries), with
@@ -193,7 +214,8 @@ cls_status idx_block_corrupt(const cls_index *idx, uint64_t b, const char *secti
 /* Every document's stored fields (idx_fields_problem): CLS_OK or CLS_E_CORRUPT naming the
  * section, field and document. cls_index_check and recode run it; opening checks only bounds. */
 cls_status idx_verify_fields(const cls_index *idx);
-/* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end. */
+/* Words of block b (both streams): blocks[b+1].offset - blocks[b].offset, or to the end (0
+ * where a shrunk file's zeros would make that negative). */
 uint64_t idx_block_words(const cls_index *idx, uint64_t b);
 /* Whether the blocks' max_score bound the scores of a search at k1 and b, so that block-max
  * pruning may skip blocks: for a BM25 index when k1 and b are the header's score_k1 and

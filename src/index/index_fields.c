@@ -13,6 +13,7 @@
 
 #include "index/index.h"
 #include "util/err.h"
+#include "util/mapwatch.h"
 
 int idx_field_name_ok(const char *name, size_t len)
 {
@@ -139,12 +140,15 @@ cls_status idx_verify_fields(const cls_index *x)
     if (x->coll.num_fields == 0) return CLS_OK; /* opening saw no values then */
     const char *what = idx_fields_problem(x->field_off, x->field_blob, x->field_blob_len, x->num_docs,
                                           x->coll.num_fields, &f, &d, &section);
-    if (!what) return CLS_OK;
+    if (!what) return idx_intact(x, CLS_OK);
+    cls_status s;
     if (d < x->num_docs)
-        return err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': field '%s', document %u ('%s'): %s",
-                       x->path, section, x->coll.names[f], d, cls_index_docno(x, d), what);
-    return err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': field '%s': %s", x->path, section,
-                   x->coll.names[f], what);
+        s = err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': field '%s', document %u ('%s'): %s",
+                    x->path, section, x->coll.names[f], d, cls_index_docno(x, d), what);
+    else
+        s = err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': field '%s': %s", x->path, section,
+                    x->coll.names[f], what);
+    return idx_intact(x, s); /* zeros where the file was cut are not damage */
 }
 
 /* ---- API ---------------------------------------------------------------------------------- */

@@ -25,6 +25,7 @@
 #include "index/checksum.h"
 #include "util/fault.h"
 #include "util/err.h"
+#include "util/mapwatch.h"
 #include "util/tmpfile.h"
 
 #define SECTION_NAME(id)                                                                          \
@@ -134,8 +135,13 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
     } else {
         close(fd);
     }
+    cls_status s = p->source ? cls_index_intact(p->source) : CLS_OK;
+    if (s != CLS_OK) {
+        tmp_discard(tmp);
+        free(real);
+        return s;
+    }
     if (ok && rename(tmp, path) != 0) ok = 0, saved = errno;
-    cls_status s = CLS_OK;
     if (!ok) {
         tmp_discard(tmp);
         s = err_set(CLS_E_IO, "writing %s: %s", path, strerror(saved));
@@ -339,7 +345,7 @@ cls_status cls_index_open(const char *path, cls_index **out)
 {
     if (!path || !out) return err_set(CLS_E_ARG, "cls_index_open: NULL argument");
     *out = NULL;
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return err_set(CLS_E_IO, "cannot open index %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -352,24 +358,29 @@ cls_status cls_index_open(const char *path, cls_index **out)
         return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
     }
     x->map_len = (size_t)st.st_size;
+    x->fd = fd; /* kept: idx_shrunk tells the file's size now from it */
     x->path = strdup(path);
     if (!x->path) {
-        close(fd);
-        free(x);
+        cls_index_close(x);
         return err_set(CLS_E_NOMEM, "opening %s: out of memory", path);
     }
     if (x->map_len > 0) {
         x->map = mmap(NULL, x->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (x->map == MAP_FAILED) {
             x->map = NULL;
-            close(fd);
-            free(x->path);
-            free(x);
-            return err_set(CLS_E_IO, "cannot map %s: %s", path, strerror(errno));
+            cls_status s = err_set(CLS_E_IO, "cannot map %s: %s", path, strerror(errno));
+            cls_index_close(x);
+            return s;
+        }
+        /* from here on a read past the end of a file truncated meanwhile sees zeros and sets
+         * the flag idx_intact asks, opening's own reads included */
+        if (!(x->watch = mw_watch(x->map, x->map_len))) {
+            cls_index_close(x);
+            return err_set(CLS_E_IO, "cannot open %s: %d indexes are open already in this process", path, MW_MAX);
         }
     }
-    close(fd);
-    cls_status s = verify(x, path);
+    cls_status s = idx_intact(x, verify(x, path));
+    if (s == CLS_OK) s = cls_index_intact(x);
     if (s != CLS_OK) {
         cls_index_close(x);
         return s;
@@ -381,7 +392,9 @@ cls_status cls_index_open(const char *path, cls_index **out)
 void cls_index_close(cls_index *idx)
 {
     if (!idx) return;
+    mw_unwatch(idx->watch);
     if (idx->map) munmap(idx->map, idx->map_len);
+    if (idx->fd >= 0) close(idx->fd);
     idx_collection_free(&idx->coll);
     free(idx->path);
     free(idx);
@@ -402,9 +415,9 @@ void cls_index_get_stats(const cls_index *x, cls_index_stats *st)
     st->postings_bytes = x->num_words * 4;
     st->meta_bytes = x->num_blocks * sizeof(idx_block);
     for (uint64_t b = 0; b < x->num_blocks; b++) {
-        uint64_t fofs = idx_info_fofs(x->blocks[b].info);
+        uint64_t fofs = idx_info_fofs(x->blocks[b].info), words = idx_block_words(x, b);
         st->doc_bits += fofs * 32;
-        st->freq_bits += (idx_block_words(x, b) - fofs) * 32;
+        st->freq_bits += (words > fofs ? words - fofs : 0) * 32;
     }
     st->file_bytes = x->map_len;
 }
@@ -416,14 +429,23 @@ const char *cls_index_docno(const cls_index *x, uint32_t doc)
 
 void cls_index_analyzer(const cls_index *x, cls_analyzer_opts *o) { an_opts_unpack(x->analyzer, o); }
 
+const char *idx_term_text(const cls_index *x, uint32_t t, size_t *len)
+{
+    /* each offset is as opened (within the strings) or, the file shrunk, 0 */
+    uint64_t a = x->term_off[t], b = x->term_off[t + 1];
+    *len = b > a ? (size_t)(b - a) : 0;
+    return x->term_blob + a;
+}
+
 uint32_t idx_lookup(const cls_index *x, const char *term, size_t len)
 {
     uint32_t lo = 0, hi = x->num_terms;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        uint64_t a = x->term_off[mid], n = x->term_off[mid + 1] - a;
-        size_t m = n < len ? (size_t)n : len;
-        int c = memcmp(x->term_blob + a, term, m);
+        size_t n;
+        const char *s = idx_term_text(x, mid, &n);
+        size_t m = n < len ? n : len;
+        int c = memcmp(s, term, m);
         if (c == 0) c = (n > len) - (n < len);
         if (c == 0) return mid;
         if (c < 0) lo = mid + 1; else hi = mid;
@@ -433,15 +455,49 @@ uint32_t idx_lookup(const cls_index *x, const char *term, size_t len)
 
 uint64_t idx_block_words(const cls_index *x, uint64_t b)
 {
-    uint64_t end = b + 1 < x->num_blocks ? x->blocks[b + 1].offset : x->num_words;
-    return end - x->blocks[b].offset;
+    uint64_t end = b + 1 < x->num_blocks ? x->blocks[b + 1].offset : x->num_words, start = x->blocks[b].offset;
+    return end > start ? end - start : 0;
+}
+
+/* ---- A file shrunk under its mapping --------------------------------------------------------- */
+
+cls_status idx_shrunk(const cls_index *x)
+{
+    struct stat st;
+    if (x->fd >= 0 && fstat(x->fd, &st) == 0 && (uint64_t)st.st_size < x->map_len)
+        return err_set(CLS_E_IO, "the index file %s shrank while in use, from %zu to %lld bytes (another program "
+                       "truncated or rewrote it in place): its contents past the new end are gone, so nothing read "
+                       "from it now can be trusted; open it again once it is whole", x->path, x->map_len,
+                       (long long)st.st_size);
+    return err_set(CLS_E_IO, "the index file %s could not be read through its mapping (a read error, or another "
+                   "program truncated it while in use); open it again once it is whole", x->path);
+}
+
+/* Whether the file is shorter now than when it was mapped. A cut that does not fall on a page
+ * boundary leaves the rest of its page reading as zeros without a fault, so the watch alone
+ * does not see every shrink: its size does. */
+static int shorter(const cls_index *x)
+{
+    struct stat st;
+    return x->fd >= 0 && fstat(x->fd, &st) == 0 && (uint64_t)st.st_size < x->map_len;
+}
+
+cls_status idx_intact(const cls_index *x, cls_status s)
+{
+    return mw_lost(x->watch) || (s != CLS_OK && shorter(x)) ? idx_shrunk(x) : s;
+}
+
+cls_status cls_index_intact(const cls_index *x)
+{
+    if (!x) return err_set(CLS_E_ARG, "cls_index_intact: NULL index");
+    return mw_lost(x->watch) || shorter(x) ? idx_shrunk(x) : CLS_OK;
 }
 
 /* ---- Reading the words ---------------------------------------------------------------------- */
 
 cls_status idx_words_corrupt(const cls_index *x)
 {
-    return corrupt(x->path, "postings", "checksum mismatch");
+    return idx_intact(x, corrupt(x->path, "postings", "checksum mismatch"));
 }
 
 int idx_words_verified(const cls_index *x) { return atomic_load(&((cls_index *)x)->words_ok); }
@@ -456,6 +512,7 @@ cls_status idx_verify_words(const cls_index *x)
     cls_status s = ck_sums(&words, 1, ck_threads(), &sum);
     if (s != CLS_OK) return err_wrap(s, "verifying the postings of %s: ", x->path);
     if (sum != x->words_xxh) return idx_words_corrupt(x);
+    if ((s = cls_index_intact(x)) != CLS_OK) return s; /* zeros past a cut hash to the checksum only by chance */
     idx_words_set_verified(x);
     return CLS_OK;
 }
@@ -473,12 +530,15 @@ static uint32_t term_of_block(const cls_index *x, uint64_t b)
 
 cls_status idx_block_corrupt(const cls_index *x, uint64_t b, const char *section, const char *what)
 {
+    if (mw_lost(x->watch)) return idx_shrunk(x); /* the zeros, not damage */
     uint32_t t = term_of_block(x, b);
     const idx_term *e = &x->terms[t];
-    uint64_t a = x->term_off[t], len = x->term_off[t + 1] - a;
-    return err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': term '%.*s' (id %u), block %llu of %u "
-                   "(block %llu): %s", x->path, section, len > 200 ? 200 : (int)len, x->term_blob + a, t,
-                   (unsigned long long)(b - e->first_block + 1), e->num_blocks, (unsigned long long)b, what);
+    size_t len;
+    const char *text = idx_term_text(x, t, &len);
+    return idx_intact(x, err_set(CLS_E_CORRUPT, "%s: index file damaged in section '%s': term '%.*s' (id %u), block "
+                                 "%llu of %u (block %llu): %s", x->path, section, len > 200 ? 200 : (int)len, text, t,
+                                 (unsigned long long)(b - e->first_block + 1), e->num_blocks, (unsigned long long)b,
+                                 what));
 }
 
 /* Block b with the strict decoders into docs[] and freqs[] (tf - 1, as stored); NULL, or what
@@ -490,7 +550,11 @@ static const char *decode_strict(const cls_index *x, uint64_t b, uint32_t *docs,
     const idx_block *bl = &x->blocks[b];
     uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
     const uint32_t *w = x->words + bl->offset;
+    uint64_t nw = idx_block_words(x, b);
     uint32_t gaps[CDC_MAX_N];
+    /* as opened these hold (cls_index_open checked); a shrunk file's zeros need not */
+    *section = "blocks";
+    if (fofs > nw || n > CDC_MAX_N) return "block header out of range";
     *section = "postings";
     if (cdc_decode(x->codec, w, fofs, n - 1, bl->dparam, x->pfor_depth, gaps, &used) != 0)
         return "malformed docID stream";
@@ -502,8 +566,7 @@ static const char *decode_strict(const cls_index *x, uint64_t b, uint32_t *docs,
         *section = "blocks";
         return "last docID does not match the postings";
     }
-    if (cdc_decode(x->codec, w + fofs, (uint32_t)(idx_block_words(x, b) - fofs), n, bl->fparam, x->pfor_depth, freqs,
-                   &used) != 0)
+    if (cdc_decode(x->codec, w + fofs, (uint32_t)(nw - fofs), n, bl->fparam, x->pfor_depth, freqs, &used) != 0)
         return "malformed frequency stream";
     for (uint32_t i = 0; i < n; i++)
         if (freqs[i] == UINT32_MAX) return "frequency out of range";
@@ -515,7 +578,7 @@ cls_status idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint
     const char *section, *what = decode_strict(x, b, docs, freqs, &section);
     if (what) return idx_block_corrupt(x, b, section, what);
     for (uint32_t i = 0, n = idx_info_count(x->blocks[b].info); i < n; i++) freqs[i] += 1;
-    return CLS_OK;
+    return idx_intact(x, CLS_OK);
 }
 
 cls_status idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, uint32_t *freqs, uint32_t *n)
@@ -524,12 +587,14 @@ cls_status idx_decode_list(const cls_index *x, uint32_t term, uint32_t *docs, ui
     uint32_t at = 0;
     for (uint32_t j = 0; j < e->num_blocks; j++) {
         uint64_t b = (uint64_t)e->first_block + j;
-        cls_status s = idx_decode_block(x, b, docs + at, freqs + at);
-        if (s != CLS_OK) return s;
-        at += idx_info_count(x->blocks[b].info);
+        const char *section, *what = decode_strict(x, b, docs + at, freqs + at, &section);
+        if (what) return idx_block_corrupt(x, b, section, what);
+        uint32_t c = idx_info_count(x->blocks[b].info);
+        for (uint32_t i = 0; i < c; i++) freqs[at + i] += 1;
+        at += c;
     }
     *n = at;
-    return CLS_OK;
+    return idx_intact(x, CLS_OK);
 }
 
 /* ---- cls_index_check ------------------------------------------------------------------------
@@ -581,7 +646,8 @@ static void *check_worker(void *arg)
     check_job *j = arg;
     const cls_index *x = j->x;
     uint64_t u;
-    while ((u = atomic_fetch_add(&j->next, 1)) < j->nunits && !atomic_load(&j->words_bad)) {
+    /* a shrunk file stops the work: what is left would be checked against zeros */
+    while ((u = atomic_fetch_add(&j->next, 1)) < j->nunits && !atomic_load(&j->words_bad) && !mw_lost(x->watch)) {
         if (u < j->wchunks) {
             j->digests[u] = ck_chunk(x->words, x->num_words * 4, u);
             /* the counter orders every digest's store before the last increment */
@@ -593,7 +659,7 @@ static void *check_worker(void *arg)
         if (end > x->num_blocks) end = x->num_blocks;
         for (uint32_t t = term_of_block(x, b); b < end && b < atomic_load(&j->bad); b++) {
             const char *section;
-            while (b >= (uint64_t)x->terms[t].first_block + x->terms[t].num_blocks) t++;
+            while (t + 1 < x->num_terms && b >= (uint64_t)x->terms[t].first_block + x->terms[t].num_blocks) t++;
             if (check_block(x, j->norms, t, b, &section)) {
                 uint_fast64_t cur = atomic_load(&j->bad);
                 while (b < cur && !atomic_compare_exchange_weak(&j->bad, &cur, b)) {}
@@ -640,7 +706,9 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
     for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
     cls_status s = CLS_OK;
     uint64_t bad = atomic_load(&j.bad);
-    if (atomic_load(&j.words_bad)) {
+    if (mw_lost(x->watch)) { /* the work stopped part way: nothing below is known */
+        s = idx_shrunk(x);
+    } else if (atomic_load(&j.words_bad)) {
         s = idx_words_corrupt(x);
     } else {
         idx_words_set_verified(x); /* an engine created later need not hash them again */
@@ -652,5 +720,5 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
         }
     }
     free(norms), free(th), free(digests);
-    return s;
+    return s == CLS_OK ? cls_index_intact(x) : idx_intact(x, s);
 }

@@ -33,6 +33,9 @@ typedef struct idx_file_parts {
     const uint64_t *field_off;
     const char *field_blob;
     uint64_t field_blob_len;
+    /* the open index the parts lie in (recode), or NULL: if its file shrinks before the new one
+     * is whole, the parts read since were zeros, and nothing is written (idx_intact) */
+    const cls_index *source;
 } idx_file_parts;
 
 /* Writes the parts to path through a temporary file in the same folder, renamed at the end. */

@@ -54,8 +54,9 @@ cls_status cls_index_recode(const cls_index *x, const cls_build_opts *o, const c
         .field_off = x->field_off,
         .field_blob = x->field_blob,
         .field_blob_len = x->field_blob_len,
+        .source = x, /* read from its mapping as it is written: no file if that shrinks meanwhile */
     };
     s = idx_write_lists(path, &l, o);
     free(docs), free(freqs), free(start);
-    return s;
+    return s == CLS_OK ? cls_index_intact(x) : idx_intact(x, s);
 }

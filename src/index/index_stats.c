@@ -48,7 +48,7 @@ cls_status cls_index_codec_stats(const cls_index *x, cls_codec c, uint32_t block
         st->num_blocks += nb;
     }
     free(docs), free(freqs), free(vals), free(blocks), free(wb.w);
-    if (s != CLS_OK) return s;
+    if ((s = s == CLS_OK ? cls_index_intact(x) : idx_intact(x, s)) != CLS_OK) return s;
     st->postings_bytes = (st->doc_bits + st->freq_bits) / 8;
     st->meta_bytes = st->num_blocks * sizeof(idx_block);
     return CLS_OK;

@@ -199,6 +199,7 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         .field_off = l->field_off,
         .field_blob = l->field_blob,
         .field_blob_len = l->field_blob_len,
+        .source = l->source,
     };
     st = idx_file_write(path, &parts);
 out:

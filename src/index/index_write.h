@@ -28,6 +28,7 @@ typedef struct idx_lists {
     const uint64_t *field_off;  /* num_fields x (num_docs + 1) */
     const char *field_blob;
     uint64_t field_blob_len;
+    const struct cls_index *source; /* idx_file_parts.source */
 } idx_lists;
 
 /* A term's bytes and the caller's number for it; idx_term_ref_cmp sorts them into the

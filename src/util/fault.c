@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[FAULT_KINDS] = {"device-alloc", "enqueue", "host-alloc", "write"};
+static const char *const kind_names[FAULT_KINDS] = {"device-alloc", "enqueue", "host-alloc", "write", "build"};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int enabled;                       /* 0: CLSEARCH_FAULT unset, nothing counted */
 static int counting;                      /* CLSEARCH_FAULT=count */
-static uint64_t fail_at[FAULT_KINDS];     /* the operation to fail, 1-based; 0: none */
+static uint64_t fail_at[FAULT_KINDS][FAULT_MAX_AT]; /* the operations to fail, 1-based */
+static unsigned nfail[FAULT_KINDS];
 static atomic_uint_fast64_t seen[FAULT_KINDS];
 
 static void report(void)
@@ -48,12 +49,12 @@ static void parse(void)
         }
         char *end = NULL;
         unsigned long long n = colon ? strtoull(colon + 1, &end, 10) : 0;
-        if (k == FAULT_KINDS || n == 0 || *end) {
-            fprintf(stderr, "CLSEARCH_FAULT: '%s' is not KIND:N (kinds: device-alloc, enqueue, host-alloc, write; "
-                            "N from 1) or count\n", env);
+        if (k == FAULT_KINDS || n == 0 || *end || nfail[k] == FAULT_MAX_AT) {
+            fprintf(stderr, "CLSEARCH_FAULT: '%s' is not KIND:N[,KIND:N...] (kinds: device-alloc, enqueue, host-alloc, "
+                            "write, build; N from 1; a kind at most %d times) or count\n", env, FAULT_MAX_AT);
             exit(2);
         }
-        fail_at[k] = n;
+        fail_at[k][nfail[k]++] = n;
     }
 }
 
@@ -62,7 +63,9 @@ int fault_hit(fault_kind k)
     pthread_once(&once, parse);
     if (!enabled) return 0;
     uint64_t n = atomic_fetch_add(&seen[k], 1) + 1;
-    return !counting && n == fail_at[k];
+    for (unsigned i = 0; i < nfail[k]; i++)
+        if (n == fail_at[k][i]) return 1;
+    return 0;
 }
 
 void *fault_malloc(size_t n) { return fault_hit(FAULT_HOST_ALLOC) ? NULL : malloc(n); }

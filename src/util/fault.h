@@ -3,16 +3,21 @@
  * walk every failure point of a search or an index build (tests/fault.sh). Kinds: device-alloc
  * (device buffer creation: CL_MEM_OBJECT_ALLOCATION_FAILURE), enqueue (kernel launch:
  * CL_OUT_OF_RESOURCES), host-alloc (the growable arrays and fault_malloc's callers: NULL),
- * write (the index and run writers: a short write with ENOSPC). Several are comma-separated
- * ("device-alloc:3,write:1"). CLSEARCH_FAULT=count fails nothing and prints, at exit, how many
- * operations of each kind the process did: "clsearch fault counts: device-alloc 4 enqueue 9
- * host-alloc 120 write 3". Unset (the normal case) it costs one load and a branch a call. */
+ * write (the index and run writers: a short write with ENOSPC), build (a kernel program's
+ * compilation from source, not a load from the binary cache: clBuildProgram's
+ * CL_BUILD_PROGRAM_FAILURE with an empty build log, which clx_build retries once). Several are
+ * comma-separated, a kind up to FAULT_MAX_AT times ("device-alloc:3,write:1", "build:1,build:2":
+ * the first build and its retry). CLSEARCH_FAULT=count fails nothing and prints, at exit, how
+ * many operations of each kind the process did: "clsearch fault counts: device-alloc 4 enqueue 9
+ * host-alloc 120 write 3 build 0". Unset (the normal case) it costs one load and a branch a
+ * call. */
 #ifndef CLS_FAULT_H
 #define CLS_FAULT_H
 
 #include <stddef.h>
 
-typedef enum fault_kind { FAULT_DEVICE_ALLOC, FAULT_ENQUEUE, FAULT_HOST_ALLOC, FAULT_WRITE, FAULT_KINDS } fault_kind;
+typedef enum fault_kind { FAULT_DEVICE_ALLOC, FAULT_ENQUEUE, FAULT_HOST_ALLOC, FAULT_WRITE, FAULT_BUILD, FAULT_KINDS } fault_kind;
+#define FAULT_MAX_AT 8
 
 /* Counts one operation of kind k; 1 when it is to fail. */
 int fault_hit(fault_kind k);

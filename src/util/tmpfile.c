@@ -25,6 +25,7 @@
 #define TMP_SLOTS 32
 
 static _Atomic(char *) slots[TMP_SLOTS];
+static pid_t owner[TMP_SLOTS]; /* the process that listed each: a forked child leaves them alone */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 
@@ -40,8 +41,20 @@ static void on_signal(int sig)
     raise(sig); /* delivered on return from the handler: the process ends by this signal */
 }
 
+/* At exit: whatever is still listed was abandoned (the process that wrote it is ending). The
+ * names stay listed, so nothing is freed under a writer still running in another thread. */
+static void remove_left(void)
+{
+    pid_t me = getpid();
+    for (int i = 0; i < TMP_SLOTS; i++) {
+        char *p = atomic_load(&slots[i]);
+        if (p && owner[i] == me) unlink(p);
+    }
+}
+
 static void install(void)
 {
+    atexit(remove_left);
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
         struct sigaction old;
         if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
@@ -79,7 +92,7 @@ int tmp_create(const char *final, char **tmp)
         int slot = -1;
         for (int i = 0; i < TMP_SLOTS && slot < 0; i++) {
             char *expect = NULL;
-            if (atomic_compare_exchange_strong(&slots[i], &expect, name)) slot = i;
+            if (atomic_compare_exchange_strong(&slots[i], &expect, name)) slot = i, owner[i] = getpid();
         }
         int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) {

@@ -1,6 +1,8 @@
 /* Temporary files written beside their final name and renamed over it when whole: created with
  * the mode any new file gets (0666 less the umask, where mkstemp would give 0600), and listed
- * while they exist so that SIGINT, SIGTERM or SIGHUP removes them before the process dies. */
+ * while they exist so that SIGINT, SIGTERM or SIGHUP removes them before the process dies, and
+ * so does the process's exit (a writer that gave up on an error path without removing its
+ * file). */
 #ifndef CLS_TMPFILE_H
 #define CLS_TMPFILE_H
 
