@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on POCL: install what is missing, then build and run every test twice,
 # once as released (warnings are errors) and once under AddressSanitizer and
-# UndefinedBehaviorSanitizer. Tests needing ../shared/data skip, naming the path, without it.
+# UndefinedBehaviorSanitizer; then the concurrency suite under ThreadSanitizer. Tests needing
+# ../shared/data skip, naming the path, without it.
 # Each build folder is configured with every option the suite needs, whatever configured it
 # before (tools/quickstart.sh shares build/), and ctest fails when it finds no test.
 #   tools/test.sh [--no-sanitize]
@@ -41,4 +42,14 @@ if [ $sanitize = 1 ]; then
   export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   (cd build-asan && ctest -j"$jobs" --no-tests=error -E install)
+
+  # The concurrency suite alone under ThreadSanitizer (build-tsan): threads sharing an engine,
+  # threads each with an engine on one index, processes sharing the program cache. Only that
+  # suite, so the stage stays short; a race report fails it (exit 66) even when results agree.
+  echo "== the concurrency tests under ThreadSanitizer"
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLSEARCH_TSAN=ON -DCLSEARCH_SANITIZE=OFF \
+    -DCLSEARCH_WERROR=ON -DCLSEARCH_TESTS=ON -DCLSEARCH_CIFF=ON >/dev/null
+  cmake --build build-tsan -j"$jobs" --target test_concurrency clsearch
+  (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --no-tests=error -R '^test_concurrency$')
 fi
