@@ -10,9 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=1
 [ "${1:-}" = --no-sanitize ] && sanitize=0
-# clang-15 and llvm-spirv-15: the amdgpu_check test (tools/amdgpu-check.sh) compiles the kernels
-# for AMD GPUs and to SPIR-V; the library itself needs neither.
-tools/deps.sh clang-15 llvm-spirv-15
+# clang-15, llvm-spirv-15 and spirv-tools: the amdgpu_check test (tools/amdgpu-check.sh) compiles
+# the kernels for AMD GPUs and to SPIR-V, and validates the SPIR-V; the library needs none of them.
+tools/deps.sh clang-15 llvm-spirv-15 spirv-tools
 jobs=$(nproc)
 export CTEST_OUTPUT_ON_FAILURE=1
 
