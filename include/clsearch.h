@@ -15,7 +15,12 @@
  *   cls_engine (device or reference) + cls_batch --cls_engine_search--> cls_results (top-k per query)
  *
  * Thread safety: handles are not shared between threads unless stated; cls_last_error() is
- * per thread.
+ * per thread. Stated: a cls_index, once open, is only read: any number of threads, batches and
+ * engines may use it at once. A cls_engine may be shared: its searches run one at a time (a
+ * mutex, held for the whole search), so threads that need searches side by side give each its
+ * own engine on the same index. A cls_batch is only read by a search, so several threads may
+ * search one batch at once while none adds to it or clears it. Each search needs its own
+ * cls_results.
  */
 #ifndef CLSEARCH_H
 #define CLSEARCH_H
@@ -475,6 +480,7 @@ CLS_API cls_status cls_parse_bytes(const char *text, uint64_t *bytes);
 /* cls_engine_create with options. A device_mem too small for the BM25 norms, or for some
  * query's lists together, is CLS_E_DEVMEM (at creation, or at the search that has the query). */
 CLS_API cls_status cls_engine_create_opts(const cls_index *idx, const cls_engine_opts *o, cls_engine **out);
+/* Frees e; on a shared engine, only once every thread's search of it has returned. */
 CLS_API void cls_engine_free(cls_engine *e);
 /* The engine described for a person (clsearch search -v), valid until cls_engine_free: for the
  * reference engine one line, "device: reference engine (...)"; for an OpenCL device four lines
@@ -498,7 +504,8 @@ CLS_API void cls_results_get(const cls_results *r, size_t i, size_t *n, const ui
  * CLS_OK if equal, else CLS_E_MISMATCH with the first difference in cls_last_error(). */
 CLS_API cls_status cls_results_compare(const cls_results *a, const cls_results *b, double rel_tol);
 
-/* Runs every query of batch; r receives one entry per query, in batch order. */
+/* Runs every query of batch; r receives one entry per query, in batch order. Safe to call from
+ * several threads on one engine: the searches wait for each other (see "Thread safety" above). */
 CLS_API cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
                                      cls_results *r);
 /* One query in one call: text analysed against the engine's index into a batch the engine keeps
@@ -521,7 +528,8 @@ typedef struct cls_profile_step {
 /* (advanced) The profile of the last cls_engine_search: *steps receives its steps in the order
  * they first ran (valid until the engine's next search or its free), *batches (when not NULL)
  * the device batches the search was cut into; returns the number of steps. The reference engine
- * has none (0). */
+ * has none (0). On an engine that threads share, the last search is whichever finished last,
+ * and the next one changes the steps: call it only while no other thread searches. */
 CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **steps, uint32_t *batches);
 
 /* (advanced) What the last cls_engine_search did, counted: "queries", "blocks_in_lists" (the
@@ -529,7 +537,7 @@ CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **
  * "blocks_decoded" (what the device decoded: block skipping leaves blocks out), "cost_rate" (the
  * cost model's measured rate after it, in postings per second of batch time); with the list
  * cache also "lists_found" (a batch's lists already on the device), "lists_loaded" and
- * "bytes_loaded" (uploaded for it). */
+ * "bytes_loaded" (uploaded for it). On a shared engine, as cls_engine_profile. */
 typedef struct cls_counter {
     const char *name;
     uint64_t value;

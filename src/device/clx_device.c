@@ -1,6 +1,7 @@
 /* Devices: listing every platform's devices, and resolving a device spec to one of them. */
 #define _DEFAULT_SOURCE /* struct dirent's d_name with readdir */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,13 @@ cls_status clx_describe_device(cl_platform_id p, cl_device_id d, unsigned pi, un
     return CLS_OK;
 }
 
+/* Every enumeration of platforms and devices holds this lock. POCL 3.1 sets its devices up on the
+ * first clGetDeviceIDs of the process, and a thread that calls while another is doing so returns
+ * at once with no device (CL_DEVICE_NOT_FOUND): engines created in several threads at once found
+ * no CPU device. Enumerating one thread at a time costs nothing (it happens once an engine) and
+ * leaves a single thread's calls, and so their errors, as they were. */
+static pthread_mutex_t enum_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Platforms, or none: the ICD loader reports "no platform" as an error code. */
 static cls_status platforms(cl_platform_id **out, cl_uint *n)
 {
@@ -130,11 +138,8 @@ static cls_status devices_of(cl_platform_id p, cl_device_id **out, cl_uint *n)
     return CLS_OK;
 }
 
-cls_status cls_devices_list(cls_device_info **out, size_t *count)
+static cls_status list_locked(cls_device_info **out, size_t *count)
 {
-    if (!out || !count) return err_set(CLS_E_ARG, "cls_devices_list: NULL argument");
-    *out = NULL;
-    *count = 0;
     cl_platform_id *ps;
     cl_uint np;
     cls_status s = platforms(&ps, &np);
@@ -162,19 +167,21 @@ cls_status cls_devices_list(cls_device_info **out, size_t *count)
     return CLS_OK;
 }
 
+cls_status cls_devices_list(cls_device_info **out, size_t *count)
+{
+    if (!out || !count) return err_set(CLS_E_ARG, "cls_devices_list: NULL argument");
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&enum_lock);
+    cls_status s = list_locked(out, count);
+    pthread_mutex_unlock(&enum_lock);
+    return s;
+}
+
 void cls_devices_free(cls_device_info *list) { free(list); }
 
-cls_status clx_select(const char *spec, clx_device *out)
+static cls_status select_locked(const char *spec, int by_index, unsigned want_p, unsigned want_d, clx_device *out)
 {
-    memset(out, 0, sizeof *out);
-    unsigned want_p = 0, want_d = 0;
-    int by_index = 0;
-    char tail;
-    if (strcmp(spec, "auto") != 0 && strcmp(spec, "gpu") != 0 && strcmp(spec, "cpu") != 0) {
-        if (sscanf(spec, "%u:%u%c", &want_p, &want_d, &tail) != 2)
-            return err_set(CLS_E_ARG, "unknown device '%s': use auto, gpu, cpu, ref or P:D (see `clsearch devices`)", spec);
-        by_index = 1;
-    }
     cl_platform_id *ps;
     cl_uint np;
     cls_status s = platforms(&ps, &np);
@@ -220,4 +227,21 @@ cls_status clx_select(const char *spec, clx_device *out)
     free(ps);
     if (s != CLS_OK) return s;
     return err_set(CLS_E_NODEVICE, "no OpenCL device matches '%s' (see `clsearch devices`)", spec);
+}
+
+cls_status clx_select(const char *spec, clx_device *out)
+{
+    memset(out, 0, sizeof *out);
+    unsigned want_p = 0, want_d = 0;
+    int by_index = 0;
+    char tail;
+    if (strcmp(spec, "auto") != 0 && strcmp(spec, "gpu") != 0 && strcmp(spec, "cpu") != 0) {
+        if (sscanf(spec, "%u:%u%c", &want_p, &want_d, &tail) != 2)
+            return err_set(CLS_E_ARG, "unknown device '%s': use auto, gpu, cpu, ref or P:D (see `clsearch devices`)", spec);
+        by_index = 1;
+    }
+    pthread_mutex_lock(&enum_lock);
+    cls_status s = select_locked(spec, by_index, want_p, want_d, out);
+    pthread_mutex_unlock(&enum_lock);
+    return s;
 }

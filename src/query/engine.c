@@ -3,6 +3,7 @@
  * gets it or fails. */
 #include "query/engine.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +18,11 @@ struct cls_engine {
     void *impl;
     char desc[2048];
     cls_batch *one; /* cls_engine_search_text's batch (NULL until first used) */
+    /* One search at a time, so that threads may share an engine (clsearch.h): both engines keep
+     * per-search state (the reference engine's accumulators; the device's queue, batch buffers,
+     * list cache, cost model and profile) and one device queue gains nothing from being fed by
+     * two threads at once. Held across the whole search, search_text's batch included. */
+    pthread_mutex_t mu;
 };
 
 static cls_status ref_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
@@ -146,6 +152,10 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     }
     cls_engine *e = calloc(1, sizeof *e);
     if (!e) return err_set(CLS_E_NOMEM, "cls_engine_create: out of memory");
+    if (pthread_mutex_init(&e->mu, NULL) != 0) {
+        free(e);
+        return err_set(CLS_E_NOMEM, "cls_engine_create: no mutex for the engine");
+    }
     e->idx = idx;
     cls_status s;
     if (strcmp(device, "ref") == 0) {
@@ -164,6 +174,7 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);
     }
     if (s != CLS_OK) {
+        pthread_mutex_destroy(&e->mu);
         free(e);
         return s;
     }
@@ -176,6 +187,7 @@ void cls_engine_free(cls_engine *e)
     if (!e) return;
     e->ops->free(e->impl);
     cls_batch_free(e->one);
+    pthread_mutex_destroy(&e->mu);
     free(e);
 }
 
@@ -207,22 +219,31 @@ cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search
     if (b->idx != e->idx) return err_set(CLS_E_ARG, "the batch was analysed against another index");
     cls_status s = params_check(p);
     if (s != CLS_OK) return s;
-    return e->ops->search(e->impl, b, p, r);
+    pthread_mutex_lock(&e->mu);
+    s = e->ops->search(e->impl, b, p, r);
+    pthread_mutex_unlock(&e->mu);
+    return s;
 }
 
 cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_search_params *p, cls_results *r)
 {
     if (!e || !text || !r) return err_set(CLS_E_ARG, "cls_engine_search_text: NULL argument");
-    cls_status s;
-    if (!e->one && (s = cls_batch_create(e->idx, &e->one)) != CLS_OK) return s;
-    cls_batch_clear(e->one);
-    if ((s = cls_batch_add(e->one, "1", text)) != CLS_OK) return s;
     cls_search_params d;
     if (!p) {
         cls_search_defaults(&d);
         p = &d;
     }
-    return cls_engine_search(e, e->one, p, r);
+    cls_status s = params_check(p);
+    if (s != CLS_OK) return s;
+    pthread_mutex_lock(&e->mu);
+    if (!e->one) s = cls_batch_create(e->idx, &e->one);
+    if (s == CLS_OK) {
+        cls_batch_clear(e->one);
+        s = cls_batch_add(e->one, "1", text);
+    }
+    if (s == CLS_OK) s = e->ops->search(e->impl, e->one, p, r);
+    pthread_mutex_unlock(&e->mu);
+    return s;
 }
 
 clx_engine *engine_clx(cls_engine *e) { return e->ops == &CLX_OPS ? e->impl : NULL; }
