@@ -188,7 +188,8 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
  *    entries equal the k-th key than are taken, over their positions (smallest first); the
  *    entries chosen move to the front in order, and t becomes the k-th key: a later key equal to
  *    it has a larger position and ranks below every entry kept, so only keys above t enter;
- *  - at the end the buffer is cut to its k best once more and bitonic-sorted in local memory.
+ *  - at the end the buffer is cut to its k best once more and sorted in local memory (each entry
+ *    counts those ranked before it where they are at most WG_TOPK, else a bitonic sort).
  * On random scores the threshold rises fast: after the first cut about k ln(n / cap) keys enter in
  * all, so the row is read once and the buffer cut a few times. A row in ascending order is the
  * worst case, a cut every step (each a few passes over the buffer in local memory), never a wrong
@@ -206,7 +207,7 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
  * keys | positions | histogram | scan | words the radix pick hands on. cap is at least
  * next_pow2(min(k, n)) (the final sort's room) and either at least n (the whole row fits: no cut
  * while streaming) or at least k + TR_STEP (after a cut the next step fits). */
-#define TR_VEC ABI_TOPK_VEC
+#define TR_VEC ABI_TOPK_VEC(WG_TOPK)
 #define TR_STEP (WG_TOPK * 4u * TR_VEC)
 #ifndef TR_E
 #define TR_E 8u /* buffer entries a work-item looks at in one iteration of a cut's compaction */
@@ -289,6 +290,36 @@ inline uint tr_sort_phase(__local uint *bk, __local uint *bp, uint m, uint p2, u
     return 0;
 }
 
+/* The final order of at most WG_TOPK entries by rank: work-item i counts the entries that rank
+ * before entry i (positions differ, so ranks do) and writes it to the output at its rank, with
+ * the output's empty slots; fewer steps than a bitonic sort's stages. */
+inline uint tr_rank(__local const uint *bk, __local const uint *bp, uint m)
+{
+    uint lid = get_local_id(0), r = 0;
+    if (lid < m) {
+        uint kx = bk[lid], dx = bp[lid];
+        for (uint j = 0; j < m; j++) r += topk_before(bk[j], bp[j], kx, dx);
+    }
+    return r;
+}
+
+inline void tr_rank_out(__local const uint *bk, __local const uint *bp, uint m, uint r, uint k, uint Q, uint q,
+                        __global uint *out)
+{
+    uint lid = get_local_id(0);
+    __global uint *od = out + ABI_OUT_DOC((ulong)Q, k, q, 0);
+    __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
+    if (lid == 0) out[q] = m;
+    if (lid < m) {
+        od[r] = bp[lid];
+        os[r] = bk[lid] & ~ABI_KEY_TIER;
+    }
+    for (uint i = m + lid; i < k; i += WG_TOPK) {
+        od[i] = ABI_NO_DOC;
+        os[i] = 0u;
+    }
+}
+
 /* Whether the key at row position pos enters the buffer: above the threshold t (key 0, no match,
  * never does) and in the row (positions before its start wrap to large values). */
 #define TR_TAKE(key, pos) ((key) > t && (pos) < n)
@@ -347,7 +378,8 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
                 val += i < c && (ek[j] > kt || (ek[j] == kt && ep[j] < dend));
             }
         } else if (op == TR_SORT) {
-            done = tr_sort_phase(bk, bp, m, p2, &st, &size, &stride, k, Q, q, out);
+            if (m <= WG_TOPK) val = tr_rank(bk, bp, m); /* written out in phase C */
+            else done = tr_sort_phase(bk, bp, m, p2, &st, &size, &stride, k, Q, q, out);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* phase B: the value to scan */
@@ -391,6 +423,9 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
                     bp[at] = ep[j];
                     at++;
                 }
+        } else if (op == TR_SORT && m <= WG_TOPK) {
+            tr_rank_out(bk, bp, m, val, k, Q, q, out);
+            done = 1;
         } else if (op == TR_SORT && !done) {
             done = tr_sort_phase(bk, bp, m, p2, &st, &size, &stride, k, Q, q, out);
         }

@@ -212,19 +212,21 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
 
 /* Dense rows read once (cl/topk.cl: topk_rows), one work-group a row with a buffer of candidates
  * in local memory. It needs room for the final sort (next_pow2(min(k, n)) entries) and for a step
- * of the row beside the k kept after a cut (k + step entries), or for the whole row; it gets two
- * steps beside k, so that a cut is rare once the threshold has risen, as far as local memory
- * allows (its histogram, scan and state words take TR_BINS + WG_TOPK + TR_SH words beside). The values match
- * cl/topk.cl's TR_BINS and TR_SH. */
+ * of the row beside the k kept after a cut (k + step entries), or for the whole row. It gets k or
+ * a quarter step more (about k ln(n / cap) keys enter after the first cut on random scores, so
+ * few cuts follow), as far as local memory allows: the buffer is 8 bytes an entry, beside its
+ * histogram, scan and state words (TR_BINS + WG_TOPK + TR_SH words), and a smaller one leaves
+ * room for more work-groups on a compute unit. The values match cl/topk.cl's TR_BINS and TR_SH. */
 #define TR_BINS 2048u
 #define TR_SH 4u
 
 cl_uint dev_topk_rows_cap(const clx_engine *e, uint32_t num_docs, uint32_t kk)
 {
-    uint64_t n = num_docs, k = kk, wg = e->prm.wg_topk, step = wg * 4 * ABI_TOPK_VEC;
+    uint64_t n = num_docs, k = kk, wg = e->prm.wg_topk, step = wg * 4 * ABI_TOPK_VEC(e->prm.wg_topk);
     uint64_t p2 = 1, m = k < n ? k : n;
     while (p2 < m) p2 <<= 1;
-    uint64_t least = k + step < n ? k + step : n, want = k + 2 * step < n ? k + 2 * step : n;
+    uint64_t least = k + step < n ? k + step : n, want = k + step + (k > step / 4 ? k : step / 4);
+    if (want > n) want = n;
     if (least < p2) least = p2;
     if (want < least || e->topk_force == DEV_TOPK_ROWS_LEAST) want = least;
     uint64_t fixed = ((uint64_t)TR_BINS + wg + TR_SH) * 4, mem = e->dev.info.local_mem;
