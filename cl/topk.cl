@@ -1,6 +1,7 @@
-/* topk.cl: per-query top-k selection, one work-group per query.
+/* topk.cl: per-query top-k selection, one work-group per query: topk_select (below) for
+ * segments and any dense row, topk_rows (further down) for dense rows read once.
  *
- * It ranks 32-bit keys (cl/abi.h): a score's float bits (BM25 with Lucene's idf is > 0 for every
+ * topk_select ranks 32-bit keys (cl/abi.h): a score's float bits (BM25 with Lucene's idf is > 0 for every
  * match, so the bits order like the floats, and 0 means "no match"), with ABI_KEY_TIER set where
  * an algorithm ranks a class of documents first. The group:
  *  1. finds the k-th largest key T by radix select (common.cl: wg_kth_key; none when there are
