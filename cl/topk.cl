@@ -215,9 +215,6 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
 #endif
 #define TR_BINS 2048u
 #define TR_SH 4u
-#if WG_TOPK > TR_BINS
-#error "topk_rows needs WG_TOPK <= 2048 (each work-item sums whole histogram bins)"
-#endif
 /* the operations */
 #define TR_STREAM 0u
 #define TR_HIST 1u
@@ -348,8 +345,9 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
     uint4 nx[TR_VEC], x[TR_VEC];
     for (uint v = 0; v < TR_VEC; v++) nx[v] = tr_load(row, v * WG_TOPK + lid, nvec, a, n);
     uint ek[TR_E], ep[TR_E];
-    const uint per = TR_BINS / WG_TOPK;
-    uint hi = TR_BINS - lid * per, lo = hi - per; /* the histogram bins this work-item sums, counted from the top */
+    /* the histogram bins this work-item sums, counted from the top (none past the 2,048th item) */
+    const uint per = TR_BINS >= WG_TOPK ? TR_BINS / WG_TOPK : 1u;
+    uint hi = lid * per < TR_BINS ? TR_BINS - lid * per : 0u, lo = hi ? hi - per : 0u;
     barrier(CLK_LOCAL_MEM_FENCE);
 
     while (op != TR_END) {
