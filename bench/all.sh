@@ -91,7 +91,7 @@ if want e2e; then
 fi
 if want torch; then
   echo "== torch peers"
-  python3 "$src/bench/peers_torch.py" --json "$out/torch.jsonl" $inter 2>&1 | tee "$out/torch.txt" || true
+  python3 "$src/bench/peers_torch.py" --json "$out/torch.jsonl" --topk "$topk" $inter 2>&1 | tee "$out/torch.txt" || true
 fi
 if want xapian; then
   echo "== xapian peers"

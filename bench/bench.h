@@ -22,7 +22,7 @@ int bench_decode(int argc, char **argv);
 /* e2e: query batches through the whole engine, by batch size (bench_e2e.c). */
 int bench_e2e(int argc, char **argv);
 
-/* topk: topk_select alone on dense rows of random scores (bench_topk.c). */
+/* topk: the engine's top-k of dense rows alone, on random scores (bench_topk.c). */
 int bench_topk(int argc, char **argv);
 
 /* scan: the device-wide prefix sum alone, per variant (bench_scan.c). */

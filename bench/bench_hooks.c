@@ -1,4 +1,4 @@
-/* Benchmark hooks (bench_hooks.h): decode_blocks and topk_select alone through the engine's own
+/* Benchmark hooks (bench_hooks.h): decode_blocks and the top-k kernels alone through the engine's own
  * launch functions, each run timed by its profiling event. */
 #include "bench_hooks.h"
 
@@ -70,7 +70,8 @@ cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_
 }
 
 cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, unsigned reps,
-                          double *kernel_s, double *upload_s, uint32_t *docs0, float *scores0, uint32_t *count0)
+                          double *kernel_s, double *upload_s, uint32_t *counts, uint32_t *docs, float *out_scores,
+                          const char **kernel)
 {
     dev_batch b;
     cls_status s = dev_topk_rows(e, nq, N, k, &b);
@@ -87,8 +88,9 @@ cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint3
     }
     size_t out_len = ABI_OUT_WORDS((size_t)nq, k);
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
-    *count0 = e->h_out[0];
-    memcpy(docs0, e->h_out + ABI_OUT_DOC((size_t)nq, k, 0, 0), (size_t)k * 4);
-    memcpy(scores0, e->h_out + ABI_OUT_SCORE((size_t)nq, k, 0, 0), (size_t)k * 4);
+    memcpy(counts, e->h_out, (size_t)nq * 4);
+    memcpy(docs, e->h_out + ABI_OUT_DOC((size_t)nq, k, 0, 0), (size_t)nq * k * 4);
+    memcpy(out_scores, e->h_out + ABI_OUT_SCORE((size_t)nq, k, 0, 0), (size_t)nq * k * 4);
+    *kernel = e->topk_ran;
     return CLS_OK;
 }

@@ -15,10 +15,12 @@ cls_status clx_bench_decode(clx_engine *e, const uint32_t *sel, uint64_t b0, uin
                             double *kernel_s, double *upload_s);
 /* Reads back what the last clx_bench_decode left (nb * block_size values each). */
 cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_t *freqs);
-/* topk_select alone in dense mode over nq rows of N scores: one timed upload (*upload_s), then
- * reps timed runs after a warm-up (kernel_s[r]); row 0's hits come back (*count0 of them, k
- * slots) for a check. */
+/* The engine's top-k of nq dense rows of N scores alone: one timed upload (*upload_s), then reps
+ * timed runs after a warm-up (kernel_s[r]); every row's hits come back for a check (counts[q],
+ * k slots of docs and scores a row, as clx_search reads them), and the kernel that ranked the
+ * rows (*kernel: topk_rows, topk_wide or topk_select). */
 cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, unsigned reps,
-                          double *kernel_s, double *upload_s, uint32_t *docs0, float *scores0, uint32_t *count0);
+                          double *kernel_s, double *upload_s, uint32_t *counts, uint32_t *docs, float *out_scores,
+                          const char **kernel);
 
 #endif

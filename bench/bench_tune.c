@@ -10,10 +10,10 @@
  * sweep starts from (the built-in default) is measured twice, and another value replaces it
  * only when faster by more than the spread of those two (at least 3%): differences of a few
  * percent on a loaded machine are noise, not a reason to leave the default. Measured by:
- *   WG_SCAN_ALGO   intersect_and + topk_select time (both scan per chunk of candidates)
+ *   WG_SCAN_ALGO   intersect_and + dense-row top-k time (both scan per chunk of candidates or step of a row)
  *   WG_INTERSECT   intersect_and: batched 2-term AND queries, lists 1:10
  *   WG_SCORE       score_or (AND scores inside match_and, whose groups are WG_INTERSECT)
- *   WG_TOPK        topk_select over dense rows
+ *   WG_TOPK        the engine's top-k of dense rows (topk_rows where local memory holds its buffer)
  *   SCAN_WG x SCAN_ITEMS  the device-wide scan (every pair)
  *   COPY_VEC       the copy kernels (the better of strided and runs)
  * Candidates are the registry's, less what the device cannot run (work-groups above its

@@ -2,14 +2,16 @@
 """PyTorch's equivalents of clsearch's kernels, on the same GPU, for same-run ratios.
 
     python3 bench/peers_torch.py [--json FILE] [--repeats N] [--ops cumsum,topk,intersect]
-                                 [--short 1000,10000] [--ratios 1,10,100,1000] [--batch 1,64,1024,16384]
-                                 [--share 0.5] [--mib 256]
+                                 [--topk ROWSxN:K,...] [--short 1000,10000] [--ratios 1,10,100,1000]
+                                 [--batch 1,64,1024,16384] [--share 0.5] [--mib 256]
 
 Measures, with CUDA events after a warm-up, medians over the repeats:
   * torch.cumsum over 2^28 int32 (the scan kernels' peer), elements/s;
-  * torch.topk k=10 over 1024 rows of 100,000 float32 and over one row of 25,000,000 (the
-    shapes `clsearch bench topk` runs by default), elements/s;
-  * torch.topk k=1000 over 1024 rows of 100,000;
+  * torch.topk along the rows of float32 matrices, elements/s, one line a case of --topk, given
+    as `clsearch bench topk -c` takes them (ROWSxN:K); the default is every shape that suite runs
+    by default and bench/all.sh adds at the gpu scale: 1024x100000 at k 10, 1000 and 1,
+    1x25000000:10, 16384x1000:10 and 1x1000000:10000 (bench/all.sh passes the cases it gives
+    the suite);
   * batched 2-term AND intersection (the intersect_and kernel's peer), the inputs `clsearch bench
     intersect` makes, for the same --short, --ratios, --batch, --share and --mib: per query a
     long list of SHORT x RATIO sorted docIDs (gaps uniform in 2..6) and a short list of SHORT,
@@ -39,6 +41,26 @@ def sizes(text):
     if any(x < 1 or x != int(x) for x in v):
         raise argparse.ArgumentTypeError(f"not a list of whole numbers >= 1: {text}")
     return [int(x) for x in v]
+
+
+# every shape `clsearch bench topk` times by default, and the k 1 case bench/all.sh adds (gpu)
+TOPK_CASES = "1024x100000:10,1x25000000:10,1024x100000:1000,16384x1000:10,1x1000000:10000,1024x100000:1"
+
+
+def topk_cases(text):
+    """ROWSxN:K,... as `clsearch bench topk -c` takes them: [(rows, n, k), ...] with 1 <= k <= n."""
+    out = []
+    for c in text.split(","):
+        try:
+            shape, k = c.split(":")
+            rows, n = shape.split("x")
+            case = (int(rows), int(n), int(k))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a ROWSxN:K case: {c}")
+        if min(case) < 1 or case[2] > case[1]:
+            raise argparse.ArgumentTypeError(f"{c}: ROWS, N and K at least 1, K at most N (torch.topk)")
+        out.append(case)
+    return out
 
 
 def intersect_inputs(torch, dev, g, batch, short, ratio, share):
@@ -108,6 +130,8 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--ops", default="cumsum,topk,intersect", help="which peers: cumsum, topk, intersect")
+    ap.add_argument("--topk", type=topk_cases, default=topk_cases(TOPK_CASES), metavar="ROWSxN:K,...",
+                    help=f"torch.topk cases (default {TOPK_CASES})")
     ap.add_argument("--short", type=sizes, default=[1000, 10000])
     ap.add_argument("--ratios", type=sizes, default=[1, 10, 100, 1000])
     ap.add_argument("--batch", type=sizes, default=[1, 64, 1024, 16384])
@@ -145,8 +169,7 @@ def main():
             ts.append(s.elapsed_time(e) / 1e3)
         return statistics.median(ts), min(ts)
 
-    cases = [("cumsum", (1 << 28,), None), ("topk", (1024, 100000), 10), ("topk", (1, 25000000), 10),
-             ("topk", (1024, 100000), 1000)]
+    cases = [("cumsum", (1 << 28,), None)] + [("topk", (rows, n), k) for rows, n, k in a.topk]
     for op, shape, k in [c for c in cases if c[0] in ops]:
         g = torch.Generator(device=dev)
         g.manual_seed(42)

@@ -165,6 +165,9 @@ typedef struct abi_place {
  * "no match"); an algorithm that ranks a class of documents first sets ABI_KEY_TIER in their
  * keys, and the results carry the score without it. */
 #define ABI_KEY_TIER 0x80000000u
+/* topk_rows (cl/topk.cl) reads a row in steps of wg x 4 x ABI_TOPK_VEC(wg) keys (16-byte loads,
+ * about 2,048 keys a step); the host sizes its candidate buffer from the step. */
+#define ABI_TOPK_VEC(wg) ((wg) >= 512u ? 1u : 2u)
 
 /* Results of a batch of Q queries at k, read back in one transfer, in 32-bit words:
  *   [0, Q)                 hits per query (at most k)

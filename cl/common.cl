@@ -19,7 +19,7 @@
 #define WG_SCORE 128     /* work-items per query in score_and / score_or */
 #endif
 #ifndef WG_TOPK
-#define WG_TOPK 256      /* work-items per query in topk_select */
+#define WG_TOPK 256      /* work-items per query in topk_select and topk_rows */
 #endif
 
 /* The one bit reader of the device decoders. Streams pack bits LSB-first in 32-bit words (bit

@@ -1,6 +1,7 @@
-/* topk.cl: per-query top-k selection, one work-group per query.
+/* topk.cl: per-query top-k selection, one work-group per query: topk_select (below) for
+ * segments and any dense row, topk_rows (further down) for dense rows read once.
  *
- * It ranks 32-bit keys (cl/abi.h): a score's float bits (BM25 with Lucene's idf is > 0 for every
+ * topk_select ranks 32-bit keys (cl/abi.h): a score's float bits (BM25 with Lucene's idf is > 0 for every
  * match, so the bits order like the floats, and 0 means "no match"), with ABI_KEY_TIER set where
  * an algorithm ranks a class of documents first. The group:
  *  1. finds the k-th largest key T by radix select (common.cl: wg_kth_key; none when there are
@@ -172,5 +173,319 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
     for (uint r = lid; r < k; r += WG_TOPK) {
         od[r] = r < m ? sd[r] : ABI_NO_DOC;
         os[r] = r < m ? ss[r] & ~ABI_KEY_TIER : 0u;
+    }
+}
+
+/* ---- Dense rows read once: topk_rows ---------------------------------------------------------
+ *
+ * topk_select reads a dense row five times (four radix passes and the compaction). topk_rows
+ * reads it once, one work-group a row (where the rows fill the device: src/device/dev_launch.c),
+ * keeping a buffer of candidates (key, position) in local memory:
+ *  - the row streams through in steps of TR_STEP keys (TR_VEC 16-byte loads a work-item, each
+ *    step's loads issued one step ahead); every key above the threshold t (at first 0: every
+ *    match) is appended to the buffer;
+ *  - when the next step might not fit, the buffer is cut to its k best: a radix select over its
+ *    keys (11 + 11 + 10 bits; it stops at a digit whose bin is taken whole), then, where more
+ *    entries equal the k-th key than are taken, over their positions (smallest first); the
+ *    entries chosen move to the front in order, and t becomes the k-th key: a later key equal to
+ *    it has a larger position and ranks below every entry kept, so only keys above t enter;
+ *  - at the end the buffer is cut to its k best once more and sorted in local memory (each entry
+ *    counts those ranked before it where they are at most WG_TOPK, else a bitonic sort).
+ * On random scores the threshold rises fast: after the first cut about k ln(n / cap) keys enter in
+ * all, so the row is read once and the buffer cut a few times. A row in ascending order is the
+ * worst case, a cut every step (each a few passes over the buffer in local memory), never a wrong
+ * answer. The output is topk_select's: the same docIDs in the same order (ties to the smaller
+ * position), all k slots written.
+ *
+ * POCL takes many minutes to compile barriers in loops nested three deep (a cut's passes inside
+ * the stream's steps), so the kernel is one loop, a step of a state machine an iteration, with
+ * the same barriers in every iteration: phase A, barrier, phase B, a scan of one value a
+ * work-item (wg_scan_incl), phase C, barrier. What a phase does depends on the operation (the
+ * branches hold no barrier), and every work-item keeps the state itself, computing the same next
+ * operation from the same values (the scan's total, words one work-item wrote before a barrier).
+ *
+ * The host gives the work-group one local buffer lm (cap + cap + TR_BINS + WG_TOPK + TR_SH words):
+ * keys | positions | histogram | scan | words the radix pick hands on. cap is at least
+ * next_pow2(min(k, n)) (the final sort's room) and either at least n (the whole row fits: no cut
+ * while streaming) or at least k + TR_STEP (after a cut the next step fits). */
+#define TR_VEC ABI_TOPK_VEC(WG_TOPK)
+#define TR_STEP (WG_TOPK * 4u * TR_VEC)
+#ifndef TR_E
+#define TR_E 8u /* buffer entries a work-item looks at in one iteration of a cut's compaction */
+#endif
+#define TR_BINS 2048u
+#define TR_SH 4u
+/* the operations */
+#define TR_STREAM 0u
+#define TR_HIST 1u
+#define TR_COMPACT 2u
+#define TR_SORT 3u
+#define TR_END 4u
+
+/* radix pass 0..2 over 32 bits: 11 + 11 + 10 bits from the top */
+inline uint topk_digit_shift(uint pass) { return pass == 0 ? 21u : pass == 1 ? 10u : 0u; }
+inline uint topk_digit_mask(uint pass) { return pass == 2 ? 1023u : 2047u; }
+inline uint topk_prefix_mask(uint pass) { return pass == 0 ? 0u : pass == 1 ? 0xFFE00000u : 0xFFFFFC00u; }
+
+/* Vector vi of a row seen from the 16-byte boundary a keys before its start: the keys at
+ * positions vi * 4 - a .. + 3, 0 outside the row (a vector the row covers in part, its first and
+ * last, is read key by key, so nothing outside the row is read). */
+inline uint4 tr_load(__global const uint *row, uint vi, uint nvec, uint a, uint n)
+{
+    if (vi >= nvec) return (uint4)(0u);
+    uint p = vi * 4u - a, i = vi * 4u;
+    if (i >= a && p + 4u <= n) return ((__global const uint4 *)row)[vi];
+    return (uint4)(p < n ? row[i] : 0u, p + 1u < n ? row[i + 1u] : 0u, p + 2u < n ? row[i + 2u] : 0u,
+                   p + 3u < n ? row[i + 3u] : 0u);
+}
+
+inline uint tr_lane(uint4 x, uint l) { return l == 0 ? x.s0 : l == 1 ? x.s1 : l == 2 ? x.s2 : x.s3; }
+
+/* One stage of the bitonic sort of the buffer's p2 entries by (key desc, position asc). */
+inline void tr_sort_stage(__local uint *bk, __local uint *bp, uint p2, uint size, uint stride)
+{
+    for (uint i = get_local_id(0); i < p2 / 2; i += WG_TOPK) {
+        uint x = 2 * stride * (i / stride) + (i % stride), y = x + stride;
+        bool first_half = (x & size) == 0; /* this run sorts best-first, else worst-first */
+        uint kx = bk[x], ky = bk[y], dx = bp[x], dy = bp[y];
+        if (first_half ? topk_before(ky, dy, kx, dx) : topk_before(kx, dx, ky, dy)) {
+            bk[x] = ky; bk[y] = kx;
+            bp[x] = dy; bp[y] = dx;
+        }
+    }
+}
+
+/* What the sort does in one phase: pad the buffer to p2 with entries that sort last, then one
+ * stage a phase, then the output (m hits of k; every slot written). *st counts the phases: 0 pad,
+ * 1 .. stages, then the output; returns 1 once the output is written. */
+inline uint tr_sort_phase(__local uint *bk, __local uint *bp, uint m, uint p2, uint *st, uint *size, uint *stride,
+                          uint k, uint Q, uint q, __global uint *out)
+{
+    uint lid = get_local_id(0);
+    if (*st == 0) {
+        for (uint i = m + lid; i < p2; i += WG_TOPK) {
+            bk[i] = 0u;
+            bp[i] = 0xFFFFFFFFu;
+        }
+    } else if (*size <= p2) {
+        tr_sort_stage(bk, bp, p2, *size, *stride);
+        *stride >>= 1;
+        if (*stride == 0) {
+            *size <<= 1;
+            *stride = *size >> 1;
+        }
+    } else {
+        if (lid == 0) out[q] = m;
+        __global uint *od = out + ABI_OUT_DOC((ulong)Q, k, q, 0);
+        __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
+        for (uint r = lid; r < k; r += WG_TOPK) {
+            od[r] = r < m ? bp[r] : ABI_NO_DOC;
+            os[r] = r < m ? bk[r] & ~ABI_KEY_TIER : 0u;
+        }
+        return 1;
+    }
+    (*st)++;
+    return 0;
+}
+
+/* The final order of at most WG_TOPK entries by rank: work-item i counts the entries that rank
+ * before entry i (positions differ, so ranks do) and writes it to the output at its rank, with
+ * the output's empty slots; fewer steps than a bitonic sort's stages. */
+inline uint tr_rank(__local const uint *bk, __local const uint *bp, uint m)
+{
+    uint lid = get_local_id(0), r = 0;
+    if (lid < m) {
+        uint kx = bk[lid], dx = bp[lid];
+        for (uint j = 0; j < m; j++) r += topk_before(bk[j], bp[j], kx, dx);
+    }
+    return r;
+}
+
+inline void tr_rank_out(__local const uint *bk, __local const uint *bp, uint m, uint r, uint k, uint Q, uint q,
+                        __global uint *out)
+{
+    uint lid = get_local_id(0);
+    __global uint *od = out + ABI_OUT_DOC((ulong)Q, k, q, 0);
+    __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
+    if (lid == 0) out[q] = m;
+    if (lid < m) {
+        od[r] = bp[lid];
+        os[r] = bk[lid] & ~ABI_KEY_TIER;
+    }
+    for (uint i = m + lid; i < k; i += WG_TOPK) {
+        od[i] = ABI_NO_DOC;
+        os[i] = 0u;
+    }
+}
+
+/* Whether the key at row position pos enters the buffer: above the threshold t (key 0, no match,
+ * never does) and in the row (positions before its start wrap to large values). */
+#define TR_TAKE(key, pos) ((key) > t && (pos) < n)
+
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint cap, uint Q, __global uint *out,
+               __local uint *lm)
+{
+    __local uint *bk = lm, *bp = lm + cap, *hist = lm + 2 * (ulong)cap, *scan = hist + TR_BINS, *sh = scan + WG_TOPK;
+    uint q = get_group_id(0), lid = get_local_id(0);
+    ulong start = (ulong)q * n + key_shift;
+    uint a = (uint)(start & 3u); /* the row's keys before its first 16-byte boundary */
+    __global const uint *row = scores + (start - a);
+    uint span = a + n, nvec = (span + 3u) / 4u;
+    uint steps = (nvec + WG_TOPK * TR_VEC - 1u) / (WG_TOPK * TR_VEC);
+    /* positions are below 2^bits: the first digit of a complemented position that can be other than ones */
+    uint bits = n > 1u ? 32u - clz(n - 1u) : 0u, fp = bits > 21u ? 0u : bits > 10u ? 1u : 2u;
+    for (uint j = lid; j < TR_BINS; j += WG_TOPK) hist[j] = 0; /* each radix pick clears it behind itself */
+
+    /* the state, the same in every work-item */
+    uint op = TR_STREAM, s = 0, c = 0, t = 0, fin = 0;
+    uint kpre = 0, ppre = 0, left = 0, bypos = 0, dig = 0; /* the select */
+    uint kt = 0, dend = 0, ch = 0, m = 0;                  /* the cut: keep key > kt, or key == kt and position < dend */
+    uint p2 = 1, st = 0, size = 2, stride = 1;             /* the sort */
+    uint4 nx[TR_VEC], x[TR_VEC];
+    for (uint v = 0; v < TR_VEC; v++) nx[v] = tr_load(row, v * WG_TOPK + lid, nvec, a, n);
+    uint ek[TR_E], ep[TR_E];
+    /* the histogram bins this work-item sums, counted from the top (none past the 2,048th item) */
+    const uint per = TR_BINS >= WG_TOPK ? TR_BINS / WG_TOPK : 1u;
+    uint hi = lid * per < TR_BINS ? TR_BINS - lid * per : 0u, lo = hi ? hi - per : 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    while (op != TR_END) {
+        uint val = 0, done = 0;
+        /* phase A */
+        if (op == TR_STREAM) { /* this step's keys (loaded a step ahead), the next step's loads */
+            for (uint v = 0; v < TR_VEC; v++) {
+                uint vi = (s * TR_VEC + v) * WG_TOPK + lid, p = vi * 4u - a;
+                x[v] = nx[v];
+                nx[v] = tr_load(row, vi + WG_TOPK * TR_VEC, nvec, a, n);
+                val += TR_TAKE(x[v].s0, p) + TR_TAKE(x[v].s1, p + 1u) + TR_TAKE(x[v].s2, p + 2u) +
+                       TR_TAKE(x[v].s3, p + 3u);
+            }
+        } else if (op == TR_HIST) { /* the digit's histogram among the entries sharing the prefix */
+            uint shift = topk_digit_shift(dig), dmask = topk_digit_mask(dig), pmask = topk_prefix_mask(dig);
+            uint pre = bypos ? ppre : kpre;
+            for (uint i = lid; i < c; i += WG_TOPK) {
+                uint key = bk[i], w = bypos ? ~bp[i] : key;
+                if ((!bypos || key == kpre) && (w & pmask) == pre) atomic_inc(&hist[(w >> shift) & dmask]);
+            }
+        } else if (op == TR_COMPACT) { /* this work-item's TR_E entries of the chunk, and which stay */
+            uint base = (ch * WG_TOPK + lid) * TR_E;
+            for (uint j = 0; j < TR_E; j++) {
+                uint i = base + j;
+                ek[j] = i < c ? bk[i] : 0u;
+                ep[j] = i < c ? bp[i] : 0u;
+                val += i < c && (ek[j] > kt || (ek[j] == kt && ep[j] < dend));
+            }
+        } else if (op == TR_SORT) {
+            if (m <= WG_TOPK) val = tr_rank(bk, bp, m); /* written out in phase C */
+            else done = tr_sort_phase(bk, bp, m, p2, &st, &size, &stride, k, Q, q, out);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* phase B: the value to scan */
+        if (op == TR_HIST)
+            for (uint j = lo; j < hi; j++) val += hist[j];
+        uint tot, incl = wg_scan_incl(scan, val, &tot);
+        /* phase C */
+        if (op == TR_STREAM) { /* the takes, after the entries so far */
+            uint at = c + incl - val;
+            for (uint v = 0; v < TR_VEC; v++) {
+                uint p = ((s * TR_VEC + v) * WG_TOPK + lid) * 4u - a;
+                for (uint l = 0; l < 4; l++) {
+                    uint key = tr_lane(x[v], l);
+                    if (TR_TAKE(key, p + l)) {
+                        bk[at] = key;
+                        bp[at] = p + l;
+                        at++;
+                    }
+                }
+            }
+        } else if (op == TR_HIST) {
+            /* the work-item whose bins hold the entry wanted (left-th from the top) walks them */
+            uint above = incl - val;
+            if (above < left && left <= incl) {
+                uint shift = topk_digit_shift(dig), j = hi;
+                while (j > lo) {
+                    j--;
+                    if (above + hist[j] >= left) break;
+                    above += hist[j];
+                }
+                sh[0] = (bypos ? ppre : kpre) | (j << shift);
+                sh[1] = left - above;
+                sh[2] = hist[j] == left - above; /* the bin is taken whole: no finer digit needed */
+            }
+            for (uint j = lo; j < hi; j++) hist[j] = 0;
+        } else if (op == TR_COMPACT) { /* in order to the front: an entry only moves down, to a slot read in phase A */
+            uint at = m + incl - val;
+            for (uint j = 0; j < TR_E; j++)
+                if (ek[j] > kt || (ek[j] == kt && ep[j] < dend)) {
+                    bk[at] = ek[j];
+                    bp[at] = ep[j];
+                    at++;
+                }
+        } else if (op == TR_SORT && m <= WG_TOPK) {
+            tr_rank_out(bk, bp, m, val, k, Q, q, out);
+            done = 1;
+        } else if (op == TR_SORT && !done) {
+            done = tr_sort_phase(bk, bp, m, p2, &st, &size, &stride, k, Q, q, out);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* the next operation, computed alike by every work-item */
+        uint select = 0;
+        if (op == TR_STREAM) {
+            c += tot;
+            s++;
+            ulong seen = (ulong)s * TR_STEP;
+            uint next = seen >= span ? 0u : (uint)min((ulong)TR_STEP, span - seen);
+            fin = s == steps;
+            select = fin ? c > k : c + next > cap && c > k;
+            if (fin && !select) {
+                m = c;
+                op = TR_SORT;
+            }
+        } else if (op == TR_HIST) {
+            uint pre = sh[0], rest = sh[1], whole = sh[2];
+            left = rest;
+            if (!bypos) kpre = pre;
+            else ppre = pre;
+            if (whole || (bypos && dig == 2)) {
+                /* a key bin taken whole: every key at or above the prefix (keys are nonzero); a
+                 * position bin: every tie at or below the position prefix */
+                kt = bypos ? kpre : kpre ? kpre - 1u : 0u;
+                dend = bypos ? ~ppre + 1u : 0u;
+                op = TR_COMPACT;
+                ch = 0;
+                m = 0;
+            } else if (!bypos && dig == 2) { /* more entries equal the k-th key than are taken */
+                bypos = 1;
+                dig = fp;
+            } else {
+                dig++;
+            }
+        } else if (op == TR_COMPACT) {
+            m += tot;
+            ch++;
+            if (ch * WG_TOPK * TR_E >= c) {
+                c = m;
+                if (fin) {
+                    op = TR_SORT;
+                } else {
+                    t = max(t, kt);
+                    op = TR_STREAM;
+                }
+            }
+        } else if (op == TR_SORT && done) {
+            op = TR_END;
+        }
+        if (select) {
+            op = TR_HIST;
+            bypos = 0;
+            dig = 0;
+            kpre = 0;
+            left = k;
+            ppre = topk_prefix_mask(fp); /* the complemented positions' bits above fp's digit: ones */
+        }
+        if (op == TR_SORT && st == 0)
+            while (p2 < m) p2 <<= 1;
     }
 }

@@ -1,4 +1,4 @@
-/* Test hooks (kernel_hooks.h): decode_blocks and topk_select alone, through the engine's own
+/* Test hooks (kernel_hooks.h): decode_blocks and the top-k kernels alone, through the engine's own
  * launch functions (src/device/dev_launch.c). */
 #include "kernel_hooks.h"
 
@@ -53,6 +53,14 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
     memcpy(out_scores, e->h_out + ABI_OUT_SCORE((size_t)nq, k, 0, 0), (size_t)nq * k * 4);
     return CLS_OK;
 }
+
+void clx_test_topk_force(clx_engine *e, int force)
+{
+    e->topk_force = force == TEST_TOPK_SELECT ? DEV_TOPK_SELECT : force == TEST_TOPK_ROWS_LEAST ? DEV_TOPK_ROWS_LEAST : 0;
+}
+const char *clx_test_topk_ran(const clx_engine *e) { return e->topk_ran; }
+uint32_t clx_test_topk_rows_cap(const clx_engine *e, uint32_t N, uint32_t k) { return dev_topk_rows_cap(e, N, k); }
+uint32_t clx_test_compute_units(const clx_engine *e) { return e->dev.info.compute_units; }
 
 cls_status clx_test_topk_seg(clx_engine *e, const uint32_t *keys, const uint32_t *docs, uint64_t n, const uint32_t *seg,
                              uint32_t nq, uint32_t k, uint32_t *counts, uint32_t *out_docs, float *out_scores)

@@ -569,6 +569,134 @@ START_TEST(topk_wide_rows)
 }
 END_TEST
 
+/* How check_rows fills a row: matches at `levels` distinct scores (0: many, few ties), a match in
+ * every `sparse`-th position on average (0: two in three), in random order or ascending or
+ * descending by position (order 1, 2: every position a match, `levels` positions a score). */
+typedef struct rows_fill {
+    int levels;
+    uint32_t sparse;
+    int order;
+} rows_fill;
+
+/* nq dense rows of N scores (row 0 without a match where nq > 1) ranked by the engine's dense-row
+ * top-k, forced as `force` says (kernel_hooks.h), against qsort; the kernel that ran must be
+ * topk_rows wherever the engine can run it and force allows. */
+static void check_rows(clx_engine *cl, int force, uint32_t nq, uint32_t N, uint32_t k, uint64_t seed, rows_fill f)
+{
+    float *sc = malloc((size_t)nq * N * 4);
+    uint64_t st = seed;
+    for (uint32_t q = 0; q < nq; q++)
+        for (uint32_t d = 0; d < N; d++) {
+            uint64_t r = tu_rand(&st);
+            float v;
+            if (f.order) {
+                uint32_t lv = f.levels ? (uint32_t)f.levels : 1, i = f.order == 1 ? d : N - 1 - d;
+                v = (float)(1 + i / lv) * 0.5f;
+            } else {
+                v = r % 3 == 0 ? 0.0f
+                    : f.levels ? (float)(1 + r % (uint64_t)f.levels) * 0.25f
+                               : (float)(r % 1000000) / 7.0f + 0.001f;
+                if (f.sparse && (r >> 20) % f.sparse) v = 0.0f;
+            }
+            sc[(size_t)q * N + d] = nq > 1 && q == 0 ? 0.0f : v;
+        }
+    uint32_t *counts = malloc(nq * 4), *docs = malloc((size_t)nq * k * 4);
+    float *scores = malloc((size_t)nq * k * 4);
+    clx_test_topk_force(cl, force);
+    cls_status s = clx_test_topk(cl, sc, nq, N, k, counts, docs, scores);
+    clx_test_topk_force(cl, 0);
+    ck_assert_msg(s == CLS_OK, "%s", cls_last_error());
+    const char *want = force != TEST_TOPK_SELECT && clx_test_topk_rows_cap(cl, N, k) ? "topk_rows" : "topk_select";
+    const char *ran = clx_test_topk_ran(cl);
+    ck_assert_msg(ran && strcmp(ran, want) == 0, "N=%u k=%u force %d: %s ran, not %s", N, k, force, ran ? ran : "none", want);
+    pair *ref = malloc((size_t)N * sizeof *ref);
+    for (uint32_t q = 0; q < nq; q++) {
+        uint32_t m = 0;
+        for (uint32_t d = 0; d < N; d++)
+            if (sc[(size_t)q * N + d] > 0) ref[m++] = (pair){sc[(size_t)q * N + d], d};
+        qsort(ref, m, sizeof *ref, cmp_pair);
+        uint32_t keep = m < k ? m : k;
+        ck_assert_msg(counts[q] == keep, "%s N=%u k=%u row %u: %u hits, reference %u", ran, N, k, q, counts[q], keep);
+        for (uint32_t j = 0; j < k; j++) {
+            uint32_t wd = j < keep ? ref[j].d : 0xFFFFFFFFu; /* past the hits: no document, score 0 */
+            float ws = j < keep ? ref[j].s : 0.0f;
+            ck_assert_msg(docs[(size_t)q * k + j] == wd && scores[(size_t)q * k + j] == ws,
+                          "%s N=%u k=%u row %u rank %u: doc %u (%g), reference doc %u (%g)", ran, N, k, q, j,
+                          docs[(size_t)q * k + j], scores[(size_t)q * k + j], wd, ws);
+        }
+    }
+    free(sc);
+    free(counts);
+    free(docs);
+    free(scores);
+    free(ref);
+}
+
+/* Many dense rows read once (cl/topk.cl: topk_rows), rows enough that no row takes the many-group
+ * top-k: random scores, ties at the k-th (ranked by position), k 1, k = N, k above N and above the
+ * matches, rows without a match, rows whose starts are not 16-byte aligned, and k up to 10,000. */
+START_TEST(topk_rows_many)
+{
+    cls_index *idx = random_index(2, 50, 20);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    clx_engine *cl = engine_clx(e);
+    ck_assert(cl != NULL);
+    uint32_t R = 2 * clx_test_compute_units(cl) + 3;
+    check_rows(cl, 0, R, 5000, 10, 51, (rows_fill){0, 0, 0});
+    check_rows(cl, 0, R, 4999, 1, 52, (rows_fill){0, 0, 0});     /* k 1; rows start anywhere in 16 bytes */
+    check_rows(cl, 0, R, 3001, 100, 53, (rows_fill){3, 0, 0});   /* hundreds of ties at the k-th */
+    check_rows(cl, 0, R, 3000, 10, 54, (rows_fill){1, 0, 0});    /* every match ties: the first ten */
+    check_rows(cl, 0, R, 2000, 2000, 55, (rows_fill){0, 0, 0});  /* k = N */
+    check_rows(cl, 0, R, 500, 1000, 56, (rows_fill){4, 0, 0});   /* k above N: every match */
+    check_rows(cl, 0, R, 20000, 100, 57, (rows_fill){0, 300, 0}); /* k above the matches */
+    check_rows(cl, 0, 1, 1, 1, 58, (rows_fill){0, 0, 0});        /* one document */
+    check_rows(cl, 0, R, 30000, 10000, 59, (rows_fill){0, 0, 0}); /* k 10,000 */
+    check_rows(cl, 0, R, 30001, 10000, 60, (rows_fill){7, 0, 0});
+    check_rows(cl, 0, R, 12345, 777, 61, (rows_fill){0, 0, 2});   /* descending: one cut */
+    /* no row with a match: every slot empty */
+    float *zeros = calloc((size_t)R * 1000, 4);
+    uint32_t *counts = malloc(R * 4), *docs = malloc((size_t)R * 10 * 4);
+    float *scores = malloc((size_t)R * 10 * 4);
+    ck_assert_msg(clx_test_topk(cl, zeros, R, 1000, 10, counts, docs, scores) == CLS_OK, "%s", cls_last_error());
+    ck_assert_str_eq(clx_test_topk_ran(cl), "topk_rows");
+    for (uint32_t i = 0; i < R * 10; i++) ck_assert(counts[i / 10] == 0 && docs[i] == 0xFFFFFFFFu && scores[i] == 0.0f);
+    free(zeros);
+    free(counts);
+    free(docs);
+    free(scores);
+    cls_engine_free(e);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* topk_rows with its least buffer (k + one step of the row), so that it cuts the buffer to the k
+ * best at nearly every step: a row in ascending order (the worst case: every key enters), with
+ * ties that span steps, random rows with ties; and topk_select itself on dense rows, which ranks
+ * them where topk_rows cannot (k too large for the device's local memory). */
+START_TEST(topk_rows_cuts_and_select)
+{
+    cls_index *idx = random_index(2, 50, 20);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    clx_engine *cl = engine_clx(e);
+    ck_assert(cl != NULL);
+    uint32_t R = 2 * clx_test_compute_units(cl) + 1;
+    check_rows(cl, TEST_TOPK_ROWS_LEAST, R, 20000, 10, 71, (rows_fill){0, 0, 1});   /* ascending */
+    check_rows(cl, TEST_TOPK_ROWS_LEAST, R, 20003, 100, 72, (rows_fill){3, 0, 1});  /* ascending, in threes */
+    check_rows(cl, TEST_TOPK_ROWS_LEAST, R, 15000, 1000, 73, (rows_fill){0, 0, 0});
+    check_rows(cl, TEST_TOPK_ROWS_LEAST, R, 10000, 50, 74, (rows_fill){2, 0, 0});    /* two levels */
+    check_rows(cl, TEST_TOPK_ROWS_LEAST, R, 9000, 1, 75, (rows_fill){0, 0, 2});     /* descending */
+    check_rows(cl, TEST_TOPK_ROWS_LEAST, R, 30000, 10000, 76, (rows_fill){5, 0, 1});
+    check_rows(cl, TEST_TOPK_SELECT, R, 5000, 10, 77, (rows_fill){0, 0, 0});
+    check_rows(cl, TEST_TOPK_SELECT, R, 3001, 100, 78, (rows_fill){3, 0, 0});
+    check_rows(cl, TEST_TOPK_SELECT, R, 500, 1000, 79, (rows_fill){4, 0, 0});
+    check_rows(cl, TEST_TOPK_SELECT, R, 20000, 10000, 80, (rows_fill){0, 0, 0});
+    cls_engine_free(e);
+    cls_index_close(idx);
+}
+END_TEST
+
 /* ---- whole searches: decode + intersect + score + top-k ----------------------------------- */
 
 /* and-or ranks a dense row a query: a batch of two queries over 9,000 documents takes the
@@ -1077,6 +1205,8 @@ static Suite *suite(void)
     tcase_add_test(tc, topk_random_ties_edges);
     tcase_add_test(tc, topk_segments_shuffled_ties);
     tcase_add_test(tc, topk_wide_rows);
+    tcase_add_test(tc, topk_rows_many);
+    tcase_add_test(tc, topk_rows_cuts_and_select);
     tcase_add_test(tc, search_and_or_wide_rows);
     tcase_add_test(tc, search_ties_break_on_docid);
     tcase_add_test(tc, search_random_collections);

@@ -1695,7 +1695,7 @@ static const usage_entry usages[] = {
      "                  queries/s and latency p50/p95/p99 by batch size, transfers apart\n"},
     {"bench topk",
      "  clsearch bench topk [-d DEVICES] [-c ROWSxN:K,...] [-r N] [--json FILE]\n"
-     "                  top-k selection alone on dense score rows, checked on the host\n"},
+     "                  top-k selection alone on dense score rows, every row checked on the host\n"},
     {"bench scan",
      "  clsearch bench scan [-d DEVICES] [--log2 20,24,28] [--method lookback,3pass] [--algo all|hs,we,shfl]\n"
      "                  [--wg N,...] [--items N,...] [--json FILE]\n"

@@ -39,7 +39,7 @@ static const clx_tunable registry[] = {
      {32, 64, 128, 256, 512, 1024}, 6},
     {"WG_SCORE", "score", "work-items per query in score_and and score_or", PARAM_FIELD(wg_score), 1,
      {32, 64, 128, 256, 512, 1024}, 6},
-    {"WG_TOPK", "topk", "work-items per query in topk_select", PARAM_FIELD(wg_topk), 1,
+    {"WG_TOPK", "topk", "work-items per query in topk_select and topk_rows", PARAM_FIELD(wg_topk), 1,
      {32, 64, 128, 256, 512, 1024}, 6},
     {"WG_SCAN_ALGO", "decode intersect topk scan",
      "in-group prefix sum: 0 Hillis-Steele, 1 work-efficient, 2 NVIDIA warp shuffles (inline PTX)",

@@ -210,12 +210,57 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     return dev_topk(e, &sb, rows, out, step);
 }
 
+/* Dense rows read once (cl/topk.cl: topk_rows), one work-group a row with a buffer of candidates
+ * in local memory. It needs room for the final sort (next_pow2(min(k, n)) entries) and for a step
+ * of the row beside the k kept after a cut (k + step entries), or for the whole row. It gets k or
+ * a quarter step more (about k ln(n / cap) keys enter after the first cut on random scores, so
+ * few cuts follow), as far as local memory allows: the buffer is 8 bytes an entry, beside its
+ * histogram, scan and state words (TR_BINS + WG_TOPK + TR_SH words), and a smaller one leaves
+ * room for more work-groups on a compute unit. The values match cl/topk.cl's TR_BINS and TR_SH. */
+#define TR_BINS 2048u
+#define TR_SH 4u
+
+cl_uint dev_topk_rows_cap(const clx_engine *e, uint32_t num_docs, uint32_t kk)
+{
+    uint64_t n = num_docs, k = kk, wg = e->prm.wg_topk, step = wg * 4 * ABI_TOPK_VEC(e->prm.wg_topk);
+    uint64_t p2 = 1, m = k < n ? k : n;
+    while (p2 < m) p2 <<= 1;
+    uint64_t least = k + step < n ? k + step : n, want = k + step + (k > step / 4 ? k : step / 4);
+    if (want > n) want = n;
+    if (least < p2) least = p2;
+    if (want < least || e->topk_force == DEV_TOPK_ROWS_LEAST) want = least;
+    uint64_t fixed = ((uint64_t)TR_BINS + wg + TR_SH) * 4, mem = e->dev.info.local_mem;
+    uint64_t room = mem > fixed ? (mem - fixed) / 8 : 0;
+    if (want > room) want = room;
+    return want >= least ? (cl_uint)want : 0;
+}
+
+/* topk_rows over rows dense rows with a buffer of cap entries a row. */
+static cls_status topk_rows(clx_engine *e, const dev_batch *b, cl_uint rows, cl_uint cap, cl_mem out, const char *step)
+{
+    cls_status s = query_kernel(e, "topk_rows");
+    if (s != CLS_OK) return s;
+    cl_uint n = b->num_docs, k = b->kk, shift = b->key_shift;
+    size_t wg = e->prm.wg_topk;
+    dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n),   DEV_U32(k),
+                   DEV_U32(cap),       DEV_U32(rows),  DEV_MEM(out), {((size_t)2 * cap + TR_BINS + wg + TR_SH) * 4, NULL}};
+    e->topk_ran = "topk_rows";
+    return dev_run(e, "topk_rows", a, 8, rows, wg, step);
+}
+
 cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem out, const char *step)
 {
     cl_uint G = wide_slices(e, b, groups);
     /* the survivors' buffers must not be the rows themselves */
-    if (G > 1 && b->scores != e->cand.mem && b->scores != e->cscore.mem && b->scores != e->useg.mem)
+    if (G > 1 && b->scores != e->cand.mem && b->scores != e->cscore.mem && b->scores != e->useg.mem) {
+        e->topk_ran = "topk_wide";
         return topk_wide(e, b, groups, G, out, step);
+    }
+    if (b->dense && e->topk_force != DEV_TOPK_SELECT) {
+        cl_uint cap = dev_topk_rows_cap(e, b->num_docs, b->kk);
+        if (cap) return topk_rows(e, b, groups, cap, out, step);
+    }
+    if (b->dense) e->topk_ran = "topk_select";
     cl_uint num_docs = b->num_docs;
     cl_mem seg = b->seg ? b->seg : b->cand_docs; /* dense rows read no segment */
     dev_arg a[] = {DEV_MEM(b->scores), DEV_MEM(b->cand_docs), DEV_MEM(seg),        DEV_U32(b->key_shift),
