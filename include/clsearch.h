@@ -344,9 +344,9 @@ CLS_API cls_status cls_index_check(const cls_index *idx, unsigned threads);
  * instead of ending the process with SIGBUS, and from then on every call on this index that
  * returns a status (and every search through an engine on it that reads the file) fails with
  * CLS_E_IO saying the file shrank. Calls that return values instead (cls_index_docno,
- * cls_index_field, cls_index_get_stats, ...) return what the zeros give, and a search through
- * an OpenCL engine whose postings are already on the device may not read the file at all: call
- * this after them, before their results are trusted. CLS_OK, or that CLS_E_IO (also when the
+ * cls_index_field, cls_index_get_stats, ...) return what the zeros give: call this after them,
+ * before their results are trusted (cls_engine_search and cls_engine_search_text call it
+ * themselves, as a device engine's search may not read the file at all). CLS_OK, or that CLS_E_IO (also when the
  * file is shorter but nothing has read past its end yet). */
 CLS_API cls_status cls_index_intact(const cls_index *idx);
 CLS_API void cls_index_close(cls_index *idx);

@@ -222,6 +222,9 @@ cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search
     pthread_mutex_lock(&e->mu);
     s = e->ops->search(e->impl, b, p, r);
     pthread_mutex_unlock(&e->mu);
+    /* a device engine whose postings are resident may not have read the file at all: a file that
+     * shrank under it fails the search all the same (cls_index_intact: a flag load when intact) */
+    if (s == CLS_OK) s = cls_index_intact(e->idx);
     return s;
 }
 
@@ -243,6 +246,7 @@ cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_sea
     }
     if (s == CLS_OK) s = e->ops->search(e->impl, e->one, p, r);
     pthread_mutex_unlock(&e->mu);
+    if (s == CLS_OK) s = cls_index_intact(e->idx);
     return s;
 }
 
