@@ -437,7 +437,7 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
             s++;
             ulong seen = (ulong)s * TR_STEP;
             uint next = seen >= span ? 0u : (uint)min((ulong)TR_STEP, span - seen);
-            fin = s == steps;
+            fin = s >= steps; /* a row of no keys has no step, but one iteration ran */
             select = fin ? c > k : c + next > cap && c > k;
             if (fin && !select) {
                 m = c;

@@ -634,7 +634,8 @@ static void check_rows(clx_engine *cl, int force, uint32_t nq, uint32_t N, uint3
 
 /* Many dense rows read once (cl/topk.cl: topk_rows), rows enough that no row takes the many-group
  * top-k: random scores, ties at the k-th (ranked by position), k 1, k = N, k above N and above the
- * matches, rows without a match, rows whose starts are not 16-byte aligned, and k up to 10,000. */
+ * matches, rows without a match, rows of no document, rows whose starts are not 16-byte aligned,
+ * and k up to 10,000. */
 START_TEST(topk_rows_many)
 {
     cls_index *idx = random_index(2, 50, 20);
@@ -654,13 +655,18 @@ START_TEST(topk_rows_many)
     check_rows(cl, 0, R, 30000, 10000, 59, (rows_fill){0, 0, 0}); /* k 10,000 */
     check_rows(cl, 0, R, 30001, 10000, 60, (rows_fill){7, 0, 0});
     check_rows(cl, 0, R, 12345, 777, 61, (rows_fill){0, 0, 2});   /* descending: one cut */
-    /* no row with a match: every slot empty */
+    /* no row with a match, and rows of no document (an empty collection's): every slot empty */
     float *zeros = calloc((size_t)R * 1000, 4);
     uint32_t *counts = malloc(R * 4), *docs = malloc((size_t)R * 10 * 4);
     float *scores = malloc((size_t)R * 10 * 4);
-    ck_assert_msg(clx_test_topk(cl, zeros, R, 1000, 10, counts, docs, scores) == CLS_OK, "%s", cls_last_error());
-    ck_assert_str_eq(clx_test_topk_ran(cl), "topk_rows");
-    for (uint32_t i = 0; i < R * 10; i++) ck_assert(counts[i / 10] == 0 && docs[i] == 0xFFFFFFFFu && scores[i] == 0.0f);
+    for (uint32_t N = 1000;; N = 0) {
+        memset(docs, 0, (size_t)R * 10 * 4);
+        ck_assert_msg(clx_test_topk(cl, zeros, R, N, 10, counts, docs, scores) == CLS_OK, "%s", cls_last_error());
+        ck_assert_str_eq(clx_test_topk_ran(cl), "topk_rows");
+        for (uint32_t i = 0; i < R * 10; i++)
+            ck_assert_msg(counts[i / 10] == 0 && docs[i] == 0xFFFFFFFFu && scores[i] == 0.0f, "N=%u slot %u", N, i);
+        if (N == 0) break;
+    }
     free(zeros);
     free(counts);
     free(docs);
