@@ -222,7 +222,7 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
 #define TR_SORT 3u
 #define TR_END 4u
 
-/* radix pass 0..2 over 32 bits: 11 + 11 + 10 bits from the top */
+/* radix pass 0..2 over 32 bits: 11 + 11 + 10 bits from the top (topk_wide.cl's passes too) */
 inline uint topk_digit_shift(uint pass) { return pass == 0 ? 21u : pass == 1 ? 10u : 0u; }
 inline uint topk_digit_mask(uint pass) { return pass == 2 ? 1023u : 2047u; }
 inline uint topk_prefix_mask(uint pass) { return pass == 0 ? 0u : pass == 1 ? 0xFFE00000u : 0xFFFFFC00u; }

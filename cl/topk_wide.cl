@@ -33,10 +33,8 @@
 #define TW_HIST(w, R) ((w) + (ulong)(R) * TW_STATE)
 #define TW_EQC(w, R) ((w) + (ulong)(R) * (TW_STATE + TW_BINS))
 
-/* pass 0..2: the digit's shift and width, and the bits above it (the prefix) */
-inline uint tw_shift(uint pass) { return pass == 0 ? 21u : pass == 1 ? 10u : 0u; }
-inline uint tw_digit_mask(uint pass) { return pass == 2 ? 1023u : 2047u; }
-inline uint tw_prefix_mask(uint pass) { return pass == 0 ? 0u : pass == 1 ? 0xFFE00000u : 0xFFFFFC00u; }
+/* pass 0..2: the digit's shift and width, and the bits above it (the prefix): topk.cl's
+ * topk_digit_shift, topk_digit_mask, topk_prefix_mask (the program puts topk.cl first) */
 
 /* slice g of a row of n keys cut into G: [*lo, *hi) */
 inline void tw_slice(uint n, uint G, uint g, uint *lo, uint *hi)
@@ -76,7 +74,7 @@ void topk_wide_hist(__global const uint *scores, uint key_shift, uint n, uint G,
     __local uint lh[TW_BINS];
     uint q = get_group_id(0) / G, g = get_group_id(0) % G, lid = get_local_id(0);
     uint prefix = st[q * TW_STATE + 0], all = st[q * TW_STATE + 2];
-    uint shift = tw_shift(pass), dmask = tw_digit_mask(pass), pmask = tw_prefix_mask(pass);
+    uint shift = topk_digit_shift(pass), dmask = topk_digit_mask(pass), pmask = topk_prefix_mask(pass);
     uint lo, hi;
     tw_slice(n, G, g, &lo, &hi);
     if (all) hi = lo; /* nothing left to choose: an empty slice, same barriers */
@@ -124,7 +122,7 @@ void topk_wide_pick(uint pass, uint R, __global uint *work)
                 if (above + h[j] >= left) break;
                 above += h[j];
             }
-            st[q * TW_STATE + 0] |= (uint)j << tw_shift(pass);
+            st[q * TW_STATE + 0] |= (uint)j << topk_digit_shift(pass);
             st[q * TW_STATE + 1] = left - above;
             st[q * TW_STATE + 3] = h[j]; /* after the last pass: the keys equal to T */
         }
