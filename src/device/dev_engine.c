@@ -7,7 +7,8 @@
  *   decode    decode_blocks: one work-group per block (cl/decode.cl)
  *   launch    the algorithm's kernels (src/query/<name>.c, cl/<name>.cl): decoded lists to
  *             dense score rows or scored candidates
- *   top-k     topk_select: one work-group per query (cl/topk.cl)
+ *   top-k     cl/topk.cl: topk_select (segments; one work-group a query), topk_rows (many dense
+ *             rows, each read once), cl/topk_wide.cl (few long dense rows, many groups a row)
  *   collect   one read back: counts | docIDs | scores, copied into the cls_results
  *
  * Every buffer is sized from the data of the batch and kept for the next one (capacities only
@@ -460,7 +461,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
                  (double)(wbytes + bbytes) / (1 << 20), (double)e->dev_mem / (1 << 20), device_mem ? "given" : "on the device");
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
-             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix-select+bitonic (WG %u); "
+             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_wide by shape (WG %u); "
              "WG intersect %u, score %u; parameters from %s; division %s\n%s\n%s",
              e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
              e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
