@@ -84,7 +84,6 @@ void bench_sort(double *v, unsigned n);          /* ascending */
 struct cls_engine;
 /* The last search's profile in three sums: transfers to the device, kernels, the download. */
 void bench_profile_split(const struct cls_engine *e, double *up, double *kern, double *down);
-/* The commit the figures belong to: $CLSEARCH_COMMIT, else the one the build was made from. */
 /* A suite's --json FILE: guarded as any output of the command (util/outfile.h: never one of
  * the suite's inputs, nor a file that is not JSON lines, without --force), the suite's lines
  * appended to a copy of FILE (with --force, a file of another kind is written over instead)
@@ -94,6 +93,7 @@ int bench_json_open(of_file *o, const char *suite, const char *path, char *const
 /* Puts the lines in place (of_commit: every write checked, a full disk an error and FILE left as
  * it was); 1 after a message when that fails, 0 when it worked or nothing was open. */
 int bench_json_close(of_file *o, const char *suite);
+/* The commit the figures belong to: $CLSEARCH_COMMIT, else the one the build was made from. */
 const char *bench_commit(void);
 /* Appends printf output to the growing string *buf (length *len, room *cap); 0 when out of
  * memory. */

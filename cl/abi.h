@@ -168,6 +168,12 @@ typedef struct abi_place {
 /* topk_rows (cl/topk.cl) reads a row in steps of wg x 4 x ABI_TOPK_VEC(wg) keys (16-byte loads,
  * about 2,048 keys a step); the host sizes its candidate buffer from the step. */
 #define ABI_TOPK_VEC(wg) ((wg) >= 512u ? 1u : 2u)
+/* Local and global words the top-k kernels take besides their keys, which the host sizes:
+ * topk_rows' radix histogram and state words (cl/topk.cl), topk_wide's per-row histogram and
+ * state (cl/topk_wide.cl). */
+#define ABI_TOPK_BINS 2048u
+#define ABI_TOPK_ROWS_SH 4u
+#define ABI_TOPK_WIDE_STATE 4u
 
 /* Results of a batch of Q queries at k, read back in one transfer, in 32-bit words:
  *   [0, Q)                 hits per query (at most k)

@@ -332,20 +332,14 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         barrier(CLK_LOCAL_MEM_FENCE);
         uint T, need;
         wg_kth_key_local((__local const uint *)acc, 1, sel_span, k, hist, sh, &T, &need);
-        const float least = over ? fmax(theta, as_float(T)) : theta;
-        if (lid == 0) sh[1] = 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        cnt = 0;
-        for (uint i = lid; i < sel_span / 32; i += BLOCK_SIZE) cnt += or_count_word(acc, touched[i], i, least);
-        if (cnt) atomic_add(sh + 1, cnt);
-        barrier(CLK_LOCAL_MEM_FENCE);
         /* where the partition's k-th best T reaches theta it offers exactly k: every score above
          * T (k - need of them) and the need ties at T with the smallest docIDs, since no other
          * document of the partition can be among the query's k best (a partition of many equal
-         * scores, a one-term query's, offered all of them and filled the pool) */
+         * scores, a one-term query's, offered all of them and filled the pool); where T is below
+         * theta, the total counted at theta */
         const uint cap = over && as_float(T) >= theta;
-        uint m = over ? (cap ? k : sh[1]) : total;
-        barrier(CLK_LOCAL_MEM_FENCE); /* read by all before sh[1] counts again */
+        const float least = cap ? as_float(T) : theta;
+        const uint m = cap ? k : total;
         if (lid == 0) {
             if (over) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
             sh[0] = m ? atomic_add(ctl + 4 * q + 1, m) : 0;

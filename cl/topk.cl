@@ -213,8 +213,8 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
 #ifndef TR_E
 #define TR_E 8u /* buffer entries a work-item looks at in one iteration of a cut's compaction */
 #endif
-#define TR_BINS 2048u
-#define TR_SH 4u
+#define TR_BINS ABI_TOPK_BINS
+#define TR_SH ABI_TOPK_ROWS_SH
 /* the operations */
 #define TR_STREAM 0u
 #define TR_HIST 1u

@@ -26,8 +26,8 @@
  * Every barrier-holding loop has a trip count that is the group's and sits under no condition:
  * POCL mishandles barriers under branches. */
 
-#define TW_BINS 2048u
-#define TW_STATE 4u
+#define TW_BINS ABI_TOPK_BINS
+#define TW_STATE ABI_TOPK_WIDE_STATE
 /* one work buffer for R rows: their states, then their histograms, then their slices' tie counts */
 #define TW_ST(w) (w)
 #define TW_HIST(w, R) ((w) + (ulong)(R) * TW_STATE)

@@ -135,13 +135,12 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
 /* Few long dense rows (cl/topk_wide.cl). One work-group a row fills the device once there are
  * two rows a compute unit; below that, each row is cut into slices of at least TW_SLICE_MIN keys a
  * work-item, so that rows x slices comes near TW_GROUPS_PER_CU groups a compute unit (at most
- * TW_MAX_SLICES a row). A row too short for two slices keeps its one group. The values match
- * cl/topk_wide.cl's TW_BINS and TW_STATE. */
+ * TW_MAX_SLICES a row). A row too short for two slices keeps its one group. */
 #define TW_SLICE_MIN 32u
 #define TW_GROUPS_PER_CU 8u
 #define TW_MAX_SLICES 1024u
-#define TW_BINS 2048u
-#define TW_STATE 4u
+#define TW_BINS ABI_TOPK_BINS
+#define TW_STATE ABI_TOPK_WIDE_STATE
 
 /* Slices a row for the many-group top-k of b's rows; 1: topk_select alone. */
 static cl_uint wide_slices(const clx_engine *e, const dev_batch *b, cl_uint rows)
@@ -216,9 +215,9 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
  * a quarter step more (about k ln(n / cap) keys enter after the first cut on random scores, so
  * few cuts follow), as far as local memory allows: the buffer is 8 bytes an entry, beside its
  * histogram, scan and state words (TR_BINS + WG_TOPK + TR_SH words), and a smaller one leaves
- * room for more work-groups on a compute unit. The values match cl/topk.cl's TR_BINS and TR_SH. */
-#define TR_BINS 2048u
-#define TR_SH 4u
+ * room for more work-groups on a compute unit. */
+#define TR_BINS ABI_TOPK_BINS
+#define TR_SH ABI_TOPK_ROWS_SH
 
 cl_uint dev_topk_rows_cap(const clx_engine *e, uint32_t num_docs, uint32_t kk)
 {
