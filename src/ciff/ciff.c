@@ -123,7 +123,7 @@ static void *arena_alloc(void *user, size_t size)
     if (size == 0) size = al;
     arena_chunk *c = a->head;
     if (!c || c->cap - c->used < size) {
-        size_t cap = a->next_cap ? a->next_cap : (size_t)1 << 20;
+        size_t cap = a->next_cap ? a->next_cap : (size_t)1 << 16; /* small files stay small */
         if (cap < size) cap = size;
         c = malloc(sizeof *c + cap);
         if (!c) {
@@ -274,11 +274,20 @@ static cls_status rd_message(reader *r, const char *what, size_t *len, int *got)
     if (v > CIFF_MAX_MSG)
         return err_set(CLS_E_FORMAT, "%s: %s claims %llu bytes, more than the 1 GiB limit: not a CIFF file, or "
                        "damaged", r->path, what, (unsigned long long)v);
-    if (!vec_reserve(&r->msg, &r->msg_cap, (size_t)v + 1, 1))
-        return err_set(CLS_E_NOMEM, "%s: out of memory for %s of %llu bytes", r->path, what, (unsigned long long)v);
-    size_t k;
-    cls_status s = rd_bytes(r, r->msg, (size_t)v, &k);
-    if (s != CLS_OK) return s;
+    /* The buffer grows as the bytes arrive, never ahead of them by more than it holds (or
+     * RD_CHUNK): a damaged size claim alone cannot reserve a gibibyte. */
+    size_t k = 0;
+    while (k < v) {
+        size_t step = k > RD_CHUNK ? k : RD_CHUNK, got_now;
+        if (step > v - k) step = (size_t)v - k;
+        if (!vec_reserve(&r->msg, &r->msg_cap, k + step + 1, 1))
+            return err_set(CLS_E_NOMEM, "%s: out of memory for %s of %llu bytes", r->path, what,
+                           (unsigned long long)v);
+        cls_status s = rd_bytes(r, r->msg + k, step, &got_now);
+        if (s != CLS_OK) return s;
+        k += got_now;
+        if (got_now < step) break;
+    }
     if (k < v)
         return err_set(CLS_E_FORMAT, "%s: %s: %s needs %llu bytes, the file ends after %zu", r->path,
                        start == 0 ? "not a CIFF file, or truncated" : "truncated", what, (unsigned long long)v, k);
