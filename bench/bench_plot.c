@@ -25,15 +25,15 @@ int bench_plot(const char *dir, const char *name, const char *data, const char *
     snprintf(dat, sizeof dat, "%s/%s.dat", dir, name);
     snprintf(gp, sizeof gp, "%s/%s.gp", dir, name);
     snprintf(png, sizeof png, "%s/%s.png", dir, name);
-    FILE *f = fopen(dat, "w");
-    if (!f || fputs(data, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "clsearch bench: writing %s: %s\n", dat, strerror(errno));
-        return 1;
-    }
-    f = fopen(gp, "w");
-    if (!f || fprintf(f, "set terminal pngcairo size 1000,640 noenhanced\nset output '%s'\ndatafile = '%s'\n%s", png,
-                      dat, script) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "clsearch bench: writing %s: %s\n", gp, strerror(errno));
+    /* Each file whole or not at all (outfile.h: a temporary file renamed over the target, every
+     * write checked); the PNG is gnuplot's. */
+    of_file o;
+    if (of_open(&o, dat, 0) != CLS_OK || (fputs(data, o.f), of_commit(&o)) != CLS_OK ||
+        of_open(&o, gp, 0) != CLS_OK ||
+        (fprintf(o.f, "set terminal pngcairo size 1000,640 noenhanced\nset output '%s'\ndatafile = '%s'\n%s", png,
+                 dat, script),
+         of_commit(&o)) != CLS_OK) {
+        fprintf(stderr, "clsearch bench: --plot: %s\n", cls_last_error());
         return 1;
     }
     pid_t pid;

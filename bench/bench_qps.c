@@ -65,11 +65,10 @@ int main(int argc, char **argv)
     size_t nq = cls_batch_count(batch);
     cls_index_stats st;
     cls_index_get_stats(idx, &st);
-    FILE *jf = json ? fopen(json, "a") : NULL;
-    if (json && !jf) {
-        perror(json);
-        return 1;
-    }
+    of_file jo; /* --json: guarded (never an input, never a file of another kind) and whole or absent */
+    char *inputs[] = {(char *)index, (char *)topics};
+    if (bench_json_open(&jo, "bench_qps", json, inputs, 2)) return 1;
+    FILE *jf = jo.f;
     printf("index %s: %u docs, %llu postings; %zu queries from %s; %s, k %u, %d repeats\n", index, st.num_docs,
            (unsigned long long)st.num_postings, nq, topics, cls_mode_name(p.mode), p.k, repeats);
     printf("%-8s %10s %10s %10s %10s  %-8s %s\n", "engine", "qps_med", "qps_min", "qps_max", "start_s", "vs_ref", "device");
@@ -147,7 +146,7 @@ int main(int argc, char **argv)
     }
     free(list);
     free(t);
-    if (jf) fclose(jf);
+    if (bench_json_close(&jo, "bench_qps")) rc = 1;
     cls_results_free(ref);
     cls_results_free(res);
     cls_batch_free(batch);

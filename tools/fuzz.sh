@@ -70,6 +70,8 @@ fi
 
 # ---- Runs -------------------------------------------------------------------------------------
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0
+# TZ set: glibc's mktime (the archive readers' dates) otherwise reads /etc/localtime on every call
+export TZ=UTC
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p $out/corpus $out/crashes $out/logs
 # The harnesses write each input to a scratch file: in memory where /dev/shm is there.

@@ -13,9 +13,11 @@ pandas, search returns a DataFrame with PyTerrier's columns (qid, docid, docno, 
 
 Every failing library call raises clsearch.Error, carrying the library's status and message.
 Handles are freed by close() or a with block, else when garbage-collected. An Engine keeps its
-Index alive; closing the Index closes its engines first. An Engine runs one call at a time (a
-lock); beyond that the C library's rule holds: use an Index and its engines from one thread at
-a time.
+Index alive; closing the Index closes its engines first. Threads may share them as the C
+library allows: an Index, once open, by any number of threads and engines at once; an Engine by
+several threads, whose calls run one at a time (a lock over the engine and the batch and results
+it reuses), so threads that need searches side by side each open their own Engine on the same
+Index. Close an Index or an Engine only once no other thread is using it.
 """
 
 import collections
