@@ -5,11 +5,20 @@
 # each for SECONDS. Exits non-zero on any crash, leak, timeout or out-of-memory; the input that
 # did it is left in build-fuzz/crashes/. Prints one line per harness: runs, coverage (cov) and
 # features (ft) as libFuzzer counts them (docs/FUZZING.md).
-#   tools/fuzz.sh SECONDS [HARNESS...]      (default: every harness)
+#   tools/fuzz.sh [-j WORKERS] SECONDS [HARNESS...]      (default: one worker, every harness)
+# With -j, WORKERS processes fuzz each harness at once over its one corpus (libFuzzer re-reads
+# what the others add); runs are summed over them, and the corpus is then merged down to the
+# inputs that keep its coverage (cov and ft are that merged corpus's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:?usage: tools/fuzz.sh SECONDS [HARNESS...]}
+workers=1
+if [ "${1:-}" = -j ]; then
+  workers=${2:?usage: tools/fuzz.sh [-j WORKERS] SECONDS [HARNESS...]}
+  shift 2
+fi
+secs=${1:?usage: tools/fuzz.sh [-j WORKERS] SECONDS [HARNESS...]}
 shift
+case "$workers$secs" in *[!0-9]*) echo "fuzz: WORKERS and SECONDS are whole numbers" >&2; exit 2 ;; esac
 # clang and its sanitizer and fuzzer runtimes: only this script needs them.
 tools/deps.sh clang-14 libclang-rt-14-dev
 cc=$(command -v clang-14 || command -v clang)
@@ -81,19 +90,35 @@ fail=0
 for t in $targets; do
   [ -x "$out/fuzz/fuzz_$t" ] || { echo "fuzz: no harness $t" >&2; exit 2; }
   mkdir -p "$out/corpus/$t" "tests/fuzz/$t"
-  log=$out/logs/$t.log
+  rm -f "$out/logs/$t".*.log
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: memory is bounded.
-  if TMPDIR=$scratch "$out/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="$out/crashes/$t-" "$out/corpus/$t" "$seeds/$t" "tests/fuzz/$t" >"$log" 2>&1; then
-    st=ok
+  pids=()
+  for i in $(seq 1 "$workers"); do
+    TMPDIR=$scratch "$out/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$out/crashes/$t-" "$out/corpus/$t" "$seeds/$t" "tests/fuzz/$t" >"$out/logs/$t.$i.log" 2>&1 &
+    pids+=($!)
+  done
+  st=ok
+  for p in "${pids[@]}"; do wait "$p" || st=FAILED; done
+  [ $st = ok ] || fail=1
+  runs=$(cat "$out/logs/$t".*.log | sed -n 's/^stat::number_of_executed_units: *//p' | awk '{s += $1} END {print s + 0}')
+  log=$out/logs/$t.1.log
+  if [ "$workers" -gt 1 ] && [ $st = ok ]; then
+    # the corpus merged down to the inputs that keep its coverage
+    rm -rf "$out/corpus/$t.min" && mkdir -p "$out/corpus/$t.min"
+    log=$out/logs/$t.merge.log
+    if TMPDIR=$scratch "$out/fuzz/fuzz_$t" -merge=1 -timeout=10 -rss_limit_mb=2048 "$out/corpus/$t.min" "$out/corpus/$t" >"$log" 2>&1; then
+      rm -rf "$out/corpus/$t" && mv "$out/corpus/$t.min" "$out/corpus/$t"
+      cov=$(sed -n 's/.* \([0-9]*\) new coverage edges.*/\1/p' "$log" | tail -1)
+      ft=$(sed -n 's/.* \([0-9]*\) new features added.*/\1/p' "$log" | tail -1)
+    else
+      st=FAILED fail=1
+    fi
   else
-    st=FAILED
-    fail=1
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
+    ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
   fi
-  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
-  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
   printf 'fuzz %-14s %-6s runs %-10s cov %-6s ft %s\n' "$t" "$st" "${runs:-?}" "${cov:-?}" "${ft:-?}"
-  [ $st = ok ] || grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log" | head -20 >&2 || true
+  [ $st = ok ] || grep -hE 'ERROR|SUMMARY|runtime error|Test unit written' "$out/logs/$t".*.log | head -20 >&2 || true
 done
 exit $fail
