@@ -40,6 +40,7 @@ typedef struct clx_params {
     unsigned scan_wg, scan_items;             /* the device-wide scan (cl/scan.cl) */
     unsigned copy_vec;                        /* vector width of the copy kernels (cl/copy.cl) */
     unsigned or_part_log;                     /* log2 documents per OR partition (cl/or_parts.cl) */
+    unsigned or_dense_log;                    /* OR keeps a dense row up to 2^this documents (src/query/or.c) */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

@@ -52,6 +52,10 @@ static const clx_tunable registry[] = {
      {1, 2, 4, 8, 16}, 5},
     {"OR_PART_LOG", "or", "log2 of the documents per OR partition (local-memory accumulators of 4 bytes and a bitmap bit each)",
      PARAM_FIELD(or_part_log), 0, {10, 11, 12, 13}, 4},
+    {"OR_DENSE_LOG", "or",
+     "OR ranks a collection of at most 2^N documents with one dense row a query, a larger one by partitions "
+     "(0: partitions always; 32: the dense row always)",
+     PARAM_FIELD(or_dense_log), 0, {12, 14, 16, 18, 20}, 5},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -93,6 +97,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
                        "within the device's %llu bytes of local memory", from, p->or_part_log, p->or_part_log,
                        (unsigned long long)OR_LOCAL(p->or_part_log > 20 ? 20 : p->or_part_log), OR_LOCAL_EXTRA,
                        (unsigned long long)info->local_mem);
+    if (p->or_dense_log > 32) return err_set(CLS_E_ARG, "%s: OR_DENSE_LOG=%u (0..32)", from, p->or_dense_log);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
@@ -118,13 +123,13 @@ static const entry db[] = {
      * (docs/PERFORMANCE.md, 2026-11-24): select_blocks and match_and run on WG_INTERSECT, and
      * 1024 items walk a long list's blocks in a quarter of the steps of 256 (121,178 against
      * 85,485 queries/s at batch 1,024, identical runs). */
-    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, ""}, "vendor default: NVIDIA GPU"},
-    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "vendor default: AMD GPU"},
-    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "vendor default: AMD GPU"},
-    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, ""}, "generic default: GPU"},
+    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 16, ""}, "vendor default: NVIDIA GPU"},
+    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, ""}, "vendor default: AMD GPU"},
+    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, ""}, "vendor default: AMD GPU"},
+    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, ""}, "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
-    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, ""}, "generic default: CPU"},
-    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, ""}, "generic default"},
+    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, 16, ""}, "generic default: CPU"},
+    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, 16, ""}, "generic default"},
 };
 
 static unsigned cap(unsigned v, size_t max)

@@ -446,6 +446,13 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     size_t at = 0;
     for (size_t i = 0; i < nalgo && at < sizeof alg; i++)
         at += (size_t)snprintf(alg + at, sizeof alg - at, "%s%s=%s", i ? ", " : "", algos[i]->name, algos[i]->describe);
+    /* which of OR's two ways this collection gets (clx_search applies the rule, or.c states it) */
+    if (at < sizeof alg) {
+        int dense = (uint64_t)idx->num_docs <= ((uint64_t)1 << e->prm.or_dense_log) && !e->or_force_parts;
+        at += (size_t)snprintf(alg + at, sizeof alg - at, "; or on this collection: %s (%u documents, OR_DENSE_LOG %u)",
+                               dense ? "one dense row a query (score_or) ranked by topk_rows or topk_select" : "partitions",
+                               idx->num_docs, e->prm.or_dense_log);
+    }
     uint64_t gmib = e->dev.info.global_mem;
     char lists[256];
     if (e->cached)
@@ -768,7 +775,6 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
  * the pool, and 646 of 4,096 gov2 queries ran again (260 at 64; or_score 453 -> 384 ms on the
  * H100, docs/PERFORMANCE.md, "Ranked OR"). */
 #define OR_SEED_HITS 64u
-#define OR_DENSE_MAX_DOCS 65536u
 #define OR_MAX_SEEDS 64u
 #define OR_POOL_MIN 4096u
 #define OR_POOL_PER_HIT 64u
@@ -809,8 +815,8 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
      * holds only some lists: every block of every partition is decoded; -v says so) */
     algo_need probe = {0};
     algo->need(&(batch_query){.num_terms = 1}, 1, &probe);
-    /* OR by partitions on collections of more than OR_DENSE_MAX_DOCS documents (or.c: the rule) */
-    probe.parts = probe.parts && (N > OR_DENSE_MAX_DOCS || e->or_force_parts);
+    /* OR by partitions on collections of more than 2^OR_DENSE_LOG documents (or.c: the rule) */
+    probe.parts = probe.parts && ((uint64_t)N > ((uint64_t)1 << e->prm.or_dense_log) || e->or_force_parts);
     if (probe.parts && (s = build_decoding_kernels(e)) != CLS_OK) return s;
     e->or_bsrc = prune ? ABI_BOUND_MAXSCORE : e->cached ? ABI_BOUND_NONE : ABI_BOUND_TABLE;
     if (probe.parts && e->or_bsrc == ABI_BOUND_TABLE && (e->bmax_k1 != p->k1 || e->bmax_b != p->b) &&

@@ -8,14 +8,15 @@
  * matter; each partition offers at most k candidates at or above the threshold to its query's
  * pool, and topk_select ranks the pool. Nothing the size of the collection exists per query.
  *
- * The rule: partitions where the collection has more than OR_DENSE_MAX_DOCS documents (clx_search),
- * else the dense row of score_or (or.cl), as and-or ranks it. A dense row costs num_docs floats
- * zeroed, written and ranked per query: 100 MB a query at 25 M documents, and on the H100 the
- * partitions beat it 8x at 1 M documents (232,550 against 28,463 q/s, docs/PERFORMANCE.md).
- * Below 65,536 documents the row is at most 256 KB; the crossover there was not measured, and
- * the partition kernels, which inline the codec's decoder into a barrier-heavy loop, take POCL
- * from seconds (bp) to many minutes (pfor, optpfd, rice) to compile, so small collections, the
- * CPU device's usual work, keep the row. Tests force partitions (clx_set_or_partitions).
+ * The rule: partitions where the collection has more than 2^OR_DENSE_LOG documents (a tuned
+ * parameter, clx_params.c; clx_search applies it, -v names the way taken), else the dense row of
+ * score_or (or.cl), as and-or ranks it. A dense row costs num_docs floats zeroed, written and
+ * ranked per query: 100 MB a query at 25 M documents, and on the H100 the partitions beat it 8x
+ * at 1 M documents (docs/PERFORMANCE.md, which also gives the crossover measured there). The
+ * partition kernels inline the codec's decoder into a barrier-heavy loop, which takes POCL from
+ * seconds (bp) to many minutes (pfor, optpfd, rice) to compile, so the CPU device's defaults
+ * keep the row for collections of up to 65,536 documents, its usual work. Tests force
+ * partitions (clx_set_or_partitions); CLSEARCH_PARAMS=OR_DENSE_LOG=0 or 32 forces either way.
  *
  * Reference: the documents that any term's list holds, with the accumulated sum. */
 #include <string.h>
