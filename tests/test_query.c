@@ -350,8 +350,8 @@ static void check_block_maxima(cls_engine *e, const cls_index *idx, float k1, fl
 /* OR by partitions (cl/or_parts.cl) equals exhaustive OR: partitions of 64 documents (many per
  * list, blocks spanning several), pools of 3 candidates (every query overflows and runs again),
  * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
- * (bounds from max_score) and others (block maxima computed on the device); and it leaves some
- * partitions unscored. */
+ * (bounds from max_score) and others (block maxima computed on the device), or_bounds with
+ * several groups a term; and it leaves some partitions unscored. */
 START_TEST(or_prunes_by_partitions)
 {
     fixture f = fixture_open(41, 9000, 300, 43, 150);
@@ -380,6 +380,10 @@ START_TEST(or_prunes_by_partitions)
     ck_assert_uint_eq(counter(small, "or_bounds_from"), ABI_BOUND_TABLE);
     check_block_maxima(small, f.idx, 1.2f, 0.75f);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.5f, 1.0f);
+    clx_set_or_bound_ways(engine_clx(small), 5); /* or_bounds: five groups a term, some with no blocks */
+    same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
+    same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
+    clx_set_or_bound_ways(engine_clx(small), 0);
     clx_set_or_pool(engine_clx(small), 3);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
     ck_assert_uint_gt(counter(small, "queries_rerun"), 10);

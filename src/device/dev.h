@@ -88,6 +88,7 @@ typedef struct clx_engine {
     size_t nretry, retry_cap;
     uint32_t retry_pool;    /* the most candidates one of them offered */
     uint32_t pool_hint;     /* OR: candidate slots a query's pool starts with (tests force small ones) */
+    uint32_t bound_ways;    /* or_bounds' groups per term (0: or.c's choice; tests force some) */
     int or_force_parts;     /* OR by partitions whatever the collection's size (tests) */
     int topk_force;         /* dense rows' top-k (tests): 0 the engine's choice, DEV_TOPK_SELECT
                              * topk_select, DEV_TOPK_ROWS_LEAST topk_rows with its least buffer */

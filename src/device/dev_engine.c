@@ -905,6 +905,8 @@ void clx_set_chunk(clx_engine *e, uint32_t candidates) { e->chunk = candidates ?
 
 void clx_set_or_pool(clx_engine *e, uint32_t slots) { e->pool_hint = slots; }
 
+void clx_set_or_bound_ways(clx_engine *e, uint32_t ways) { e->bound_ways = ways; }
+
 void clx_set_or_partitions(clx_engine *e, int force) { e->or_force_parts = force != 0; }
 
 const clx_params *clx_engine_params(const clx_engine *e) { return &e->prm; }

@@ -46,6 +46,9 @@ void clx_set_chunk(clx_engine *e, uint32_t candidates);
 /* The candidate slots an OR query's pool starts with (0: the engine's choice); tests force small
  * pools, whose overflow runs the query again. */
 void clx_set_or_pool(clx_engine *e, uint32_t slots);
+/* or_bounds' work-groups per query term (0: the engine's choice, many only where a batch has few
+ * terms); tests force several on small lists. */
+void clx_set_or_bound_ways(clx_engine *e, uint32_t ways);
 /* OR by partitions even on a collection small enough for the dense row (tests). */
 void clx_set_or_partitions(clx_engine *e, int force);
 /* The kernel parameters the engine's programs were built with. */

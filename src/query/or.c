@@ -6,7 +6,8 @@
  * the others scored only where their bound reaches the query's rising threshold (or_rest, then
  * persistent or_score), each in local-memory accumulators, decoding only the blocks that can
  * matter; each partition offers at most k candidates at or above the threshold to its query's
- * pool, and topk_select ranks the pool. Nothing the size of the collection exists per query.
+ * pool, which is cut to the final threshold (or_trim) for topk_select to rank. Nothing the size
+ * of the collection exists per query.
  *
  * The rule: partitions where the collection has more than 2^OR_DENSE_LOG documents (a tuned
  * parameter, clx_params.c; clx_search applies it, -v names the way taken), else the dense row of
@@ -44,6 +45,8 @@ cls_status algo_or_accumulate(dev_batch *b)
 #define OR_GROUPS_PER_CU 16u
 /* or_parts.cl's OR_HIST: bins of a query's histogram of offered scores */
 #define OR_HIST_BINS 256u
+/* or_bounds' work-groups per compute unit where a batch has few terms */
+#define OR_BOUND_GROUPS_PER_CU 8u
 
 static cls_status launch(dev_batch *b)
 {
@@ -80,10 +83,21 @@ static cls_status launch(dev_batch *b)
     dev_record(e, ev, "bounds", (size_t)nq * OR_HIST_BINS * 4);
     cl_uint nwords;
     if ((s = dev_words_count(e->d_words, &nwords)) != CLS_OK) return s;
-    dev_arg ab[] = {DEV_MEM(b->in), DEV_U32(b->terms_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
-                    DEV_MEM(e->d_bmax), DEV_U32(bsrc),      DEV_U32(np),           DEV_MEM(e->or_m.mem),
-                    DEV_MEM(e->or_f.mem)};
-    if ((s = dev_run(e, "or_bounds", ab, 9, b->nskips, bs, "bounds")) != CLS_OK) return s;
+    /* or_bounds' groups per term: a batch of few terms still gives the device OR_BOUND_GROUPS_PER_CU
+     * groups a compute unit (a query alone on gov2 has a few lists of up to 195,000 blocks), none
+     * with fewer than a group's width of blocks to take */
+    uint32_t most = 0;
+    for (uint32_t i = 0; i < b->nskips; i++)
+        if (pl->skips[i].num_blocks > most) most = pl->skips[i].num_blocks;
+    size_t want = (size_t)e->dev.info.compute_units * OR_BOUND_GROUPS_PER_CU;
+    cl_uint ways = b->nskips && b->nskips < want ? (cl_uint)((want + b->nskips - 1) / b->nskips) : 1;
+    if (ways > (most + bs - 1) / bs) ways = (most + bs - 1) / bs;
+    if (e->bound_ways) ways = e->bound_ways;
+    if (ways < 1) ways = 1;
+    dev_arg ab[] = {DEV_MEM(b->in),     DEV_U32(b->terms_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
+                    DEV_MEM(e->d_bmax), DEV_U32(bsrc),          DEV_U32(np),            DEV_U32(ways),
+                    DEV_MEM(e->or_m.mem), DEV_MEM(e->or_f.mem)};
+    if ((s = dev_run(e, "or_bounds", ab, 10, (size_t)b->nskips * ways, bs, "bounds")) != CLS_OK) return s;
     dev_arg ap[] = {DEV_MEM(b->in),      DEV_U32(b->queries_base), DEV_U32(np),           DEV_U32(seeds),
                     DEV_MEM(e->or_m.mem), DEV_MEM(e->or_ub.mem),   DEV_MEM(e->or_seed.mem), DEV_MEM(e->or_ctl.mem)};
     if ((s = dev_run(e, "or_plan", ap, 8, nq, bs, "bounds")) != CLS_OK) return s;
@@ -105,6 +119,9 @@ static cls_status launch(dev_batch *b)
     dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};
     if ((s = dev_run(e, "or_finish", af, 7, (nq + 63) / 64, 64, "score")) != CLS_OK) return s;
+    dev_arg at[] = {DEV_U32(pool), DEV_MEM(e->or_ctl.mem), DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem),
+                    DEV_MEM(e->cscore.mem)};
+    if ((s = dev_run(e, "or_trim", at, 5, nq, bs, "topk")) != CLS_OK) return s;
     dev_segments(b, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
     return CLS_OK;
 }
@@ -118,7 +135,7 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
 }
 
 static const char *const kernels[] = {"score_or", NULL};
-static const char *const decode_kernels[] = {"or_bounds", "or_plan", "or_score", "or_rest", "or_finish",
+static const char *const decode_kernels[] = {"or_bounds", "or_plan", "or_score", "or_rest", "or_finish", "or_trim",
                                              "block_maxima", NULL};
 
 const query_algo algo_or = {
@@ -129,7 +146,7 @@ const query_algo algo_or = {
     .decode_file = "or_parts.cl",
     .decode_kernels = decode_kernels,
     .describe = "docID-range partitions with block-max pruning (or_bounds + or_plan + or_score seeds, or_rest, "
-                "or_score queue + or_finish) + top-k over the candidate pool",
+                "or_score queue + or_finish + or_trim) + top-k over the candidate pool",
     .need = need,
     .launch = launch,
     .ref = ref,
