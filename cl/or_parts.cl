@@ -45,9 +45,7 @@
  *   or_score   again, persistent work-groups taking entries by an atomic ticket, round robin over
  *              the queries (ticket t: query t % nq, its entry t / nq), so every query's best
  *              partitions go first and raise its theta before its weaker ones start;
- *   or_finish  per query its candidates' segment;
- *   or_trim    per query its segment cut to the candidates at or above its final theta, for
- *              topk_select (topk.cl), which ranks them.
+ *   or_finish  per query its candidates' segment for topk_select (topk.cl), which ranks them.
  * Candidates go to a pool of `pool` slots per query, reserved by atomic_add; a query whose
  * partitions offer more is reported (its count) and run again by the engine with a larger pool.
  *
@@ -428,34 +426,6 @@ __kernel void or_finish(uint nq, uint pool, __global const uint *ctl, uint gbase
     out[or_at + q] = c > pool ? c : 0u;
     if (q == 0)
         for (uint i = 0; i < 3; i++) out[or_at + nq + i] = ctl[gbase + 2 + i];
-}
-
-/* One work-group per query, after or_finish: its pool cut, in place, to the candidates at or above
- * its final theta, and its segment's length set to them. Every document of the query's top k
- * scores at least the k-th best, hence at least theta, a lower bound on it: the cut loses none,
- * and topk_select ranks the same top k from about k entries and the ties of theta's histogram
- * bin, where it read the whole pool in each radix pass. The cut is stable, a chunk at a time:
- * every write lands below the end of the chunk just read. An overflowing query's pool is cut
- * too, unused: the engine runs it again. */
-__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
-void or_trim(uint pool, __global const uint *ctl, __global uint *seg, __global uint *pdoc, __global uint *pkey)
-{
-    __local uint scan[BLOCK_SIZE];
-    uint q = get_group_id(0), lid = get_local_id(0);
-    uint n = seg[2 * q + 1], theta = ctl[4 * q], m = 0;
-    __global uint *od = pdoc + (ulong)q * pool, *ok = pkey + (ulong)q * pool;
-    for (uint b0 = 0; b0 < n; b0 += BLOCK_SIZE) { /* uniform trip count */
-        uint i = b0 + lid, key = i < n ? ok[i] : 0u, doc = i < n ? od[i] : 0u, total;
-        uint keep = i < n && key >= theta; /* scores and theta are floats >= 0: their bits order alike */
-        uint pos = wg_scan_incl(scan, keep, &total) - keep + m; /* its barriers follow every read */
-        if (keep) {
-            od[pos] = doc;
-            ok[pos] = key;
-        }
-        m += total;
-    }
-    barrier(CLK_GLOBAL_MEM_FENCE); /* every work-item has read n */
-    if (lid == 0) seg[2 * q + 1] = m;
 }
 
 /* One work-group per block of the index: its largest contribution at weight 1. */

@@ -6,8 +6,7 @@
  * the others scored only where their bound reaches the query's rising threshold (or_rest, then
  * persistent or_score), each in local-memory accumulators, decoding only the blocks that can
  * matter; each partition offers at most k candidates at or above the threshold to its query's
- * pool, which is cut to the final threshold (or_trim) for topk_select to rank. Nothing the size
- * of the collection exists per query.
+ * pool, and topk_select ranks the pool. Nothing the size of the collection exists per query.
  *
  * The rule: partitions where the collection has more than 2^OR_DENSE_LOG documents (a tuned
  * parameter, clx_params.c; clx_search applies it, -v names the way taken), else the dense row of
@@ -119,9 +118,6 @@ static cls_status launch(dev_batch *b)
     dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};
     if ((s = dev_run(e, "or_finish", af, 7, (nq + 63) / 64, 64, "score")) != CLS_OK) return s;
-    dev_arg at[] = {DEV_U32(pool), DEV_MEM(e->or_ctl.mem), DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem),
-                    DEV_MEM(e->cscore.mem)};
-    if ((s = dev_run(e, "or_trim", at, 5, nq, bs, "topk")) != CLS_OK) return s;
     dev_segments(b, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
     return CLS_OK;
 }
@@ -135,7 +131,7 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
 }
 
 static const char *const kernels[] = {"score_or", NULL};
-static const char *const decode_kernels[] = {"or_bounds", "or_plan", "or_score", "or_rest", "or_finish", "or_trim",
+static const char *const decode_kernels[] = {"or_bounds", "or_plan", "or_score", "or_rest", "or_finish",
                                              "block_maxima", NULL};
 
 const query_algo algo_or = {
@@ -146,7 +142,7 @@ const query_algo algo_or = {
     .decode_file = "or_parts.cl",
     .decode_kernels = decode_kernels,
     .describe = "docID-range partitions with block-max pruning (or_bounds + or_plan + or_score seeds, or_rest, "
-                "or_score queue + or_finish + or_trim) + top-k over the candidate pool",
+                "or_score queue + or_finish) + top-k over the candidate pool",
     .need = need,
     .launch = launch,
     .ref = ref,
