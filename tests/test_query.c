@@ -3,6 +3,7 @@
  * scores bit for bit, never an empty comparison. Then what only some algorithms promise (and-or:
  * AND first, completed by OR), and the batch planner: device batches cut small by the byte
  * budget and the query limit give the same results, and the plan itself respects its limits. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,6 +348,143 @@ static void check_block_maxima(cls_engine *e, const cls_index *idx, float k1, fl
     free(tfs);
 }
 
+/* or_bounds, or_plan and or_rest (cl/or_parts.cl) against plain C, on the last device batch of
+ * the engine's last OR search (its plan and buffers stay until the next search):
+ *  - or_bounds: each term's M[t][p] (the largest bound of its blocks meeting partition p, as
+ *    float bits) and F[t][p] (the first such block, relative to the list), bit for bit;
+ *  - or_plan: each query's UB[p] (M summed in query term order from 0.0f, so bit for bit), its
+ *    seeds (the `seeds` highest nonzero UB, ties to the smaller partition, in partition order,
+ *    marked in UB's top bit) and its largest UB;
+ *  - or_rest: its queue holds only nonzero partitions that are not seeds, in eight bands of UB
+ *    over the largest (the highest first, partition order within one), and every such partition
+ *    whose UB reaches the final theta (or_rest ran at an earlier, lower theta, so it may hold more). */
+#define T_OR_SEED_BIT 0x80000000u
+#define T_OR_SLACK (1.0f + 1.0f / 4096.0f)
+static float t_as_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint32_t t_as_uint(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static void check_or_plan(cls_engine *e, const cls_index *idx)
+{
+    clx_engine *x = engine_clx(e);
+    const batch_plan *pl = &x->plan;
+    const uint32_t nq = pl->nq, nt = pl->nterms, np = pl->lim.parts, seeds = pl->lim.seeds,
+                   L = clx_engine_params(x)->or_part_log;
+    ck_assert(pl->parts && np > 1 && nq > 0 && x->or_bsrc != ABI_BOUND_NONE);
+    uint32_t *M = malloc((size_t)nt * np * 4), *F = malloc((size_t)nt * np * 4), *ub = malloc((size_t)nq * np * 4),
+             *seed = malloc((size_t)nq * seeds * 4), *ctl = malloc((size_t)nq * 4 * 4),
+             *items = malloc((size_t)nq * np * 4), *rM = calloc((size_t)nt * np, 4), *rF = malloc((size_t)nt * np * 4);
+    float *bmax = malloc((idx->num_blocks + 1) * sizeof *bmax);
+    ck_assert(M && F && ub && seed && ctl && items && rM && rF && bmax);
+    struct { cl_mem m; size_t bytes; void *to; } rd[] = {
+        {x->or_m.mem, (size_t)nt * np * 4, M},    {x->or_f.mem, (size_t)nt * np * 4, F},
+        {x->or_ub.mem, (size_t)nq * np * 4, ub},  {x->or_seed.mem, (size_t)nq * seeds * 4, seed},
+        {x->or_ctl.mem, (size_t)nq * 4 * 4, ctl}, {x->or_items.mem, (size_t)nq * np * 4, items}};
+    for (size_t i = 0; i < sizeof rd / sizeof *rd; i++)
+        ck_assert_int_eq(clEnqueueReadBuffer(x->queue, rd[i].m, CL_TRUE, 0, rd[i].bytes, rd[i].to, 0, NULL, NULL),
+                         CL_SUCCESS);
+    if (x->or_bsrc == ABI_BOUND_TABLE)
+        ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->d_bmax, CL_TRUE, 0, idx->num_blocks * sizeof *bmax, bmax, 0,
+                                             NULL, NULL), CL_SUCCESS);
+    /* or_bounds */
+    for (size_t i = 0; i < (size_t)nt * np; i++) rF[i] = ABI_NO_BLOCK;
+    for (uint32_t i = 0; i < pl->nskips; i++) {
+        const abi_skip *sk = &pl->skips[i];
+        ck_assert_uint_eq(sk->kind, ABI_SKIP_BOUND);
+        float w = pl->terms[sk->dst_base].weight, scale = t_as_float(sk->k);
+        for (uint32_t b = 0; b < sk->num_blocks; b++) {
+            const idx_block *blk = &idx->blocks[sk->first_block + b];
+            float bound = x->or_bsrc == ABI_BOUND_MAXSCORE ? blk->max_score * scale : bmax[sk->first_block + b] * w;
+            uint32_t key = t_as_uint(bound), p1 = blk->last >> L < np - 1 ? blk->last >> L : np - 1;
+            for (uint32_t p = blk->first >> L; p <= p1; p++) {
+                size_t at = (size_t)sk->dst_base * np + p;
+                if (rM[at] < key) rM[at] = key;
+                if (rF[at] > b) rF[at] = b;
+            }
+        }
+    }
+    for (size_t i = 0; i < (size_t)nt * np; i++) {
+        ck_assert_msg(M[i] == rM[i], "or_bounds: term %zu partition %zu: M %08x, plain C %08x", i / np, i % np, M[i], rM[i]);
+        ck_assert_msg(F[i] == rF[i], "or_bounds: term %zu partition %zu: F %u, plain C %u", i / np, i % np, F[i], rF[i]);
+    }
+    /* or_plan and or_rest */
+    uint32_t *order = malloc((size_t)np * 4);
+    ck_assert(order);
+    for (uint32_t q = 0; q < nq; q++) {
+        const abi_query *aq = &pl->queries[q];
+        const uint32_t *u = ub + (size_t)q * np;
+        float mx = 0.0f;
+        for (uint32_t p = 0; p < np; p++) {
+            float sum = 0.0f;
+            for (uint32_t t = 0; t < aq->num_terms; t++) sum += t_as_float(M[(size_t)(aq->term_start + t) * np + p]);
+            ck_assert_msg((u[p] & ~T_OR_SEED_BIT) == t_as_uint(sum), "or_plan: query %u partition %u: UB %08x, plain C %08x",
+                          q, p, u[p], t_as_uint(sum));
+            mx = sum > mx ? sum : mx;
+        }
+        ck_assert_uint_eq(ctl[4 * q + 3], t_as_uint(mx));
+        /* the seeds: partitions by UB descending, then partition ascending; the first `seeds`
+         * nonzero ones, listed in partition order */
+        uint32_t n = 0;
+        for (uint32_t p = 0; p < np; p++)
+            if (u[p] & ~T_OR_SEED_BIT) order[n++] = p;
+        for (uint32_t i = 1; i < n; i++) /* insertion sort: the test's partitions are few */
+            for (uint32_t j = i; j > 0; j--) {
+                uint32_t a = order[j - 1], c = order[j], ka = u[a] & ~T_OR_SEED_BIT, kc = u[c] & ~T_OR_SEED_BIT;
+                if (kc > ka || (kc == ka && c < a)) {
+                    order[j - 1] = c;
+                    order[j] = a;
+                } else {
+                    break;
+                }
+            }
+        uint32_t m = n < seeds ? n : seeds, listed = 0;
+        for (uint32_t p = 0; p < np; p++) {
+            int want = 0;
+            for (uint32_t i = 0; i < m; i++) want |= order[i] == p;
+            ck_assert_msg(!!(u[p] & T_OR_SEED_BIT) == want, "or_plan: query %u partition %u: seed %d, plain C %d", q,
+                          p, !!(u[p] & T_OR_SEED_BIT), want);
+            if (want) ck_assert_uint_eq(seed[(size_t)q * seeds + listed++], p);
+        }
+        for (uint32_t i = listed; i < seeds; i++) ck_assert_uint_eq(seed[(size_t)q * seeds + i], ABI_NO_BLOCK);
+        /* or_rest's queue */
+        float theta = t_as_float(ctl[4 * q]);
+        uint32_t len = ctl[4 * q + 2];
+        ck_assert_uint_le(len, np);
+        const uint32_t *it = items + (size_t)q * np;
+        int last_band = 8;
+        uint32_t last_p = 0;
+        for (uint32_t i = 0; i < len; i++) {
+            uint32_t p = it[i];
+            ck_assert_uint_lt(p, np);
+            ck_assert_msg(u[p] != 0 && !(u[p] & T_OR_SEED_BIT), "or_rest: query %u queued partition %u (UB %08x)", q, p,
+                          u[p]);
+            float f = t_as_float(u[p]);
+            int band = !(mx > 0.0f) || isinf(mx) ? 7 : (int)fminf(7.0f, 8.0f * f / mx);
+            ck_assert_msg(band < last_band || (band == last_band && p > last_p), "or_rest: query %u: queue out of order at %u",
+                          q, i);
+            last_band = band;
+            last_p = p;
+        }
+        for (uint32_t p = 0; p < np; p++) {
+            if (u[p] == 0 || (u[p] & T_OR_SEED_BIT) || t_as_float(u[p]) * T_OR_SLACK < theta) continue;
+            int queued = 0;
+            for (uint32_t i = 0; i < len; i++) queued |= it[i] == p;
+            ck_assert_msg(queued, "or_rest: query %u: partition %u (UB %g) reaches theta %g and is not queued", q, p,
+                          (double)t_as_float(u[p]), (double)theta);
+        }
+    }
+    free(order);
+    free(M), free(F), free(ub), free(seed), free(ctl), free(items), free(rM), free(rF), free(bmax);
+}
+
 /* OR by partitions (cl/or_parts.cl) equals exhaustive OR: partitions of 64 documents (many per
  * list, blocks spanning several), pools of 3 candidates (every query overflows and runs again),
  * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
@@ -369,6 +507,7 @@ START_TEST(or_prunes_by_partitions)
         for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
             same_as_ref_mode(engines[e], f.ref, f.b, CLS_MODE_OR, ks[i], 0.9f, 0.4f);
             ck_assert_uint_eq(counter(engines[e], "or_bounds_from"), ABI_BOUND_MAXSCORE);
+            if (e == 1 && ks[i] == 10) check_or_plan(small, f.idx);
             if (e == 1 && ks[i] <= 10) /* 141 partitions a query: some are left unscored (on this
                                         * random collection bounds prune little: 86% scored at k 1) */
                 ck_assert_msg(counter(small, "partitions_scored") < cls_batch_count(f.b) * 141,
@@ -380,9 +519,12 @@ START_TEST(or_prunes_by_partitions)
     ck_assert_uint_eq(counter(small, "or_bounds_from"), ABI_BOUND_TABLE);
     check_block_maxima(small, f.idx, 1.2f, 0.75f);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.5f, 1.0f);
+    check_or_plan(small, f.idx); /* bounds from the block maxima table */
     clx_set_or_bound_ways(engine_clx(small), 5); /* or_bounds: five groups a term, some with no blocks */
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
+    check_or_plan(small, f.idx);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
+    check_or_plan(small, f.idx);
     clx_set_or_bound_ways(engine_clx(small), 0);
     clx_set_or_pool(engine_clx(small), 3);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
