@@ -174,6 +174,13 @@ typedef struct abi_place {
 #define ABI_TOPK_BINS 2048u
 #define ABI_TOPK_ROWS_SH 4u
 #define ABI_TOPK_WIDE_STATE 4u
+/* topk_team (cl/topk.cl): rows of at most ABI_TOPK_TEAM(wg) x ABI_TOPK_TEAM_KEYS keys at k up
+ * to ABI_TOPK_TEAM_K, a team of ABI_TOPK_TEAM(wg) work-items a row, each holding
+ * ABI_TOPK_TEAM_KEYS keys in registers; teams of 32, but at most 16 teams a group (their
+ * histograms and survivors stay within 48 KiB of local memory) and no team above the group. */
+#define ABI_TOPK_TEAM(wg) ((wg) < 32u ? (wg) : (wg) > 512u ? (wg) / 16u : 32u)
+#define ABI_TOPK_TEAM_KEYS 32u
+#define ABI_TOPK_TEAM_K 128u
 
 /* Results of a batch of Q queries at k, read back in one transfer, in 32-bit words:
  *   [0, Q)                 hits per query (at most k)

@@ -16,22 +16,32 @@
  *                  row, and the smallest docIDs win ties);
  *  topk_wide_keep  every key > T and the first `need` keys == T to the row's survivors (at most
  *                  k, in any order), whose count is the row's segment length.
- * topk_select then ranks each row's survivors as a segment (count <= k: no select, only the sort),
- * so the output is the one topk_select gives the dense row itself.
+ *  topk_wide_rank  the survivors (at most k a row, positions distinct) put in order by counting:
+ *                  each survivor counts the survivors ranked before it (key desc, position asc),
+ *                  which is its output slot. Groups: rows x B x B, B = ceil(k / WG_TOPK): each
+ *                  block of WG_TOPK survivors against each block, read into local memory; with
+ *                  one block (k <= WG_TOPK) the count is the slot and the group writes the output,
+ *                  else the groups add their counts to the row's ranks (global atomics) and
+ *  topk_wide_place writes each survivor to its slot.
+ * A bitonic sort of k = 10,000 survivors in one work-group takes 105 stages, each a barrier over
+ * global memory; counting is k^2 comparisons spread over the whole device, and exact because
+ * no two survivors rank alike. The output is the one topk_select gives the dense row itself.
  *
  * The per-row state (st, TW_STATE words a row): the prefix chosen so far, the keys still to take
  * at or below it, 1 when every key survives, and (after the last pass) how many keys equal T.
- * topk_wide_init sets it and the segments, and zeroes the histograms and tie counts.
+ * topk_wide_init sets it and the segments, and zeroes the histograms, tie counts and ranks.
  *
  * Every barrier-holding loop has a trip count that is the group's and sits under no condition:
  * POCL mishandles barriers under branches. */
 
 #define TW_BINS ABI_TOPK_BINS
 #define TW_STATE ABI_TOPK_WIDE_STATE
-/* one work buffer for R rows: their states, then their histograms, then their slices' tie counts */
+/* one work buffer for R rows: their states, then their histograms, then their slices' tie counts,
+ * then their survivors' ranks (k a row, where topk_wide_rank has more than one share) */
 #define TW_ST(w) (w)
 #define TW_HIST(w, R) ((w) + (ulong)(R) * TW_STATE)
 #define TW_EQC(w, R) ((w) + (ulong)(R) * (TW_STATE + TW_BINS))
+#define TW_RANK(w, R, G) ((w) + (ulong)(R) * (TW_STATE + TW_BINS + (G)))
 
 /* pass 0..2: the digit's shift and width, and the bits above it (the prefix): topk.cl's
  * topk_digit_shift, topk_digit_mask, topk_prefix_mask (the program puts topk.cl first) */
@@ -45,12 +55,12 @@ inline void tw_slice(uint n, uint G, uint g, uint *lo, uint *hi)
     *hi = b < n ? (uint)b : n;
 }
 
-/* one group a row: the state, the segment (start q * k, no survivors yet), histogram and tie
- * counts zeroed */
+/* one group a row: the state, the segment (start q * k, no survivors yet), histogram, tie counts
+ * and (ranks: 1) survivor ranks zeroed */
 __kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
-void topk_wide_init(uint n, uint k, uint G, uint R, __global uint *work, __global uint *seg)
+void topk_wide_init(uint n, uint k, uint G, uint R, uint ranks, __global uint *work, __global uint *seg)
 {
-    __global uint *st = TW_ST(work), *hist = TW_HIST(work, R), *eqc = TW_EQC(work, R);
+    __global uint *st = TW_ST(work), *hist = TW_HIST(work, R), *eqc = TW_EQC(work, R), *rk = TW_RANK(work, R, G);
     uint q = get_group_id(0), lid = get_local_id(0);
     if (lid == 0) {
         st[q * TW_STATE + 0] = 0;
@@ -62,6 +72,7 @@ void topk_wide_init(uint n, uint k, uint G, uint R, __global uint *work, __globa
     }
     for (uint j = lid; j < TW_BINS; j += WG_TOPK) hist[(ulong)q * TW_BINS + j] = 0;
     for (uint j = lid; j < G; j += WG_TOPK) eqc[(ulong)q * G + j] = 0;
+    for (uint j = lid; ranks && j < k; j += WG_TOPK) rk[(ulong)q * k + j] = 0;
 }
 
 /* groups: rows x G; group q * G + g histograms slice g of row q */
@@ -209,4 +220,64 @@ void topk_wide_keep(__global const uint *scores, uint key_shift, uint n, uint G,
         }
         ties += tot;
     }
+}
+
+/* The output slots [lo, hi) of row q past its m survivors: no document, score 0. */
+inline void tw_empty(__global uint *out, uint Q, uint k, uint q, uint m, uint lo, uint hi)
+{
+    __global uint *od = out + ABI_OUT_DOC((ulong)Q, k, q, 0);
+    __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
+    for (uint r = max(lo, m) + get_local_id(0); r < hi; r += WG_TOPK) {
+        od[r] = ABI_NO_DOC;
+        os[r] = 0u;
+    }
+}
+
+/* groups: R x B x B (B = ceil(k / WG_TOPK) blocks of survivors); group (q, b, s) counts, for
+ * survivor b * WG_TOPK + lid of row q, the survivors of block s ranked before it. B = 1: that is
+ * its slot, and the group writes the row's slots; else the count is added to its rank. */
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_wide_rank(uint k, uint R, uint G, uint B, __global uint *work, __global const uint *seg,
+                    __global const uint *sdoc, __global const uint *skey, __global uint *out)
+{
+    __local uint tk[WG_TOPK], tp[WG_TOPK];
+    uint lid = get_local_id(0), grp = get_group_id(0);
+    uint q = grp / (B * B), b = grp / B % B, s = grp % B;
+    uint m = min(seg[2 * q + 1], k);
+    ulong at = seg[2 * q];
+    uint i = b * WG_TOPK + lid, j = s * WG_TOPK + lid;
+    uint x = i < m ? skey[at + i] : 0u, p = i < m ? sdoc[at + i] : 0u;
+    tk[lid] = j < m ? skey[at + j] : 0u; /* past the survivors: key 0 ranks after every one */
+    tp[lid] = j < m ? sdoc[at + j] : 0xFFFFFFFFu;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint r = 0;
+    for (uint t = 0; t < WG_TOPK; t++) r += topk_before(tk[t], tp[t], x, p);
+    if (B == 1) {
+        if (i < m) {
+            out[ABI_OUT_DOC((ulong)R, k, q, r)] = p;
+            out[ABI_OUT_SCORE((ulong)R, k, q, r)] = x & ~ABI_KEY_TIER;
+        }
+        if (b == 0 && lid == 0) out[q] = m;
+        tw_empty(out, R, k, q, m, 0, k);
+    } else if (i < m && r) {
+        atomic_add(&TW_RANK(work, R, G)[(ulong)q * k + i], r);
+    }
+}
+
+/* groups: R x B; survivor b * WG_TOPK + lid of row q to the slot its counts add up to, and the
+ * block's slots past the survivors emptied */
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_wide_place(uint k, uint R, uint G, uint B, __global const uint *work, __global const uint *seg,
+                     __global const uint *sdoc, __global const uint *skey, __global uint *out)
+{
+    uint lid = get_local_id(0), q = get_group_id(0) / B, b = get_group_id(0) % B;
+    uint m = min(seg[2 * q + 1], k), i = b * WG_TOPK + lid;
+    ulong at = seg[2 * q];
+    if (i < m) {
+        uint r = TW_RANK(work, R, G)[(ulong)q * k + i];
+        out[ABI_OUT_DOC((ulong)R, k, q, r)] = sdoc[at + i];
+        out[ABI_OUT_SCORE((ulong)R, k, q, r)] = skey[at + i] & ~ABI_KEY_TIER;
+    }
+    if (b == 0 && lid == 0) out[q] = m;
+    tw_empty(out, R, k, q, m, b * WG_TOPK, min(k, (b + 1) * WG_TOPK));
 }
