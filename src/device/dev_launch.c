@@ -141,6 +141,7 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
 #define TW_MAX_SLICES 1024u
 #define TW_BINS ABI_TOPK_BINS
 #define TW_STATE ABI_TOPK_WIDE_STATE
+#define TW_TIES ABI_TOPK_WIDE_TIES
 
 /* Slices a row for the many-group top-k of b's rows; 1: topk_select alone. */
 static cl_uint wide_slices(const clx_engine *e, const dev_batch *b, cl_uint rows)
@@ -176,14 +177,14 @@ static cls_status query_kernel(clx_engine *e, const char *name)
  * dead once a dense row is made. */
 static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_uint G, cl_mem out, const char *step)
 {
-    static const char *const names[] = {"topk_wide_init", "topk_wide_hist", "topk_wide_pick", "topk_wide_ties",
-                                        "topk_wide_keep", "topk_wide_rank", "topk_wide_place"};
+    static const char *const names[] = {"topk_wide_init", "topk_wide_hist", "topk_wide_keep", "topk_wide_rank",
+                                        "topk_wide_place"};
     cls_status s;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((s = query_kernel(e, names[i])) != CLS_OK) return s;
     size_t wg = e->prm.wg_topk, slices = (size_t)rows * G;
     cl_uint n = b->num_docs, k = b->kk, R = rows, shift = b->key_shift, B = (cl_uint)((k + wg - 1) / wg), ranks = B > 1;
-    size_t work = (size_t)rows * (TW_STATE + TW_BINS + G + (ranks ? k : 0)) * 4;
+    size_t work = (size_t)rows * (TW_STATE + 3 * TW_BINS + (size_t)G * TW_TIES + (ranks ? k : 0)) * 4;
     if ((s = dev_buf_need(e, &e->cand, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
         (s = dev_buf_need(e, &e->qseg, (size_t)rows * 8, "top-k segments")) != CLS_OK ||
@@ -195,19 +196,14 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     for (cl_uint pass = 0; pass < 3; pass++) { /* 11 + 11 + 10 bits */
         dev_arg ah[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(G), DEV_U32(pass), DEV_U32(R),
                         DEV_MEM(e->useg.mem)};
-        dev_arg ap[] = {DEV_U32(pass), DEV_U32(R), DEV_MEM(e->useg.mem)};
-        if ((s = dev_run(e, "topk_wide_hist", ah, 7, slices, wg, step)) != CLS_OK ||
-            (s = dev_run(e, "topk_wide_pick", ap, 3, rows, wg, step)) != CLS_OK)
-            return s;
+        if ((s = dev_run(e, "topk_wide_hist", ah, 7, slices, wg, step)) != CLS_OK) return s;
     }
-    dev_arg at[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(G), DEV_U32(R), DEV_MEM(e->useg.mem)};
     dev_arg ak[] = {DEV_MEM(b->scores), DEV_U32(shift),        DEV_U32(n),           DEV_U32(G),
                     DEV_U32(k),         DEV_U32(R),            DEV_MEM(e->useg.mem), DEV_MEM(e->qseg.mem),
                     DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem)};
     dev_arg ar[] = {DEV_U32(k),          DEV_U32(R),           DEV_U32(G),             DEV_U32(B),  DEV_MEM(e->useg.mem),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem), DEV_MEM(out)};
-    if ((s = dev_run(e, "topk_wide_ties", at, 6, slices, wg, step)) != CLS_OK ||
-        (s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK ||
+    if ((s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK ||
         (s = dev_run(e, "topk_wide_rank", ar, 9, (size_t)rows * B * B, wg, step)) != CLS_OK)
         return s;
     if (!ranks) return CLS_OK;
