@@ -1,5 +1,6 @@
-/* topk.cl: per-query top-k selection, one work-group per query: topk_select (below) for
- * segments and any dense row, topk_rows (further down) for dense rows read once.
+/* topk.cl: per-query top-k selection: topk_select (below, one work-group per query) for segments
+ * and any dense row, topk_rows (further down, one work-group a row) for dense rows read once,
+ * topk_team (at the end, a team of work-items a row) for short dense rows at small k.
  *
  * topk_select ranks 32-bit keys (cl/abi.h): a score's float bits (BM25 with Lucene's idf is > 0 for every
  * match, so the bits order like the floats, and 0 means "no match"), with ABI_KEY_TIER set where

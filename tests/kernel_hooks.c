@@ -59,6 +59,7 @@ void clx_test_topk_force(clx_engine *e, int force)
     e->topk_force = force == TEST_TOPK_SELECT       ? DEV_TOPK_SELECT
                    : force == TEST_TOPK_ROWS_LEAST ? DEV_TOPK_ROWS_LEAST
                    : force == TEST_TOPK_ROWS       ? DEV_TOPK_ROWS
+                   : force == TEST_TOPK_WIDE_SELECT ? DEV_TOPK_WIDE_SELECT
                                                    : 0;
 }
 const char *clx_test_topk_ran(const clx_engine *e) { return e->topk_ran; }

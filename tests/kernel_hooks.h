@@ -19,11 +19,11 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
                          uint32_t *docs, float *out_scores);
 /* How dense rows' top-k runs from now on (TEST_TOPK_*: the engine's choice, topk_select, topk_rows
  * with its least buffer, so that it cuts its buffer at nearly every step, topk_rows with its usual
- * buffer where topk_team would run); the kernel that ranked dense rows last ("topk_rows",
+ * buffer where topk_team would run, topk_wide's survivors ranked by topk_select, not by counting); the kernel that ranked dense rows last ("topk_rows",
  * "topk_team", "topk_select", "topk_wide" or NULL); the buffer topk_rows would get for rows of N at
  * k (0: it cannot run there); whether the engine's choice for them is topk_team (where the
  * many-group top-k does not take them); the device's compute units. */
-enum { TEST_TOPK_ENGINE, TEST_TOPK_SELECT, TEST_TOPK_ROWS_LEAST, TEST_TOPK_ROWS };
+enum { TEST_TOPK_ENGINE, TEST_TOPK_SELECT, TEST_TOPK_ROWS_LEAST, TEST_TOPK_ROWS, TEST_TOPK_WIDE_SELECT };
 void clx_test_topk_force(clx_engine *e, int force);
 const char *clx_test_topk_ran(const clx_engine *e);
 uint32_t clx_test_topk_rows_cap(const clx_engine *e, uint32_t N, uint32_t k);

@@ -91,7 +91,8 @@ typedef struct clx_engine {
     int or_force_parts;     /* OR by partitions whatever the collection's size (tests) */
     int topk_force;         /* dense rows' top-k (tests): 0 the engine's choice, DEV_TOPK_SELECT
                              * topk_select, DEV_TOPK_ROWS_LEAST topk_rows with its least buffer,
-                             * DEV_TOPK_ROWS topk_rows rather than topk_team */
+                             * DEV_TOPK_ROWS topk_rows rather than topk_team, DEV_TOPK_WIDE_SELECT
+                             * topk_wide's survivors through topk_select */
     const char *topk_ran;   /* the kernel that last ranked dense rows (tests and benchmarks) */
     uint32_t *h_out;
     size_t h_out_cap; /* words */
@@ -198,6 +199,7 @@ int dev_topk_team_fits(const clx_engine *e, uint32_t num_docs, uint32_t kk);
 #define DEV_TOPK_SELECT 1
 #define DEV_TOPK_ROWS_LEAST 2
 #define DEV_TOPK_ROWS 3 /* topk_rows (its usual buffer) where topk_team would run */
+#define DEV_TOPK_WIDE_SELECT 4 /* the many-group top-k's survivors ranked by topk_select */
 
 /* ---- one kernel family alone, for the tests' and benchmarks' hooks --------------------------- */
 

@@ -142,6 +142,9 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
 #define TW_BINS ABI_TOPK_BINS
 #define TW_STATE ABI_TOPK_WIDE_STATE
 #define TW_TIES ABI_TOPK_WIDE_TIES
+/* Ordering the survivors by counting takes rows x k^2 comparisons (about 10^8 take 20 us on an
+ * H100); past TW_COUNT_MAX, topk_select's bitonic sort a row, k log^2 k each, costs less. */
+#define TW_COUNT_MAX (1ull << 31)
 
 /* Slices a row for the many-group top-k of b's rows; 1: topk_select alone. */
 static cl_uint wide_slices(const clx_engine *e, const dev_batch *b, cl_uint rows)
@@ -173,7 +176,8 @@ static cls_status query_kernel(clx_engine *e, const char *name)
  * e->cand (positions, which are docIDs) and e->cscore (keys), one segment a row in e->qseg, the
  * rows' select state (and survivor ranks) in e->useg; then topk_wide_rank puts them in order,
  * B x B groups a row for B = ceil(k / WG_TOPK) blocks of survivors, and where B > 1
- * topk_wide_place writes them out. Those buffers hold the algorithm's candidates and segments,
+ * topk_wide_place writes them out; or, past TW_COUNT_MAX comparisons (or as e->topk_force says),
+ * topk_select ranks the segments. Those buffers hold the algorithm's candidates and segments,
  * dead once a dense row is made. */
 static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_uint G, cl_mem out, const char *step)
 {
@@ -183,7 +187,9 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((s = query_kernel(e, names[i])) != CLS_OK) return s;
     size_t wg = e->prm.wg_topk, slices = (size_t)rows * G;
-    cl_uint n = b->num_docs, k = b->kk, R = rows, shift = b->key_shift, B = (cl_uint)((k + wg - 1) / wg), ranks = B > 1;
+    cl_uint n = b->num_docs, k = b->kk, R = rows, shift = b->key_shift, B = (cl_uint)((k + wg - 1) / wg);
+    int count = e->topk_force != DEV_TOPK_WIDE_SELECT && (uint64_t)rows * k * k <= TW_COUNT_MAX;
+    cl_uint ranks = count && B > 1;
     size_t work = (size_t)rows * (TW_STATE + 3 * TW_BINS + (size_t)G * TW_TIES + (ranks ? k : 0)) * 4;
     if ((s = dev_buf_need(e, &e->cand, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
@@ -203,9 +209,13 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
                     DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem)};
     dev_arg ar[] = {DEV_U32(k),          DEV_U32(R),           DEV_U32(G),             DEV_U32(B),  DEV_MEM(e->useg.mem),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem), DEV_MEM(out)};
-    if ((s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK ||
-        (s = dev_run(e, "topk_wide_rank", ar, 9, (size_t)rows * B * B, wg, step)) != CLS_OK)
-        return s;
+    if ((s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK) return s;
+    if (!count) {
+        dev_batch sb = *b;
+        dev_segments(&sb, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
+        return dev_topk(e, &sb, rows, out, step);
+    }
+    if ((s = dev_run(e, "topk_wide_rank", ar, 9, (size_t)rows * B * B, wg, step)) != CLS_OK) return s;
     if (!ranks) return CLS_OK;
     dev_arg ao[] = {DEV_U32(k),          DEV_U32(R),           DEV_U32(G),             DEV_U32(B), DEV_MEM(e->useg.mem),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem), DEV_MEM(out)};
