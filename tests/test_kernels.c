@@ -566,7 +566,7 @@ START_TEST(topk_wide_rows)
     check_topk_sparse(cl, 1, 200000, 10, 40, 0, 30000);  /* a handful of matches */
     check_topk(cl, 1, 200000, 1, 41, 5);                 /* k 1 */
     check_topk(cl, 3, 100000, 300, 42, 9);               /* three rows, survivors in blocks: ranks added up */
-    clx_test_topk_force(cl, TEST_TOPK_WIDE_SELECT); /* survivors ranked by topk_select (k^2 too large) */
+    clx_test_topk_force(cl, TEST_TOPK_WIDE_SELECT); /* survivors ranked by topk_select (rows x k too large) */
     check_topk(cl, 1, 200000, 10000, 43, 7);
     check_topk(cl, 3, 100000, 300, 44, 9);
     clx_test_topk_force(cl, TEST_TOPK_ENGINE);

@@ -142,9 +142,13 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
 #define TW_BINS ABI_TOPK_BINS
 #define TW_STATE ABI_TOPK_WIDE_STATE
 #define TW_TIES ABI_TOPK_WIDE_TIES
-/* Ordering the survivors by counting takes rows x k^2 comparisons (about 10^8 take 20 us on an
- * H100); past TW_COUNT_MAX, topk_select's bitonic sort a row, k log^2 k each, costs less. */
-#define TW_COUNT_MAX (1ull << 31)
+/* Ordering the survivors by counting takes rows x k^2 comparisons over the whole device;
+ * topk_select's bitonic sort gives each row one work-group, side by side, k log^2 k steps each,
+ * so counting wins while rows x k stays small. On an H100 (bench topk, one row of 1,000,000 keys,
+ * the whole top-k) k 10,000 took 0.12 ms counting against 0.47 sorting, k 40,000 0.52 against
+ * 2.78; from those, the two meet near rows x k = 2 x 10^5 (an estimate: counting grows with the
+ * rows, the sort not until they pass the compute units). Past TW_COUNT_MAX the sort ranks them. */
+#define TW_COUNT_MAX (1u << 17)
 
 /* Slices a row for the many-group top-k of b's rows; 1: topk_select alone. */
 static cl_uint wide_slices(const clx_engine *e, const dev_batch *b, cl_uint rows)
@@ -176,7 +180,7 @@ static cls_status query_kernel(clx_engine *e, const char *name)
  * e->cand (positions, which are docIDs) and e->cscore (keys), one segment a row in e->qseg, the
  * rows' select state (and survivor ranks) in e->useg; then topk_wide_rank puts them in order,
  * B x B groups a row for B = ceil(k / WG_TOPK) blocks of survivors, and where B > 1
- * topk_wide_place writes them out; or, past TW_COUNT_MAX comparisons (or as e->topk_force says),
+ * topk_wide_place writes them out; or, rows x k past TW_COUNT_MAX (or as e->topk_force says),
  * topk_select ranks the segments. Those buffers hold the algorithm's candidates and segments,
  * dead once a dense row is made. */
 static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_uint G, cl_mem out, const char *step)
@@ -188,7 +192,7 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
         if ((s = query_kernel(e, names[i])) != CLS_OK) return s;
     size_t wg = e->prm.wg_topk, slices = (size_t)rows * G;
     cl_uint n = b->num_docs, k = b->kk, R = rows, shift = b->key_shift, B = (cl_uint)((k + wg - 1) / wg);
-    int count = e->topk_force != DEV_TOPK_WIDE_SELECT && (uint64_t)rows * k * k <= TW_COUNT_MAX;
+    int count = e->topk_force != DEV_TOPK_WIDE_SELECT && (uint64_t)rows * k <= TW_COUNT_MAX;
     cl_uint ranks = count && B > 1;
     size_t work = (size_t)rows * (TW_STATE + 3 * TW_BINS + (size_t)G * TW_TIES + (ranks ? k : 0)) * 4;
     if ((s = dev_buf_need(e, &e->cand, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
