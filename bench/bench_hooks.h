@@ -18,7 +18,7 @@ cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_
 /* The engine's top-k of nq dense rows of N scores alone: one timed upload (*upload_s), then reps
  * timed runs after a warm-up (kernel_s[r]); every row's hits come back for a check (counts[q],
  * k slots of docs and scores a row, as clx_search reads them), and the kernel that ranked the
- * rows (*kernel: topk_rows, topk_wide or topk_select). */
+ * rows (*kernel: topk_team, topk_rows, topk_wide or topk_select). */
 cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, unsigned reps,
                           double *kernel_s, double *upload_s, uint32_t *counts, uint32_t *docs, float *out_scores,
                           const char **kernel);

@@ -1,5 +1,5 @@
-/* topk suite: the engine's top-k of dense rows alone (topk_rows, topk_wide.cl's kernels or
- * topk_select, as the engine chooses for the shape), on dense rows of random scores, against the
+/* topk suite: the engine's top-k of dense rows alone (topk_team, topk_rows, topk_wide.cl's kernels
+ * or topk_select, as the engine chooses for the shape), on dense rows of random scores, against the
  * device's copy ceiling and against the host's heap selection as a check.
  *
  *   clsearch bench topk [-d DEVICES] [-c ROWSxN:K,...] [-r REPEATS] [--ceiling GBPS] [--json FILE]

@@ -169,11 +169,20 @@ typedef struct abi_place {
  * about 2,048 keys a step); the host sizes its candidate buffer from the step. */
 #define ABI_TOPK_VEC(wg) ((wg) >= 512u ? 1u : 2u)
 /* Local and global words the top-k kernels take besides their keys, which the host sizes:
- * topk_rows' radix histogram and state words (cl/topk.cl), topk_wide's per-row histogram and
- * state (cl/topk_wide.cl). */
+ * topk_rows' radix histogram and state words (cl/topk.cl), topk_wide's per-row histograms (one a
+ * pass, of ABI_TOPK_BINS) and state words, and its per-slice histogram of the last digit
+ * (cl/topk_wide.cl). */
 #define ABI_TOPK_BINS 2048u
 #define ABI_TOPK_ROWS_SH 4u
-#define ABI_TOPK_WIDE_STATE 4u
+#define ABI_TOPK_WIDE_STATE 12u
+#define ABI_TOPK_WIDE_TIES 1024u
+/* topk_team (cl/topk.cl): rows of at most ABI_TOPK_TEAM(wg) x ABI_TOPK_TEAM_KEYS keys at k up
+ * to ABI_TOPK_TEAM_K, a team of ABI_TOPK_TEAM(wg) work-items a row, each holding
+ * ABI_TOPK_TEAM_KEYS keys in registers; teams of 32, but at most 16 teams a group (their
+ * histograms and survivors stay within 48 KiB of local memory) and no team above the group. */
+#define ABI_TOPK_TEAM(wg) ((wg) < 32u ? (wg) : (wg) > 512u ? (wg) / 16u : 32u)
+#define ABI_TOPK_TEAM_KEYS 32u
+#define ABI_TOPK_TEAM_K 128u
 
 /* Results of a batch of Q queries at k, read back in one transfer, in 32-bit words:
  *   [0, Q)                 hits per query (at most k)

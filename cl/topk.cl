@@ -1,5 +1,6 @@
-/* topk.cl: per-query top-k selection, one work-group per query: topk_select (below) for
- * segments and any dense row, topk_rows (further down) for dense rows read once.
+/* topk.cl: per-query top-k selection: topk_select (below, one work-group per query) for segments
+ * and any dense row, topk_rows (further down, one work-group a row) for dense rows read once,
+ * topk_team (at the end, a team of work-items a row) for short dense rows at small k.
  *
  * topk_select ranks 32-bit keys (cl/abi.h): a score's float bits (BM25 with Lucene's idf is > 0 for every
  * match, so the bits order like the floats, and 0 means "no match"), with ABI_KEY_TIER set where
@@ -487,5 +488,161 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
         }
         if (op == TR_SORT && st == 0)
             while (p2 < m) p2 <<= 1;
+    }
+}
+
+/* ---- Short dense rows, a team a row: topk_team -------------------------------------------------
+ *
+ * topk_rows gives every row a whole work-group and a 2,048-bin histogram; for a row of a thousand
+ * keys at k 10 (bench topk's 16,384 x 1,000) its fixed costs, bins cleared and scanned each pass
+ * and a dozen group-wide barriers, outweigh the row. topk_team gives a row a team of TK_TEAM
+ * work-items, TK_TEAMS rows a work-group, each work-item holding TK_KEYS of the row's keys in
+ * registers (positions lane, lane + TK_TEAM, ...: coalesced loads, the row read once). The team
+ * finds the k-th entry of the row in rank order (key desc, position asc) by radix select over the
+ * pair, 8-bit digits with a 256-bin histogram a team: four digits of the key, then, where more
+ * entries equal the k-th key than are taken, the digits of the position (smallest first). A
+ * digit's bin taken whole ends the select early. Then every entry at or above that one (exactly
+ * min(k, matches) entries: positions differ) goes to the team's survivor array in local memory,
+ * and each survivor counts the survivors ranked before it: that is its output slot.
+ *
+ * The teams of a group run their passes in lockstep, so that every barrier is reached by every
+ * work-item: a pass is the same three barriers for all, a team done (or without a row) skips the
+ * work between them, and the group leaves the loop when all its teams are done (a count read
+ * between two barriers, so every work-item reads the same value). The host uses the kernel for
+ * rows of at most TK_TEAM x TK_KEYS keys and k up to TK_KMAX (cl/abi.h). */
+#define TK_TEAM ABI_TOPK_TEAM(WG_TOPK)
+#define TK_TEAMS (WG_TOPK / TK_TEAM)
+#define TK_KEYS ABI_TOPK_TEAM_KEYS
+#define TK_KMAX ABI_TOPK_TEAM_K
+#define TK_BINS 256u
+#define TK_BPL (TK_BINS / TK_TEAM) /* the bins a work-item sums and walks */
+
+__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+void topk_team(__global const uint *scores, uint key_shift, uint n, uint k, uint Q, __global uint *out)
+{
+    __local uint hist[TK_TEAMS * TK_BINS];
+    __local uint part[WG_TOPK];
+    __local uint st[TK_TEAMS * 3];
+    __local uint sk[TK_TEAMS * TK_KMAX], sp[TK_TEAMS * TK_KMAX];
+    __local uint cnt[TK_TEAMS];
+    __local uint ndone;
+    uint lid = get_local_id(0), team = lid / TK_TEAM, lane = lid % TK_TEAM;
+    uint q = get_group_id(0) * TK_TEAMS + team;
+    uint live = q < Q;
+    __local uint *h = hist + team * TK_BINS;
+    __global const uint *row = scores + (ulong)(live ? q : 0u) * n + key_shift;
+    uint key[TK_KEYS];
+#pragma unroll
+    for (uint j = 0; j < TK_KEYS; j++) {
+        uint p = lane + j * TK_TEAM;
+        key[j] = live && p < n ? row[p] : 0u;
+    }
+    for (uint j = 0; j < TK_BPL; j++) h[lane * TK_BPL + j] = 0;
+    if (lane == 0) cnt[team] = 0;
+    if (lid == 0) ndone = 0;
+    /* position digits: those of the largest position, n - 1 */
+    uint pbits = n > 1u ? 32u - clz(n - 1u) : 0u, npos = (pbits + 7u) / 8u;
+    /* the state, the same in every work-item of a team */
+    uint done = !live || n <= k, all = n <= k, pre = 0, left = k, kt = 0, dend = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (uint pass = 0; pass < 4u + npos; pass++) {
+        uint bypos = pass >= 4u;
+        uint shift = bypos ? 8u * (npos - 1u - (pass - 4u)) : 24u - 8u * pass;
+        uint pmask = bypos ? (shift + 8u >= 32u ? 0u : 0xFFFFFFFFu << (shift + 8u)) : pass ? 0xFFFFFFFFu << (32u - 8u * pass) : 0u;
+        /* A: the digit's histogram among the entries that share the prefix */
+        if (!done) {
+#pragma unroll
+            for (uint j = 0; j < TK_KEYS; j++) {
+                uint p = lane + j * TK_TEAM, x = key[j];
+                if (bypos ? x == kt && p < n && (p & pmask) == pre : x != 0u && (x & pmask) == pre)
+                    atomic_inc(&h[((bypos ? p : x) >> shift) & 255u]);
+            }
+        } else if (pass == 0 && lane == 0) {
+            atomic_inc(&ndone); /* no row, or every key survives */
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (ndone == TK_TEAMS) break; /* read between two barriers: the group's value */
+        /* B: this work-item's bins, the key's from the top, the position's from the bottom */
+        uint lo = bypos ? lane * TK_BPL : TK_BINS - (lane + 1u) * TK_BPL, s = 0;
+        for (uint j = 0; j < TK_BPL; j++) s += h[lo + j];
+        part[lid] = s;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* C: the work-item whose bins hold the left-th entry walks them */
+        uint before = 0, total = 0;
+        for (uint l = 0; l < TK_TEAM; l++) {
+            uint v = part[team * TK_TEAM + l];
+            total += v;
+            before += l < lane ? v : 0u;
+        }
+        if (!done && before < left && left <= before + s) {
+            uint j = 0, at = before;
+            for (uint i = 0; i < TK_BPL; i++) {
+                j = bypos ? lo + i : lo + TK_BPL - 1u - i;
+                if (at + h[j] >= left) break;
+                at += h[j];
+            }
+            st[team * 3 + 0] = pre | (j << shift);
+            st[team * 3 + 1] = left - at;
+            st[team * 3 + 2] = h[j] == left - at; /* the bin taken whole */
+        }
+        for (uint j = 0; j < TK_BPL; j++) h[lo + j] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* D: the next state, alike in the team */
+        if (!done) {
+            if (!bypos && pass == 0 && total < left) { /* fewer matches than k: all survive */
+                all = 1;
+                done = 1;
+            } else {
+                uint npre = st[team * 3 + 0], whole = st[team * 3 + 2];
+                left = st[team * 3 + 1];
+                if (bypos) { /* ties at kt up to this position prefix's bin (the last digit: one position) */
+                    pre = npre;
+                    if (whole || shift == 0u) {
+                        dend = npre + (1u << shift);
+                        done = 1;
+                    }
+                } else if (whole) { /* every key at or above the bin's least */
+                    kt = npre ? npre - 1u : 0u;
+                    done = 1;
+                } else if (pass == 3u) { /* more keys equal the k-th than are taken: by position */
+                    kt = npre;
+                    pre = 0;
+                } else {
+                    pre = npre;
+                }
+            }
+            if (done && lane == 0) atomic_inc(&ndone);
+        }
+    }
+
+    /* the survivors: key above kt, or equal to it before dend (all: every match) */
+#pragma unroll
+    for (uint j = 0; j < TK_KEYS; j++) {
+        uint p = lane + j * TK_TEAM, x = key[j];
+        if (live && x != 0u && p < n && (all || x > kt || (x == kt && p < dend))) {
+            uint slot = atomic_inc(&cnt[team]);
+            if (slot < TK_KMAX) { /* always, by the select; a bound on the writes all the same */
+                sk[team * TK_KMAX + slot] = x;
+                sp[team * TK_KMAX + slot] = p;
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!live) return; /* after the last barrier */
+    uint m = min(cnt[team], min(k, TK_KMAX));
+    __local const uint *tk = sk + team * TK_KMAX, *tp = sp + team * TK_KMAX;
+    __global uint *od = out + ABI_OUT_DOC((ulong)Q, k, q, 0);
+    __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
+    if (lane == 0) out[q] = m;
+    for (uint i = lane; i < m; i += TK_TEAM) {
+        uint x = tk[i], p = tp[i], r = 0;
+        for (uint j = 0; j < m; j++) r += topk_before(tk[j], tp[j], x, p);
+        od[r] = p;
+        os[r] = x & ~ABI_KEY_TIER;
+    }
+    for (uint r = m + lane; r < k; r += TK_TEAM) {
+        od[r] = ABI_NO_DOC;
+        os[r] = 0u;
     }
 }

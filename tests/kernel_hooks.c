@@ -56,10 +56,15 @@ cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32
 
 void clx_test_topk_force(clx_engine *e, int force)
 {
-    e->topk_force = force == TEST_TOPK_SELECT ? DEV_TOPK_SELECT : force == TEST_TOPK_ROWS_LEAST ? DEV_TOPK_ROWS_LEAST : 0;
+    e->topk_force = force == TEST_TOPK_SELECT       ? DEV_TOPK_SELECT
+                   : force == TEST_TOPK_ROWS_LEAST ? DEV_TOPK_ROWS_LEAST
+                   : force == TEST_TOPK_ROWS       ? DEV_TOPK_ROWS
+                   : force == TEST_TOPK_WIDE_SELECT ? DEV_TOPK_WIDE_SELECT
+                                                   : 0;
 }
 const char *clx_test_topk_ran(const clx_engine *e) { return e->topk_ran; }
 uint32_t clx_test_topk_rows_cap(const clx_engine *e, uint32_t N, uint32_t k) { return dev_topk_rows_cap(e, N, k); }
+int clx_test_topk_team_fits(const clx_engine *e, uint32_t N, uint32_t k) { return dev_topk_team_fits(e, N, k); }
 uint32_t clx_test_compute_units(const clx_engine *e) { return e->dev.info.compute_units; }
 
 cls_status clx_test_topk_seg(clx_engine *e, const uint32_t *keys, const uint32_t *docs, uint64_t n, const uint32_t *seg,

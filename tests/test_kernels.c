@@ -564,6 +564,12 @@ START_TEST(topk_wide_rows)
     check_topk_sparse(cl, 1, 200000, 10000, 38, 0, 100); /* k above the matches: all of them */
     check_topk_sparse(cl, 1, 200000, 1000, 39, 2, 150);  /* fewer matches than k, all tied in pairs */
     check_topk_sparse(cl, 1, 200000, 10, 40, 0, 30000);  /* a handful of matches */
+    check_topk(cl, 1, 200000, 1, 41, 5);                 /* k 1 */
+    check_topk(cl, 3, 100000, 300, 42, 9);               /* three rows, survivors in blocks: ranks added up */
+    clx_test_topk_force(cl, TEST_TOPK_WIDE_SELECT); /* survivors ranked by topk_select (rows x k too large) */
+    check_topk(cl, 1, 200000, 10000, 43, 7);
+    check_topk(cl, 3, 100000, 300, 44, 9);
+    clx_test_topk_force(cl, TEST_TOPK_ENGINE);
     cls_engine_free(e);
     cls_index_close(idx);
 }
@@ -580,7 +586,8 @@ typedef struct rows_fill {
 
 /* nq dense rows of N scores (row 0 without a match where nq > 1) ranked by the engine's dense-row
  * top-k, forced as `force` says (kernel_hooks.h), against qsort; the kernel that ran must be
- * topk_rows wherever the engine can run it and force allows. */
+ * topk_team where the rows are short and k small and force allows, else topk_rows wherever the
+ * engine can run it and force allows. */
 static void check_rows(clx_engine *cl, int force, uint32_t nq, uint32_t N, uint32_t k, uint64_t seed, rows_fill f)
 {
     float *sc = malloc((size_t)nq * N * 4);
@@ -606,7 +613,9 @@ static void check_rows(clx_engine *cl, int force, uint32_t nq, uint32_t N, uint3
     cls_status s = clx_test_topk(cl, sc, nq, N, k, counts, docs, scores);
     clx_test_topk_force(cl, 0);
     ck_assert_msg(s == CLS_OK, "%s", cls_last_error());
-    const char *want = force != TEST_TOPK_SELECT && clx_test_topk_rows_cap(cl, N, k) ? "topk_rows" : "topk_select";
+    const char *want = force == TEST_TOPK_ENGINE && clx_test_topk_team_fits(cl, N, k) ? "topk_team"
+                       : force != TEST_TOPK_SELECT && clx_test_topk_rows_cap(cl, N, k) ? "topk_rows"
+                                                                                       : "topk_select";
     const char *ran = clx_test_topk_ran(cl);
     ck_assert_msg(ran && strcmp(ran, want) == 0, "N=%u k=%u force %d: %s ran, not %s", N, k, force, ran ? ran : "none", want);
     pair *ref = malloc((size_t)N * sizeof *ref);
@@ -651,7 +660,7 @@ START_TEST(topk_rows_many)
     check_rows(cl, 0, R, 2000, 2000, 55, (rows_fill){0, 0, 0});  /* k = N */
     check_rows(cl, 0, R, 500, 1000, 56, (rows_fill){4, 0, 0});   /* k above N: every match */
     check_rows(cl, 0, R, 20000, 100, 57, (rows_fill){0, 300, 0}); /* k above the matches */
-    check_rows(cl, 0, 1, 1, 1, 58, (rows_fill){0, 0, 0});        /* one document */
+    check_rows(cl, TEST_TOPK_ROWS, 1, 1, 1, 58, (rows_fill){0, 0, 0}); /* one document */
     check_rows(cl, 0, R, 30000, 10000, 59, (rows_fill){0, 0, 0}); /* k 10,000 */
     check_rows(cl, 0, R, 30001, 10000, 60, (rows_fill){7, 0, 0});
     check_rows(cl, 0, R, 12345, 777, 61, (rows_fill){0, 0, 2});   /* descending: one cut */
@@ -659,18 +668,57 @@ START_TEST(topk_rows_many)
     float *zeros = calloc((size_t)R * 1000, 4);
     uint32_t *counts = malloc(R * 4), *docs = malloc((size_t)R * 10 * 4);
     float *scores = malloc((size_t)R * 10 * 4);
-    for (uint32_t N = 1000;; N = 0) {
-        memset(docs, 0, (size_t)R * 10 * 4);
-        ck_assert_msg(clx_test_topk(cl, zeros, R, N, 10, counts, docs, scores) == CLS_OK, "%s", cls_last_error());
-        ck_assert_str_eq(clx_test_topk_ran(cl), "topk_rows");
-        for (uint32_t i = 0; i < R * 10; i++)
-            ck_assert_msg(counts[i / 10] == 0 && docs[i] == 0xFFFFFFFFu && scores[i] == 0.0f, "N=%u slot %u", N, i);
-        if (N == 0) break;
+    for (int force = TEST_TOPK_ROWS;; force = TEST_TOPK_ENGINE) { /* topk_rows, then topk_team */
+        for (uint32_t N = 1000;; N = 0) {
+            memset(docs, 0, (size_t)R * 10 * 4);
+            clx_test_topk_force(cl, force);
+            cls_status st = clx_test_topk(cl, zeros, R, N, 10, counts, docs, scores);
+            clx_test_topk_force(cl, TEST_TOPK_ENGINE);
+            ck_assert_msg(st == CLS_OK, "%s", cls_last_error());
+            ck_assert_str_eq(clx_test_topk_ran(cl), force == TEST_TOPK_ROWS ? "topk_rows" : "topk_team");
+            for (uint32_t i = 0; i < R * 10; i++)
+                ck_assert_msg(counts[i / 10] == 0 && docs[i] == 0xFFFFFFFFu && scores[i] == 0.0f, "N=%u slot %u", N, i);
+            if (N == 0) break;
+        }
+        if (force == TEST_TOPK_ENGINE) break;
     }
     free(zeros);
     free(counts);
     free(docs);
     free(scores);
+    cls_engine_free(e);
+    cls_index_close(idx);
+}
+END_TEST
+
+/* Short dense rows, a team of work-items a row (cl/topk.cl: topk_team): many rows, the last
+ * work-group's teams partly without a row; rows shorter than a team; k at or above the row's
+ * length, k 1 and the largest k the kernel takes; the longest row it takes; ties at the k-th key
+ * across the boundary (ranked by position: one position digit for rows of at most 256, two
+ * above), every match tied, rows in ascending and descending order, rows with fewer matches
+ * than k; and the same rows through topk_rows. */
+START_TEST(topk_team_rows)
+{
+    cls_index *idx = random_index(2, 50, 20);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    clx_engine *cl = engine_clx(e);
+    ck_assert(cl != NULL);
+    uint32_t longest = 0;
+    while (clx_test_topk_team_fits(cl, longest + 1, 10)) longest++;
+    ck_assert_msg(longest >= 32 && !clx_test_topk_team_fits(cl, 1000, 1000), "topk_team takes rows up to %u", longest);
+    check_rows(cl, 0, 301, 1000 < longest ? 1000 : longest, 10, 91, (rows_fill){0, 0, 0}); /* many rows */
+    check_rows(cl, 0, 37, 5, 10, 92, (rows_fill){0, 0, 0});        /* shorter than a team, k above N */
+    check_rows(cl, 0, 37, 31, 31, 93, (rows_fill){3, 0, 0});       /* k = N, ties */
+    check_rows(cl, 0, 37, longest, 128, 94, (rows_fill){3, 0, 0}); /* the longest row, k 128: hundreds of ties */
+    check_rows(cl, 0, 37, longest, 10, 95, (rows_fill){1, 0, 0});  /* every match ties: two position digits */
+    check_rows(cl, 0, 37, 200, 7, 96, (rows_fill){2, 0, 0});       /* ties, one position digit */
+    check_rows(cl, 0, 37, 777 < longest ? 777 : longest, 100, 97, (rows_fill){0, 0, 1}); /* ascending */
+    check_rows(cl, 0, 37, 500, 1, 98, (rows_fill){0, 0, 2});       /* descending, k 1 */
+    check_rows(cl, 0, 37, 600, 50, 99, (rows_fill){0, 40, 0});     /* fewer matches than k in most rows */
+    check_rows(cl, 0, 37, 300, 64, 100, (rows_fill){4, 0, 1});     /* ascending in fours: ties span lanes */
+    check_rows(cl, TEST_TOPK_ROWS, 37, 300, 64, 100, (rows_fill){4, 0, 1});
+    check_rows(cl, TEST_TOPK_ROWS, 37, 5, 10, 92, (rows_fill){0, 0, 0});
     cls_engine_free(e);
     cls_index_close(idx);
 }
@@ -1209,6 +1257,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("pocl");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, topk_random_ties_edges);
+    tcase_add_test(tc, topk_team_rows);
     tcase_add_test(tc, topk_segments_shuffled_ties);
     tcase_add_test(tc, topk_wide_rows);
     tcase_add_test(tc, topk_rows_many);

@@ -91,7 +91,9 @@ typedef struct clx_engine {
     uint32_t bound_ways;    /* or_bounds' groups per term (0: or.c's choice; tests force some) */
     int or_force_parts;     /* OR by partitions whatever the collection's size (tests) */
     int topk_force;         /* dense rows' top-k (tests): 0 the engine's choice, DEV_TOPK_SELECT
-                             * topk_select, DEV_TOPK_ROWS_LEAST topk_rows with its least buffer */
+                             * topk_select, DEV_TOPK_ROWS_LEAST topk_rows with its least buffer,
+                             * DEV_TOPK_ROWS topk_rows rather than topk_team, DEV_TOPK_WIDE_SELECT
+                             * topk_wide's survivors through topk_select */
     const char *topk_ran;   /* the kernel that last ranked dense rows (tests and benchmarks) */
     uint32_t *h_out;
     size_t h_out_cap; /* words */
@@ -185,15 +187,20 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
                       const char *step);
 /* The k best of each of groups groups at b's kk from scores/cand_docs/seg as b describes them
  * (dense: rows of b->num_docs) into out (cl/abi.h's layout for `groups` groups): topk_select;
- * dense rows through topk_wide.cl's kernels where they are few and long, else through topk_rows
- * where local memory holds its buffer. */
+ * dense rows through topk_wide.cl's kernels where they are few and long, topk_team where they are
+ * short and k small, else through topk_rows where local memory holds its buffer. */
 cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem out, const char *step);
 /* The candidate entries a work-group of topk_rows gets for rows of num_docs keys at kk (as
  * e->topk_force says); 0: local memory cannot hold what it needs, topk_select ranks them. */
 cl_uint dev_topk_rows_cap(const clx_engine *e, uint32_t num_docs, uint32_t kk);
+/* Whether dense rows of num_docs keys at kk go to topk_team (a team of work-items a row) unless
+ * e->topk_force says otherwise. */
+int dev_topk_team_fits(const clx_engine *e, uint32_t num_docs, uint32_t kk);
 
 #define DEV_TOPK_SELECT 1
 #define DEV_TOPK_ROWS_LEAST 2
+#define DEV_TOPK_ROWS 3 /* topk_rows (its usual buffer) where topk_team would run */
+#define DEV_TOPK_WIDE_SELECT 4 /* the many-group top-k's survivors ranked by topk_select */
 
 /* ---- one kernel family alone, for the tests' and benchmarks' hooks --------------------------- */
 

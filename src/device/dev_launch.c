@@ -141,6 +141,14 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
 #define TW_MAX_SLICES 1024u
 #define TW_BINS ABI_TOPK_BINS
 #define TW_STATE ABI_TOPK_WIDE_STATE
+#define TW_TIES ABI_TOPK_WIDE_TIES
+/* Ordering the survivors by counting takes rows x k^2 comparisons over the whole device;
+ * topk_select's bitonic sort gives each row one work-group, side by side, k log^2 k steps each,
+ * so counting wins while rows x k stays small. On an H100 (bench topk, one row of 1,000,000 keys,
+ * the whole top-k) k 10,000 took 0.12 ms counting against 0.47 sorting, k 40,000 0.52 against
+ * 2.78; from those, the two meet near rows x k = 2 x 10^5 (an estimate: counting grows with the
+ * rows, the sort not until they pass the compute units). Past TW_COUNT_MAX the sort ranks them. */
+#define TW_COUNT_MAX (1u << 17)
 
 /* Slices a row for the many-group top-k of b's rows; 1: topk_select alone. */
 static cl_uint wide_slices(const clx_engine *e, const dev_batch *b, cl_uint rows)
@@ -170,43 +178,70 @@ static cls_status query_kernel(clx_engine *e, const char *name)
 
 /* The many-group top-k of rows dense rows, G slices each: survivors (at most k a row) into
  * e->cand (positions, which are docIDs) and e->cscore (keys), one segment a row in e->qseg, the
- * rows' select state in e->useg; then topk_select ranks the segments. Those buffers hold the
- * algorithm's candidates and segments, dead once a dense row is made. */
+ * rows' select state (and survivor ranks) in e->useg; then topk_wide_rank puts them in order,
+ * B x B groups a row for B = ceil(k / WG_TOPK) blocks of survivors, and where B > 1
+ * topk_wide_place writes them out; or, rows x k past TW_COUNT_MAX (or as e->topk_force says),
+ * topk_select ranks the segments. Those buffers hold the algorithm's candidates and segments,
+ * dead once a dense row is made. */
 static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_uint G, cl_mem out, const char *step)
 {
-    static const char *const names[] = {"topk_wide_init", "topk_wide_hist", "topk_wide_pick", "topk_wide_ties",
-                                        "topk_wide_keep"};
+    static const char *const names[] = {"topk_wide_init", "topk_wide_hist", "topk_wide_keep", "topk_wide_rank",
+                                        "topk_wide_place"};
     cls_status s;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((s = query_kernel(e, names[i])) != CLS_OK) return s;
-    cl_uint n = b->num_docs, k = b->kk, R = rows, shift = b->key_shift;
-    size_t work = (size_t)rows * (TW_STATE + TW_BINS + G) * 4;
+    size_t wg = e->prm.wg_topk, slices = (size_t)rows * G;
+    cl_uint n = b->num_docs, k = b->kk, R = rows, shift = b->key_shift, B = (cl_uint)((k + wg - 1) / wg);
+    int count = e->topk_force != DEV_TOPK_WIDE_SELECT && (uint64_t)rows * k <= TW_COUNT_MAX;
+    cl_uint ranks = count && B > 1;
+    size_t work = (size_t)rows * (TW_STATE + 3 * TW_BINS + (size_t)G * TW_TIES + (ranks ? k : 0)) * 4;
     if ((s = dev_buf_need(e, &e->cand, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)rows * k * 4, "top-k survivors")) != CLS_OK ||
         (s = dev_buf_need(e, &e->qseg, (size_t)rows * 8, "top-k segments")) != CLS_OK ||
         (s = dev_buf_need(e, &e->useg, work, "top-k select state")) != CLS_OK)
         return s;
-    size_t wg = e->prm.wg_topk, slices = (size_t)rows * G;
-    dev_arg ai[] = {DEV_U32(n), DEV_U32(k), DEV_U32(G), DEV_U32(R), DEV_MEM(e->useg.mem), DEV_MEM(e->qseg.mem)};
-    if ((s = dev_run(e, "topk_wide_init", ai, 6, rows, wg, step)) != CLS_OK) return s;
+    dev_arg ai[] = {DEV_U32(n), DEV_U32(k), DEV_U32(G), DEV_U32(R), DEV_U32(ranks), DEV_MEM(e->useg.mem),
+                    DEV_MEM(e->qseg.mem)};
+    if ((s = dev_run(e, "topk_wide_init", ai, 7, rows, wg, step)) != CLS_OK) return s;
     for (cl_uint pass = 0; pass < 3; pass++) { /* 11 + 11 + 10 bits */
         dev_arg ah[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(G), DEV_U32(pass), DEV_U32(R),
                         DEV_MEM(e->useg.mem)};
-        dev_arg ap[] = {DEV_U32(pass), DEV_U32(R), DEV_MEM(e->useg.mem)};
-        if ((s = dev_run(e, "topk_wide_hist", ah, 7, slices, wg, step)) != CLS_OK ||
-            (s = dev_run(e, "topk_wide_pick", ap, 3, rows, wg, step)) != CLS_OK)
-            return s;
+        if ((s = dev_run(e, "topk_wide_hist", ah, 7, slices, wg, step)) != CLS_OK) return s;
     }
-    dev_arg at[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(G), DEV_U32(R), DEV_MEM(e->useg.mem)};
     dev_arg ak[] = {DEV_MEM(b->scores), DEV_U32(shift),        DEV_U32(n),           DEV_U32(G),
                     DEV_U32(k),         DEV_U32(R),            DEV_MEM(e->useg.mem), DEV_MEM(e->qseg.mem),
                     DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem)};
-    if ((s = dev_run(e, "topk_wide_ties", at, 6, slices, wg, step)) != CLS_OK ||
-        (s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK)
-        return s;
-    dev_batch sb = *b;
-    dev_segments(&sb, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
-    return dev_topk(e, &sb, rows, out, step);
+    dev_arg ar[] = {DEV_U32(k),          DEV_U32(R),           DEV_U32(G),             DEV_U32(B),  DEV_MEM(e->useg.mem),
+                    DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem), DEV_MEM(out)};
+    if ((s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK) return s;
+    if (!count) {
+        dev_batch sb = *b;
+        dev_segments(&sb, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
+        return dev_topk(e, &sb, rows, out, step);
+    }
+    if ((s = dev_run(e, "topk_wide_rank", ar, 9, (size_t)rows * B * B, wg, step)) != CLS_OK) return s;
+    if (!ranks) return CLS_OK;
+    dev_arg ao[] = {DEV_U32(k),          DEV_U32(R),           DEV_U32(G),             DEV_U32(B), DEV_MEM(e->useg.mem),
+                    DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem), DEV_MEM(out)};
+    return dev_run(e, "topk_wide_place", ao, 9, (size_t)rows * B, wg, step);
+}
+
+/* Short dense rows (cl/topk.cl: topk_team), a team of ABI_TOPK_TEAM(WG_TOPK) work-items a row,
+ * WG_TOPK / team rows a work-group: rows of at most team x ABI_TOPK_TEAM_KEYS keys (registers)
+ * at k up to ABI_TOPK_TEAM_K (local memory for the survivors). */
+int dev_topk_team_fits(const clx_engine *e, uint32_t num_docs, uint32_t kk)
+{
+    return kk <= ABI_TOPK_TEAM_K && num_docs <= ABI_TOPK_TEAM(e->prm.wg_topk) * ABI_TOPK_TEAM_KEYS;
+}
+
+static cls_status topk_team(clx_engine *e, const dev_batch *b, cl_uint rows, cl_mem out, const char *step)
+{
+    cls_status s = query_kernel(e, "topk_team");
+    if (s != CLS_OK) return s;
+    cl_uint n = b->num_docs, k = b->kk, shift = b->key_shift, wg = e->prm.wg_topk, teams = wg / ABI_TOPK_TEAM(wg);
+    dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(k), DEV_U32(rows), DEV_MEM(out)};
+    e->topk_ran = "topk_team";
+    return dev_run(e, "topk_team", a, 6, (rows + teams - 1) / teams, wg, step);
 }
 
 /* Dense rows read once (cl/topk.cl: topk_rows), one work-group a row with a buffer of candidates
@@ -255,6 +290,7 @@ cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem ou
         e->topk_ran = "topk_wide";
         return topk_wide(e, b, groups, G, out, step);
     }
+    if (b->dense && !e->topk_force && dev_topk_team_fits(e, b->num_docs, b->kk)) return topk_team(e, b, groups, out, step);
     if (b->dense && e->topk_force != DEV_TOPK_SELECT) {
         cl_uint cap = dev_topk_rows_cap(e, b->num_docs, b->kk);
         if (cap) return topk_rows(e, b, groups, cap, out, step);
