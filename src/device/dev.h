@@ -24,7 +24,9 @@
 #define DEV_MAX_KERNELS 32u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
-#define DEV_COUNTERS 13u
+#define DEV_COUNTERS 17u
+/* counters[DEV_CTR_TOPK + i]: launches of the i-th top-k kernel (dev_launch.c: topk_names) */
+#define DEV_CTR_TOPK 10u
 /* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
  * enough that a unit's fixed costs (its descriptors, the driving term's choice) stay small, short
  * enough that a long query spreads over every compute unit. */
@@ -117,8 +119,9 @@ typedef struct clx_engine {
                                          * model's rate, queries pruned by block maxima, postings in
                                          * their lists, postings decoded, OR partitions scored, OR
                                          * queries run again with a larger pool, where OR's block
-                                         * bounds came from (ABI_BOUND_*); with the list
-                                         * cache: lists found, lists loaded, bytes loaded */
+                                         * bounds came from (ABI_BOUND_*), launches of each
+                                         * top-k kernel; with the list cache: lists found,
+                                         * lists loaded, bytes loaded */
     dev_event events[DEV_MAX_EVENTS];
     unsigned nevents;
 } clx_engine;

@@ -468,7 +468,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
                  (double)(wbytes + bbytes) / (1 << 20), (double)e->dev_mem / (1 << 20), device_mem ? "given" : "on the device");
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
-             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_wide by shape (WG %u); "
+             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_team / topk_wide by shape, the counters of a search say which ran (WG %u); "
              "WG intersect %u, score %u; parameters from %s; division %s\n%s\n%s",
              e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
              e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
@@ -786,8 +786,8 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     static const char *const names[DEV_COUNTERS] = {"queries", "blocks_in_lists", "blocks_decoded", "cost_rate",
                                                     "queries_pruned", "postings_in_lists", "postings_decoded",
                                                     "partitions_scored", "queries_rerun", "or_bounds_from",
-                                                    "lists_found",
-                                                    "lists_loaded", "bytes_loaded"};
+                                                    "topk_select", "topk_rows", "topk_team", "topk_wide",
+                                                    "lists_found", "lists_loaded", "bytes_loaded"};
     for (unsigned i = 0; i < DEV_COUNTERS; i++) e->counters[i] = (cls_counter){names[i], 0};
     e->counters[3].value = (uint64_t)e->rate;
     const cls_index *idx = e->idx;
@@ -874,9 +874,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     }
     e->counters[3].value = (uint64_t)e->rate;
     if (e->cached) {
-        e->counters[10].value = e->cache.hits - hits0;
-        e->counters[11].value = e->cache.misses - misses0;
-        e->counters[12].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
+        e->counters[14].value = e->cache.hits - hits0;
+        e->counters[15].value = e->cache.misses - misses0;
+        e->counters[16].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {

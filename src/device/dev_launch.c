@@ -234,13 +234,24 @@ int dev_topk_team_fits(const clx_engine *e, uint32_t num_docs, uint32_t kk)
     return kk <= ABI_TOPK_TEAM_K && num_docs <= ABI_TOPK_TEAM(e->prm.wg_topk) * ABI_TOPK_TEAM_KEYS;
 }
 
+/* The top-k kernels, in the order of their counters (counters[DEV_CTR_TOPK + i]: launches in the
+ * last search, which -v prints); topk_ran names the last that ranked dense rows (tests,
+ * benchmarks: topk_wide's survivors ranked by topk_select leave it topk_wide). */
+static const char *const topk_names[] = {"topk_select", "topk_rows", "topk_team", "topk_wide"};
+
+static void topk_mark(clx_engine *e, unsigned i, int dense)
+{
+    if (dense) e->topk_ran = topk_names[i];
+    if (e->counters[DEV_CTR_TOPK + i].name) e->counters[DEV_CTR_TOPK + i].value++;
+}
+
 static cls_status topk_team(clx_engine *e, const dev_batch *b, cl_uint rows, cl_mem out, const char *step)
 {
     cls_status s = query_kernel(e, "topk_team");
     if (s != CLS_OK) return s;
     cl_uint n = b->num_docs, k = b->kk, shift = b->key_shift, wg = e->prm.wg_topk, teams = wg / ABI_TOPK_TEAM(wg);
     dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(k), DEV_U32(rows), DEV_MEM(out)};
-    e->topk_ran = "topk_team";
+    topk_mark(e, 2, 1);
     return dev_run(e, "topk_team", a, 6, (rows + teams - 1) / teams, wg, step);
 }
 
@@ -278,7 +289,7 @@ static cls_status topk_rows(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     size_t wg = e->prm.wg_topk;
     dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n),   DEV_U32(k),
                    DEV_U32(cap),       DEV_U32(rows),  DEV_MEM(out), {((size_t)2 * cap + TR_BINS + wg + TR_SH) * 4, NULL}};
-    e->topk_ran = "topk_rows";
+    topk_mark(e, 1, 1);
     return dev_run(e, "topk_rows", a, 8, rows, wg, step);
 }
 
@@ -287,7 +298,7 @@ cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem ou
     cl_uint G = wide_slices(e, b, groups);
     /* the survivors' buffers must not be the rows themselves */
     if (G > 1 && b->scores != e->cand.mem && b->scores != e->cscore.mem && b->scores != e->useg.mem) {
-        e->topk_ran = "topk_wide";
+        topk_mark(e, 3, 1);
         return topk_wide(e, b, groups, G, out, step);
     }
     if (b->dense && !e->topk_force && dev_topk_team_fits(e, b->num_docs, b->kk)) return topk_team(e, b, groups, out, step);
@@ -295,7 +306,7 @@ cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem ou
         cl_uint cap = dev_topk_rows_cap(e, b->num_docs, b->kk);
         if (cap) return topk_rows(e, b, groups, cap, out, step);
     }
-    if (b->dense) e->topk_ran = "topk_select";
+    topk_mark(e, 0, b->dense);
     cl_uint num_docs = b->num_docs;
     cl_mem seg = b->seg ? b->seg : b->cand_docs; /* dense rows read no segment */
     dev_arg a[] = {DEV_MEM(b->scores), DEV_MEM(b->cand_docs), DEV_MEM(seg),        DEV_U32(b->key_shift),
