@@ -517,6 +517,7 @@ START_TEST(topk_segments_shuffled_ties)
     check_topk_seg(cl, 5, 3000, 10, 21, 3);    /* hundreds of ties at the k-th, 10 kept */
     check_topk_seg(cl, 3, 5000, 1000, 22, 4);  /* the boundary level split */
     check_topk_seg(cl, 4, 700, 1, 23, 1);      /* every match ties: the smallest docID */
+    check_topk_seg(cl, 2, 6000, 10, 26, 1);    /* thousands of ties at the k-th */
     check_topk_seg(cl, 3, 200, 500, 24, 2);    /* k above every count: all matches */
     check_topk_seg(cl, 2, 20000, 777, 25, 60); /* k not a power of two */
     cls_engine_free(e);
