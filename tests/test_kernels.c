@@ -91,6 +91,17 @@ static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
     return random_index_with(seed, ndocs, vocab, NULL);
 }
 
+/* An engine on a small random index, for the tests that drive kernels directly with data of
+ * their own (the index only gives the engine its programs). */
+static clx_engine *kernel_engine(cls_index **idx, cls_engine **e)
+{
+    *idx = random_index(2, 50, 20);
+    ck_assert_msg(cls_engine_create(*idx, device(), e) == CLS_OK, "%s", cls_last_error());
+    clx_engine *cl = engine_clx(*e);
+    ck_assert(cl != NULL);
+    return cl;
+}
+
 static void random_queries(cls_batch *b, uint64_t seed, uint32_t nq, uint32_t vocab)
 {
     uint64_t st = seed;
@@ -509,11 +520,9 @@ static void check_topk_seg(clx_engine *cl, uint32_t nq, uint32_t maxlen, uint32_
 
 START_TEST(topk_segments_shuffled_ties)
 {
-    cls_index *idx = random_index(2, 50, 20);
+    cls_index *idx;
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
-    clx_engine *cl = engine_clx(e);
-    ck_assert(cl != NULL);
+    clx_engine *cl = kernel_engine(&idx, &e);
     check_topk_seg(cl, 5, 3000, 10, 21, 3);    /* hundreds of ties at the k-th, 10 kept */
     check_topk_seg(cl, 3, 5000, 1000, 22, 4);  /* the boundary level split */
     check_topk_seg(cl, 4, 700, 1, 23, 1);      /* every match ties: the smallest docID */
@@ -527,11 +536,9 @@ END_TEST
 
 START_TEST(topk_random_ties_edges)
 {
-    cls_index *idx = random_index(2, 50, 20);
+    cls_index *idx;
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
-    clx_engine *cl = engine_clx(e);
-    ck_assert(cl != NULL);
+    clx_engine *cl = kernel_engine(&idx, &e);
     check_topk(cl, 1, 1, 1, 1, 0);        /* one document */
     check_topk(cl, 3, 1000, 1, 2, 0);     /* k = 1 */
     check_topk(cl, 3, 1000, 10, 3, 4);    /* heavy ties at the k-th score */
@@ -550,11 +557,9 @@ END_TEST
  * group a row does, ties at the k-th spread over many slices included. */
 START_TEST(topk_wide_rows)
 {
-    cls_index *idx = random_index(2, 50, 20);
+    cls_index *idx;
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
-    clx_engine *cl = engine_clx(e);
-    ck_assert(cl != NULL);
+    clx_engine *cl = kernel_engine(&idx, &e);
     check_topk(cl, 1, 200000, 10, 31, 0);
     check_topk(cl, 1, 200000, 1000, 32, 0);
     check_topk(cl, 1, 200000, 10000, 33, 0);
@@ -648,11 +653,9 @@ static void check_rows(clx_engine *cl, int force, uint32_t nq, uint32_t N, uint3
  * and k up to 10,000. */
 START_TEST(topk_rows_many)
 {
-    cls_index *idx = random_index(2, 50, 20);
+    cls_index *idx;
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
-    clx_engine *cl = engine_clx(e);
-    ck_assert(cl != NULL);
+    clx_engine *cl = kernel_engine(&idx, &e);
     uint32_t R = 2 * clx_test_compute_units(cl) + 3;
     check_rows(cl, 0, R, 5000, 10, 51, (rows_fill){0, 0, 0});
     check_rows(cl, 0, R, 4999, 1, 52, (rows_fill){0, 0, 0});     /* k 1; rows start anywhere in 16 bytes */
@@ -700,11 +703,9 @@ END_TEST
  * than k; and the same rows through topk_rows. */
 START_TEST(topk_team_rows)
 {
-    cls_index *idx = random_index(2, 50, 20);
+    cls_index *idx;
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
-    clx_engine *cl = engine_clx(e);
-    ck_assert(cl != NULL);
+    clx_engine *cl = kernel_engine(&idx, &e);
     uint32_t longest = 0;
     while (clx_test_topk_team_fits(cl, longest + 1, 10)) longest++;
     ck_assert_msg(longest >= 32 && !clx_test_topk_team_fits(cl, 1000, 1000), "topk_team takes rows up to %u", longest);
@@ -731,11 +732,9 @@ END_TEST
  * them where topk_rows cannot (k too large for the device's local memory). */
 START_TEST(topk_rows_cuts_and_select)
 {
-    cls_index *idx = random_index(2, 50, 20);
+    cls_index *idx;
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
-    clx_engine *cl = engine_clx(e);
-    ck_assert(cl != NULL);
+    clx_engine *cl = kernel_engine(&idx, &e);
     uint32_t R = 2 * clx_test_compute_units(cl) + 1;
     check_rows(cl, TEST_TOPK_ROWS_LEAST, R, 20000, 10, 71, (rows_fill){0, 0, 1});   /* ascending */
     check_rows(cl, TEST_TOPK_ROWS_LEAST, R, 20003, 100, 72, (rows_fill){3, 0, 1});  /* ascending, in threes */
