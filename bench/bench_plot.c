@@ -28,11 +28,18 @@ int bench_plot(const char *dir, const char *name, const char *data, const char *
     /* Each file whole or not at all (outfile.h: a temporary file renamed over the target, every
      * write checked); the PNG is gnuplot's. */
     of_file o;
-    if (of_open(&o, dat, 0) != CLS_OK || (fputs(data, o.f), of_commit(&o)) != CLS_OK ||
-        of_open(&o, gp, 0) != CLS_OK ||
-        (fprintf(o.f, "set terminal pngcairo size 1000,640 noenhanced\nset output '%s'\ndatafile = '%s'\n%s", png,
-                 dat, script),
-         of_commit(&o)) != CLS_OK) {
+    cls_status s = of_open(&o, dat, 0);
+    if (s == CLS_OK) {
+        fputs(data, o.f); /* of_commit checks the stream's writes */
+        s = of_commit(&o);
+    }
+    if (s == CLS_OK) s = of_open(&o, gp, 0);
+    if (s == CLS_OK) {
+        fprintf(o.f, "set terminal pngcairo size 1000,640 noenhanced\nset output '%s'\ndatafile = '%s'\n%s", png, dat,
+                script);
+        s = of_commit(&o);
+    }
+    if (s != CLS_OK) {
         fprintf(stderr, "clsearch bench: --plot: %s\n", cls_last_error());
         return 1;
     }

@@ -221,9 +221,7 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     }
     if ((s = dev_run(e, "topk_wide_rank", ar, 9, (size_t)rows * B * B, wg, step)) != CLS_OK) return s;
     if (!ranks) return CLS_OK;
-    dev_arg ao[] = {DEV_U32(k),          DEV_U32(R),           DEV_U32(G),             DEV_U32(B), DEV_MEM(e->useg.mem),
-                    DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem), DEV_MEM(out)};
-    return dev_run(e, "topk_wide_place", ao, 9, (size_t)rows * B, wg, step);
+    return dev_run(e, "topk_wide_place", ar, 9, (size_t)rows * B, wg, step); /* the same arguments */
 }
 
 /* Short dense rows (cl/topk.cl: topk_team), a team of ABI_TOPK_TEAM(WG_TOPK) work-items a row,
@@ -237,6 +235,7 @@ int dev_topk_team_fits(const clx_engine *e, uint32_t num_docs, uint32_t kk)
 /* The top-k kernels, in the order of their counters (counters[DEV_CTR_TOPK + i]: launches in the
  * last search, which -v prints); topk_ran names the last that ranked dense rows (tests,
  * benchmarks: topk_wide's survivors ranked by topk_select leave it topk_wide). */
+enum { TK_SELECT, TK_ROWS, TK_TEAM, TK_WIDE };
 static const char *const topk_names[] = {"topk_select", "topk_rows", "topk_team", "topk_wide"};
 
 static void topk_mark(clx_engine *e, unsigned i, int dense)
@@ -251,7 +250,7 @@ static cls_status topk_team(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     if (s != CLS_OK) return s;
     cl_uint n = b->num_docs, k = b->kk, shift = b->key_shift, wg = e->prm.wg_topk, teams = wg / ABI_TOPK_TEAM(wg);
     dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(k), DEV_U32(rows), DEV_MEM(out)};
-    topk_mark(e, 2, 1);
+    topk_mark(e, TK_TEAM, 1);
     return dev_run(e, "topk_team", a, 6, (rows + teams - 1) / teams, wg, step);
 }
 
@@ -289,7 +288,7 @@ static cls_status topk_rows(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     size_t wg = e->prm.wg_topk;
     dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n),   DEV_U32(k),
                    DEV_U32(cap),       DEV_U32(rows),  DEV_MEM(out), {((size_t)2 * cap + TR_BINS + wg + TR_SH) * 4, NULL}};
-    topk_mark(e, 1, 1);
+    topk_mark(e, TK_ROWS, 1);
     return dev_run(e, "topk_rows", a, 8, rows, wg, step);
 }
 
@@ -298,7 +297,7 @@ cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem ou
     cl_uint G = wide_slices(e, b, groups);
     /* the survivors' buffers must not be the rows themselves */
     if (G > 1 && b->scores != e->cand.mem && b->scores != e->cscore.mem && b->scores != e->useg.mem) {
-        topk_mark(e, 3, 1);
+        topk_mark(e, TK_WIDE, 1);
         return topk_wide(e, b, groups, G, out, step);
     }
     if (b->dense && !e->topk_force && dev_topk_team_fits(e, b->num_docs, b->kk)) return topk_team(e, b, groups, out, step);
@@ -306,7 +305,7 @@ cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem ou
         cl_uint cap = dev_topk_rows_cap(e, b->num_docs, b->kk);
         if (cap) return topk_rows(e, b, groups, cap, out, step);
     }
-    topk_mark(e, 0, b->dense);
+    topk_mark(e, TK_SELECT, b->dense);
     cl_uint num_docs = b->num_docs;
     cl_mem seg = b->seg ? b->seg : b->cand_docs; /* dense rows read no segment */
     dev_arg a[] = {DEV_MEM(b->scores), DEV_MEM(b->cand_docs), DEV_MEM(seg),        DEV_U32(b->key_shift),
