@@ -131,6 +131,11 @@ typedef struct abi_skip {
 #define ABI_BOUND_MAXSCORE 0u
 #define ABI_BOUND_TABLE 1u
 #define ABI_BOUND_NONE 2u
+/* cl/or_parts.cl: comparisons with theta inflate a bound by ABI_OR_SLACK (2^-12 relative); a
+ * partition bound's top bit marks a seed (scores are < 2^31 as bits). Here so that tests check
+ * the partition kernels with the kernels' own constants. */
+#define ABI_OR_SLACK (1.0f + 1.0f / 4096.0f)
+#define ABI_OR_SEED_BIT 0x80000000u
 
 /* A share of one query's candidate work: postings [begin, end) of its driving list as the
  * device decoded it (match_and and intersect_and run one work-group per unit), so a long query

@@ -62,8 +62,8 @@
 #endif
 #define OR_PART (1u << OR_PART_LOG)
 #define OR_WORDS (OR_PART / 32u) /* the accumulators' bitmap: OR_PART_LOG >= 5 */
-#define OR_SLACK (1.0f + 1.0f / 4096.0f)
-#define OR_SEED_BIT 0x80000000u /* in UB: the partition is a seed (scores are < 2^31 as bits) */
+#define OR_SLACK ABI_OR_SLACK
+#define OR_SEED_BIT ABI_OR_SEED_BIT /* in UB: the partition is a seed */
 
 /* A bound that cannot reach theta. */
 inline int or_below(float bound, float theta) { return bound * OR_SLACK < theta; }

@@ -358,8 +358,6 @@ static void check_block_maxima(cls_engine *e, const cls_index *idx, float k1, fl
  *  - or_rest: its queue holds only nonzero partitions that are not seeds, in eight bands of UB
  *    over the largest (the highest first, partition order within one), and every such partition
  *    whose UB reaches the final theta (or_rest ran at an earlier, lower theta, so it may hold more). */
-#define T_OR_SEED_BIT 0x80000000u
-#define T_OR_SLACK (1.0f + 1.0f / 4096.0f)
 static float t_as_float(uint32_t u)
 {
     float f;
@@ -425,7 +423,7 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
         for (uint32_t p = 0; p < np; p++) {
             float sum = 0.0f;
             for (uint32_t t = 0; t < aq->num_terms; t++) sum += t_as_float(M[(size_t)(aq->term_start + t) * np + p]);
-            ck_assert_msg((u[p] & ~T_OR_SEED_BIT) == t_as_uint(sum), "or_plan: query %u partition %u: UB %08x, plain C %08x",
+            ck_assert_msg((u[p] & ~ABI_OR_SEED_BIT) == t_as_uint(sum), "or_plan: query %u partition %u: UB %08x, plain C %08x",
                           q, p, u[p], t_as_uint(sum));
             mx = sum > mx ? sum : mx;
         }
@@ -434,10 +432,10 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
          * nonzero ones, listed in partition order */
         uint32_t n = 0;
         for (uint32_t p = 0; p < np; p++)
-            if (u[p] & ~T_OR_SEED_BIT) order[n++] = p;
+            if (u[p] & ~ABI_OR_SEED_BIT) order[n++] = p;
         for (uint32_t i = 1; i < n; i++) /* insertion sort: the test's partitions are few */
             for (uint32_t j = i; j > 0; j--) {
-                uint32_t a = order[j - 1], c = order[j], ka = u[a] & ~T_OR_SEED_BIT, kc = u[c] & ~T_OR_SEED_BIT;
+                uint32_t a = order[j - 1], c = order[j], ka = u[a] & ~ABI_OR_SEED_BIT, kc = u[c] & ~ABI_OR_SEED_BIT;
                 if (kc > ka || (kc == ka && c < a)) {
                     order[j - 1] = c;
                     order[j] = a;
@@ -449,8 +447,8 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
         for (uint32_t p = 0; p < np; p++) {
             int want = 0;
             for (uint32_t i = 0; i < m; i++) want |= order[i] == p;
-            ck_assert_msg(!!(u[p] & T_OR_SEED_BIT) == want, "or_plan: query %u partition %u: seed %d, plain C %d", q,
-                          p, !!(u[p] & T_OR_SEED_BIT), want);
+            ck_assert_msg(!!(u[p] & ABI_OR_SEED_BIT) == want, "or_plan: query %u partition %u: seed %d, plain C %d", q,
+                          p, !!(u[p] & ABI_OR_SEED_BIT), want);
             if (want) ck_assert_uint_eq(seed[(size_t)q * seeds + listed++], p);
         }
         for (uint32_t i = listed; i < seeds; i++) ck_assert_uint_eq(seed[(size_t)q * seeds + i], ABI_NO_BLOCK);
@@ -464,7 +462,7 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
         for (uint32_t i = 0; i < len; i++) {
             uint32_t p = it[i];
             ck_assert_uint_lt(p, np);
-            ck_assert_msg(u[p] != 0 && !(u[p] & T_OR_SEED_BIT), "or_rest: query %u queued partition %u (UB %08x)", q, p,
+            ck_assert_msg(u[p] != 0 && !(u[p] & ABI_OR_SEED_BIT), "or_rest: query %u queued partition %u (UB %08x)", q, p,
                           u[p]);
             float f = t_as_float(u[p]);
             int band = !(mx > 0.0f) || isinf(mx) ? 7 : (int)fminf(7.0f, 8.0f * f / mx);
@@ -474,7 +472,7 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
             last_p = p;
         }
         for (uint32_t p = 0; p < np; p++) {
-            if (u[p] == 0 || (u[p] & T_OR_SEED_BIT) || t_as_float(u[p]) * T_OR_SLACK < theta) continue;
+            if (u[p] == 0 || (u[p] & ABI_OR_SEED_BIT) || t_as_float(u[p]) * ABI_OR_SLACK < theta) continue;
             int queued = 0;
             for (uint32_t i = 0; i < len; i++) queued |= it[i] == p;
             ck_assert_msg(queued, "or_rest: query %u: partition %u (UB %g) reaches theta %g and is not queued", q, p,
