@@ -40,11 +40,14 @@
  *   or_plan    one work-group per query: UB[p]; the OR_SEEDS-style seed partitions (the `seeds`
  *              highest UB: where the top k most likely lie), marked in UB's top bit;
  *   or_score   over the seeds first (one work-group per seed slot), raising theta early;
+ *   or_pool_theta  one work-group per query: theta raised to the k-th best score its pool holds;
  *   or_rest    one work-group per query: the other partitions whose UB reaches theta, into the
  *              query's queue, the highest bounds first (eight bands of UB / the query's largest);
- *   or_score   again, persistent work-groups taking entries by an atomic ticket, round robin over
- *              the queries (ticket t: query t % nq, its entry t / nq), so every query's best
- *              partitions go first and raise its theta before its weaker ones start;
+ *   or_score   again, in rounds (src/query/or.c: entries [0, 64) of every queue, then [64, 512),
+ *              [512, 4096), the rest), each round persistent work-groups taking entries by an
+ *              atomic ticket, round robin over the queries (ticket t: query t % nq, its entry
+ *              from + t / nq), so every query's best partitions go first and raise its theta
+ *              before its weaker ones start; or_pool_theta after every round but the last;
  *   or_finish  per query its candidates' segment for topk_select (topk.cl), which ranks them.
  * Candidates go to a pool of `pool` slots per query, reserved by atomic_add; a query whose
  * partitions offer more is reported (its count) and run again by the engine with a larger pool.
@@ -245,8 +248,9 @@ inline uint or_ticket(uint persistent, uint round, uint tickets, __global uint *
 }
 
 /* persistent 0: ticket g (the group's) is seed slot g of the seed table (items, `seeds` a query);
- * persistent 1: work-groups take tickets until every query's queue (items: np entries a query,
- * q * np + i) is done, ticket t standing for entry t / nq of query t % nq.
+ * persistent 1: work-groups take tickets until entries [from, to) of every query's queue (items:
+ * np entries a query, q * np + i) are done, ticket t standing for entry from + t / nq of query
+ * t % nq.
  *
  * A ticket's partition is scored (see the header) unless it is empty or its UB is below theta.
  * Every loop that holds a barrier has a trip count the whole group shares, and no barrier sits
@@ -260,19 +264,20 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
               __global const float *bmax, uint bsrc, __global const float *norms, uint np, uint k, uint pool,
               __global const uint *M, __global const uint *ub, __global const uint *items, uint seeds,
               uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey,
-              __global uint *hist_all, __global const uint *F)
+              __global uint *hist_all, __global const uint *F, uint from, uint to)
 {
     __local float acc[OR_PART];
     __local uint touched[OR_WORDS]; /* bit d: accumulator d holds a sum (see or_add) */
     __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH], hist[256], sh[3];
     uint lid = get_local_id(0);
-    const uint tickets = persistent ? nq * ctl[gbase] : get_num_groups(0); /* queues are complete before */
+    const uint longest = ctl[gbase]; /* queues are complete before */
+    const uint tickets = persistent ? nq * (min(to, longest) - min(from, longest)) : get_num_groups(0);
     for (uint ticket = or_ticket(persistent, 0, tickets, ctl + gbase + 1, sh), round = 1; ticket < tickets;
          ticket = or_ticket(persistent, round++, tickets, ctl + gbase + 1, sh)) {
         uint q, p, live;
         if (persistent) {
             q = ticket % nq;
-            uint i = ticket / nq;
+            uint i = from + ticket / nq;
             live = i < ctl[4 * q + 2];
             p = live ? items[(ulong)q * np + i] : 0;
         } else {
@@ -383,6 +388,24 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         if (lid == 0 && wspan && scale > 0.0f) atomic_max(ctl + 4 * q, or_hist_theta(qh, k, scale));
         barrier(CLK_LOCAL_MEM_FENCE); /* sh and acc are reused by the next ticket */
     }
+}
+
+/* One work-group per query, between or_score's launches: theta raised to the k-th largest key of
+ * its pool. The pool's entries are exact scores of distinct documents, and the k-th best of any k
+ * documents bounds the query's k-th best from below. or_hist_theta raises theta within a launch,
+ * but its bins are fractions of the query's largest partition bound: where the k-th best lies far
+ * below that (a rare term beside one in a fifth of the documents, whose scores are a hundredth of
+ * the rare term's), it stayed in the lowest bin, theta near 0, and every partition offered nearly
+ * all of its documents (5.6 million candidates a query on gov2 at k 1000). */
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void or_pool_theta(uint k, uint pool, __global uint *ctl, __global const uint *pkey)
+{
+    __local uint hist[256], sh[3];
+    uint q = get_group_id(0), c = ctl[4 * q + 1];
+    /* an overflowing pool may hold slots nobody wrote: nothing to select (the query runs again) */
+    uint count = c <= pool ? c : 0, T, need;
+    wg_kth_key(pkey + (ulong)q * pool, 1, count, k, hist, sh, &T, &need);
+    if (get_local_id(0) == 0 && need != 0xFFFFFFFFu) atomic_max(ctl + 4 * q, T);
 }
 
 /* One work-group per query: its partitions that are not seeds and whose UB reaches theta, into

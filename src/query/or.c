@@ -46,6 +46,12 @@ cls_status algo_or_accumulate(dev_batch *b)
 #define OR_HIST_BINS 256u
 /* or_bounds' work-groups per compute unit where a batch has few terms */
 #define OR_BOUND_GROUPS_PER_CU 8u
+/* The queue pass's rounds: where each launch of or_score ends in every query's queue (the last
+ * takes the rest), or_pool_theta raising each query's theta to the k-th best of its pool in between.
+ * Each round's bound is eight times the last's, so a query whose histogram cannot raise theta
+ * (or_parts.cl: or_pool_theta) offers a few thousand candidates a round instead of nearly every
+ * document it matches. */
+static const cl_uint or_round_ends[] = {64, 512, 4096, UINT32_MAX};
 
 static cls_status launch(dev_batch *b)
 {
@@ -106,14 +112,28 @@ static cls_status launch(dev_batch *b)
                     DEV_U32(pool),         DEV_MEM(e->or_m.mem),     DEV_MEM(e->or_ub.mem),  DEV_MEM(e->or_seed.mem),
                     DEV_U32(seeds),        DEV_U32(zero),            DEV_U32(nq),            DEV_MEM(e->or_ctl.mem),
                     DEV_U32(gbase),        DEV_MEM(e->cand.mem),     DEV_MEM(e->cscore.mem), DEV_MEM(e->or_hist.mem),
-                    DEV_MEM(e->or_f.mem)};
-    if ((s = dev_run(e, "or_score", as, 25, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
+                    DEV_MEM(e->or_f.mem),  DEV_U32(zero),            DEV_U32(zero)};
+    if ((s = dev_run(e, "or_score", as, 27, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
+    dev_arg at[] = {DEV_U32(kk), DEV_U32(pool), DEV_MEM(e->or_ctl.mem), DEV_MEM(e->cscore.mem)};
+    if ((s = dev_run(e, "or_pool_theta", at, 4, nq, bs, "seeds")) != CLS_OK) return s;
     dev_arg ar[] = {DEV_U32(np), DEV_MEM(e->or_ub.mem), DEV_MEM(e->or_ctl.mem), DEV_U32(gbase), DEV_MEM(e->or_items.mem)};
     if ((s = dev_run(e, "or_rest", ar, 5, nq, bs, "bounds")) != CLS_OK) return s;
     as[15] = DEV_MEM(e->or_items.mem);
     as[17] = DEV_U32(one);
     size_t groups = (size_t)e->dev.info.compute_units * OR_GROUPS_PER_CU;
-    if ((s = dev_run(e, "or_score", as, 25, groups, bs, "score")) != CLS_OK) return s;
+    cl_uint from = 0;
+    for (size_t r = 0; r < sizeof or_round_ends / sizeof *or_round_ends && from < np; r++) {
+        cl_uint to = or_round_ends[r];
+        if (r) { /* the ticket counter, for this round */
+            CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, ((size_t)gbase + 1) * 4, 4, 0, NULL, &ev));
+            dev_record(e, ev, "score", 4);
+        }
+        as[25] = DEV_U32(from);
+        as[26] = DEV_U32(to);
+        if ((s = dev_run(e, "or_score", as, 27, groups, bs, "score")) != CLS_OK) return s;
+        if (to < np && (s = dev_run(e, "or_pool_theta", at, 4, nq, bs, "score")) != CLS_OK) return s;
+        from = to;
+    }
     cl_uint or_at = (cl_uint)ABI_OUT_OR((size_t)nq, kk);
     dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};
@@ -131,8 +151,8 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
 }
 
 static const char *const kernels[] = {"score_or", NULL};
-static const char *const decode_kernels[] = {"or_bounds", "or_plan", "or_score", "or_rest", "or_finish",
-                                             "block_maxima", NULL};
+static const char *const decode_kernels[] = {"or_bounds", "or_plan", "or_score", "or_pool_theta", "or_rest",
+                                             "or_finish", "block_maxima", NULL};
 
 const query_algo algo_or = {
     .name = "or",
@@ -141,8 +161,8 @@ const query_algo algo_or = {
     .kernels = kernels,
     .decode_file = "or_parts.cl",
     .decode_kernels = decode_kernels,
-    .describe = "docID-range partitions with block-max pruning (or_bounds + or_plan + or_score seeds, or_rest, "
-                "or_score queue + or_finish) + top-k over the candidate pool",
+    .describe = "docID-range partitions with block-max pruning (or_bounds + or_plan + or_score seeds + or_pool_theta, "
+                "or_rest, or_score queue in rounds + or_pool_theta + or_finish) + top-k over the candidate pool",
     .need = need,
     .launch = launch,
     .ref = ref,
