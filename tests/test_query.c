@@ -483,6 +483,51 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
     free(M), free(F), free(ub), free(seed), free(ctl), free(items), free(rM), free(rF), free(bmax);
 }
 
+/* or_pool_theta (cl/or_parts.cl) against plain C, launched on the engine's OR buffers with pools
+ * written here: four queries, pools of P slots, k 10; each query's theta becomes the larger of
+ * itself and the k-th largest key of its pool where the pool holds more than k and did not
+ * overflow, and stays otherwise. */
+static int t_key_desc(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x < y) - (x > y);
+}
+static void check_or_pool_theta(cls_engine *e)
+{
+    enum { Q = 4, P = 64, K = 10 };
+    clx_engine *x = engine_clx(e);
+    ck_assert_uint_ge(x->or_ctl.cap, 4 * Q * 4);
+    ck_assert_uint_ge(x->cscore.cap, Q * P * 4);
+    uint32_t keys[Q * P], ctl[4 * Q] = {0}, want[Q], sorted[P];
+    uint64_t r = 12345;
+    for (uint32_t i = 0; i < Q * P; i++) { /* scores of a few values: ties at the k-th */
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        keys[i] = t_as_uint(1.0f + (float)((r >> 33) % 12) / 8.0f);
+    }
+    const uint32_t count[Q] = {50, K, P + 1, P}, theta0[Q] = {0, t_as_uint(0.5f), 0, t_as_uint(100.0f)};
+    for (uint32_t q = 0; q < Q; q++) {
+        ctl[4 * q] = theta0[q];
+        ctl[4 * q + 1] = count[q];
+        want[q] = theta0[q];
+        if (count[q] <= K || count[q] > P) continue;
+        memcpy(sorted, keys + q * P, count[q] * 4);
+        qsort(sorted, count[q], 4, t_key_desc);
+        if (sorted[K - 1] > want[q]) want[q] = sorted[K - 1];
+    }
+    ck_assert_int_eq(clEnqueueWriteBuffer(x->queue, x->or_ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueWriteBuffer(x->queue, x->cscore.mem, CL_TRUE, 0, sizeof keys, keys, 0, NULL, NULL),
+                     CL_SUCCESS);
+    cl_uint k = K, pool = P;
+    dev_arg a[] = {DEV_U32(k), DEV_U32(pool), DEV_MEM(x->or_ctl.mem), DEV_MEM(x->cscore.mem)};
+    ck_assert_msg(dev_run(x, "or_pool_theta", a, 4, Q, x->idx->block_size, "score") == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->or_ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
+    dev_profile_collect(x, 1);
+    for (uint32_t q = 0; q < Q; q++)
+        ck_assert_msg(ctl[4 * q] == want[q], "or_pool_theta: query %u (%u keys): theta %08x, plain C %08x", q, count[q],
+                      ctl[4 * q], want[q]);
+    ck_assert_uint_gt(want[0], 0); /* the first query's theta rose */
+}
+
 /* OR by partitions (cl/or_parts.cl) equals exhaustive OR: partitions of 64 documents (many per
  * list, blocks spanning several), pools of 3 candidates (every query overflows and runs again),
  * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
@@ -518,6 +563,7 @@ START_TEST(or_prunes_by_partitions)
     check_block_maxima(small, f.idx, 1.2f, 0.75f);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.5f, 1.0f);
     check_or_plan(small, f.idx); /* bounds from the block maxima table */
+    check_or_pool_theta(small);
     clx_set_or_bound_ways(engine_clx(small), 5); /* or_bounds: five groups a term, some with no blocks */
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
     check_or_plan(small, f.idx);
