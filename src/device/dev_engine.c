@@ -772,9 +772,10 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
  * hits kept (a partition offers at most k, and the seeds' k-th best is the first threshold); the
  * pool holds what partitions offer above a threshold that is still rising; a query that offers
  * more runs again with a pool that fits. 256 slots a hit: at 16, k 1000's 16 seeds alone could fill
- * the pool, and 646 of 4,096 gov2 queries ran again; 264 at 64, 191 at 128, 138 at 256, with
- * or_score's time 453, 370, 350, 335 ms on the H100 (docs/PERFORMANCE.md, "Ranked OR"). The pool
- * is 8 bytes a slot: 2 MB a query at k 1000, which the batch planner counts like any buffer. */
+ * the pool, and 646 of 4,096 gov2 queries ran again; 264 at 64, 191 at 128, 138 at 256 (on the
+ * H100, before or_pool_theta; docs/PERFORMANCE.md, "Ranked OR"). Since or_pool_theta none does:
+ * the largest pool those queries fill is 33,181 at k 1000 and 487 at k 10. The pool is 8 bytes a
+ * slot: 2 MB a query at k 1000, which the batch planner counts like any buffer. */
 #define OR_SEED_HITS 64u
 #define OR_MAX_SEEDS 64u
 #define OR_POOL_MIN 4096u
