@@ -40,7 +40,8 @@
  *   or_plan    one work-group per query: UB[p]; the OR_SEEDS-style seed partitions (the `seeds`
  *              highest UB: where the top k most likely lie), marked in UB's top bit;
  *   or_score   over the seeds first (one work-group per seed slot), raising theta early;
- *   or_pool_theta  one work-group per query: theta raised to the k-th best score its pool holds;
+ *   or_pool_theta
+ *              one work-group per query: theta raised to the k-th best score its pool holds;
  *   or_rest    one work-group per query: the other partitions whose UB reaches theta, into the
  *              query's queue, the highest bounds first (eight bands of UB / the query's largest);
  *   or_score   again, in rounds (src/query/or.c: entries [0, 64) of every queue, then [64, 512),
