@@ -13,7 +13,12 @@
  * Reported per configuration: queries per second (B / median chunk time); per-query latency
  * p50, p95 and p99, where a query's latency is its chunk's time (every query of a batch waits
  * for the whole batch); and, from OpenCL profiling events, the medians per chunk of the
- * host-to-device transfer, the kernels and the device-to-host transfer. --plot DIR draws
+ * host-to-device transfer, the kernels and the device-to-host transfer; and the work done as a
+ * share of the exhaustive work, summed over the timed chunks from the engine's counters: block
+ * decodes over the blocks the queries' lists hold ("blocks %"), and, for OR by partitions,
+ * postings decoded over the lists' postings ("postings %": the postings whose documents were
+ * scored). OR by partitions decodes a block once for each partition it meets, so its block share
+ * can pass 100%; the reference engine has no counters ("-"). --plot DIR draws
  * e2e-throughput.png (queries/s against batch size) and e2e-latency.png (p50 and p99). Results are not
  * compared here: the tests and bench_qps compare every engine with the reference engine. */
 #define _DEFAULT_SOURCE
@@ -43,6 +48,39 @@ static int on_topic(void *u, const char *qid, const char *text)
     if (!t->qid[t->n] || !t->text[t->n]) return 1;
     t->n++;
     return 0;
+}
+
+/* The work of a row's chunks, from cls_engine_counters: block decodes and blocks in the lists,
+ * postings decoded and postings in the lists; have: the engine keeps those counters. */
+typedef struct e2e_work {
+    uint64_t v[4];
+    int have;
+} e2e_work;
+
+static void work_add(const cls_engine *e, e2e_work *w)
+{
+    static const char *const names[4] = {"blocks_decoded", "blocks_in_lists", "postings_decoded", "postings_in_lists"};
+    const cls_counter *c;
+    size_t n = cls_engine_counters(e, &c);
+    uint64_t v[4] = {0};
+    unsigned got = 0;
+    for (size_t i = 0; i < n; i++)
+        for (unsigned j = 0; j < 4; j++)
+            if (!strcmp(c[i].name, names[j])) {
+                v[j] = c[i].value;
+                got |= 1u << j;
+            }
+    if (got != 15) return;
+    for (unsigned j = 0; j < 4; j++) w->v[j] += v[j];
+    w->have = 1;
+}
+
+/* A share in percent into buf ("-" where there is none), and the same for JSON (null). */
+static const char *share(char *buf, size_t len, uint64_t part, uint64_t whole, int json)
+{
+    if (!whole || !part) snprintf(buf, len, json ? "null" : "-");
+    else snprintf(buf, len, json ? "%.4f" : "%.1f", 100.0 * (double)part / (double)whole);
+    return buf;
 }
 
 static int failed(cls_status s, const char *what)
@@ -165,8 +203,8 @@ int bench_e2e(int argc, char **argv)
     printf("e2e suite: commit %s, %s; index %s (%u docs, %llu postings, %s); %zu topics from %s; %.1f s per row\n",
            bench_commit(), bench_when(), index, st.num_docs, (unsigned long long)st.num_postings,
            cls_codec_name(st.codec), tl.n, topics, seconds);
-    printf("%-6s %-6s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s\n", "engine", "mode", "k", "batch", "chunks", "qps",
-           "p50 ms", "p95 ms", "p99 ms", "H2D ms", "kern ms", "D2H ms");
+    printf("%-6s %-6s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s %9s %10s\n", "engine", "mode", "k", "batch", "chunks",
+           "qps", "p50 ms", "p95 ms", "p99 ms", "H2D ms", "kern ms", "D2H ms", "blocks %", "postings %");
     cls_batch *batch;
     cls_results *res;
     if ((s = cls_batch_create(idx, &batch)) != CLS_OK || (s = cls_results_create(&res)) != CLS_OK)
@@ -195,6 +233,7 @@ int bench_e2e(int argc, char **argv)
                     size_t B = bs[bi];
                     unsigned n = 0;
                     double spent = 0;
+                    e2e_work w = {{0}, 0};
                     for (int chunk = -1; chunk < MAXCH && (chunk < 3 || spent < seconds); chunk++) {
                         cls_batch_clear(batch);
                         for (size_t i = 0; i < B; i++, next = (next + 1) % tl.n)
@@ -207,6 +246,7 @@ int bench_e2e(int argc, char **argv)
                         if (chunk < 0) continue; /* warm-up */
                         t[n] = dt;
                         bench_profile_split(e, &up[n], &kern[n], &down[n]);
+                        work_add(e, &w);
                         n++;
                         spent += dt;
                     }
@@ -215,9 +255,11 @@ int bench_e2e(int argc, char **argv)
                     bench_sort(kern, n);
                     bench_sort(down, n);
                     double med = t[n / 2];
-                    printf("%-6s %-6s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f\n", dev, mode, p.k, B,
-                           n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
-                           up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3);
+                    char bsh[32], psh[32];
+                    printf("%-6s %-6s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9s %10s\n", dev, mode,
+                           p.k, B, n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
+                           up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
+                           share(bsh, sizeof bsh, w.v[0], w.v[1], 0), share(psh, sizeof psh, w.v[2], w.v[3], 0));
                     fflush(stdout);
                     if (!vec_reserve(&rows, &rows_cap, nrows + 1, sizeof *rows))
                         return failed(CLS_E_NOMEM, "keeping rows for the plots");
@@ -235,10 +277,12 @@ int bench_e2e(int argc, char **argv)
                                 "{\"suite\":\"e2e\",\"commit\":\"%s\",\"when\":\"%s\",\"engine\":\"%s\",\"device\":\"%.*s\","
                                 "\"index\":\"%s\",\"codec\":\"%s\",\"block\":%u,\"mode\":\"%s\",\"k\":%u,\"batch\":%zu,"
                                 "\"chunks\":%u,\"qps\":%.3f,\"latency_p50_ms\":%.4f,\"latency_p95_ms\":%.4f,"
-                                "\"latency_p99_ms\":%.4f,\"h2d_ms\":%.4f,\"kernels_ms\":%.4f,\"d2h_ms\":%.4f}\n",
+                                "\"latency_p99_ms\":%.4f,\"h2d_ms\":%.4f,\"kernels_ms\":%.4f,\"d2h_ms\":%.4f,"
+                                "\"blocks_pct\":%s,\"postings_pct\":%s}\n",
                                 bench_commit(), bench_when(), dev, len, d, index, cls_codec_name(st.codec), st.block_size,
                                 mode, p.k, B, n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3,
-                                pct(t, n, 0.99) * 1e3, up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3);
+                                pct(t, n, 0.99) * 1e3, up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
+                                share(bsh, sizeof bsh, w.v[0], w.v[1], 1), share(psh, sizeof psh, w.v[2], w.v[3], 1));
                     }
                 }
         }
