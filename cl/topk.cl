@@ -191,7 +191,7 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
  *    entries chosen move to the front in order, and t becomes the k-th key: a later key equal to
  *    it has a larger position and ranks below every entry kept, so only keys above t enter;
  *  - at the end the buffer is cut to its k best once more and sorted in local memory (each entry
- *    counts those ranked before it where they are at most WG_TOPK, else a bitonic sort).
+ *    counts those ranked before it where they are at most WG_ROWS, else a bitonic sort).
  * On random scores the threshold rises fast: after the first cut about k ln(n / cap) keys enter in
  * all, so the row is read once and the buffer cut a few times. A row in ascending order is the
  * worst case, a cut every step (each a few passes over the buffer in local memory), never a wrong
@@ -205,12 +205,15 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
  * branches hold no barrier), and every work-item keeps the state itself, computing the same next
  * operation from the same values (the scan's total, words one work-item wrote before a barrier).
  *
- * The host gives the work-group one local buffer lm (cap + cap + TR_BINS + WG_TOPK + TR_SH words):
+ * The host gives the work-group one local buffer lm (cap + cap + TR_BINS + WG_ROWS + TR_SH words):
  * keys | positions | histogram | scan | words the radix pick hands on. cap is at least
  * next_pow2(min(k, n)) (the final sort's room) and either at least n (the whole row fits: no cut
  * while streaming) or at least k + TR_STEP (after a cut the next step fits). */
-#define TR_VEC ABI_TOPK_VEC(WG_TOPK)
-#define TR_STEP (WG_TOPK * 4u * TR_VEC)
+#ifndef WG_ROWS
+#define WG_ROWS WG_TOPK /* work-items a row (src/device/clx_params.c: WG_ROWS) */
+#endif
+#define TR_VEC ABI_TOPK_VEC(WG_ROWS)
+#define TR_STEP (WG_ROWS * 4u * TR_VEC)
 #ifndef TR_E
 #define TR_E 8u /* buffer entries a work-item looks at in one iteration of a cut's compaction */
 #endif
@@ -245,7 +248,7 @@ inline uint tr_lane(uint4 x, uint l) { return l == 0 ? x.s0 : l == 1 ? x.s1 : l 
 /* One stage of the bitonic sort of the buffer's p2 entries by (key desc, position asc). */
 inline void tr_sort_stage(__local uint *bk, __local uint *bp, uint p2, uint size, uint stride)
 {
-    for (uint i = get_local_id(0); i < p2 / 2; i += WG_TOPK) {
+    for (uint i = get_local_id(0); i < p2 / 2; i += WG_ROWS) {
         uint x = 2 * stride * (i / stride) + (i % stride), y = x + stride;
         bool first_half = (x & size) == 0; /* this run sorts best-first, else worst-first */
         uint kx = bk[x], ky = bk[y], dx = bp[x], dy = bp[y];
@@ -264,7 +267,7 @@ inline uint tr_sort_phase(__local uint *bk, __local uint *bp, uint m, uint p2, u
 {
     uint lid = get_local_id(0);
     if (*st == 0) {
-        for (uint i = m + lid; i < p2; i += WG_TOPK) {
+        for (uint i = m + lid; i < p2; i += WG_ROWS) {
             bk[i] = 0u;
             bp[i] = 0xFFFFFFFFu;
         }
@@ -279,7 +282,7 @@ inline uint tr_sort_phase(__local uint *bk, __local uint *bp, uint m, uint p2, u
         if (lid == 0) out[q] = m;
         __global uint *od = out + ABI_OUT_DOC((ulong)Q, k, q, 0);
         __global uint *os = out + ABI_OUT_SCORE((ulong)Q, k, q, 0);
-        for (uint r = lid; r < k; r += WG_TOPK) {
+        for (uint r = lid; r < k; r += WG_ROWS) {
             od[r] = r < m ? bp[r] : ABI_NO_DOC;
             os[r] = r < m ? bk[r] & ~ABI_KEY_TIER : 0u;
         }
@@ -289,7 +292,7 @@ inline uint tr_sort_phase(__local uint *bk, __local uint *bp, uint m, uint p2, u
     return 0;
 }
 
-/* The final order of at most WG_TOPK entries by rank: work-item i counts the entries that rank
+/* The final order of at most WG_ROWS entries by rank: work-item i counts the entries that rank
  * before entry i (positions differ, so ranks do) and writes it to the output at its rank, with
  * the output's empty slots; fewer steps than a bitonic sort's stages. */
 inline uint tr_rank(__local const uint *bk, __local const uint *bp, uint m)
@@ -313,7 +316,7 @@ inline void tr_rank_out(__local const uint *bk, __local const uint *bp, uint m, 
         od[r] = bp[lid];
         os[r] = bk[lid] & ~ABI_KEY_TIER;
     }
-    for (uint i = m + lid; i < k; i += WG_TOPK) {
+    for (uint i = m + lid; i < k; i += WG_ROWS) {
         od[i] = ABI_NO_DOC;
         os[i] = 0u;
     }
@@ -323,20 +326,20 @@ inline void tr_rank_out(__local const uint *bk, __local const uint *bp, uint m, 
  * never does) and in the row (positions before its start wrap to large values). */
 #define TR_TAKE(key, pos) ((key) > t && (pos) < n)
 
-__kernel __attribute__((reqd_work_group_size(WG_TOPK, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(WG_ROWS, 1, 1)))
 void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint cap, uint Q, __global uint *out,
                __local uint *lm)
 {
-    __local uint *bk = lm, *bp = lm + cap, *hist = lm + 2 * (ulong)cap, *scan = hist + TR_BINS, *sh = scan + WG_TOPK;
+    __local uint *bk = lm, *bp = lm + cap, *hist = lm + 2 * (ulong)cap, *scan = hist + TR_BINS, *sh = scan + WG_ROWS;
     uint q = get_group_id(0), lid = get_local_id(0);
     ulong start = (ulong)q * n + key_shift;
     uint a = (uint)(start & 3u); /* the row's keys before its first 16-byte boundary */
     __global const uint *row = scores + (start - a);
     uint span = a + n, nvec = (span + 3u) / 4u;
-    uint steps = (nvec + WG_TOPK * TR_VEC - 1u) / (WG_TOPK * TR_VEC);
+    uint steps = (nvec + WG_ROWS * TR_VEC - 1u) / (WG_ROWS * TR_VEC);
     /* positions are below 2^bits: the first digit of a complemented position that can be other than ones */
     uint bits = n > 1u ? 32u - clz(n - 1u) : 0u, fp = bits > 21u ? 0u : bits > 10u ? 1u : 2u;
-    for (uint j = lid; j < TR_BINS; j += WG_TOPK) hist[j] = 0; /* each radix pick clears it behind itself */
+    for (uint j = lid; j < TR_BINS; j += WG_ROWS) hist[j] = 0; /* each radix pick clears it behind itself */
 
     /* the state, the same in every work-item */
     uint op = TR_STREAM, s = 0, c = 0, t = 0, fin = 0;
@@ -344,10 +347,10 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
     uint kt = 0, dend = 0, ch = 0, m = 0;                  /* the cut: keep key > kt, or key == kt and position < dend */
     uint p2 = 1, st = 0, size = 2, stride = 1;             /* the sort */
     uint4 nx[TR_VEC], x[TR_VEC];
-    for (uint v = 0; v < TR_VEC; v++) nx[v] = tr_load(row, v * WG_TOPK + lid, nvec, a, n);
+    for (uint v = 0; v < TR_VEC; v++) nx[v] = tr_load(row, v * WG_ROWS + lid, nvec, a, n);
     uint ek[TR_E], ep[TR_E];
     /* the histogram bins this work-item sums, counted from the top (none past the 2,048th item) */
-    const uint per = TR_BINS >= WG_TOPK ? TR_BINS / WG_TOPK : 1u;
+    const uint per = TR_BINS >= WG_ROWS ? TR_BINS / WG_ROWS : 1u;
     uint hi = lid * per < TR_BINS ? TR_BINS - lid * per : 0u, lo = hi ? hi - per : 0u;
     barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -356,21 +359,21 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
         /* phase A */
         if (op == TR_STREAM) { /* this step's keys (loaded a step ahead), the next step's loads */
             for (uint v = 0; v < TR_VEC; v++) {
-                uint vi = (s * TR_VEC + v) * WG_TOPK + lid, p = vi * 4u - a;
+                uint vi = (s * TR_VEC + v) * WG_ROWS + lid, p = vi * 4u - a;
                 x[v] = nx[v];
-                nx[v] = tr_load(row, vi + WG_TOPK * TR_VEC, nvec, a, n);
+                nx[v] = tr_load(row, vi + WG_ROWS * TR_VEC, nvec, a, n);
                 val += TR_TAKE(x[v].s0, p) + TR_TAKE(x[v].s1, p + 1u) + TR_TAKE(x[v].s2, p + 2u) +
                        TR_TAKE(x[v].s3, p + 3u);
             }
         } else if (op == TR_HIST) { /* the digit's histogram among the entries sharing the prefix */
             uint shift = topk_digit_shift(dig), dmask = topk_digit_mask(dig), pmask = topk_prefix_mask(dig);
             uint pre = bypos ? ppre : kpre;
-            for (uint i = lid; i < c; i += WG_TOPK) {
+            for (uint i = lid; i < c; i += WG_ROWS) {
                 uint key = bk[i], w = bypos ? ~bp[i] : key;
                 if ((!bypos || key == kpre) && (w & pmask) == pre) atomic_inc(&hist[(w >> shift) & dmask]);
             }
         } else if (op == TR_COMPACT) { /* this work-item's TR_E entries of the chunk, and which stay */
-            uint base = (ch * WG_TOPK + lid) * TR_E;
+            uint base = (ch * WG_ROWS + lid) * TR_E;
             for (uint j = 0; j < TR_E; j++) {
                 uint i = base + j;
                 ek[j] = i < c ? bk[i] : 0u;
@@ -378,7 +381,7 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
                 val += i < c && (ek[j] > kt || (ek[j] == kt && ep[j] < dend));
             }
         } else if (op == TR_SORT) {
-            if (m <= WG_TOPK) val = tr_rank(bk, bp, m); /* written out in phase C */
+            if (m <= WG_ROWS) val = tr_rank(bk, bp, m); /* written out in phase C */
             else done = tr_sort_phase(bk, bp, m, p2, &st, &size, &stride, k, Q, q, out);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -390,7 +393,7 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
         if (op == TR_STREAM) { /* the takes, after the entries so far */
             uint at = c + incl - val;
             for (uint v = 0; v < TR_VEC; v++) {
-                uint p = ((s * TR_VEC + v) * WG_TOPK + lid) * 4u - a;
+                uint p = ((s * TR_VEC + v) * WG_ROWS + lid) * 4u - a;
                 for (uint l = 0; l < 4; l++) {
                     uint key = tr_lane(x[v], l);
                     if (TR_TAKE(key, p + l)) {
@@ -423,7 +426,7 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
                     bp[at] = ep[j];
                     at++;
                 }
-        } else if (op == TR_SORT && m <= WG_TOPK) {
+        } else if (op == TR_SORT && m <= WG_ROWS) {
             tr_rank_out(bk, bp, m, val, k, Q, q, out);
             done = 1;
         } else if (op == TR_SORT && !done) {
@@ -466,7 +469,7 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
         } else if (op == TR_COMPACT) {
             m += tot;
             ch++;
-            if (ch * WG_TOPK * TR_E >= c) {
+            if (ch * WG_ROWS * TR_E >= c) {
                 c = m;
                 if (fin) {
                     op = TR_SORT;

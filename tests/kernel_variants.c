@@ -184,7 +184,7 @@ int main(int argc, char **argv)
     qfiles[nf++] = "topk_wide.cl";
     qfiles[nf++] = "cache.cl";
     qfiles[nf] = NULL;
-    const clx_tunable *wi = tun("WG_INTERSECT"), *ws = tun("WG_SCORE"), *wt = tun("WG_TOPK");
+    const clx_tunable *wi = tun("WG_INTERSECT"), *ws = tun("WG_SCORE"), *wt = tun("WG_TOPK"), *wr = tun("WG_ROWS");
     unsigned nq = wi->ncandidates;
     if (ws->ncandidates > nq) nq = ws->ncandidates;
     if (wt->ncandidates > nq) nq = wt->ncandidates;
@@ -194,10 +194,13 @@ int main(int argc, char **argv)
             p.wg_intersect = wi->candidates[i % wi->ncandidates];
             p.wg_score = ws->candidates[(i + 2) % ws->ncandidates];
             p.wg_topk = wt->candidates[(i + 4) % wt->ncandidates];
+            p.wg_rows = wr->candidates[(i + 1) % wr->ncandidates];
             p.wg_scan_algo = algos[i % nalgos];
         }
-        snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s%s",
-                 p.wg_intersect, p.wg_score, p.wg_topk, p.wg_scan_algo, i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
+        snprintf(opts, sizeof opts,
+                 "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u%s%s",
+                 p.wg_intersect, p.wg_score, p.wg_topk, p.wg_rows, p.wg_scan_algo,
+                 i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
                  i % 3 == 1 ? " -DSCORE_IMPACT=1" : ""); /* an impact index's scoring (idx_score_option) */
         ok = ok && emit("query", qfiles, opts);
     }

@@ -41,6 +41,7 @@ typedef struct clx_params {
     unsigned copy_vec;                        /* vector width of the copy kernels (cl/copy.cl) */
     unsigned or_part_log;                     /* log2 documents per OR partition (cl/or_parts.cl) */
     unsigned or_dense_log;                    /* OR keeps a dense row up to 2^this documents (src/query/or.c) */
+    unsigned wg_rows;                         /* work-items per dense row in topk_rows */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

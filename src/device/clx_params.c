@@ -39,7 +39,9 @@ static const clx_tunable registry[] = {
      {32, 64, 128, 256, 512, 1024}, 6},
     {"WG_SCORE", "score", "work-items per query in score_and and score_or", PARAM_FIELD(wg_score), 1,
      {32, 64, 128, 256, 512, 1024}, 6},
-    {"WG_TOPK", "topk", "work-items per query in topk_select and topk_rows", PARAM_FIELD(wg_topk), 1,
+    {"WG_TOPK", "topk", "work-items per query in topk_select (segments: AND's work units, OR's pools), and of "
+     "topk_team and topk_wide", PARAM_FIELD(wg_topk), 1, {32, 64, 128, 256, 512, 1024}, 6},
+    {"WG_ROWS", "topk", "work-items per dense row in topk_rows", PARAM_FIELD(wg_rows), 1,
      {32, 64, 128, 256, 512, 1024}, 6},
     {"WG_SCAN_ALGO", "decode intersect topk scan",
      "in-group prefix sum: 0 Hillis-Steele, 1 work-efficient, 2 NVIDIA warp shuffles (inline PTX)",
@@ -103,7 +105,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
         if (!clx_is_nvidia(info))
             return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 (warp shuffles in inline PTX) needs an NVIDIA device, "
                            "not %s", from, info->name);
-        if (p->wg_intersect < 32 || p->wg_topk < 32 || p->scan_wg < 32)
+        if (p->wg_intersect < 32 || p->wg_topk < 32 || p->wg_rows < 32 || p->scan_wg < 32)
             return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 needs work-groups of at least one 32-wide warp", from);
     }
     return CLS_OK;
@@ -123,13 +125,17 @@ static const entry db[] = {
      * (docs/PERFORMANCE.md, 2026-11-24): select_blocks and match_and run on WG_INTERSECT, and
      * 1024 items walk a long list's blocks in a quarter of the steps of 256 (121,178 against
      * 85,485 queries/s at batch 1,024, identical runs). */
-    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 16, ""}, "vendor default: NVIDIA GPU"},
-    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, ""}, "vendor default: AMD GPU"},
-    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, ""}, "vendor default: AMD GPU"},
-    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, ""}, "generic default: GPU"},
+    /* WG_TOPK 512 and WG_ROWS 256 on the H100 (docs/PERFORMANCE.md, "Ranked OR"): topk_rows
+     * ranks 1,024 dense rows of 100,000 in 0.51 ms at k 1000 with 256 work-items, 0.91 with 512,
+     * while AND's work units, ranked by topk_select, take 36 ms a batch of 4,096 gov2 topics at
+     * k 1000 with 512 and 44 with 256. */
+    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 16, 256, ""}, "vendor default: NVIDIA GPU"},
+    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, ""}, "vendor default: AMD GPU"},
+    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, ""}, "vendor default: AMD GPU"},
+    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, ""}, "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
-    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, 16, ""}, "generic default: CPU"},
-    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, 16, ""}, "generic default"},
+    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, 16, 64, ""}, "generic default: CPU"},
+    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, 16, 128, ""}, "generic default"},
 };
 
 static unsigned cap(unsigned v, size_t max)

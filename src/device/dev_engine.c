@@ -259,8 +259,9 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     snprintf(dopts, sizeof e->dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u%s%s",
              idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
-    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_SCAN_ALGO=%u%s%s",
-             e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_scan_algo,
+    snprintf(qopts, sizeof qopts,
+             "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u%s%s",
+             e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_rows, e->prm.wg_scan_algo,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
     double qsecs = 0;
     int qcache = 0;
@@ -468,12 +469,12 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
                  (double)(wbytes + bbytes) / (1 << 20), (double)e->dev_mem / (1 << 20), device_mem ? "given" : "on the device");
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
-             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_team / topk_wide by shape, the counters of a search say which ran (WG %u); "
+             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_team / topk_wide by shape, the counters of a search say which ran (WG %u, topk_rows %u); "
              "WG intersect %u, score %u; parameters from %s; division %s\n%s\n%s",
              e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
              e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
              e->dev.info.compute_units, (double)gmib / (1u << 30), e->dev.reason, cls_codec_name(idx->codec),
-             clx_scan_algo_name(e->prm.wg_scan_algo), idx->block_size, alg, e->prm.wg_topk, e->prm.wg_intersect,
+             clx_scan_algo_name(e->prm.wg_scan_algo), idx->block_size, alg, e->prm.wg_topk, e->prm.wg_rows, e->prm.wg_intersect,
              e->prm.wg_score, e->prm.source,
              cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", lists,
              notes);

@@ -259,14 +259,14 @@ static cls_status topk_team(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
  * of the row beside the k kept after a cut (k + step entries), or for the whole row. It gets k or
  * a quarter step more (about k ln(n / cap) keys enter after the first cut on random scores, so
  * few cuts follow), as far as local memory allows: the buffer is 8 bytes an entry, beside its
- * histogram, scan and state words (TR_BINS + WG_TOPK + TR_SH words), and a smaller one leaves
+ * histogram, scan and state words (TR_BINS + WG_ROWS + TR_SH words), and a smaller one leaves
  * room for more work-groups on a compute unit. */
 #define TR_BINS ABI_TOPK_BINS
 #define TR_SH ABI_TOPK_ROWS_SH
 
 cl_uint dev_topk_rows_cap(const clx_engine *e, uint32_t num_docs, uint32_t kk)
 {
-    uint64_t n = num_docs, k = kk, wg = e->prm.wg_topk, step = wg * 4 * ABI_TOPK_VEC(e->prm.wg_topk);
+    uint64_t n = num_docs, k = kk, wg = e->prm.wg_rows, step = wg * 4 * ABI_TOPK_VEC(e->prm.wg_rows);
     uint64_t p2 = 1, m = k < n ? k : n;
     while (p2 < m) p2 <<= 1;
     uint64_t least = k + step < n ? k + step : n, want = k + step + (k > step / 4 ? k : step / 4);
@@ -285,7 +285,7 @@ static cls_status topk_rows(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     cls_status s = query_kernel(e, "topk_rows");
     if (s != CLS_OK) return s;
     cl_uint n = b->num_docs, k = b->kk, shift = b->key_shift;
-    size_t wg = e->prm.wg_topk;
+    size_t wg = e->prm.wg_rows;
     dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n),   DEV_U32(k),
                    DEV_U32(cap),       DEV_U32(rows),  DEV_MEM(out), {((size_t)2 * cap + TR_BINS + wg + TR_SH) * 4, NULL}};
     topk_mark(e, TK_ROWS, 1);
