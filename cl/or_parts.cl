@@ -56,7 +56,7 @@
  * ctl: per query q, ctl[4q] theta's bits, ctl[4q + 1] the candidates offered, ctl[4q + 2] its
  * queue's length, ctl[4q + 3] its largest UB (the scale of its histogram of offered scores, which
  * raises theta too: or_hist_theta); from gbase = 4 nq on, the batch's longest queue, the ticket, blocks decoded,
- * postings decoded, partitions scored.
+ * postings decoded (its low word), partitions scored, postings decoded (its high word).
  *
  * block_maxima: the table ABI_BOUND_TABLE reads, one work-group per block of the index: the
  * block's largest contribution at weight 1 under the norms in force. */
@@ -353,9 +353,10 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             if (over) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
             sh[0] = m ? atomic_add(ctl + 4 * q + 1, m) : 0;
             sh[1] = 0;
-            if (ndec) {
+            if (ndec) { /* postings: 64 bits, the carry into the high word (a batch passes 2^32) */
                 atomic_add(ctl + gbase + 2, ndec);
-                atomic_add(ctl + gbase + 3, npost);
+                uint old = atomic_add(ctl + gbase + 3, npost);
+                if (old + npost < old) atomic_inc(ctl + gbase + 5);
             }
             if (live) atomic_inc(ctl + gbase + 4);
         }
@@ -449,7 +450,7 @@ __kernel void or_finish(uint nq, uint pool, __global const uint *ctl, uint gbase
     seg[2 * q + 1] = min(c, pool);
     out[or_at + q] = c > pool ? c : 0u;
     if (q == 0)
-        for (uint i = 0; i < 3; i++) out[or_at + nq + i] = ctl[gbase + 2 + i];
+        for (uint i = 0; i < 4; i++) out[or_at + nq + i] = ctl[gbase + 2 + i];
 }
 
 /* One work-group per block of the index: its largest contribution at weight 1. */

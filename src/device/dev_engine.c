@@ -664,9 +664,10 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     e->counters[2].value += pl->ntasks + (pl->nskips && !pl->parts ? e->h_out[out_len] : 0);
     e->counters[4].value += pl->npruned;
     e->counters[5].value += pl->postings_in_lists;
-    if (pl->parts) { /* or_finish's words: overflowed pools, then blocks and postings decoded, partitions */
+    if (pl->parts) { /* or_finish's words: overflowed pools, then blocks and postings (low word) decoded,
+                      * partitions, postings (high word) */
         e->counters[2].value += e->h_out[or_at + nq];
-        e->counters[6].value += e->h_out[or_at + nq + 1];
+        e->counters[6].value += e->h_out[or_at + nq + 1] + ((uint64_t)e->h_out[or_at + nq + 3] << 32);
         e->counters[7].value += e->h_out[or_at + nq + 2];
         for (uint32_t i = 0; i < nq; i++) {
             uint32_t offered = e->h_out[or_at + i];
