@@ -273,6 +273,10 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
     uint lid = get_local_id(0);
     const uint longest = ctl[gbase]; /* queues are complete before */
     const uint tickets = persistent ? nq * (min(to, longest) - min(from, longest)) : get_num_groups(0);
+    /* the group's blocks and postings decoded and partitions scored, added to the batch's counters
+     * once, at the end (the work-items' copies agree: every value is the group's) */
+    uint all_dec = 0, all_parts = 0;
+    ulong all_post = 0;
     for (uint ticket = or_ticket(persistent, 0, tickets, ctl + gbase + 1, sh), round = 1; ticket < tickets;
          ticket = or_ticket(persistent, round++, tickets, ctl + gbase + 1, sh)) {
         uint q, p, live;
@@ -353,13 +357,10 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             if (over) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
             sh[0] = m ? atomic_add(ctl + 4 * q + 1, m) : 0;
             sh[1] = 0;
-            if (ndec) { /* postings: 64 bits, the carry into the high word (a batch passes 2^32) */
-                atomic_add(ctl + gbase + 2, ndec);
-                uint old = atomic_add(ctl + gbase + 3, npost);
-                if (old + npost < old) atomic_inc(ctl + gbase + 5);
-            }
-            if (live) atomic_inc(ctl + gbase + 4);
         }
+        all_dec += ndec;
+        all_post += npost;
+        all_parts += live;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint base = sh[0];
         /* an overflowing pool takes nothing: the count tells the engine */
@@ -390,6 +391,12 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         if (lid == 0 && wspan && scale > 0.0f) atomic_max(ctl + 4 * q, or_hist_theta(qh, k, scale));
         barrier(CLK_LOCAL_MEM_FENCE); /* sh and acc are reused by the next ticket */
     }
+    if (lid == 0 && all_dec) { /* postings: 64 bits, a low word and its carry into the high one */
+        uint lo = (uint)all_post, old = atomic_add(ctl + gbase + 3, lo);
+        atomic_add(ctl + gbase + 5, (uint)(all_post >> 32) + (old + lo < old));
+        atomic_add(ctl + gbase + 2, all_dec);
+    }
+    if (lid == 0 && all_parts) atomic_add(ctl + gbase + 4, all_parts);
 }
 
 /* One work-group per query, between or_score's launches: theta raised to the k-th largest key of
