@@ -39,8 +39,8 @@ static const clx_tunable registry[] = {
      {32, 64, 128, 256, 512, 1024}, 6},
     {"WG_SCORE", "score", "work-items per query in score_and and score_or", PARAM_FIELD(wg_score), 1,
      {32, 64, 128, 256, 512, 1024}, 6},
-    {"WG_TOPK", "topk", "work-items per query in topk_select (segments: AND's work units, OR's pools), and of "
-     "topk_team and topk_wide", PARAM_FIELD(wg_topk), 1, {32, 64, 128, 256, 512, 1024}, 6},
+    {"WG_TOPK", "topk", "work-items per group in topk_select (segments: AND's work units, OR's pools), topk_team "
+     "and topk_wide", PARAM_FIELD(wg_topk), 1, {32, 64, 128, 256, 512, 1024}, 6},
     {"WG_ROWS", "topk", "work-items per dense row in topk_rows", PARAM_FIELD(wg_rows), 1,
      {32, 64, 128, 256, 512, 1024}, 6},
     {"WG_SCAN_ALGO", "decode intersect topk scan",
@@ -127,8 +127,8 @@ static const entry db[] = {
      * 85,485 queries/s at batch 1,024, identical runs). */
     /* WG_TOPK 512 and WG_ROWS 256 on the H100 (docs/PERFORMANCE.md, "Ranked OR"): topk_rows
      * ranks 1,024 dense rows of 100,000 in 0.51 ms at k 1000 with 256 work-items, 0.91 with 512,
-     * while AND's work units, ranked by topk_select, take 36 ms a batch of 4,096 gov2 topics at
-     * k 1000 with 512 and 44 with 256. */
+     * while AND at k 1000, whose work units topk_select ranks, takes 36.0 ms of kernels a batch
+     * of 4,096 gov2 topics with WG_TOPK 512 and 43.9 with 256. */
     {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 16, 256, ""}, "vendor default: NVIDIA GPU"},
     {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, ""}, "vendor default: AMD GPU"},
     {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, ""}, "vendor default: AMD GPU"},
