@@ -579,6 +579,59 @@ START_TEST(or_prunes_by_partitions)
 }
 END_TEST
 
+/* or_pool_theta keeps the pool of a query whose k-th best lies far below its largest bound: "rare
+ * common" on 8,192 documents that all hold "common", 40 of them "rare". The k-th best at k 100 is
+ * a common-only document, a hundred-thousandth of the rare term's scores, so the histogram of
+ * offers (or_hist_theta) stays in its lowest bin and, without or_pool_theta, every partition
+ * offered every document it holds: 8,192 candidates, which a pool of 6,144 does not hold (the
+ * query ran again). With it the query fits; the results equal the reference's either way. */
+START_TEST(or_pool_theta_keeps_pools_small)
+{
+    cls_analyzer_opts an = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
+    cls_build_opts o;
+    cls_build_defaults(&o);
+    o.block_size = 64;
+    cls_builder *bl;
+    ck_assert_int_eq(cls_builder_create(&an, &bl), CLS_OK);
+    ck_assert_int_eq(cls_builder_configure(bl, &o), CLS_OK);
+    uint64_t st = 99;
+    char text[512], docno[32];
+    for (uint32_t d = 0; d < 8192; d++) {
+        size_t len = 0;
+        uint32_t tf = 1 + (uint32_t)(tu_rand(&st) % 3), filler = (uint32_t)(tu_rand(&st) % 40);
+        for (uint32_t i = 0; i < tf; i++) len += (size_t)snprintf(text + len, sizeof text - len, "common ");
+        if (d % 205 == 7) len += (size_t)snprintf(text + len, sizeof text - len, "rare ");
+        for (uint32_t i = 0; i < filler; i++) len += (size_t)snprintf(text + len, sizeof text - len, "f%u ", i);
+        snprintf(docno, sizeof docno, "D%u", d);
+        ck_assert_int_eq(cls_builder_add(bl, docno, strlen(docno), text, len), CLS_OK);
+    }
+    const char *path = tu_tmp_path("pool.idx");
+    ck_assert_msg(cls_builder_write(bl, path) == CLS_OK, "%s", cls_last_error());
+    cls_builder_free(bl);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    remove(path);
+    clx_device d;
+    clx_params prm;
+    ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
+    prm.or_part_log = 6;
+    cls_engine *dev, *ref;
+    ck_assert_msg(engine_create_with(idx, device(), &prm, &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    clx_set_or_partitions(engine_clx(dev), 1);
+    clx_set_or_pool(engine_clx(dev), 6144);
+    cls_batch *b;
+    ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(b, "q", "rare common"), CLS_OK);
+    same_as_ref_mode(dev, ref, b, CLS_MODE_OR, 100, 0.9f, 0.4f);
+    ck_assert_uint_eq(counter(dev, "queries_rerun"), 0);
+    cls_batch_free(b);
+    cls_engine_free(dev);
+    cls_engine_free(ref);
+    cls_index_close(idx);
+}
+END_TEST
+
 /* term^w: a weight multiplies the term's BM25 weight (idf times the sum of its occurrences'
  * weights, so "w1^2" is "w1 w1" and "w1 w1^2" is "w1^3"), on both engines; a malformed weight is
  * CLS_E_FORMAT naming the query and the token, and the batch keeps what it held. */
@@ -1057,6 +1110,7 @@ static Suite *suite(void)
     tcase_add_test(tc, and_skips_blocks);
     tcase_add_test(tc, and_prunes_one_term_queries);
     tcase_add_test(tc, or_prunes_by_partitions);
+    tcase_add_test(tc, or_pool_theta_keeps_pools_small);
     tcase_add_test(tc, search_text_is_one_query);
     tcase_add_test(tc, weighted_terms);
     tcase_add_test(tc, and_or_is_and_completed_by_or);
