@@ -23,10 +23,10 @@ static const char *device(void)
     return d && *d ? d : "cpu";
 }
 
-/* A collection of ndocs random documents over words w0..w{vocab-1}, small ids far more
- * frequent (lists from one posting to many blocks), every 5th document a clone of "w1 w2 w3"
- * (equal scores: the docID tie-break), built with block size 64 so lists span blocks. */
-static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
+/* An index of ndocs documents, document d's text written by text_of (its length returned),
+ * built with block size 64 so lists span blocks. */
+typedef size_t (*doc_text_fn)(void *ctx, uint32_t d, char *text, size_t cap);
+static cls_index *built_index(uint32_t ndocs, doc_text_fn text_of, void *ctx)
 {
     cls_analyzer_opts an = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
     cls_build_opts o;
@@ -35,19 +35,9 @@ static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
     cls_builder *b;
     ck_assert_int_eq(cls_builder_create(&an, &b), CLS_OK);
     ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
-    uint64_t st = seed;
     char text[2048], docno[32];
     for (uint32_t d = 0; d < ndocs; d++) {
-        size_t len = 0;
-        if (d % 5 == 2) {
-            len = (size_t)snprintf(text, sizeof text, "w1 w2 w3");
-        } else {
-            uint32_t n = 1 + (uint32_t)(tu_rand(&st) % 30);
-            for (uint32_t i = 0; i < n; i++) {
-                double u = (double)(tu_rand(&st) % 100000) / 100000.0;
-                len += (size_t)snprintf(text + len, sizeof text - len, "w%u ", (uint32_t)(u * u * vocab));
-            }
-        }
+        size_t len = text_of(ctx, d, text, sizeof text);
         snprintf(docno, sizeof docno, "D%u", d);
         ck_assert_int_eq(cls_builder_add(b, docno, strlen(docno), text, len), CLS_OK);
     }
@@ -58,6 +48,33 @@ static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
     ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
     remove(path);
     return idx;
+}
+
+typedef struct random_docs {
+    uint64_t st;
+    uint32_t vocab;
+} random_docs;
+
+static size_t random_doc(void *ctx, uint32_t d, char *text, size_t cap)
+{
+    random_docs *r = ctx;
+    if (d % 5 == 2) return (size_t)snprintf(text, cap, "w1 w2 w3");
+    size_t len = 0;
+    uint32_t n = 1 + (uint32_t)(tu_rand(&r->st) % 30);
+    for (uint32_t i = 0; i < n; i++) {
+        double u = (double)(tu_rand(&r->st) % 100000) / 100000.0;
+        len += (size_t)snprintf(text + len, cap - len, "w%u ", (uint32_t)(u * u * r->vocab));
+    }
+    return len;
+}
+
+/* A collection of ndocs random documents over words w0..w{vocab-1}, small ids far more
+ * frequent (lists from one posting to many blocks), every 5th document a clone of "w1 w2 w3"
+ * (equal scores: the docID tie-break), built with block size 64 so lists span blocks. */
+static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
+{
+    random_docs r = {seed, vocab};
+    return built_index(ndocs, random_doc, &r);
 }
 
 /* Edge cases first (no term, unknown terms only, known + unknown, repeated terms, a term in every
@@ -579,6 +596,19 @@ START_TEST(or_prunes_by_partitions)
 }
 END_TEST
 
+/* Every document holds "common" one to three times and up to 39 filler words; one in 205 holds
+ * "rare". */
+static size_t common_rare_doc(void *ctx, uint32_t d, char *text, size_t cap)
+{
+    uint64_t *st = ctx;
+    size_t len = 0;
+    uint32_t tf = 1 + (uint32_t)(tu_rand(st) % 3), filler = (uint32_t)(tu_rand(st) % 40);
+    for (uint32_t i = 0; i < tf; i++) len += (size_t)snprintf(text + len, cap - len, "common ");
+    if (d % 205 == 7) len += (size_t)snprintf(text + len, cap - len, "rare ");
+    for (uint32_t i = 0; i < filler; i++) len += (size_t)snprintf(text + len, cap - len, "f%u ", i);
+    return len;
+}
+
 /* or_pool_theta keeps the pool of a query whose k-th best lies far below its largest bound: "rare
  * common" on 8,192 documents that all hold "common", 40 of them "rare". The k-th best at k 100 is
  * a common-only document, a hundred-thousandth of the rare term's scores, so the histogram of
@@ -587,30 +617,8 @@ END_TEST
  * query ran again). With it the query fits; the results equal the reference's either way. */
 START_TEST(or_pool_theta_keeps_pools_small)
 {
-    cls_analyzer_opts an = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
-    cls_build_opts o;
-    cls_build_defaults(&o);
-    o.block_size = 64;
-    cls_builder *bl;
-    ck_assert_int_eq(cls_builder_create(&an, &bl), CLS_OK);
-    ck_assert_int_eq(cls_builder_configure(bl, &o), CLS_OK);
     uint64_t st = 99;
-    char text[512], docno[32];
-    for (uint32_t d = 0; d < 8192; d++) {
-        size_t len = 0;
-        uint32_t tf = 1 + (uint32_t)(tu_rand(&st) % 3), filler = (uint32_t)(tu_rand(&st) % 40);
-        for (uint32_t i = 0; i < tf; i++) len += (size_t)snprintf(text + len, sizeof text - len, "common ");
-        if (d % 205 == 7) len += (size_t)snprintf(text + len, sizeof text - len, "rare ");
-        for (uint32_t i = 0; i < filler; i++) len += (size_t)snprintf(text + len, sizeof text - len, "f%u ", i);
-        snprintf(docno, sizeof docno, "D%u", d);
-        ck_assert_int_eq(cls_builder_add(bl, docno, strlen(docno), text, len), CLS_OK);
-    }
-    const char *path = tu_tmp_path("pool.idx");
-    ck_assert_msg(cls_builder_write(bl, path) == CLS_OK, "%s", cls_last_error());
-    cls_builder_free(bl);
-    cls_index *idx;
-    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
-    remove(path);
+    cls_index *idx = built_index(8192, common_rare_doc, &st);
     clx_device d;
     clx_params prm;
     ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
