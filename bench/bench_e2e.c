@@ -51,10 +51,9 @@ static int on_topic(void *u, const char *qid, const char *text)
 }
 
 /* The work of a row's chunks, from cls_engine_counters: block decodes and blocks in the lists,
- * postings decoded and postings in the lists; have: the engine keeps those counters. */
+ * postings decoded and postings in the lists (all zero where the engine keeps no such counters). */
 typedef struct e2e_work {
     uint64_t v[4];
-    int have;
 } e2e_work;
 
 static void work_add(const cls_engine *e, e2e_work *w)
@@ -72,10 +71,10 @@ static void work_add(const cls_engine *e, e2e_work *w)
             }
     if (got != 15) return;
     for (unsigned j = 0; j < 4; j++) w->v[j] += v[j];
-    w->have = 1;
 }
 
-/* A share in percent into buf ("-" where there is none), and the same for JSON (null). */
+/* A share in percent into buf, and the same for JSON; "-" (null) where the engine counted none:
+ * no counters (the reference engine), or no postings counted (only OR by partitions counts them). */
 static const char *share(char *buf, size_t len, uint64_t part, uint64_t whole, int json)
 {
     if (!whole || !part) snprintf(buf, len, json ? "null" : "-");
@@ -233,7 +232,7 @@ int bench_e2e(int argc, char **argv)
                     size_t B = bs[bi];
                     unsigned n = 0;
                     double spent = 0;
-                    e2e_work w = {{0}, 0};
+                    e2e_work w = {{0}};
                     for (int chunk = -1; chunk < MAXCH && (chunk < 3 || spent < seconds); chunk++) {
                         cls_batch_clear(batch);
                         for (size_t i = 0; i < B; i++, next = (next + 1) % tl.n)

@@ -380,6 +380,14 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
     return CLS_OK;
 }
 
+/* OR's rule (src/query/or.c): partitions on a collection of more than 2^OR_DENSE_LOG documents
+ * (or where a test forces them), else one dense row a query. The search applies it and the
+ * engine's description names it. */
+static int or_by_partitions(const clx_engine *e, uint32_t num_docs)
+{
+    return (uint64_t)num_docs > ((uint64_t)1 << e->prm.or_dense_log) || e->or_force_parts;
+}
+
 cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, const cls_engine_opts *o,
                       clx_engine **out, char *desc, size_t desc_len)
 {
@@ -449,7 +457,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
         at += (size_t)snprintf(alg + at, sizeof alg - at, "%s%s=%s", i ? ", " : "", algos[i]->name, algos[i]->describe);
     /* which of OR's two ways this collection gets (clx_search applies the rule, or.c states it) */
     if (at < sizeof alg) {
-        int dense = (uint64_t)idx->num_docs <= ((uint64_t)1 << e->prm.or_dense_log) && !e->or_force_parts;
+        int dense = !or_by_partitions(e, idx->num_docs);
         at += (size_t)snprintf(alg + at, sizeof alg - at, "; or on this collection: %s (%u documents, OR_DENSE_LOG %u)",
                                dense ? "one dense row a query (score_or) ranked by topk_rows or topk_select" : "partitions",
                                idx->num_docs, e->prm.or_dense_log);
@@ -820,7 +828,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     algo_need probe = {0};
     algo->need(&(batch_query){.num_terms = 1}, 1, &probe);
     /* OR by partitions on collections of more than 2^OR_DENSE_LOG documents (or.c: the rule) */
-    probe.parts = probe.parts && ((uint64_t)N > ((uint64_t)1 << e->prm.or_dense_log) || e->or_force_parts);
+    probe.parts = probe.parts && or_by_partitions(e, N);
     if (probe.parts && (s = build_decoding_kernels(e)) != CLS_OK) return s;
     e->or_bsrc = prune ? ABI_BOUND_MAXSCORE : e->cached ? ABI_BOUND_NONE : ABI_BOUND_TABLE;
     if (probe.parts && e->or_bsrc == ABI_BOUND_TABLE && (e->bmax_k1 != p->k1 || e->bmax_b != p->b) &&
