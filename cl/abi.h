@@ -114,12 +114,26 @@ typedef struct abi_skip {
 
 #define ABI_SKIP_DRIVEN 0u
 #define ABI_SKIP_TOP 1u
-/* A list of an OR query (src/query/or.c, cl/or_parts.cl): nothing of it is decoded ahead; its
- * blocks are found by docID range and decoded by or_score where a partition needs them. The record
- * then holds: query, first_block, num_blocks; dst_base the batch's index of its abi_term; k the
- * float bits of the scale that turns the block's max_score into a bound at the term's weight
- * (weight / idf: max_score was computed at qtf 1); task_base and max_tasks zero. */
+/* A list of an OR query scored by partitions (src/query/or.c, cl/or_parts.cl). The record then
+ * holds: query, first_block, num_blocks; task_base the batch's abi_olist that decodes the list
+ * (several queries may share one), max_tasks that abi_olist's own task_base; dst_base the batch's
+ * index of its abi_term; k the float bits of the scale that turns the block's max_score into a
+ * bound at the term's weight (weight / idf: max_score was computed at qtf 1). */
 #define ABI_SKIP_BOUND 2u
+
+/* A list an OR batch decodes once for every query that gives its term the same weight
+ * (cl/or_parts.cl: or_expand, or_decode): block b of the list is task task_base + b, and its
+ * posting i lands in slot (task_base + b) * block_size + i of the decoded contributions (its BM25
+ * contribution at weight `weight`) and offsets (its docID's place within its partition). */
+typedef struct abi_olist {
+    ABI_U32 first_block;
+    ABI_U32 num_blocks;
+    ABI_U32 task_base;
+    float weight;
+} abi_olist;
+/* The offset of a slot that holds no posting (a block of fewer than block_size postings): above
+ * any place within a partition (OR_PART_LOG <= 15). */
+#define ABI_OR_NO_SLOT 0xFFFFu
 
 /* Where or_score's block bounds come from (kernel argument bsrc):
  *   ABI_BOUND_MAXSCORE  the block's max_score times the term's scale: the search runs at the BM25
@@ -199,10 +213,9 @@ typedef struct abi_place {
 /* One more word after them counts the blocks block skipping chose to decode in the batch. */
 #define ABI_OUT_NSEL(Q, k) ABI_OUT_WORDS(Q, k)
 /* OR batches (or_finish) add, after that word: per query the candidates its partitions offered when
- * they overflowed its pool (0: they fit), then the batch's blocks decoded, postings decoded (the
- * low word), partitions scored and postings decoded (the high word: a batch decodes more than 2^32). */
+ * they overflowed its pool (0: they fit), then the batch's partitions scored. */
 #define ABI_OUT_OR(Q, k) (ABI_OUT_WORDS(Q, k) + 1)
-#define ABI_OUT_OR_WORDS(Q) ((Q) + 4)
+#define ABI_OUT_OR_WORDS(Q) ((Q) + 1)
 
 #ifndef ABI_DEVICE
 _Static_assert(sizeof(float) == 4, "the device's float is 32 bits");
@@ -213,6 +226,7 @@ _Static_assert(sizeof(abi_query) == 16 && offsetof(abi_query, flags) == 12, "abi
 _Static_assert(sizeof(abi_term) == 16 && offsetof(abi_term, weight) == 8, "abi_term is 4 words");
 _Static_assert(sizeof(abi_unit) == 16, "abi_unit is 4 words");
 _Static_assert(sizeof(abi_list) == 16, "abi_list is 4 words");
+_Static_assert(sizeof(abi_olist) == 16 && offsetof(abi_olist, weight) == 12, "abi_olist is 4 words");
 _Static_assert(sizeof(abi_place) == 16, "abi_place is 4 words");
 _Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20 && offsetof(abi_skip, k) == 28,
                "abi_skip is 8 words");

@@ -2,13 +2,23 @@
  * pruning (Huang et al.'s block-max WAND over docID ranges on a GPU; Ding et al.'s per-term
  * accumulation and multi-level top-k), exactly equal to exhaustive OR.
  *
- * The docID space is cut into partitions of OR_PART documents. A partition of a query is scored
- * by one work-group: it keeps OR_PART accumulators in local memory (sparse: a bitmap says which
- * hold a sum, see or_add), then, term by term in query order, finds the term's blocks whose docID range meets the partition (binary search over the
- * block heads), decodes those that can matter (decode.cl: decode_block) and adds each posting's
- * BM25 contribution to its document's accumulator: the reference engine's additions in the
- * reference engine's order, so sums are bit-identical, and nothing the size of the collection
- * exists per query (the accumulation is on chip; only candidates leave it).
+ * The docID space is cut into partitions of OR_PART documents. First, each list of the batch is
+ * decoded once (or_decode), for all the batch's queries that give its term the same weight: each
+ * posting's BM25 contribution at that weight and its docID's place within its partition, in list
+ * order, and per partition the slot of the list's first posting there. A partition of a query is
+ * then scored by one work-group: it keeps OR_PART accumulators in local memory (sparse: a bitmap
+ * says which hold a sum, see or_add), then, term by term in query order, reads the term's slots
+ * in the partition and adds each contribution to its document's accumulator: the reference
+ * engine's additions in the reference engine's order, so sums are bit-identical, and nothing the
+ * size of the collection exists per query (the accumulation is on chip; only candidates leave it).
+ *
+ * Why decode ahead. Decoding inside the partition's work-group (as this file did up to 2a876b4)
+ * put a chain of dependent loads and barriers before every block's postings, and decoded a block
+ * once for every partition it meets: a list of fewer postings than partitions, once a posting. On
+ * gov2, 4,096 topics at k 10, or_score spent 227 ms decoding 136.6 M blocks for the lists' 94.3 M.
+ * Decoded ahead, a batch's queries share their common lists (the long ones, which hold most
+ * postings), every block is decoded once, at full occupancy, and a partition's work is loads and
+ * local additions (docs/PERFORMANCE.md, "Ranked OR").
  *
  * Bounds. bound(t, block) bounds what any posting of the block adds at the term's weight
  * (cl/abi.h: ABI_BOUND_*); M[t][p] is the largest bound of t's blocks that meet partition p, and
@@ -23,7 +33,7 @@
  * k candidates at or above it: their k-th best is such a lower bound. Pruning with it:
  *   - a partition whose UB is below theta is not scored;
  *   - within a scored partition, a block whose bound plus the other terms' M is below theta is
- *     not decoded. Documents of such a block are left with partial sums; their true score is below
+ *     not read. Documents of such a block are left with partial sums; their true score is below
  *     theta, hence below the final k-th best, and a partial sum is no larger;
  *   - a partition offers as candidates only documents scoring >= theta (read after its last
  *     block), at most its own top k (ties at its k-th best: the smallest docIDs). A document of the true top k is never in a skipped block
@@ -33,10 +43,9 @@
  * Theta's timing (which work-group raised it first) changes how much is skipped, never the result.
  *
  * The kernels of a batch, in order (src/query/or.c launches them):
- *   or_bounds  `ways` work-groups per query term (abi_skip ABI_SKIP_BOUND): M[t][p] by atomic_max,
- *              and F[t][p], the term's first block that meets partition p (ABI_NO_BLOCK: none),
- *              by atomic_min, so a partition finds its blocks with one load where a binary
- *              search over the block heads was a chain of dependent loads per term;
+ *   or_expand  one work-group per abi_olist (a list to decode, cl/abi.h): its blocks' tasks;
+ *   or_decode  one work-group per block: contributions, places, and the partitions' first slots;
+ *   or_bounds  `ways` work-groups per query term (abi_skip ABI_SKIP_BOUND): M[t][p] by atomic_max;
  *   or_plan    one work-group per query: UB[p]; the OR_SEEDS-style seed partitions (the `seeds`
  *              highest UB: where the top k most likely lie), marked in UB's top bit;
  *   or_score   over the seeds first (one work-group per seed slot), raising theta early;
@@ -55,8 +64,8 @@
  *
  * ctl: per query q, ctl[4q] theta's bits, ctl[4q + 1] the candidates offered, ctl[4q + 2] its
  * queue's length, ctl[4q + 3] its largest UB (the scale of its histogram of offered scores, which
- * raises theta too: or_hist_theta); from gbase = 4 nq on, the batch's longest queue, the ticket, blocks decoded,
- * postings decoded (its low word), partitions scored, postings decoded (its high word).
+ * raises theta too: or_hist_theta); from gbase = 4 nq on, the batch's longest queue, the ticket
+ * and the partitions scored.
  *
  * block_maxima: the table ABI_BOUND_TABLE reads, one work-group per block of the index: the
  * block's largest contribution at weight 1 under the norms in force. */
@@ -83,7 +92,7 @@ inline float or_block_bound(__global const idx_block *blocks, __global const flo
 
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void or_bounds(__global const uint *in, uint qterm_base, uint skips_base, __global const idx_block *blocks,
-               __global const float *bmax, uint bsrc, uint np, uint ways, __global uint *M, __global uint *F)
+               __global const float *bmax, uint bsrc, uint np, uint ways, __global uint *M)
 {
     /* `ways` groups share a term, taking its blocks BLOCK_SIZE at a time in turn: a small batch's
      * few long lists are not each walked by one group while the device idles */
@@ -91,17 +100,14 @@ void or_bounds(__global const uint *in, uint qterm_base, uint skips_base, __glob
     __global const abi_skip *sk = SKIPS_AT(in, skips_base, g / ways);
     __global const abi_term *t = TERMS_AT(in, qterm_base, sk->dst_base);
     float w = t->weight, scale = as_float(sk->k);
-    __global uint *row = M + (ulong)sk->dst_base * np, *frow = F + (ulong)sk->dst_base * np;
+    __global uint *row = M + (ulong)sk->dst_base * np;
     for (uint b = way * BLOCK_SIZE + get_local_id(0); b < sk->num_blocks; b += ways * BLOCK_SIZE) {
         uint blk = sk->first_block + b;
         uint key = as_uint(or_block_bound(blocks, bmax, blk, bsrc, w, scale));
         uint p1 = min(blocks[blk].last >> OR_PART_LOG, np - 1);
-        /* neighbouring blocks share partitions: most of them find a larger value (a smaller
-         * first block) already */
-        for (uint p = blocks[blk].first >> OR_PART_LOG; p <= p1; p++) {
+        /* neighbouring blocks share partitions: most of them find a larger value already */
+        for (uint p = blocks[blk].first >> OR_PART_LOG; p <= p1; p++)
             if (row[p] < key) atomic_max(row + p, key);
-            if (frow[p] > b) atomic_min(frow + p, b);
-        }
     }
 }
 
@@ -181,17 +187,6 @@ inline uint or_hist_theta(__global const uint *qh, uint k, float scale)
     return 0u;
 }
 
-/* The first block of a term at or after j that meets partition p and whose bound, with the other
- * terms' M, reaches theta; end (>= nb or past the partition) when none does. */
-inline uint or_next_block(uint j, uint nb, uint fb, uint p, __global const idx_block *blocks, __global const float *bmax,
-                          uint bsrc, float w, float scale, float others, float theta)
-{
-    while (j < nb && (blocks[fb + j].first >> OR_PART_LOG) <= p &&
-           or_below(or_block_bound(blocks, bmax, fb + j, bsrc, w, scale) + others, theta))
-        j++;
-    return j < nb && (blocks[fb + j].first >> OR_PART_LOG) <= p ? j : nb;
-}
-
 /* The accumulators are sparse: a scored partition's postings reach a few hundred of its OR_PART
  * documents, and clearing, then reading, all OR_PART of them cost as much as decoding (on the H100
  * a second clearing and counting pass added 31% to or_score). So a bitmap says which accumulators
@@ -261,22 +256,20 @@ inline uint or_ticket(uint persistent, uint round, uint tickets, __global uint *
  * under a condition, and its time grows with those copies (minutes for a kernel like this one). */
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint skips_base,
-              __global const uint *words, uint nwords, __global const idx_block *blocks,
-              __global const float *bmax, uint bsrc, __global const float *norms, uint np, uint k, uint pool,
+              __global const idx_block *blocks, __global const float *bmax, uint bsrc, uint np, uint k, uint pool,
               __global const uint *M, __global const uint *ub, __global const uint *items, uint seeds,
               uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey,
-              __global uint *hist_all, __global const uint *F, uint from, uint to)
+              __global uint *hist_all, __global const float *C, __global const ushort *O, __global const uint *S,
+              uint from, uint to)
 {
     __local float acc[OR_PART];
     __local uint touched[OR_WORDS]; /* bit d: accumulator d holds a sum (see or_add) */
-    __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH], hist[256], sh[3];
+    __local uint scan[BLOCK_SIZE], hist[256], sh[3];
     uint lid = get_local_id(0);
     const uint longest = ctl[gbase]; /* queues are complete before */
     const uint tickets = persistent ? nq * (min(to, longest) - min(from, longest)) : get_num_groups(0);
-    /* the group's blocks and postings decoded and partitions scored, added to the batch's counters
-     * once, at the end (the work-items' copies agree: every value is the group's) */
-    uint all_dec = 0, all_parts = 0;
-    ulong all_post = 0;
+    /* the group's partitions scored, added to the batch's counter once, at the end */
+    uint all_parts = 0;
     for (uint ticket = or_ticket(persistent, 0, tickets, ctl + gbase + 1, sh), round = 1; ticket < tickets;
          ticket = or_ticket(persistent, round++, tickets, ctl + gbase + 1, sh)) {
         uint q, p, live;
@@ -301,22 +294,27 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         const uint nt = live ? qi->num_terms : 0, span = live ? OR_PART : 0, wspan0 = span / 32;
         for (uint i = lid; i < wspan0; i += BLOCK_SIZE) touched[i] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
-        uint lo = p << OR_PART_LOG, ndec = 0, npost = 0;
+        uint lo = p << OR_PART_LOG;
         for (uint t = 0; t < nt; t++) {
             float others = 0.0f; /* the other terms' M in query order */
             for (uint o = 0; o < nt; o++)
                 if (o != t) others += as_float(M[(ulong)(t0 + o) * np + p]);
             __global const abi_skip *sk = SKIPS_AT(in, skips_base, qt[t].skip - 1);
-            uint fb = sk->first_block, nb = sk->num_blocks;
+            uint fb = sk->first_block, nb = sk->num_blocks, first = sk->max_tasks;
             float w = qt[t].weight, scale = as_float(sk->k);
-            uint j = F[(ulong)(t0 + t) * np + p]; /* the first block that meets the partition */
-            j = j < nb ? j : nb;
-            for (j = or_next_block(j, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta); j < nb;
-                 j = or_next_block(j + 1, nb, fb, p, blocks, bmax, bsrc, w, scale, others, theta)) {
-                uint doc, tf, n = decode_block(words, nwords, blocks + fb + j, vals, scan, scratch, &doc, &tf);
-                if (lid < n && doc - lo < OR_PART) or_add(acc, touched, doc - lo, bm25_contrib(w, tf, norms[doc]));
-                ndec++;
-                npost += n;
+            /* the term's slots in the partition, kept inside its list's (a forged list's docIDs
+             * may leave starts unwritten: then wrong sums, never a read outside the list) */
+            __global const uint *st = S + (ulong)sk->task_base * (np + 1) + p;
+            uint lb = first * BLOCK_SIZE, le = lb + nb * BLOCK_SIZE;
+            uint s0 = clamp(st[0], lb, le), s1 = clamp(st[1], s0, le);
+            /* a block at a time, so that its bound is the group's: a block whose bound, with the
+             * other terms' M, is below theta adds nothing */
+            for (uint b0 = s0 - s0 % BLOCK_SIZE; b0 < s1; b0 += BLOCK_SIZE) {
+                uint at = b0 + lid, off;
+                if (at >= s0 && at < s1 &&
+                    !or_below(or_block_bound(blocks, bmax, fb + b0 / BLOCK_SIZE - first, bsrc, w, scale) + others, theta) &&
+                    (off = O[at]) < OR_PART)
+                    or_add(acc, touched, off, C[at]);
             }
             barrier(CLK_LOCAL_MEM_FENCE); /* this term's additions before the next term's */
             theta = or_theta(theta_at, sh); /* other groups may have raised it */
@@ -338,7 +336,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
          * else every one that reaches theta is offered and the select runs no pass (a count of
          * 0: the trip counts, not a branch, skip it). Most partitions, once theta has risen,
          * offer fewer than k, and the select's passes over OR_PART keys cost more than the
-         * few blocks such a partition decodes. */
+         * few postings such a partition reads. */
         const uint over = total > k, sel_span = over ? span : 0;
         /* the select reads every accumulator: those no posting reached get their 0 first */
         for (uint i = lid; i < sel_span / 32; i += BLOCK_SIZE) or_clear_untouched(acc, touched[i], i);
@@ -358,8 +356,6 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             sh[0] = m ? atomic_add(ctl + 4 * q + 1, m) : 0;
             sh[1] = 0;
         }
-        all_dec += ndec;
-        all_post += npost;
         all_parts += live;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint base = sh[0];
@@ -391,12 +387,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         if (lid == 0 && wspan && scale > 0.0f) atomic_max(ctl + 4 * q, or_hist_theta(qh, k, scale));
         barrier(CLK_LOCAL_MEM_FENCE); /* sh and acc are reused by the next ticket */
     }
-    if (lid == 0 && all_dec) { /* postings: 64 bits, a low word and its carry into the high one */
-        uint lo = (uint)all_post, old = atomic_add(ctl + gbase + 3, lo);
-        atomic_add(ctl + gbase + 5, (uint)(all_post >> 32) + (old + lo < old));
-        atomic_add(ctl + gbase + 2, all_dec);
-    }
-    if (lid == 0 && all_parts) atomic_add(ctl + gbase + 4, all_parts);
+    if (lid == 0 && all_parts) atomic_add(ctl + gbase + 2, all_parts);
 }
 
 /* One work-group per query, between or_score's launches: theta raised to the k-th largest key of
@@ -456,8 +447,54 @@ __kernel void or_finish(uint nq, uint pool, __global const uint *ctl, uint gbase
     seg[2 * q] = q * pool;
     seg[2 * q + 1] = min(c, pool);
     out[or_at + q] = c > pool ? c : 0u;
-    if (q == 0)
-        for (uint i = 0; i < 4; i++) out[or_at + nq + i] = ctl[gbase + 2 + i];
+    if (q == 0) out[or_at + nq] = ctl[gbase + 2];
+}
+
+/* One work-group per abi_olist: its blocks' tasks, block b of list l as task task_base + b,
+ * {its block, l}. */
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void or_expand(__global const uint *in, uint olists_base, __global abi_task *tasks)
+{
+    uint l = get_group_id(0);
+    __global const abi_olist *ol = OLISTS_AT(in, olists_base, l);
+    for (uint b = get_local_id(0); b < ol->num_blocks; b += BLOCK_SIZE) {
+        abi_task t = {ol->first_block + b, l};
+        tasks[ol->task_base + b] = t;
+    }
+}
+
+/* One work-group per task: its block decoded once for the batch, each posting's BM25 contribution
+ * at its list's weight into C and its docID's place within its partition into O, at slot
+ * task * BLOCK_SIZE + i; a block of fewer postings marks its other slots ABI_OR_NO_SLOT. S, per
+ * list np + 1 slots: S[p] is the slot of the list's first posting with a docID >= p * OR_PART, so
+ * partition p's postings are slots [S[p], S[p + 1]). Each posting writes the entries of the
+ * partitions from just after its predecessor's (the previous block's last docID for a block's
+ * first posting, none for the list's first) up to its own; the list's last posting also those
+ * after its own, up to S[np]: every entry of a valid list once. */
+__kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
+void or_decode(__global const uint *words, uint nwords, __global const idx_block *blocks, __global const float *norms,
+               __global const uint *in, uint olists_base, __global const abi_task *tasks, uint np,
+               __global float *C, __global ushort *O, __global uint *S)
+{
+    __local uint vals[BLOCK_SIZE], scan[BLOCK_SIZE], scratch[DECODE_SCRATCH];
+    uint g = get_group_id(0), i = get_local_id(0);
+    abi_task tk = tasks[g];
+    __global const abi_olist *ol = OLISTS_AT(in, olists_base, tk.dst);
+    uint blk = tk.block, b = blk - ol->first_block, nb = ol->num_blocks;
+    uint doc, tf, n = decode_block(words, nwords, blocks + blk, vals, scan, scratch, &doc, &tf);
+    uint at = g * BLOCK_SIZE + i;
+    C[at] = i < n ? bm25_contrib(ol->weight, tf, norms[doc]) : 0.0f;
+    O[at] = i < n ? (ushort)(doc & (OR_PART - 1u)) : (ushort)ABI_OR_NO_SLOT;
+    vals[i] = doc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n) {
+        __global uint *row = S + (ulong)tk.dst * (np + 1);
+        uint from = i > 0 ? (vals[i - 1] >> OR_PART_LOG) + 1 : b > 0 ? (blocks[blk - 1].last >> OR_PART_LOG) + 1 : 0;
+        uint to = min(doc >> OR_PART_LOG, np - 1);
+        for (uint p = from; p <= to; p++) row[p] = at;
+        if (b + 1 == nb && i + 1 == n)
+            for (uint p = to + 1; p <= np; p++) row[p] = at + 1;
+    }
 }
 
 /* One work-group per block of the index: its largest contribution at weight 1. */

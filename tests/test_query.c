@@ -365,10 +365,14 @@ static void check_block_maxima(cls_engine *e, const cls_index *idx, float k1, fl
     free(tfs);
 }
 
-/* or_bounds, or_plan and or_rest (cl/or_parts.cl) against plain C, on the last device batch of
- * the engine's last OR search (its plan and buffers stay until the next search):
+/* or_decode, or_bounds, or_plan and or_rest (cl/or_parts.cl) against plain C, on the last device
+ * batch of the engine's last OR search (its plan and buffers stay until the next search):
+ *  - or_decode: each list's slots (a posting's contribution at the list's weight, bit for bit, and
+ *    its place in its partition; ABI_OR_NO_SLOT past a block's postings) and its partitions' first
+ *    slots S[p] (the first posting at or after the partition's first docID; the list's end after
+ *    its last posting);
  *  - or_bounds: each term's M[t][p] (the largest bound of its blocks meeting partition p, as
- *    float bits) and F[t][p] (the first such block, relative to the list), bit for bit;
+ *    float bits), bit for bit;
  *  - or_plan: each query's UB[p] (M summed in query term order from 0.0f, so bit for bit), its
  *    seeds (the `seeds` highest nonzero UB, ties to the smaller partition, in partition order,
  *    marked in UB's top bit) and its largest UB;
@@ -394,13 +398,18 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
     const uint32_t nq = pl->nq, nt = pl->nterms, np = pl->lim.parts, seeds = pl->lim.seeds,
                    L = clx_engine_params(x)->or_part_log;
     ck_assert(pl->parts && np > 1 && nq > 0 && x->or_bsrc != ABI_BOUND_NONE);
-    uint32_t *M = malloc((size_t)nt * np * 4), *F = malloc((size_t)nt * np * 4), *ub = malloc((size_t)nq * np * 4),
+    const uint32_t B = idx->block_size, nol = pl->nolists;
+    const size_t slots = (size_t)pl->otasks * B;
+    uint32_t *M = malloc((size_t)nt * np * 4), *ub = malloc((size_t)nq * np * 4),
              *seed = malloc((size_t)nq * seeds * 4), *ctl = malloc((size_t)nq * 4 * 4),
-             *items = malloc((size_t)nq * np * 4), *rM = calloc((size_t)nt * np, 4), *rF = malloc((size_t)nt * np * 4);
-    float *bmax = malloc((idx->num_blocks + 1) * sizeof *bmax);
-    ck_assert(M && F && ub && seed && ctl && items && rM && rF && bmax);
+             *items = malloc((size_t)nq * np * 4), *rM = calloc((size_t)nt * np, 4), *S = malloc((size_t)nol * (np + 1) * 4),
+             *rS = malloc((size_t)(np + 1) * 4), *docs = malloc(B * 4), *tfs = malloc(B * 4);
+    float *bmax = malloc((idx->num_blocks + 1) * sizeof *bmax), *C = malloc(slots * 4);
+    uint16_t *O = malloc(slots * 2);
+    ck_assert(M && ub && seed && ctl && items && rM && S && rS && docs && tfs && bmax && C && O);
     struct { cl_mem m; size_t bytes; void *to; } rd[] = {
-        {x->or_m.mem, (size_t)nt * np * 4, M},    {x->or_f.mem, (size_t)nt * np * 4, F},
+        {x->or_m.mem, (size_t)nt * np * 4, M},    {x->or_c.mem, slots * 4, C}, {x->or_o.mem, slots * 2, O},
+        {x->or_s.mem, (size_t)nol * (np + 1) * 4, S},
         {x->or_ub.mem, (size_t)nq * np * 4, ub},  {x->or_seed.mem, (size_t)nq * seeds * 4, seed},
         {x->or_ctl.mem, (size_t)nq * 4 * 4, ctl}, {x->or_items.mem, (size_t)nq * np * 4, items}};
     for (size_t i = 0; i < sizeof rd / sizeof *rd; i++)
@@ -409,8 +418,43 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
     if (x->or_bsrc == ABI_BOUND_TABLE)
         ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->d_bmax, CL_TRUE, 0, idx->num_blocks * sizeof *bmax, bmax, 0,
                                              NULL, NULL), CL_SUCCESS);
+    /* or_decode; each list once for its weight, and every term's record naming its list */
+    ck_assert(nol > 0 && x->norm_k1 >= 0.0f);
+    for (uint32_t l = 0; l < nol; l++)
+        for (uint32_t m = l + 1; m < nol; m++)
+            ck_assert(pl->olists[l].first_block != pl->olists[m].first_block || pl->olists[l].weight != pl->olists[m].weight);
+    for (uint32_t i = 0; i < pl->nskips; i++) {
+        const abi_olist *ol = &pl->olists[pl->skips[i].task_base];
+        ck_assert(pl->skips[i].task_base < nol && ol->first_block == pl->skips[i].first_block &&
+                  ol->weight == pl->terms[pl->skips[i].dst_base].weight && pl->skips[i].max_tasks == ol->task_base);
+    }
+    for (uint32_t l = 0; l < nol; l++) {
+        const abi_olist *ol = &pl->olists[l];
+        uint32_t next = 0; /* the first partition whose first slot is still to come */
+        for (uint32_t b = 0; b < ol->num_blocks; b++) {
+            uint32_t n = IDX_INFO_COUNT(idx->blocks[ol->first_block + b].info);
+            ck_assert_int_eq(idx_decode_block(idx, ol->first_block + b, docs, tfs), CLS_OK);
+            for (uint32_t j = 0; j < B; j++) {
+                size_t at = ((size_t)ol->task_base + b) * B + j;
+                if (j >= n) {
+                    ck_assert_msg(O[at] == ABI_OR_NO_SLOT, "or_decode: list %u slot %zu: offset %u past the block's postings",
+                                  l, at, O[at]);
+                    continue;
+                }
+                float c = score_contrib(cls_index_scoring(idx), ol->weight, tfs[j], x->h_norms[docs[j]]);
+                ck_assert_msg(t_as_uint(C[at]) == t_as_uint(c) && O[at] == (docs[j] & ((1u << L) - 1)),
+                              "or_decode: list %u slot %zu: %08x at %u, plain C %08x at %u", l, at, t_as_uint(C[at]),
+                              O[at], t_as_uint(c), docs[j] & ((1u << L) - 1));
+                for (; next <= docs[j] >> L; next++) rS[next] = (uint32_t)at;
+            }
+            if (b + 1 == ol->num_blocks)
+                for (; next <= np; next++) rS[next] = (ol->task_base + b) * B + n;
+        }
+        for (uint32_t p = 0; p <= np; p++)
+            ck_assert_msg(S[(size_t)l * (np + 1) + p] == rS[p], "or_decode: list %u partition %u: first slot %u, plain C %u",
+                          l, p, S[(size_t)l * (np + 1) + p], rS[p]);
+    }
     /* or_bounds */
-    for (size_t i = 0; i < (size_t)nt * np; i++) rF[i] = ABI_NO_BLOCK;
     for (uint32_t i = 0; i < pl->nskips; i++) {
         const abi_skip *sk = &pl->skips[i];
         ck_assert_uint_eq(sk->kind, ABI_SKIP_BOUND);
@@ -422,13 +466,11 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
             for (uint32_t p = blk->first >> L; p <= p1; p++) {
                 size_t at = (size_t)sk->dst_base * np + p;
                 if (rM[at] < key) rM[at] = key;
-                if (rF[at] > b) rF[at] = b;
             }
         }
     }
     for (size_t i = 0; i < (size_t)nt * np; i++) {
         ck_assert_msg(M[i] == rM[i], "or_bounds: term %zu partition %zu: M %08x, plain C %08x", i / np, i % np, M[i], rM[i]);
-        ck_assert_msg(F[i] == rF[i], "or_bounds: term %zu partition %zu: F %u, plain C %u", i / np, i % np, F[i], rF[i]);
     }
     /* or_plan and or_rest */
     uint32_t *order = malloc((size_t)np * 4);
@@ -497,7 +539,8 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
         }
     }
     free(order);
-    free(M), free(F), free(ub), free(seed), free(ctl), free(items), free(rM), free(rF), free(bmax);
+    free(M), free(ub), free(seed), free(ctl), free(items), free(rM), free(S), free(rS), free(docs), free(tfs), free(bmax);
+    free(C), free(O);
 }
 
 /* or_pool_theta (cl/or_parts.cl) against plain C, launched on the engine's OR buffers with pools

@@ -81,8 +81,10 @@ typedef struct clx_engine {
     /* per-batch buffers, sized from the data, reused */
     dbuf in, tasks, docs, freqs, cand, cscore, acc, sdoc, sscore, out, stasks, nsel, ucount, useg, qseg, l1;
     /* OR by partitions (src/query/or.c): per query term its partitions' bounds, per query their
-     * sums, its first blocks there, the work queue, the seeds, the counters (cl/or_parts.cl) */
-    dbuf or_m, or_f, or_ub, or_items, or_seed, or_ctl, or_hist;
+     * sums, the work queue, the seeds, the counters, the offers' histograms; the lists decoded
+     * ahead: their blocks' tasks, contributions, offsets and per partition their first slots
+     * (cl/or_parts.cl) */
+    dbuf or_m, or_ub, or_items, or_seed, or_ctl, or_hist, or_tasks, or_c, or_o, or_s;
     cl_mem d_bmax;          /* block maxima at weight 1 (ABI_BOUND_TABLE), one float a block */
     float bmax_k1, bmax_b;  /* the parameters d_bmax holds (-1: none yet) */
     cl_uint or_bsrc;        /* the bounds the search in progress prunes with (ABI_BOUND_*) */
@@ -134,6 +136,8 @@ typedef struct dev_batch {
     cl_uint queries_base, terms_base, skips_base; /* word offsets of the records in `in` */
     cl_uint nskips;                /* abi_skip records */
     cl_uint units_base, nunits;    /* the abi_unit records: word offset in `in`, number */
+    cl_uint olists_base, nolists;  /* the abi_olist records (OR by partitions) */
+    cl_uint otasks;                /* their blocks */
     cl_uint nstasks;               /* selected-task slots of their regions */
     cl_uint nsel_at;               /* word of e->out where select_blocks counts the blocks it chose */
     cl_uint kk, P;                 /* hits kept per query; top-k scratch per group */

@@ -499,7 +499,8 @@ void clx_free(clx_engine *e)
     dev_profile_collect(e, 0);
     dbuf *bufs[] = {&e->in,     &e->tasks, &e->docs,   &e->freqs, &e->cand,   &e->cscore, &e->acc,
                     &e->sdoc,   &e->sscore, &e->out,   &e->stasks, &e->nsel,  &e->ucount, &e->useg,
-                    &e->qseg,   &e->l1,    &e->or_m,   &e->or_ub, &e->or_items, &e->or_seed, &e->or_ctl, &e->or_hist, &e->or_f};
+                    &e->qseg,   &e->l1,    &e->or_m,   &e->or_ub, &e->or_items, &e->or_seed, &e->or_ctl, &e->or_hist,
+                    &e->or_tasks, &e->or_c,  &e->or_o,  &e->or_s};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
     if (e->h_stage) { /* the pinned staging's mapping, while the queue lives */
@@ -623,7 +624,8 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     if (s != CLS_OK) return s;
     dev_batch b = {.e = e, .nq = nq, .num_docs = N, .kk = kk, .P = P, .queries_base = lay.queries_base, .terms_base = lay.terms_base,
                    .skips_base = lay.skips_base, .nskips = pl->nskips, .nstasks = (cl_uint)pl->stasks,
-                   .units_base = lay.units_base, .nunits = pl->nunits};
+                   .units_base = lay.units_base, .nunits = pl->nunits, .olists_base = lay.olists_base,
+                   .nolists = pl->nolists, .otasks = (cl_uint)pl->otasks};
     size_t out_len = ABI_OUT_WORDS((size_t)nq, kk), read_len = out_len + (pl->nskips ? 1 : 0);
     const size_t or_at = ABI_OUT_OR((size_t)nq, kk);
     if (pl->parts) read_len = or_at + ABI_OUT_OR_WORDS((size_t)nq);
@@ -672,11 +674,11 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     e->counters[2].value += pl->ntasks + (pl->nskips && !pl->parts ? e->h_out[out_len] : 0);
     e->counters[4].value += pl->npruned;
     e->counters[5].value += pl->postings_in_lists;
-    if (pl->parts) { /* or_finish's words: overflowed pools, then blocks and postings (low word) decoded,
-                      * partitions, postings (high word) */
-        e->counters[2].value += e->h_out[or_at + nq];
-        e->counters[6].value += e->h_out[or_at + nq + 1] + ((uint64_t)e->h_out[or_at + nq + 3] << 32);
-        e->counters[7].value += e->h_out[or_at + nq + 2];
+    if (pl->parts) { /* the lists decoded ahead (or_decode); or_finish's words: overflowed pools, then
+                      * partitions scored */
+        e->counters[2].value += pl->otasks;
+        e->counters[6].value += pl->opostings;
+        e->counters[7].value += e->h_out[or_at + nq];
         for (uint32_t i = 0; i < nq; i++) {
             uint32_t offered = e->h_out[or_at + i];
             if (!offered) continue;

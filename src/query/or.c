@@ -69,7 +69,10 @@ static cls_status launch(dev_batch *b)
     cl_uint gbase = 4 * nq, bsrc = e->or_bsrc, bs = e->idx->block_size, zero = 0, one = 1;
     cls_status s;
     if ((s = dev_buf_need(e, &e->or_m, (size_t)pl->nterms * np * 4, "partition bounds")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->or_f, (size_t)pl->nterms * np * 4, "partitions' first blocks")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_tasks, (size_t)b->otasks * sizeof(abi_task), "decode tasks")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_c, (size_t)b->otasks * bs * 4, "decoded contributions")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_o, (size_t)b->otasks * bs * 2, "decoded offsets")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_s, (size_t)b->nolists * (np + 1) * 4, "partitions' first slots")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_ub, (size_t)nq * np * 4, "partition bounds")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_items, (size_t)nq * np * 4, "partition queue")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_seed, (size_t)nq * seeds * 4, "seed partitions")) != CLS_OK ||
@@ -81,15 +84,19 @@ static cls_status launch(dev_batch *b)
     cl_event ev;
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_m.mem, &zero, 4, 0, (size_t)pl->nterms * np * 4, 0, NULL, &ev));
     dev_record(e, ev, "bounds", (size_t)pl->nterms * np * 4);
-    cl_uint none = ABI_NO_BLOCK;
-    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_f.mem, &none, 4, 0, (size_t)pl->nterms * np * 4, 0, NULL, &ev));
-    dev_record(e, ev, "bounds", (size_t)pl->nterms * np * 4);
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, (size_t)gbase * 4, 8 * 4, 0, NULL, &ev));
     dev_record(e, ev, "bounds", 32);
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_hist.mem, &zero, 4, 0, (size_t)nq * OR_HIST_BINS * 4, 0, NULL, &ev));
     dev_record(e, ev, "bounds", (size_t)nq * OR_HIST_BINS * 4);
     cl_uint nwords;
     if ((s = dev_words_count(e->d_words, &nwords)) != CLS_OK) return s;
+    /* the batch's lists, each decoded once into contributions at its weight (or_decode) */
+    dev_arg ax[] = {DEV_MEM(b->in), DEV_U32(b->olists_base), DEV_MEM(e->or_tasks.mem)};
+    if ((s = dev_run(e, "or_expand", ax, 3, b->nolists, bs, "decode")) != CLS_OK) return s;
+    dev_arg ad[] = {DEV_MEM(e->d_words), DEV_U32(nwords),          DEV_MEM(e->d_blocks),   DEV_MEM(e->d_norms),
+                    DEV_MEM(b->in),      DEV_U32(b->olists_base),  DEV_MEM(e->or_tasks.mem), DEV_U32(np),
+                    DEV_MEM(e->or_c.mem), DEV_MEM(e->or_o.mem),    DEV_MEM(e->or_s.mem)};
+    if ((s = dev_run(e, "or_decode", ad, 11, b->otasks, bs, "decode")) != CLS_OK) return s;
     /* or_bounds' groups per term: a batch of few terms still gives the device OR_BOUND_GROUPS_PER_CU
      * groups a compute unit (a query alone on gov2 has a few lists of up to 195,000 blocks), none
      * with fewer than a group's width of blocks to take */
@@ -103,25 +110,25 @@ static cls_status launch(dev_batch *b)
     if (ways < 1) ways = 1;
     dev_arg ab[] = {DEV_MEM(b->in),     DEV_U32(b->terms_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
                     DEV_MEM(e->d_bmax), DEV_U32(bsrc),          DEV_U32(np),            DEV_U32(ways),
-                    DEV_MEM(e->or_m.mem), DEV_MEM(e->or_f.mem)};
-    if ((s = dev_run(e, "or_bounds", ab, 10, (size_t)b->nskips * ways, bs, "bounds")) != CLS_OK) return s;
+                    DEV_MEM(e->or_m.mem)};
+    if ((s = dev_run(e, "or_bounds", ab, 9, (size_t)b->nskips * ways, bs, "bounds")) != CLS_OK) return s;
     dev_arg ap[] = {DEV_MEM(b->in),      DEV_U32(b->queries_base), DEV_U32(np),           DEV_U32(seeds),
                     DEV_MEM(e->or_m.mem), DEV_MEM(e->or_ub.mem),   DEV_MEM(e->or_seed.mem), DEV_MEM(e->or_ctl.mem)};
     if ((s = dev_run(e, "or_plan", ap, 8, nq, bs, "bounds")) != CLS_OK) return s;
     dev_arg as[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
-                    DEV_MEM(e->d_words),   DEV_U32(nwords),          DEV_MEM(e->d_blocks),   DEV_MEM(e->d_bmax),
-                    DEV_U32(bsrc),         DEV_MEM(e->d_norms),      DEV_U32(np),            DEV_U32(kk),
-                    DEV_U32(pool),         DEV_MEM(e->or_m.mem),     DEV_MEM(e->or_ub.mem),  DEV_MEM(e->or_seed.mem),
-                    DEV_U32(seeds),        DEV_U32(zero),            DEV_U32(nq),            DEV_MEM(e->or_ctl.mem),
-                    DEV_U32(gbase),        DEV_MEM(e->cand.mem),     DEV_MEM(e->cscore.mem), DEV_MEM(e->or_hist.mem),
-                    DEV_MEM(e->or_f.mem),  DEV_U32(zero),            DEV_U32(zero)};
-    if ((s = dev_run(e, "or_score", as, 27, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
+                    DEV_MEM(e->d_blocks),  DEV_MEM(e->d_bmax),       DEV_U32(bsrc),          DEV_U32(np),
+                    DEV_U32(kk),           DEV_U32(pool),            DEV_MEM(e->or_m.mem),   DEV_MEM(e->or_ub.mem),
+                    DEV_MEM(e->or_seed.mem), DEV_U32(seeds),         DEV_U32(zero),          DEV_U32(nq),
+                    DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),          DEV_MEM(e->cand.mem),   DEV_MEM(e->cscore.mem),
+                    DEV_MEM(e->or_hist.mem), DEV_MEM(e->or_c.mem),   DEV_MEM(e->or_o.mem),   DEV_MEM(e->or_s.mem),
+                    DEV_U32(zero),         DEV_U32(zero)};
+    if ((s = dev_run(e, "or_score", as, 26, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
     dev_arg at[] = {DEV_U32(kk), DEV_U32(pool), DEV_MEM(e->or_ctl.mem), DEV_MEM(e->cscore.mem)};
     if ((s = dev_run(e, "or_pool_theta", at, 4, nq, bs, "seeds")) != CLS_OK) return s;
     dev_arg ar[] = {DEV_U32(np), DEV_MEM(e->or_ub.mem), DEV_MEM(e->or_ctl.mem), DEV_U32(gbase), DEV_MEM(e->or_items.mem)};
     if ((s = dev_run(e, "or_rest", ar, 5, nq, bs, "bounds")) != CLS_OK) return s;
-    as[15] = DEV_MEM(e->or_items.mem);
-    as[17] = DEV_U32(one);
+    as[12] = DEV_MEM(e->or_items.mem);
+    as[14] = DEV_U32(one);
     size_t groups = (size_t)e->dev.info.compute_units * OR_GROUPS_PER_CU;
     cl_uint from = 0;
     for (size_t r = 0; r < sizeof or_round_ends / sizeof *or_round_ends && from < np; r++) {
@@ -130,9 +137,9 @@ static cls_status launch(dev_batch *b)
             CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, ((size_t)gbase + 1) * 4, 4, 0, NULL, &ev));
             dev_record(e, ev, "score", 4);
         }
-        as[25] = DEV_U32(from);
-        as[26] = DEV_U32(to);
-        if ((s = dev_run(e, "or_score", as, 27, groups, bs, "score")) != CLS_OK) return s;
+        as[24] = DEV_U32(from);
+        as[25] = DEV_U32(to);
+        if ((s = dev_run(e, "or_score", as, 26, groups, bs, "score")) != CLS_OK) return s;
         if (to < np && (s = dev_run(e, "or_pool_theta", at, 4, nq, bs, "score")) != CLS_OK) return s;
         from = to;
     }
@@ -153,8 +160,8 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
 }
 
 static const char *const kernels[] = {"score_or", NULL};
-static const char *const decode_kernels[] = {"or_bounds", "or_plan", "or_score", "or_pool_theta", "or_rest",
-                                             "or_finish", "block_maxima", NULL};
+static const char *const decode_kernels[] = {"or_expand", "or_decode",  "or_bounds", "or_plan",      "or_score",
+                                             "or_pool_theta", "or_rest", "or_finish", "block_maxima", NULL};
 
 const query_algo algo_or = {
     .name = "or",
@@ -163,8 +170,9 @@ const query_algo algo_or = {
     .kernels = kernels,
     .decode_file = "or_parts.cl",
     .decode_kernels = decode_kernels,
-    .describe = "docID-range partitions with block-max pruning (or_bounds + or_plan + or_score seeds + or_pool_theta, "
-                "or_rest, or_score queue in rounds + or_pool_theta + or_finish) + top-k over the candidate pool",
+    .describe = "docID-range partitions with block-max pruning (or_expand + or_decode: each list decoded once, "
+                "or_bounds + or_plan + or_score seeds + or_pool_theta, or_rest, or_score queue in rounds + "
+                "or_pool_theta + or_finish) + top-k over the candidate pool",
     .need = need,
     .launch = launch,
     .ref = ref,

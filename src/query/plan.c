@@ -33,6 +33,8 @@ void plan_free(batch_plan *pl)
     free(pl->upload);
     free(pl->skips);
     free(pl->units);
+    free(pl->olists);
+    free(pl->olist_next);
     free(pl->term_skip);
     memset(pl, 0, sizeof *pl);
 }
@@ -90,8 +92,8 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->order = order;
     pl->q0 = q0;
     pl->nq = pl->ntasks = pl->nlists = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
-    pl->npruned = pl->parts = 0;
-    pl->postings_in_lists = 0;
+    pl->npruned = pl->parts = pl->nolists = 0;
+    pl->postings_in_lists = pl->otasks = pl->opostings = 0;
     pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = pl->cost = 0;
     if (lim->cache) lc_begin(lim->cache);
 }
@@ -144,15 +146,17 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         !vec_reserve(&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms) ||
         !vec_reserve(&pl->skips, &pl->skips_cap, (size_t)pl->nskips + q->num_terms, sizeof *pl->skips) ||
         !vec_reserve(&pl->term_skip, &pl->term_skip_cap, (size_t)q->num_terms + 1, sizeof *pl->term_skip) ||
-        !vec_reserve(&pl->units, &pl->units_cap, (size_t)pl->nunits + nunits, sizeof *pl->units))
+        !vec_reserve(&pl->units, &pl->units_cap, (size_t)pl->nunits + nunits, sizeof *pl->units) ||
+        !vec_reserve(&pl->olists, &pl->olists_cap, (size_t)pl->nolists + q->num_terms, sizeof *pl->olists) ||
+        !vec_reserve(&pl->olist_next, &pl->olist_next_cap, (size_t)pl->nolists + q->num_terms, sizeof *pl->olist_next))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
     /* Slot the query's new whole lists and its skipped lists' regions, costing what they add;
      * undone if the query does not fit. */
     const uint32_t B = idx->block_size, ntouched0 = pl->ntouched;
     list_cache *cache = pl->lim.cache;
     const size_t nloads0 = cache ? cache->nloads : 0;
-    uint64_t dec = pl->dec, stasks = pl->stasks, in_lists = 0;
-    uint32_t ntasks = pl->ntasks, nskips = pl->nskips;
+    uint64_t dec = pl->dec, stasks = pl->stasks, in_lists = 0, otasks = pl->otasks, opostings = pl->opostings;
+    uint32_t ntasks = pl->ntasks, nskips = pl->nskips, nolists = pl->nolists;
     cls_status s = CLS_OK;
     /* block-max pruning (cl/abi.h: ABI_SKIP_TOP): the list of a one-term query, where the search
      * ranks at the blocks' max_score parameters and the list has more blocks than hits kept */
@@ -175,11 +179,39 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                 return not_added(pl, ntouched0, nloads0, s);
             }
         }
-        if (need.parts) { /* its blocks stay coded; or_score finds and decodes them */
+        if (need.parts) { /* decoded ahead into contributions (or_decode), once for every query of
+                           * the batch that gives the term this weight; its slot: 1 + that abi_olist */
             float w = bm25_weight(idx, t[j].term, t[j].weight);
             float scale = pl->lim.bound_idf ? (float)((double)w / (double)bm25_idf(idx->num_docs, te->df)) : w;
+            uint32_t ol = pl->slot[t[j].term], last = 0;
+            while (ol && pl->olists[ol - 1].weight != w) { /* the term's lists at other weights */
+                last = ol;
+                ol = pl->olist_next[ol - 1];
+                /* a link that a query not added left (to a list since dropped or reused) ends it */
+                if (ol && (ol - 1 >= nolists || pl->olists[ol - 1].first_block != first_block)) ol = 0;
+            }
+            if (!ol) {
+                if ((otasks + te->num_blocks) * B >= UINT32_MAX) { /* slots are 32-bit on the device */
+                    if (pl->nq == 0)
+                        s = err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
+                    return not_added(pl, ntouched0, nloads0, s);
+                }
+                pl->olists[nolists] = (abi_olist){.first_block = first_block, .num_blocks = te->num_blocks,
+                                                  .task_base = (uint32_t)otasks, .weight = w};
+                pl->olist_next[nolists] = 0;
+                if (last) { /* chained after the term's others */
+                    pl->olist_next[last - 1] = nolists + 1;
+                } else {
+                    pl->slot[t[j].term] = nolists + 1;
+                    pl->touched[pl->ntouched++] = t[j].term;
+                }
+                ol = ++nolists;
+                otasks += te->num_blocks;
+                opostings += te->df;
+            }
             abi_skip *sk = &pl->skips[nskips];
             *sk = (abi_skip){.query = pl->nq, .first_block = first_block, .num_blocks = te->num_blocks,
+                             .task_base = ol - 1, .max_tasks = pl->olists[ol - 1].task_base,
                              .dst_base = pl->nterms + j, .kind = ABI_SKIP_BOUND};
             memcpy(&sk->k, &scale, 4);
             pl->term_skip[j] = ++nskips;
@@ -223,8 +255,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                      (uint64_t)nunits * (sizeof(abi_unit) + 12 + (need.skip ? (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 : 0)) +
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 +
                      (uint64_t)need.dense * idx->num_docs * 4 +
-                     (need.parts ? (2 * (uint64_t)q->num_terms + 2) * pl->lim.parts * 4 + (uint64_t)pl->lim.seeds * 4 +
-                                       (uint64_t)pl->lim.pool * 8 + 16 : 0);
+                     (need.parts ? ((uint64_t)q->num_terms + 2) * pl->lim.parts * 4 + (uint64_t)pl->lim.seeds * 4 +
+                                       (uint64_t)pl->lim.pool * 8 + 16 + (otasks - pl->otasks) * (B * 6 + 8) +
+                                       (uint64_t)(nolists - pl->nolists) * (((uint64_t)pl->lim.parts + 1) * 4 + sizeof(abi_olist))
+                                 : 0);
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
     uint64_t cost = pl->cost + need_cost(idx, &need, shortest, q->num_terms ? idx->terms[t[drive].term].num_blocks : 0, sum,
                                          q->num_terms, pl->lim.prune ? pl->kk : 0);
@@ -234,13 +268,14 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                        stasks * sizeof(abi_task) > L->max_alloc || (pl->cand + need.cand) * 4 > L->max_alloc ||
                        rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc ||
                        (need.parts && ((uint64_t)pl->nterms + q->num_terms) * L->parts * 4 > L->max_alloc) ||
+                       (need.parts && (otasks * B * 4 > L->max_alloc || (uint64_t)nolists * (L->parts + 1) * 4 > L->max_alloc)) ||
                        (need.parts && (nq * L->parts >= UINT32_MAX || nq * L->pool >= UINT32_MAX ||
                                        nq * L->parts * 4 > L->max_alloc || nq * L->pool * 4 > L->max_alloc))))
         return not_added(pl, ntouched0, nloads0, CLS_OK);
     /* It fits: write its lists and descriptors. */
     if (!vec_reserve(&pl->lists, &pl->lists_cap, (size_t)pl->nlists + (pl->ntouched - ntouched0) + 1, sizeof *pl->lists))
         return not_added(pl, ntouched0, nloads0, err_set(CLS_E_NOMEM, "out of memory for the batch plan"));
-    for (uint32_t i = ntouched0; i < pl->ntouched; i++) {
+    for (uint32_t i = ntouched0; i < pl->ntouched && !need.parts; i++) { /* parts: slots are abi_olists */
         const idx_term *te = &idx->terms[pl->touched[i]];
         uint32_t at = pl->slot[pl->touched[i]] - 1;
         pl->lists[pl->nlists++] =
@@ -265,6 +300,9 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     for (uint32_t u = 0, first = pl->nunits; u < nunits; u++)
         pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .first_unit = first};
     pl->nskips = nskips;
+    pl->nolists = nolists;
+    pl->otasks = otasks;
+    pl->opostings = opostings;
     pl->stasks = stasks;
     pl->dec = dec;
     pl->cand += need.cand;
@@ -285,20 +323,22 @@ cls_status plan_finish(batch_plan *pl, plan_layout *lay)
 {
     size_t wt = (size_t)pl->nlists * sizeof(abi_list) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,
            wr = (size_t)pl->nterms * sizeof(abi_term) / 4, ws = (size_t)pl->nskips * sizeof(abi_skip) / 4,
-           wu = (size_t)pl->nunits * sizeof(abi_unit) / 4;
+           wu = (size_t)pl->nunits * sizeof(abi_unit) / 4, wo = (size_t)pl->nolists * sizeof(abi_olist) / 4;
     unslot(pl, 0);
-    if (wt + wq + wr + ws + wu >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
-    if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + ws + wu + 1, 4))
+    if (wt + wq + wr + ws + wu + wo >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
+    if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + ws + wu + wo + 1, 4))
         return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
     if (wt) memcpy(pl->upload, pl->lists, wt * 4);
     if (wq) memcpy(pl->upload + wt, pl->queries, wq * 4);
     if (wr) memcpy(pl->upload + wt + wq, pl->terms, wr * 4);
     if (ws) memcpy(pl->upload + wt + wq + wr, pl->skips, ws * 4);
     if (wu) memcpy(pl->upload + wt + wq + wr + ws, pl->units, wu * 4);
-    lay->words = wt + wq + wr + ws + wu;
+    if (wo) memcpy(pl->upload + wt + wq + wr + ws + wu, pl->olists, wo * 4);
+    lay->words = wt + wq + wr + ws + wu + wo;
     lay->queries_base = (uint32_t)wt;
     lay->terms_base = (uint32_t)(wt + wq);
     lay->skips_base = (uint32_t)(wt + wq + wr);
     lay->units_base = (uint32_t)(wt + wq + wr + ws);
+    lay->olists_base = (uint32_t)(wt + wq + wr + ws + wu);
     return CLS_OK;
 }

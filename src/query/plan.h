@@ -3,9 +3,11 @@
  * uploaded in one transfer:
  *
  *   lists (abi_list per whole list to decode) | queries (abi_query) | terms (abi_term)
- *   | skips (abi_skip) | units (abi_unit)
+ *   | skips (abi_skip) | units (abi_unit) | olists (abi_olist)
  *
- * A whole list is decoded once per batch, however many of its queries use it. Where the algorithm
+ * A whole list is decoded once per batch, however many of its queries use it. So is a list of
+ * queries scored by partitions (algo_need.parts), into contributions at its term's weight: once
+ * for every query that gives the term the same weight (abi_olist). Where the algorithm
  * asks for block skipping (algo_need.skip), every list of a query but its driving one (the
  * shortest) that spans more than one block gets a region of its own instead, sized for the most
  * blocks the device can choose in it (abi_skip); so does a one-term query's list where the limits
@@ -70,6 +72,9 @@ typedef struct batch_plan {
     uint32_t nterms;     /* abi_term records */
     uint32_t nskips;     /* abi_skip records */
     uint32_t nunits;     /* abi_unit records */
+    uint32_t nolists;    /* abi_olist records: lists decoded ahead for partitions */
+    uint64_t otasks;     /* their blocks, which are also their slots / block_size */
+    uint64_t opostings;  /* their postings */
     uint32_t npruned;    /* one-term queries pruned by block maxima (ABI_SKIP_TOP) */
     uint64_t stasks;     /* selected-task slots of the skip regions */
     uint64_t blocks_in_lists; /* blocks of the batch's lists: a whole list once, a skipped list
@@ -89,10 +94,12 @@ typedef struct batch_plan {
     abi_term *terms;
     abi_skip *skips;
     abi_unit *units;
+    abi_olist *olists;
+    uint32_t *olist_next; /* per abi_olist: 1 + the next one of the same term (another weight), 0: none */
     uint32_t *touched;
     uint32_t *term_skip; /* per term of the query being added: 1 + its abi_skip, or 0 */
-    size_t lists_cap, queries_cap, terms_cap, skips_cap, term_skip_cap, units_cap;
-    uint32_t *upload; /* the packed input: lists | queries | terms | skips | units */
+    size_t lists_cap, queries_cap, terms_cap, skips_cap, term_skip_cap, units_cap, olists_cap, olist_next_cap;
+    uint32_t *upload; /* the packed input: lists | queries | terms | skips | units | olists */
     size_t upload_cap;
 } batch_plan;
 
@@ -125,7 +132,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added);
 /* Where the records lie in the packed upload, in 32-bit words. */
 typedef struct plan_layout {
     size_t words;
-    uint32_t queries_base, terms_base, skips_base, units_base; /* the lists start at 0 */
+    uint32_t queries_base, terms_base, skips_base, units_base, olists_base; /* the lists start at 0 */
 } plan_layout;
 
 /* Packs the upload buffer and clears the term slots. */
