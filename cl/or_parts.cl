@@ -74,6 +74,12 @@
 #define OR_PART_LOG 12 /* log2 of the documents per partition: OR_PART floats of local memory */
 #endif
 #define OR_PART (1u << OR_PART_LOG)
+#ifndef OR_TT
+#define OR_TT 32 /* query terms whose records a scoring group holds in local memory at once */
+#endif
+#ifndef OR_REGS
+#define OR_REGS 4 /* slots a work-item loads ahead in one round of a partition's postings */
+#endif
 #define OR_WORDS (OR_PART / 32u) /* the accumulators' bitmap: OR_PART_LOG >= 5 */
 #define OR_SLACK ABI_OR_SLACK
 #define OR_SEED_BIT ABI_OR_SEED_BIT /* in UB: the partition is a seed */
@@ -232,11 +238,10 @@ inline float or_theta(__global volatile uint *at, __local uint *sh)
     return theta;
 }
 
-/* The group's next ticket: the next of the counter at next (persistent), else the group's own
- * first, then none (tickets). */
-inline uint or_ticket(uint persistent, uint round, uint tickets, __global uint *next, __local uint *sh)
+/* The group's first ticket: the next of the counter at next (persistent), else the group's own. */
+inline uint or_ticket(uint persistent, __global uint *next, __local uint *sh)
 {
-    if (get_local_id(0) == 0) sh[0] = persistent ? atomic_inc(next) : round ? tickets : get_group_id(0);
+    if (get_local_id(0) == 0) sh[0] = persistent ? atomic_inc(next) : get_group_id(0);
     barrier(CLK_LOCAL_MEM_FENCE);
     uint ticket = sh[0];
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -264,14 +269,21 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
 {
     __local float acc[OR_PART];
     __local uint touched[OR_WORDS]; /* bit d: accumulator d holds a sum (see or_add) */
-    __local uint scan[BLOCK_SIZE], hist[256], sh[3];
+    __local uint scan[BLOCK_SIZE], hist[256], sh[3], next_ticket;
+    /* the records of up to OR_TT terms of the partition's query: their first slot and slot count
+     * in the partition, their list's first task and first block, their weight and scale, the
+     * other terms' M (for the bound of a block) */
+    __local uint t_s0[OR_TT], t_len[OR_TT], t_first[OR_TT], t_fb[OR_TT];
+    __local float t_w[OR_TT], t_scale[OR_TT], t_others[OR_TT];
     uint lid = get_local_id(0);
     const uint longest = ctl[gbase]; /* queues are complete before */
     const uint tickets = persistent ? nq * (min(to, longest) - min(from, longest)) : get_num_groups(0);
     /* the group's partitions scored, added to the batch's counter once, at the end */
     uint all_parts = 0;
-    for (uint ticket = or_ticket(persistent, 0, tickets, ctl + gbase + 1, sh), round = 1; ticket < tickets;
-         ticket = or_ticket(persistent, round++, tickets, ctl + gbase + 1, sh)) {
+    for (uint ticket = or_ticket(persistent, ctl + gbase + 1, sh); ticket < tickets; ticket = next_ticket) {
+        /* the next ticket is taken now: the atomic's latency passes while this one is scored */
+        uint next = tickets;
+        if (persistent && lid == 0) next = atomic_inc(ctl + gbase + 1);
         uint q, p, live;
         if (persistent) {
             q = ticket % nq;
@@ -295,29 +307,65 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         for (uint i = lid; i < wspan0; i += BLOCK_SIZE) touched[i] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint lo = p << OR_PART_LOG;
-        for (uint t = 0; t < nt; t++) {
-            float others = 0.0f; /* the other terms' M in query order */
-            for (uint o = 0; o < nt; o++)
-                if (o != t) others += as_float(M[(ulong)(t0 + o) * np + p]);
-            __global const abi_skip *sk = SKIPS_AT(in, skips_base, qt[t].skip - 1);
-            uint fb = sk->first_block, nb = sk->num_blocks, first = sk->max_tasks;
-            float w = qt[t].weight, scale = as_float(sk->k);
-            /* the term's slots in the partition, kept inside its list's (a forged list's docIDs
-             * may leave starts unwritten: then wrong sums, never a read outside the list) */
-            __global const uint *st = S + (ulong)sk->task_base * (np + 1) + p;
-            uint lb = first * BLOCK_SIZE, le = lb + nb * BLOCK_SIZE;
-            uint s0 = clamp(st[0], lb, le), s1 = clamp(st[1], s0, le);
-            /* a block at a time, so that its bound is the group's: a block whose bound, with the
-             * other terms' M, is below theta adds nothing */
-            for (uint b0 = s0 - s0 % BLOCK_SIZE; b0 < s1; b0 += BLOCK_SIZE) {
-                uint at = b0 + lid, off;
-                if (at >= s0 && at < s1 &&
-                    !or_below(or_block_bound(blocks, bmax, fb + b0 / BLOCK_SIZE - first, bsrc, w, scale) + others, theta) &&
-                    (off = O[at]) < OR_PART)
-                    or_add(acc, touched, off, C[at]);
+        /* The terms, OR_TT at a time: their records in one round of loads (one work-item a term;
+         * parts batches give term t0 + t the abi_skip of the same index: or.c asserts it), then
+         * their slots in the partition as one sequence, OR_REGS slots a work-item a round, all
+         * loaded before any is added, then added term by term in query order. Loading a term's
+         * slots only after the last term's were added made a chain of dependent loads per term
+         * and a partition a latency-bound walk. */
+        for (uint c0 = 0; c0 < nt; c0 += OR_TT) { /* uniform */
+            const uint nc = min(nt - c0, (uint)OR_TT);
+            for (uint j = lid; j < nc; j += BLOCK_SIZE) {
+                uint t = c0 + j;
+                __global const abi_skip *sk = SKIPS_AT(in, skips_base, t0 + t);
+                uint first = sk->max_tasks, lb = first * BLOCK_SIZE, le = lb + sk->num_blocks * BLOCK_SIZE;
+                /* the term's slots in the partition, kept inside its list's (a forged list's
+                 * docIDs may leave starts unwritten: then wrong sums, never a read outside) */
+                __global const uint *st = S + (ulong)sk->task_base * (np + 1) + p;
+                uint s0 = clamp(st[0], lb, le), s1 = clamp(st[1], s0, le);
+                float others = 0.0f; /* the other terms' M in query order */
+                for (uint o = 0; o < qi->num_terms; o++)
+                    if (o != t) others += as_float(M[(ulong)(t0 + o) * np + p]);
+                t_s0[j] = s0;
+                t_len[j] = s1 - s0;
+                t_first[j] = first;
+                t_fb[j] = sk->first_block;
+                t_w[j] = qt[t].weight;
+                t_scale[j] = as_float(sk->k);
+                t_others[j] = others;
             }
-            barrier(CLK_LOCAL_MEM_FENCE); /* this term's additions before the next term's */
-            theta = or_theta(theta_at, sh); /* other groups may have raised it */
+            barrier(CLK_LOCAL_MEM_FENCE);
+            uint total = 0;
+            for (uint j = 0; j < nc; j++) total += t_len[j];
+            for (uint f0 = 0; f0 < total; f0 += OR_REGS * BLOCK_SIZE) { /* uniform */
+                uint off[OR_REGS], term[OR_REGS], j = 0, cum = 0;
+                float c[OR_REGS];
+                for (uint r = 0; r < OR_REGS; r++) {
+                    uint f = f0 + r * BLOCK_SIZE + lid;
+                    while (j < nc && f - cum >= t_len[j]) cum += t_len[j++];
+                    off[r] = ABI_OR_NO_SLOT;
+                    term[r] = nc;
+                    c[r] = 0.0f;
+                    if (f < total) {
+                        uint at = t_s0[j] + (f - cum);
+                        uint o = O[at];
+                        float x = C[at];
+                        /* a block whose bound, with the other terms' M, is below theta adds nothing */
+                        float bd = or_block_bound(blocks, bmax, t_fb[j] + at / BLOCK_SIZE - t_first[j], bsrc, t_w[j],
+                                                  t_scale[j]);
+                        if (!or_below(bd + t_others[j], theta)) {
+                            off[r] = o;
+                            term[r] = j;
+                            c[r] = x;
+                        }
+                    }
+                }
+                for (uint jj = 0; jj < nc; jj++) { /* uniform: a term's additions before the next's */
+                    for (uint r = 0; r < OR_REGS; r++)
+                        if (term[r] == jj && off[r] < OR_PART) or_add(acc, touched, off[r], c[r]);
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                }
+            }
         }
         /* candidates: scores >= theta, and of those, where more than k, the ones at or above the
          * k-th largest T (all of them equal to T: topk_select keeps the smaller docIDs of a tie,
@@ -385,7 +433,8 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
         if (lid == 0 && wspan && scale > 0.0f) atomic_max(ctl + 4 * q, or_hist_theta(qh, k, scale));
-        barrier(CLK_LOCAL_MEM_FENCE); /* sh and acc are reused by the next ticket */
+        if (lid == 0) next_ticket = next;
+        barrier(CLK_LOCAL_MEM_FENCE); /* sh, acc and next_ticket are reused by the next ticket */
     }
     if (lid == 0 && all_parts) atomic_add(ctl + gbase + 2, all_parts);
 }

@@ -27,10 +27,10 @@
 /* ---- The registry ----------------------------------------------------------------------- */
 
 #define PARAM_FIELD(f) offsetof(clx_params, f)
-/* local memory or_score takes besides its accumulators, at most: three arrays of a block's size
- * (512 words), the radix select's 256-bin histogram and the largest codec scratch (rice's two
- * block-sized arrays) */
-#define OR_LOCAL_EXTRA 12288u
+/* local memory or_score takes besides its accumulators, at most: the candidate scan (a block's
+ * size, up to 512 words), the radix select's 256-bin histogram and OR_TT (32) terms' 7-word
+ * records, and a few words */
+#define OR_LOCAL_EXTRA 4096u
 /* or_score's accumulators (4 bytes a document) and their bitmap (a bit a document) */
 #define OR_LOCAL(log) (((uint64_t)4 << (log)) + ((uint64_t)1 << (log)) / 8)
 
@@ -92,12 +92,13 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
     }
     if (p->copy_vec != 1 && p->copy_vec != 2 && p->copy_vec != 4 && p->copy_vec != 8 && p->copy_vec != 16)
         return err_set(CLS_E_ARG, "%s: COPY_VEC=%u (1, 2, 4, 8 or 16)", from, p->copy_vec);
-    /* or_score's local memory: the partition's accumulators and, at most, a 512-posting block's
-     * decoding arrays and the radix select's histogram */
-    if (p->or_part_log < 5 || p->or_part_log > 20 || OR_LOCAL(p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem)
-        return err_set(CLS_E_ARG, "%s: OR_PART_LOG=%u: 5..20, with 2^%u accumulators and their bitmap (%llu bytes) and %u bytes more "
+    /* or_score's local memory: the partition's accumulators and, at most, the radix select's
+     * histogram, the candidate scan and the term records; 15 at most, as or_decode keeps a
+     * document's place within its partition in 16 bits, 0xFFFF meaning none (ABI_OR_NO_SLOT) */
+    if (p->or_part_log < 5 || p->or_part_log > 15 || OR_LOCAL(p->or_part_log) + OR_LOCAL_EXTRA > info->local_mem)
+        return err_set(CLS_E_ARG, "%s: OR_PART_LOG=%u: 5..15, with 2^%u accumulators and their bitmap (%llu bytes) and %u bytes more "
                        "within the device's %llu bytes of local memory", from, p->or_part_log, p->or_part_log,
-                       (unsigned long long)OR_LOCAL(p->or_part_log > 20 ? 20 : p->or_part_log), OR_LOCAL_EXTRA,
+                       (unsigned long long)OR_LOCAL(p->or_part_log > 15 ? 15 : p->or_part_log), OR_LOCAL_EXTRA,
                        (unsigned long long)info->local_mem);
     if (p->or_dense_log > 32) return err_set(CLS_E_ARG, "%s: OR_DENSE_LOG=%u (0..32)", from, p->or_dense_log);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);

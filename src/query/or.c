@@ -20,6 +20,7 @@
  * partitions (clx_set_or_partitions); CLSEARCH_PARAMS=OR_DENSE_LOG=0 or 32 forces either way.
  *
  * Reference: the documents that any term's list holds, with the accumulated sum. */
+#include <assert.h>
 #include <string.h>
 
 #include "device/dev.h"
@@ -66,6 +67,8 @@ static cls_status launch(dev_batch *b)
         return algo_or_accumulate(b);
     }
     cl_uint nq = b->nq, np = pl->lim.parts, seeds = pl->lim.seeds, pool = pl->lim.pool, kk = b->kk;
+    /* or_score reads term i's abi_skip at index i: every term of a parts batch has one, in order */
+    assert(b->nskips == pl->nterms);
     cl_uint gbase = 4 * nq, bsrc = e->or_bsrc, bs = e->idx->block_size, zero = 0, one = 1;
     cls_status s;
     if ((s = dev_buf_need(e, &e->or_m, (size_t)pl->nterms * np * 4, "partition bounds")) != CLS_OK ||
