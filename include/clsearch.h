@@ -534,7 +534,9 @@ CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **
 
 /* (advanced) What the last cls_engine_search did, counted: "queries", "blocks_in_lists" (the
  * blocks of the lists its device batches used: decoding them all is the exhaustive work) and
- * "blocks_decoded" (what the device decoded: block skipping leaves blocks out), "cost_rate" (the
+ * "blocks_decoded" (what the device decoded: block skipping leaves blocks out, and OR by
+ * partitions decodes a list once for every query of a batch that gives its term the same
+ * weight), "postings_in_lists" and "postings_decoded" (the same in postings), "cost_rate" (the
  * cost model's measured rate after it, in postings per second of batch time); with the list
  * cache also "lists_found" (a batch's lists already on the device), "lists_loaded" and
  * "bytes_loaded" (uploaded for it). On a shared engine, as cls_engine_profile. */

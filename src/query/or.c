@@ -1,22 +1,24 @@
 /* OR (-m or): every document holding any query term, ranked by its BM25 sum.
  *
- * Device (cl/or_parts.cl, whose header gives the algorithm and why it is exact): the docID space
- * is cut into partitions of OR_PART documents; each query's partitions are bounded from its
+ * Device (cl/or_parts.cl, whose header gives the algorithm and why it is exact): each list of the
+ * batch is decoded once (or_expand, or_decode), for every query that gives its term the same
+ * weight (the planner's abi_olists), into contributions and places within partitions; the docID
+ * space is cut into partitions of OR_PART documents; each query's partitions are bounded from its
  * lists' block heads (or_bounds, or_plan), the highest-bounded ones scored first (the seeds),
  * the others scored only where their bound reaches the query's rising threshold (or_rest, then
  * persistent or_score in rounds, the threshold raised to the k-th best of the query's pool after
- * the seeds and each round: or_pool_theta), each in local-memory accumulators, decoding only the
+ * the seeds and each round: or_pool_theta), each in local-memory accumulators, reading only the
  * blocks that can matter; each partition offers at most k candidates at or above the threshold
- * to its query's pool, and topk_select ranks the pool. Nothing the size of the collection exists per query.
+ * to its query's pool, and topk_select ranks the pool. Nothing the size of the collection exists
+ * per query; the decoded lists are 6 bytes a posting, sized with the batch (plan.c).
  *
  * The rule: partitions where the collection has more than 2^OR_DENSE_LOG documents (a tuned
  * parameter, clx_params.c; clx_search applies it, -v names the way taken), else the dense row of
  * score_or (or.cl), as and-or ranks it. A dense row costs num_docs floats zeroed, written and
- * ranked per query: 100 MB a query at 25 M documents, and on the H100 the partitions beat it 8x
- * at 1 M documents (docs/PERFORMANCE.md, which also gives the crossover measured there). The
- * partition kernels inline the codec's decoder into a barrier-heavy loop, which takes POCL from
- * seconds (bp) to many minutes (pfor, optpfd, rice) to compile, so the CPU device's defaults
- * keep the row for collections of up to 65,536 documents, its usual work. Tests force
+ * ranked per query: 100 MB a query at 25 M documents; on the H100 the dense row wins up to 16,384
+ * documents, partitions from 262,144, and 65,536 is the crossover (docs/PERFORMANCE.md, "Ranked
+ * OR"). The CPU device keeps the same default: the row for collections of up to 65,536
+ * documents, its usual work, where POCL compiles no partition kernel. Tests force
  * partitions (clx_set_or_partitions); CLSEARCH_PARAMS=OR_DENSE_LOG=0 or 32 forces either way.
  *
  * Reference: the documents that any term's list holds, with the accumulated sum. */
