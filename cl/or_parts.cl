@@ -16,9 +16,12 @@
  * put a chain of dependent loads and barriers before every block's postings, and decoded a block
  * once for every partition it meets: a list of fewer postings than partitions, once a posting. On
  * gov2, 4,096 topics at k 10, or_score spent 227 ms decoding 136.6 M blocks for the lists' 94.3 M.
- * Decoded ahead, a batch's queries share their common lists (the long ones, which hold most
- * postings), every block is decoded once, at full occupancy, and a partition's work is loads and
- * local additions (docs/PERFORMANCE.md, "Ranked OR").
+ * Decoded ahead, every block of the batch's lists is decoded once (all of them: the bounds then
+ * prune what is read, not what is decoded), at full occupancy; a batch's queries share their
+ * common lists (the long ones, which hold most postings: 1.47 G postings decoded for that batch's
+ * 12.07 G); and a partition's work is loads and local additions (docs/PERFORMANCE.md, "Ranked
+ * OR"). The price: 6 bytes a posting of device memory for the batch's lists, which the batch
+ * planner counts (src/query/plan.c). */
  *
  * Bounds. bound(t, block) bounds what any posting of the block adds at the term's weight
  * (cl/abi.h: ABI_BOUND_*); M[t][p] is the largest bound of t's blocks that meet partition p, and
@@ -74,6 +77,9 @@
 #define OR_PART_LOG 12 /* log2 of the documents per partition: OR_PART floats of local memory */
 #endif
 #define OR_PART (1u << OR_PART_LOG)
+#if OR_PART_LOG > 15
+#error "OR_PART_LOG must be at most 15: or_decode keeps a document's place in its partition in 16 bits, 0xFFFF for none"
+#endif
 #ifndef OR_TT
 #define OR_TT 32 /* query terms whose records a scoring group holds in local memory at once */
 #endif
