@@ -21,7 +21,7 @@
  * common lists (the long ones, which hold most postings: 1.47 G postings decoded for that batch's
  * 12.07 G); and a partition's work is loads and local additions (docs/PERFORMANCE.md, "Ranked
  * OR"). The price: 6 bytes a posting of device memory for the batch's lists, which the batch
- * planner counts (src/query/plan.c). */
+ * planner counts (src/query/plan.c).
  *
  * Bounds. bound(t, block) bounds what any posting of the block adds at the term's weight
  * (cl/abi.h: ABI_BOUND_*); M[t][p] is the largest bound of t's blocks that meet partition p, and
