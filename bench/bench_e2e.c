@@ -16,9 +16,11 @@
  * host-to-device transfer, the kernels and the device-to-host transfer; and the work done as a
  * share of the exhaustive work, summed over the timed chunks from the engine's counters: block
  * decodes over the blocks the queries' lists hold ("blocks %"), and, for OR by partitions,
- * postings decoded over the lists' postings ("postings %": the postings whose documents were
- * scored). OR by partitions decodes a block once for each partition it meets, so its block share
- * can pass 100%; the reference engine has no counters ("-"). --plot DIR draws
+ * postings decoded over the lists' postings ("postings %"). A list's blocks count once per query
+ * that uses it, and OR by partitions decodes a list once for the batch's queries that give its
+ * term the same weight, so its shares fall as batches grow and say how much they share; its
+ * pruning shows in the search's partitions_scored counter (clsearch search -v). The reference
+ * engine has no counters ("-"). --plot DIR draws
  * e2e-throughput.png (queries/s against batch size) and e2e-latency.png (p50 and p99). Results are not
  * compared here: the tests and bench_qps compare every engine with the reference engine. */
 #define _DEFAULT_SOURCE

@@ -330,7 +330,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                 __global const uint *st = S + (ulong)sk->task_base * (np + 1) + p;
                 uint s0 = clamp(st[0], lb, le), s1 = clamp(st[1], s0, le);
                 float others = 0.0f; /* the other terms' M in query order */
-                for (uint o = 0; o < qi->num_terms; o++)
+                for (uint o = 0; o < nt; o++)
                     if (o != t) others += as_float(M[(ulong)(t0 + o) * np + p]);
                 t_s0[j] = s0;
                 t_len[j] = s1 - s0;

@@ -418,8 +418,10 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
     if (x->or_bsrc == ABI_BOUND_TABLE)
         ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->d_bmax, CL_TRUE, 0, idx->num_blocks * sizeof *bmax, bmax, 0,
                                              NULL, NULL), CL_SUCCESS);
-    /* or_decode; each list once for its weight, and every term's record naming its list */
+    /* or_decode; each list once for its weight (the batch's queries share some), and every
+     * term's record naming its list */
     ck_assert(nol > 0 && x->norm_k1 >= 0.0f);
+    ck_assert_msg(nol < pl->nskips, "or_decode: %u lists for %u query terms: none shared", nol, pl->nskips);
     for (uint32_t l = 0; l < nol; l++)
         for (uint32_t m = l + 1; m < nol; m++)
             ck_assert(pl->olists[l].first_block != pl->olists[m].first_block || pl->olists[l].weight != pl->olists[m].weight);
@@ -868,6 +870,18 @@ START_TEST(budget_splits_batches)
             if (i == 0) ck_assert_uint_eq(batches, cls_batch_count(f.b)); /* one query a batch */
             else ck_assert_uint_gt(batches, 1);
         }
+    }
+    /* OR by partitions, whose batches share decoded lists (abi_olist): a query that does not fit
+     * takes back its lists and their links, and every batch decodes its own */
+    clx_set_or_partitions(cx, 1);
+    for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++) {
+        clx_set_budget(cx, budgets[i]);
+        same_as_ref(f.dev, f.ref, f.b, CLS_MODE_OR, 100);
+        ck_assert_uint_gt(counter(f.dev, "partitions_scored"), 0);
+        const cls_profile_step *st;
+        uint32_t batches;
+        ck_assert_uint_gt(cls_engine_profile(f.dev, &st, &batches), 0);
+        ck_assert_uint_gt(batches, 1);
     }
     fixture_close(&f);
 }

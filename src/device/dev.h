@@ -132,7 +132,7 @@ typedef struct clx_engine {
 typedef struct dev_batch {
     clx_engine *e;
     uint32_t nq, num_docs;
-    cl_mem in;                     /* the upload: tasks | queries | terms | skips (cl/abi.h) */
+    cl_mem in;                     /* the upload: lists | queries | terms | skips | units | olists (cl/abi.h) */
     cl_uint queries_base, terms_base, skips_base; /* word offsets of the records in `in` */
     cl_uint nskips;                /* abi_skip records */
     cl_uint units_base, nunits;    /* the abi_unit records: word offset in `in`, number */

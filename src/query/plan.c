@@ -105,10 +105,13 @@ static void unslot(batch_plan *pl, uint32_t ntouched0)
     pl->ntouched = ntouched0;
 }
 
-/* A query that is not added: its terms' slots and its lists' loads are taken back. */
+/* A query that is not added: its terms' slots, its lists' loads and the links to its abi_olists
+ * (from the kept lists of the same term: a chain grows at its end only) are taken back. */
 static cls_status not_added(batch_plan *pl, uint32_t ntouched0, size_t nloads0, cls_status s)
 {
     unslot(pl, ntouched0);
+    for (uint32_t l = 0; l < pl->nolists; l++)
+        if (pl->olist_next[l] > pl->nolists) pl->olist_next[l] = 0;
     cls_status r = pl->lim.cache ? lc_rollback(pl->lim.cache, nloads0) : CLS_OK;
     return s != CLS_OK ? s : r;
 }
@@ -187,8 +190,6 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             while (ol && pl->olists[ol - 1].weight != w) { /* the term's lists at other weights */
                 last = ol;
                 ol = pl->olist_next[ol - 1];
-                /* a link that a query not added left (to a list since dropped or reused) ends it */
-                if (ol && (ol - 1 >= nolists || pl->olists[ol - 1].first_block != first_block)) ol = 0;
             }
             if (!ol) {
                 if ((otasks + te->num_blocks) * B >= UINT32_MAX) { /* slots are 32-bit on the device */
