@@ -103,7 +103,7 @@ inline float or_block_bound(__global const idx_block *blocks, __global const flo
 }
 
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
-void or_bounds(__global const uint *in, uint qterm_base, uint skips_base, __global const idx_block *blocks,
+void or_bounds(__global const uint *in, uint qinfo_base, uint qterm_base, uint skips_base, __global const idx_block *blocks,
                __global const float *bmax, uint bsrc, uint np, uint ways, __global uint *M)
 {
     /* `ways` groups share a term, taking its blocks BLOCK_SIZE at a time in turn: a small batch's
@@ -113,7 +113,9 @@ void or_bounds(__global const uint *in, uint qterm_base, uint skips_base, __glob
     __global const abi_term *t = TERMS_AT(in, qterm_base, sk->dst_base);
     float w = t->weight, scale = as_float(sk->k);
     __global uint *row = M + (ulong)sk->dst_base * np;
-    for (uint b = way * BLOCK_SIZE + get_local_id(0); b < sk->num_blocks; b += ways * BLOCK_SIZE) {
+    /* a hashed query's terms keep M at 0: its partitions' UB is 0, none is a seed or queued */
+    uint nb = QUERY_AT(in, qinfo_base, sk->query)->flags & ABI_QF_HASH ? 0u : sk->num_blocks;
+    for (uint b = way * BLOCK_SIZE + get_local_id(0); b < nb; b += ways * BLOCK_SIZE) {
         uint blk = sk->first_block + b;
         uint key = as_uint(or_block_bound(blocks, bmax, blk, bsrc, w, scale));
         uint p1 = min(blocks[blk].last >> OR_PART_LOG, np - 1);
@@ -493,6 +495,115 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
     if (lid == 0) {
         ctl[4 * q + 2] = at;
         if (at) atomic_max(ctl + gbase, at);
+    }
+}
+
+/* OR by hashing: the queries flagged ABI_QF_HASH, one work-group each (the batch's other queries
+ * run no loop), between or_plan and or_score; their lists have no bounds (or_bounds skips them), so
+ * they have no partitions to score. A partition costs a group's pass however few postings it
+ * holds, and a query whose lists hold few postings together meets about as many partitions as it
+ * has postings: scored by partitions, it is all passes and no additions (src/query/or.c: the
+ * rule, and what it was measured on). Its documents go into a hash table of its own instead,
+ * 2^ABI_QF_HASH_LOG entries of a docID and a sum in global memory (at least twice its postings,
+ * so a probe ends). Term by term in query order, a barrier between terms, every posting of the
+ * term's decoded list (or_decode's slots; its docID is its partition's first plus its place, its
+ * partition found in the list's first slots S between the partitions its block spans) claims
+ * its document's entry (atomic_cmpxchg, linear probing) and writes its contribution to a new one
+ * or adds it to a found one: the reference's additions in the reference's order, as or_add
+ * makes them. Then the k-th largest sum T (wg_kth_key) and the offer: every document whose sum
+ * is above 0 and at least T (all of them where at most k are) goes to the query's pool, which
+ * topk_select ranks with the partitions' candidates (ties at T past the k-th are offered too;
+ * topk_select keeps the smaller docIDs). A pool too small takes nothing, and the count tells the
+ * engine, which runs the query again with a pool that fits (as for partitions). */
+#ifndef OR_HASH_WG
+#define OR_HASH_WG BLOCK_SIZE /* work-items of or_hash's groups: the host passes its own */
+#endif
+#define OR_HASH_EMPTY 0xFFFFFFFFu /* a key that is no docID (docIDs are below 2^32 - 1) */
+
+/* The partition of slot `at` of a decoded list whose first slots are S, in block blk: the last
+ * of the partitions the block spans whose first slot is at or before it. */
+inline uint or_slot_part(__global const uint *S, __global const idx_block *blk, uint at, uint np)
+{
+    uint lo = min(blk->first >> OR_PART_LOG, np - 1), hi = min(blk->last >> OR_PART_LOG, np - 1);
+    while (lo < hi) {
+        uint mid = (lo + hi + 1) >> 1;
+        if (S[mid] <= at)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+__kernel __attribute__((reqd_work_group_size(OR_HASH_WG, 1, 1)))
+void or_hash(__global const uint *in, uint qinfo_base, uint skips_base, __global const idx_block *blocks, uint np,
+             uint k, uint pool, __global uint *ctl, __global uint *pdoc, __global uint *pkey, __global const float *C,
+             __global const ushort *O, __global const uint *S, __global uint *htab)
+{
+    __local uint hist[256], sh[3];
+    const uint q = get_group_id(0), lid = get_local_id(0);
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    const uint flags = qi->flags, hashed = (flags & ABI_QF_HASH) != 0, lg = ABI_QF_HASH_LOG(flags);
+    /* E entries: keys, then sums; a query that is not hashed runs every loop zero times */
+    const uint E = hashed ? 1u << lg : 0u, nt = hashed ? qi->num_terms : 0u, t0 = qi->term_start;
+    __global uint *keys = htab + (hashed ? qi->cand_offset : 0u);
+    __global float *sums = (__global float *)(keys + E);
+    for (uint i = lid; i < E; i += OR_HASH_WG) {
+        keys[i] = OR_HASH_EMPTY;
+        sums[i] = 0.0f;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (uint t = 0; t < nt; t++) { /* uniform: a term's additions before the next's */
+        __global const abi_skip *sk = SKIPS_AT(in, skips_base, t0 + t);
+        const uint first = sk->max_tasks, lb = first * BLOCK_SIZE, le = lb + sk->num_blocks * BLOCK_SIZE;
+        __global const uint *st = S + (ulong)sk->task_base * (np + 1);
+        /* within a term a document has one posting: no two work-items add to one entry */
+        for (uint at = lb + lid; at < le; at += OR_HASH_WG) {
+            uint o = O[at];
+            if (o >= OR_PART) continue; /* past the block's postings */
+            float c = C[at];
+            uint doc = (or_slot_part(st, blocks + sk->first_block + (at / BLOCK_SIZE - first), at, np) << OR_PART_LOG) + o;
+            uint h = (doc * 0x9E3779B1u) >> (32u - lg);
+            /* at most E probes: a forged list of more postings than its df gets wrong sums, never
+             * a loop without end */
+            for (uint n = 0; n < E; n++) {
+                uint old = atomic_cmpxchg(keys + h, OR_HASH_EMPTY, doc);
+                if (old == OR_HASH_EMPTY || old == doc) {
+                    sums[h] = old == doc ? sums[h] + c : c;
+                    break;
+                }
+                h = (h + 1u) & (E - 1u);
+            }
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+    uint T, need;
+    wg_kth_key((__global const uint *)sums, 1, E, k, hist, sh, &T, &need);
+    const float least = need == 0xFFFFFFFFu ? 0.0f : as_float(T);
+    if (lid == 0) sh[0] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint cnt = 0;
+    for (uint i = lid; i < E; i += OR_HASH_WG) {
+        float s = sums[i];
+        cnt += s > 0.0f && s >= least;
+    }
+    if (cnt) atomic_add(sh, cnt);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint m = sh[0], span = m <= pool ? E : 0u; /* a pool too small takes nothing */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        if (hashed) ctl[4 * q + 1] = m; /* or_plan cleared it; no partition of the query adds to it */
+        sh[1] = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global uint *od = pdoc + (ulong)q * pool, *ok = pkey + (ulong)q * pool;
+    for (uint i = lid; i < span; i += OR_HASH_WG) {
+        float s = sums[i];
+        if (s > 0.0f && s >= least) {
+            uint pos = atomic_inc(sh + 1);
+            od[pos] = keys[i];
+            ok[pos] = as_uint(s);
+        }
     }
 }
 

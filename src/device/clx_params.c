@@ -58,6 +58,10 @@ static const clx_tunable registry[] = {
      "OR ranks a collection of at most 2^N documents with one dense row a query, a larger one by partitions "
      "(0: partitions always; 32: the dense row always)",
      PARAM_FIELD(or_dense_log), 0, {12, 14, 16, 18, 20}, 5},
+    {"OR_HASH_LOG", "or",
+     "OR by partitions accumulates a query whose lists hold at most 2^N postings together in a hash table "
+     "of its own instead (0: never)",
+     PARAM_FIELD(or_hash_log), 0, {0, 12, 14, 16, 18, 20}, 6},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -101,6 +105,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
                        (unsigned long long)OR_LOCAL(p->or_part_log > 15 ? 15 : p->or_part_log), OR_LOCAL_EXTRA,
                        (unsigned long long)info->local_mem);
     if (p->or_dense_log > 32) return err_set(CLS_E_ARG, "%s: OR_DENSE_LOG=%u (0..32)", from, p->or_dense_log);
+    if (p->or_hash_log > 28) return err_set(CLS_E_ARG, "%s: OR_HASH_LOG=%u (0..28)", from, p->or_hash_log);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
@@ -130,13 +135,13 @@ static const entry db[] = {
      * ranks 1,024 dense rows of 100,000 in 0.51 ms at k 1000 with 256 work-items, 0.91 with 512,
      * while AND at k 1000, whose work units topk_select ranks, takes 36.0 ms of kernels a batch
      * of 4,096 gov2 topics with WG_TOPK 512 and 43.9 with 256. */
-    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 16, 256, ""}, "vendor default: NVIDIA GPU"},
-    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, ""}, "vendor default: AMD GPU"},
-    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, ""}, "vendor default: AMD GPU"},
-    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, ""}, "generic default: GPU"},
+    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 16, 256, 16, ""}, "vendor default: NVIDIA GPU"},
+    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 16, ""}, "vendor default: AMD GPU"},
+    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 16, ""}, "vendor default: AMD GPU"},
+    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 16, ""}, "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
-    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, 16, 64, ""}, "generic default: CPU"},
-    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, 16, 128, ""}, "generic default"},
+    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, 16, 64, 16, ""}, "generic default: CPU"},
+    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, 16, 128, 16, ""}, "generic default"},
 };
 
 static unsigned cap(unsigned v, size_t max)

@@ -24,7 +24,7 @@
 #define DEV_MAX_KERNELS 32u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
-#define DEV_COUNTERS 17u
+#define DEV_COUNTERS 18u
 /* counters[DEV_CTR_TOPK + i]: launches of the i-th top-k kernel (dev_launch.c: topk_names) */
 #define DEV_CTR_TOPK 10u
 /* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
@@ -85,6 +85,8 @@ typedef struct clx_engine {
      * ahead: their blocks' tasks, contributions, offsets and per partition their first slots
      * (cl/or_parts.cl) */
     dbuf or_m, or_ub, or_items, or_seed, or_ctl, or_hist, or_tasks, or_c, or_o, or_s;
+    dbuf or_htab;           /* OR by hashing: the hashed queries' tables (or_hash) */
+    unsigned or_hash_wg;    /* or_hash's work-items a group (OR_HASH_WG) */
     cl_mem d_bmax;          /* block maxima at weight 1 (ABI_BOUND_TABLE), one float a block */
     float bmax_k1, bmax_b;  /* the parameters d_bmax holds (-1: none yet) */
     cl_uint or_bsrc;        /* the bounds the search in progress prunes with (ABI_BOUND_*) */
@@ -122,7 +124,8 @@ typedef struct clx_engine {
                                          * their lists, postings decoded, OR partitions scored, OR
                                          * queries run again with a larger pool, where OR's block
                                          * bounds came from (ABI_BOUND_*), launches of each
-                                         * top-k kernel; with the list cache: lists found,
+                                         * top-k kernel, OR queries hashed; with the list
+                                         * cache: lists found,
                                          * lists loaded, bytes loaded */
     dev_event events[DEV_MAX_EVENTS];
     unsigned nevents;

@@ -256,8 +256,12 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     qfiles[nf] = NULL;
     const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
     char *dopts = e->dopts, qopts[512], dnote[4400], qnote[4400];
-    snprintf(dopts, sizeof e->dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u%s%s",
-             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log,
+    /* or_hash: four blocks' postings a round where the device takes groups that large */
+    e->or_hash_wg = idx->block_size;
+    while (e->or_hash_wg < 4 * idx->block_size && e->or_hash_wg * 2 <= e->dev.info.max_work_group) e->or_hash_wg *= 2;
+    snprintf(dopts, sizeof e->dopts,
+             "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_HASH_WG=%u%s%s",
+             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log, e->or_hash_wg,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
     snprintf(qopts, sizeof qopts,
              "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u%s%s",
@@ -458,9 +462,13 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     /* which of OR's two ways this collection gets (clx_search applies the rule, or.c states it) */
     if (at < sizeof alg) {
         int dense = !or_by_partitions(e, idx->num_docs);
-        at += (size_t)snprintf(alg + at, sizeof alg - at, "; or on this collection: %s (%u documents, OR_DENSE_LOG %u)",
+        char hash[160] = "";
+        if (!dense && e->prm.or_hash_log)
+            snprintf(hash, sizeof hash, ", a query of at most 2^%u postings by hashing (or_hash, OR_HASH_LOG %u)",
+                     e->prm.or_hash_log, e->prm.or_hash_log);
+        at += (size_t)snprintf(alg + at, sizeof alg - at, "; or on this collection: %s (%u documents, OR_DENSE_LOG %u)%s",
                                dense ? "one dense row a query (score_or) ranked by topk_rows or topk_select" : "partitions",
-                               idx->num_docs, e->prm.or_dense_log);
+                               idx->num_docs, e->prm.or_dense_log, hash);
     }
     uint64_t gmib = e->dev.info.global_mem;
     char lists[256];
@@ -500,7 +508,7 @@ void clx_free(clx_engine *e)
     dbuf *bufs[] = {&e->in,     &e->tasks, &e->docs,   &e->freqs, &e->cand,   &e->cscore, &e->acc,
                     &e->sdoc,   &e->sscore, &e->out,   &e->stasks, &e->nsel,  &e->ucount, &e->useg,
                     &e->qseg,   &e->l1,    &e->or_m,   &e->or_ub, &e->or_items, &e->or_seed, &e->or_ctl, &e->or_hist,
-                    &e->or_tasks, &e->or_c,  &e->or_o,  &e->or_s};
+                    &e->or_tasks, &e->or_c,  &e->or_o,  &e->or_s, &e->or_htab};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
     if (e->h_stage) { /* the pinned staging's mapping, while the queue lives */
@@ -679,6 +687,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         e->counters[2].value += pl->otasks;
         e->counters[6].value += pl->opostings;
         e->counters[7].value += e->h_out[or_at + nq];
+        e->counters[14].value += pl->nhash;
         for (uint32_t i = 0; i < nq; i++) {
             uint32_t offered = e->h_out[or_at + i];
             if (!offered) continue;
@@ -800,7 +809,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                                                     "queries_pruned", "postings_in_lists", "postings_decoded",
                                                     "partitions_scored", "queries_rerun", "or_bounds_from",
                                                     "topk_select", "topk_rows", "topk_team", "topk_wide",
-                                                    "lists_found", "lists_loaded", "bytes_loaded"};
+                                                    "queries_hashed", "lists_found", "lists_loaded", "bytes_loaded"};
     for (unsigned i = 0; i < DEV_COUNTERS; i++) e->counters[i] = (cls_counter){names[i], 0};
     e->counters[3].value = (uint64_t)e->rate;
     const cls_index *idx = e->idx;
@@ -863,7 +872,8 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                        .cost_floor = e->batch_floor,
                        .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL, .prune = prune,
                        .parts = probe.parts ? np : 0, .seeds = seeds, .pool = (uint32_t)pool,
-                       .bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25};
+                       .bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25,
+                       .hash_max = e->prm.or_hash_log ? (uint32_t)1 << e->prm.or_hash_log : 0};
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
     e->nretry = 0;
@@ -887,9 +897,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     }
     e->counters[3].value = (uint64_t)e->rate;
     if (e->cached) {
-        e->counters[14].value = e->cache.hits - hits0;
-        e->counters[15].value = e->cache.misses - misses0;
-        e->counters[16].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
+        e->counters[15].value = e->cache.hits - hits0;
+        e->counters[16].value = e->cache.misses - misses0;
+        e->counters[17].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {

@@ -116,13 +116,21 @@ static cls_status launch(dev_batch *b)
     if (ways > (most + bs - 1) / bs) ways = (most + bs - 1) / bs;
     if (e->bound_ways) ways = e->bound_ways;
     if (ways < 1) ways = 1;
-    dev_arg ab[] = {DEV_MEM(b->in),     DEV_U32(b->terms_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
-                    DEV_MEM(e->d_bmax), DEV_U32(bsrc),          DEV_U32(np),            DEV_U32(ways),
-                    DEV_MEM(e->or_m.mem)};
-    if ((s = dev_run(e, "or_bounds", ab, 9, (size_t)b->nskips * ways, bs, "bounds")) != CLS_OK) return s;
+    dev_arg ab[] = {DEV_MEM(b->in),       DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
+                    DEV_MEM(e->d_blocks), DEV_MEM(e->d_bmax),       DEV_U32(bsrc),          DEV_U32(np),
+                    DEV_U32(ways),        DEV_MEM(e->or_m.mem)};
+    if ((s = dev_run(e, "or_bounds", ab, 10, (size_t)b->nskips * ways, bs, "bounds")) != CLS_OK) return s;
     dev_arg ap[] = {DEV_MEM(b->in),      DEV_U32(b->queries_base), DEV_U32(np),           DEV_U32(seeds),
                     DEV_MEM(e->or_m.mem), DEV_MEM(e->or_ub.mem),   DEV_MEM(e->or_seed.mem), DEV_MEM(e->or_ctl.mem)};
     if ((s = dev_run(e, "or_plan", ap, 8, nq, bs, "bounds")) != CLS_OK) return s;
+    if (pl->nhash) { /* the queries of few postings: each in a hash table of its own (the rule above) */
+        if ((s = dev_buf_need(e, &e->or_htab, (size_t)pl->hwords * 4, "hash tables")) != CLS_OK) return s;
+        dev_arg ah[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
+                        DEV_U32(np),           DEV_U32(kk),              DEV_U32(pool),          DEV_MEM(e->or_ctl.mem),
+                        DEV_MEM(e->cand.mem),  DEV_MEM(e->cscore.mem),   DEV_MEM(e->or_c.mem),   DEV_MEM(e->or_o.mem),
+                        DEV_MEM(e->or_s.mem),  DEV_MEM(e->or_htab.mem)};
+        if ((s = dev_run(e, "or_hash", ah, 14, nq, e->or_hash_wg, "hash")) != CLS_OK) return s;
+    }
     dev_arg as[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
                     DEV_MEM(e->d_blocks),  DEV_MEM(e->d_bmax),       DEV_U32(bsrc),          DEV_U32(np),
                     DEV_U32(kk),           DEV_U32(pool),            DEV_MEM(e->or_m.mem),   DEV_MEM(e->or_ub.mem),
@@ -168,8 +176,9 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
 }
 
 static const char *const kernels[] = {"score_or", NULL};
-static const char *const decode_kernels[] = {"or_expand", "or_decode",  "or_bounds", "or_plan",      "or_score",
-                                             "or_pool_theta", "or_rest", "or_finish", "block_maxima", NULL};
+static const char *const decode_kernels[] = {"or_expand",     "or_decode", "or_bounds", "or_plan",      "or_hash",
+                                             "or_score",      "or_pool_theta", "or_rest", "or_finish", "block_maxima",
+                                             NULL};
 
 const query_algo algo_or = {
     .name = "or",

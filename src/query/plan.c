@@ -92,7 +92,8 @@ void plan_begin(batch_plan *pl, const query_algo *algo, uint32_t kk, const plan_
     pl->order = order;
     pl->q0 = q0;
     pl->nq = pl->ntasks = pl->nlists = pl->nterms = pl->nskips = pl->nunits = pl->dense = pl->ntouched = pl->two_level = 0;
-    pl->npruned = pl->parts = pl->nolists = 0;
+    pl->npruned = pl->parts = pl->nolists = pl->nhash = 0;
+    pl->hwords = 0;
     pl->postings_in_lists = pl->otasks = pl->opostings = 0;
     pl->dec = pl->cand = pl->stasks = pl->bytes = pl->blocks_in_lists = pl->cost = 0;
     if (lim->cache) lc_begin(lim->cache);
@@ -249,7 +250,15 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         if (pl->nq == 0) s = err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
         return not_added(pl, ntouched0, nloads0, s);
     }
-    uint64_t bytes = pl->bytes + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
+    /* a query of few postings scored by partitions meets about one partition a posting, a
+     * group's pass each: hashed instead (or.c: the rule), in a table of at least twice its
+     * postings, at least 256 entries, keys and sums */
+    int hash = need.parts && !empty && pl->lim.hash_max && sum <= pl->lim.hash_max;
+    uint32_t hlog = 8;
+    while (hash && ((uint64_t)1 << hlog) < 2 * sum) hlog++;
+    if (hash && ((uint64_t)8 << hlog) > pl->lim.max_alloc) hash = 0; /* a table the device cannot hold */
+    const uint64_t hwords = pl->hwords + (hash ? (uint64_t)2 << hlog : 0);
+    uint64_t bytes = pl->bytes + (hwords - pl->hwords) * 4 + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
                      (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
                      (uint64_t)(pl->ntouched - ntouched0) * sizeof(abi_list) +
                      (uint64_t)(nskips - pl->nskips) * (sizeof(abi_skip) + 4) +
@@ -270,6 +279,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                        rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc ||
                        (need.parts && ((uint64_t)pl->nterms + q->num_terms) * L->parts * 4 > L->max_alloc) ||
                        (need.parts && (otasks * B * 4 > L->max_alloc || (uint64_t)nolists * (L->parts + 1) * 4 > L->max_alloc)) ||
+                       hwords >= UINT32_MAX || hwords * 4 > L->max_alloc ||
                        (need.parts && (nq * L->parts >= UINT32_MAX || nq * L->pool >= UINT32_MAX ||
                                        nq * L->parts * 4 > L->max_alloc || nq * L->pool * 4 > L->max_alloc))))
         return not_added(pl, ntouched0, nloads0, CLS_OK);
@@ -286,7 +296,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     assert(pl->ntasks == ntasks);
     abi_query *aq = &pl->queries[pl->nq];
     *aq = (abi_query){.term_start = pl->nterms, .num_terms = empty ? 0 : q->num_terms,
-                      .cand_offset = (uint32_t)pl->cand, .flags = need.flags};
+                      .cand_offset = hash ? (uint32_t)pl->hwords : (uint32_t)pl->cand,
+                      .flags = need.flags | (hash ? ABI_QF_HASH | hlog << 8 : 0u)};
+    pl->hwords = hwords;
+    pl->nhash += (uint32_t)hash;
     for (uint32_t j = 0; j < aq->num_terms; j++) {
         const idx_term *te = &idx->terms[t[j].term];
         uint32_t sk = pl->term_skip[j];

@@ -53,6 +53,8 @@ typedef struct plan_limits {
     uint32_t seeds;       /* seed partitions a query scores first */
     uint32_t pool;        /* candidate slots a query's partitions may offer */
     uint32_t bound_idf;   /* 1: a term's scale is weight / idf (max_score holds idf), else weight */
+    uint32_t hash_max;    /* a query whose lists hold at most this many postings together is
+                           * accumulated in a hash table of its own instead (ABI_QF_HASH); 0: none */
 } plan_limits;
 
 typedef struct batch_plan {
@@ -84,6 +86,8 @@ typedef struct batch_plan {
     uint32_t dense;      /* accumulator rows */
     uint32_t two_level;  /* some query asked for block skipping: top-k runs per work unit first */
     uint32_t parts;      /* the batch's queries are scored by partitions (algo_need.parts) */
+    uint32_t nhash;      /* of those, the queries accumulated by hashing (ABI_QF_HASH) */
+    uint64_t hwords;     /* their hash tables' words: keys and sums (cl/or_parts.cl: or_hash) */
     uint64_t postings_in_lists; /* postings of the batch's lists, once per query and list */
     uint64_t bytes;      /* device bytes the batch's buffers need, as costed */
     uint64_t cost;       /* its queries' plan_cost together */
