@@ -78,8 +78,8 @@ typedef struct abi_query {
 #define ABI_QF_EMPTY 1u        /* the query matches nothing: nothing of it is decoded */
 #define ABI_QF_UNKNOWN_TERM 2u /* a query term is unknown to the index: no document holds every term */
 /* OR by partitions: the query's documents are accumulated in a hash table of its own instead
- * (cl/or_parts.cl: or_hash), 2^ABI_QF_HASH_LOG(flags) entries of a docID and a sum at word
- * cand_offset of the hash buffer (keys, then sums) */
+ * (cl/or_parts.cl: or_hash), 2^ABI_QF_HASH_LOG(flags) entries of two words, a docID and a sum,
+ * from word cand_offset of the hash buffer on */
 #define ABI_QF_HASH 4u
 #define ABI_QF_HASH_LOG(flags) (((flags) >> 8) & 31u)
 

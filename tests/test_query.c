@@ -461,6 +461,7 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
         const abi_skip *sk = &pl->skips[i];
         ck_assert_uint_eq(sk->kind, ABI_SKIP_BOUND);
         float w = pl->terms[sk->dst_base].weight, scale = t_as_float(sk->k);
+        if (pl->queries[sk->query].flags & ABI_QF_HASH) continue; /* a hashed query's M stays 0 */
         for (uint32_t b = 0; b < sk->num_blocks; b++) {
             const idx_block *blk = &idx->blocks[sk->first_block + b];
             float bound = x->or_bsrc == ABI_BOUND_MAXSCORE ? blk->max_score * scale : bmax[sk->first_block + b] * w;
@@ -541,6 +542,51 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
         }
     }
     free(order);
+    /* or_hash: each hashed query's table holds every document of its lists once, with its sum
+     * in query term order (the first contribution, then each next added), bit for bit, and no
+     * other key; an entry no document took holds no sum */
+    if (pl->nhash) {
+        uint32_t *tab = malloc((size_t)pl->hwords * 4), N = idx->num_docs;
+        float *acc = malloc((size_t)N * 4);
+        uint8_t *seen = malloc(N);
+        ck_assert(tab && acc && seen);
+        ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->or_htab.mem, CL_TRUE, 0, (size_t)pl->hwords * 4, tab, 0, NULL, NULL),
+                         CL_SUCCESS);
+        for (uint32_t q = 0; q < nq; q++) {
+            const abi_query *aq = &pl->queries[q];
+            if (!(aq->flags & ABI_QF_HASH)) continue;
+            memset(seen, 0, N);
+            uint32_t ndocs = 0, E = 1u << ABI_QF_HASH_LOG(aq->flags), found = 0;
+            for (uint32_t t = 0; t < aq->num_terms; t++) {
+                const abi_skip *sk = &pl->skips[aq->term_start + t];
+                float w = pl->terms[aq->term_start + t].weight;
+                for (uint32_t b = 0; b < sk->num_blocks; b++) {
+                    ck_assert_int_eq(idx_decode_block(idx, sk->first_block + b, docs, tfs), CLS_OK);
+                    for (uint32_t j = 0; j < IDX_INFO_COUNT(idx->blocks[sk->first_block + b].info); j++) {
+                        float c = score_contrib(cls_index_scoring(idx), w, tfs[j], x->h_norms[docs[j]]);
+                        acc[docs[j]] = seen[docs[j]] ? acc[docs[j]] + c : c;
+                        ndocs += !seen[docs[j]];
+                        seen[docs[j]] = 1;
+                    }
+                }
+            }
+            ck_assert_uint_le(2 * ndocs, E);
+            for (uint32_t i = 0; i < E; i++) {
+                uint32_t key = tab[aq->cand_offset + 2 * i], sum = tab[aq->cand_offset + 2 * i + 1];
+                if (key == 0xFFFFFFFFu) {
+                    ck_assert_msg(sum == 0, "or_hash: query %u entry %u: no key, sum %08x", q, i, sum);
+                    continue;
+                }
+                ck_assert_msg(key < N && seen[key] == 1 && sum == t_as_uint(acc[key]),
+                              "or_hash: query %u entry %u: document %u, sum %08x; plain C %s %08x", q, i, key, sum,
+                              key < N && seen[key] ? "holds it," : "does not hold it", key < N ? t_as_uint(acc[key]) : 0u);
+                seen[key] = 2; /* once */
+                found++;
+            }
+            ck_assert_msg(found == ndocs, "or_hash: query %u: %u documents in its table, plain C %u", q, found, ndocs);
+        }
+        free(tab), free(acc), free(seen);
+    }
     free(M), free(ub), free(seed), free(ctl), free(items), free(rM), free(S), free(rS), free(docs), free(tfs), free(bmax);
     free(C), free(O);
 }
@@ -602,6 +648,7 @@ START_TEST(or_prunes_by_partitions)
     clx_params prm;
     ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
     prm.or_part_log = 6;
+    prm.or_hash_ratio = 0; /* every query by partitions (or_hashes_queries_of_few_postings hashes some) */
     cls_engine *small;
     ck_assert_msg(engine_create_with(f.idx, device(), &prm, &small) == CLS_OK, "%s", cls_last_error());
     clx_set_or_partitions(engine_clx(f.dev), 1); /* 9,000 documents would keep the dense row */
@@ -637,6 +684,55 @@ START_TEST(or_prunes_by_partitions)
     ck_assert_uint_gt(counter(small, "queries_rerun"), 10);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
     cls_engine_free(small);
+    fixture_close(&f);
+}
+END_TEST
+
+/* OR by hashing (or_hash, cl/or_parts.cl) equals exhaustive OR, on or_prunes_by_partitions'
+ * collection and partitions of 64 documents (141): OR_HASH_RATIO 16 hashes the queries of at most
+ * 2,256 postings and scores the others by partitions in the same batches, 4096 hashes every query;
+ * k from 1 to past the collection, the clones' ties, repeated terms, k1/b other than the index's,
+ * pools of 3 candidates (every query overflows and runs again); check_or_plan reads each hashed
+ * query's table against plain C. */
+START_TEST(or_hashes_queries_of_few_postings)
+{
+    fixture f = fixture_open(41, 9000, 300, 43, 150);
+    clx_device d;
+    clx_params prm;
+    ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
+    prm.or_part_log = 6;
+    cls_engine *mixed, *all;
+    prm.or_hash_ratio = 16;
+    ck_assert_msg(engine_create_with(f.idx, device(), &prm, &mixed) == CLS_OK, "%s", cls_last_error());
+    prm.or_hash_ratio = 4096;
+    ck_assert_msg(engine_create_with(f.idx, device(), &prm, &all) == CLS_OK, "%s", cls_last_error());
+    clx_set_or_partitions(engine_clx(mixed), 1);
+    clx_set_or_partitions(engine_clx(all), 1);
+    const uint64_t nq = cls_batch_count(f.b);
+    uint64_t matching = 0; /* queries of a term the index holds: the others are empty, never hashed */
+    for (uint64_t q = 0; q < nq; q++) matching += f.b->q[q].num_terms > 0;
+    const uint32_t ks[] = {1, 10, 100, 10000};
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+        same_as_ref_mode(mixed, f.ref, f.b, CLS_MODE_OR, ks[i], 0.9f, 0.4f);
+        ck_assert_msg(counter(mixed, "queries_hashed") > 0 && counter(mixed, "queries_hashed") < nq,
+                      "k %u: %llu of %llu queries hashed", ks[i], (unsigned long long)counter(mixed, "queries_hashed"),
+                      (unsigned long long)nq);
+        if (ks[i] == 10) check_or_plan(mixed, f.idx);
+        same_as_ref_mode(all, f.ref, f.b, CLS_MODE_OR, ks[i], 0.9f, 0.4f);
+        ck_assert_uint_eq(counter(all, "queries_hashed"), matching);
+        ck_assert_uint_eq(counter(all, "partitions_scored"), 0);
+    }
+    check_or_plan(all, f.idx);
+    same_as_ref_mode(mixed, f.ref, f.b, CLS_MODE_OR, 10, 1.2f, 0.75f);
+    check_or_plan(mixed, f.idx);
+    clx_set_or_pool(engine_clx(mixed), 3);
+    clx_set_or_pool(engine_clx(all), 3);
+    same_as_ref_mode(mixed, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
+    ck_assert_uint_gt(counter(mixed, "queries_rerun"), 10);
+    same_as_ref_mode(all, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
+    ck_assert_uint_gt(counter(all, "queries_rerun"), 10);
+    cls_engine_free(mixed);
+    cls_engine_free(all);
     fixture_close(&f);
 }
 END_TEST
@@ -1175,6 +1271,7 @@ static Suite *suite(void)
     tcase_add_test(tc, and_skips_blocks);
     tcase_add_test(tc, and_prunes_one_term_queries);
     tcase_add_test(tc, or_prunes_by_partitions);
+    tcase_add_test(tc, or_hashes_queries_of_few_postings);
     tcase_add_test(tc, or_pool_theta_keeps_pools_small);
     tcase_add_test(tc, search_text_is_one_query);
     tcase_add_test(tc, weighted_terms);

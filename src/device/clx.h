@@ -42,8 +42,8 @@ typedef struct clx_params {
     unsigned or_part_log;                     /* log2 documents per OR partition (cl/or_parts.cl) */
     unsigned or_dense_log;                    /* OR keeps a dense row up to 2^this documents (src/query/or.c) */
     unsigned wg_rows;                         /* work-items per dense row in topk_rows */
-    unsigned or_hash_log;                     /* OR by partitions hashes a query of at most 2^this
-                                               * postings instead (src/query/or.c); 0: none */
+    unsigned or_hash_ratio;                   /* OR by partitions hashes a query of at most this many
+                                               * postings a partition instead (src/query/or.c); 0: none */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

@@ -58,10 +58,10 @@ static const clx_tunable registry[] = {
      "OR ranks a collection of at most 2^N documents with one dense row a query, a larger one by partitions "
      "(0: partitions always; 32: the dense row always)",
      PARAM_FIELD(or_dense_log), 0, {12, 14, 16, 18, 20}, 5},
-    {"OR_HASH_LOG", "or",
-     "OR by partitions accumulates a query whose lists hold at most 2^N postings together in a hash table "
-     "of its own instead (0: never)",
-     PARAM_FIELD(or_hash_log), 0, {0, 12, 14, 16, 18, 20}, 6},
+    {"OR_HASH_RATIO", "or",
+     "OR by partitions accumulates a query whose lists hold at most N postings together per partition of the "
+     "collection in a hash table of its own instead (0: never)",
+     PARAM_FIELD(or_hash_ratio), 0, {0, 4, 8, 16, 32, 64}, 6},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -105,7 +105,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
                        (unsigned long long)OR_LOCAL(p->or_part_log > 15 ? 15 : p->or_part_log), OR_LOCAL_EXTRA,
                        (unsigned long long)info->local_mem);
     if (p->or_dense_log > 32) return err_set(CLS_E_ARG, "%s: OR_DENSE_LOG=%u (0..32)", from, p->or_dense_log);
-    if (p->or_hash_log > 28) return err_set(CLS_E_ARG, "%s: OR_HASH_LOG=%u (0..28)", from, p->or_hash_log);
+    if (p->or_hash_ratio > 4096) return err_set(CLS_E_ARG, "%s: OR_HASH_RATIO=%u (0..4096)", from, p->or_hash_ratio);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))

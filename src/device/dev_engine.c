@@ -392,6 +392,15 @@ static int or_by_partitions(const clx_engine *e, uint32_t num_docs)
     return (uint64_t)num_docs > ((uint64_t)1 << e->prm.or_dense_log) || e->or_force_parts;
 }
 
+/* OR by partitions hashes a query whose lists hold at most OR_HASH_RATIO postings a partition of the
+ * collection together (or.c: the rule), up to 2^28 */
+static uint32_t or_hash_max(const clx_engine *e, uint32_t num_docs)
+{
+    uint64_t W = (uint64_t)1 << e->prm.or_part_log, np = num_docs ? (num_docs + W - 1) / W : 1;
+    uint64_t m = np * e->prm.or_hash_ratio;
+    return m > ((uint64_t)1 << 28) ? (uint32_t)1 << 28 : (uint32_t)m;
+}
+
 cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, const cls_engine_opts *o,
                       clx_engine **out, char *desc, size_t desc_len)
 {
@@ -463,9 +472,9 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     if (at < sizeof alg) {
         int dense = !or_by_partitions(e, idx->num_docs);
         char hash[160] = "";
-        if (!dense && e->prm.or_hash_log)
-            snprintf(hash, sizeof hash, ", a query of at most 2^%u postings by hashing (or_hash, OR_HASH_LOG %u)",
-                     e->prm.or_hash_log, e->prm.or_hash_log);
+        if (!dense && e->prm.or_hash_ratio)
+            snprintf(hash, sizeof hash, ", a query of at most %llu postings by hashing (or_hash, OR_HASH_RATIO %u a partition)",
+                     (unsigned long long)or_hash_max(e, idx->num_docs), e->prm.or_hash_ratio);
         at += (size_t)snprintf(alg + at, sizeof alg - at, "; or on this collection: %s (%u documents, OR_DENSE_LOG %u)%s",
                                dense ? "one dense row a query (score_or) ranked by topk_rows or topk_select" : "partitions",
                                idx->num_docs, e->prm.or_dense_log, hash);
@@ -873,7 +882,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                        .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL, .prune = prune,
                        .parts = probe.parts ? np : 0, .seeds = seeds, .pool = (uint32_t)pool,
                        .bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25,
-                       .hash_max = e->prm.or_hash_log ? (uint32_t)1 << e->prm.or_hash_log : 0};
+                       .hash_max = or_hash_max(e, N)};
     const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
     e->nretry = 0;
