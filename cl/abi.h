@@ -166,6 +166,9 @@ typedef struct abi_olist {
  * its df, or where its blocks were chosen (ABI_SKIP_TOP), the count in the last chosen block's
  * head past the others; units past that length are empty. match_and and intersect_and leave a
  * unit's candidates at cand_offset + begin, in docID order, and their number in ucount[unit]. */
+/* OR by partitions: a query flagged ABI_QF_HASH gets one unit per share of its postings
+ * (or_hash runs one work-group a unit), the host setting begin and end to the partitions
+ * [begin, end) whose documents the unit adds; another query's one unit is unused. */
 typedef struct abi_unit {
     ABI_U32 query;
     ABI_U32 begin, end;

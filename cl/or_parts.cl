@@ -51,6 +51,10 @@
  *   or_bounds  `ways` work-groups per query term (abi_skip ABI_SKIP_BOUND): M[t][p] by atomic_max;
  *   or_plan    one work-group per query: UB[p]; the OR_SEEDS-style seed partitions (the `seeds`
  *              highest UB: where the top k most likely lie), marked in UB's top bit;
+ *   or_hash    one work-group per abi_unit of a query flagged ABI_QF_HASH (a query of few
+ *              postings, or.c's rule): its documents' sums in a hash table of its own; then
+ *              or_hash_offer, one per query: its k best to its pool (see or_hash); or_bounds
+ *              left its M at 0, so it has no partition to score;
  *   or_score   over the seeds first (one work-group per seed slot), raising theta early;
  *   or_pool_theta
  *              one work-group per query: theta raised to the k-th best score its pool holds;
@@ -498,21 +502,26 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
     }
 }
 
-/* OR by hashing: the queries flagged ABI_QF_HASH, one work-group each (the batch's other queries
- * run no loop), between or_plan and or_score; their lists have no bounds (or_bounds skips them), so
- * they have no partitions to score. A partition costs a group's pass however few postings it
- * holds, and a query whose lists hold few postings together meets about as many partitions as it
- * has postings: scored by partitions, it is all passes and no additions (src/query/or.c: the
- * rule, and what it was measured on). Its documents go into a hash table of its own instead,
- * 2^ABI_QF_HASH_LOG entries of a docID and a sum in global memory (at least twice its postings,
- * so a probe ends). Term by term in query order, a barrier between terms, every posting of the
- * term's decoded list (or_decode's slots; its docID is its partition's first plus its place, its
- * partition found in the list's first slots S between the partitions its block spans) claims
- * its document's entry (atomic_cmpxchg, linear probing) and writes its contribution to a new one
- * or adds it to a found one: the reference's additions in the reference's order, as or_add
- * makes them. Then the k-th largest sum T (wg_kth_key) and the offer: every document whose sum
- * is above 0 and at least T (all of them where at most k are) goes to the query's pool, which
- * topk_select ranks with the partitions' candidates (ties at T past the k-th are offered too;
+/* OR by hashing: the queries flagged ABI_QF_HASH, between or_plan and or_score; their lists have
+ * no bounds (or_bounds skips them), so they have no partitions to score. A partition costs a
+ * group's pass however few postings it holds, and a query whose lists hold few postings together
+ * meets about as many partitions as it has postings: scored by partitions, it is all passes and
+ * no additions (src/query/or.c: the rule, and what it was measured on). Its documents go into a
+ * hash table of its own instead, 2^ABI_QF_HASH_LOG entries of a docID and a sum in global memory
+ * (at least twice its postings, so a probe ends), which the host fills with empty entries.
+ *
+ * or_hash, one work-group per abi_unit of such a query (one per few thousand of its postings,
+ * so a long one is not one group's walk while the device idles): the unit's partitions [begin,
+ * end) of every list. Term by term in query order, a barrier between terms, every posting there
+ * (or_decode's slots; its docID is its partition's first plus its place, its partition found in
+ * the list's first slots S among those its block spans) claims its document's entry
+ * (atomic_cmpxchg, linear probing) and writes its contribution to a new one or adds it to the
+ * one found: the reference's additions in the reference's order, as or_add makes them. Units of
+ * one query share its table but never a document, so no entry's sum has two writers.
+ *
+ * or_hash_offer, one work-group per query: the k-th largest sum T (wg_kth_key) and the offer:
+ * every document whose sum is above 0 and at least T (all of them where at most k are) goes to
+ * the query's pool, which topk_select ranks (ties at T past the k-th are offered too;
  * topk_select keeps the smaller docIDs). A pool too small takes nothing, and the count tells the
  * engine, which runs the query again with a pool that fits (as for partitions). */
 #ifndef OR_HASH_WG
@@ -520,11 +529,12 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
 #endif
 #define OR_HASH_EMPTY 0xFFFFFFFFu /* a key that is no docID (docIDs are below 2^32 - 1) */
 
-/* The partition of slot `at` of a decoded list whose first slots are S, in block blk: the last
- * of the partitions the block spans whose first slot is at or before it. */
-inline uint or_slot_part(__global const uint *S, __global const idx_block *blk, uint at, uint np)
+/* The partition of slot `at` of a decoded list whose first slots are S, in block blk, among
+ * [lo, hi]: the last of the partitions the block spans whose first slot is at or before it. */
+inline uint or_slot_part(__global const uint *S, __global const idx_block *blk, uint at, uint lo, uint hi)
 {
-    uint lo = min(blk->first >> OR_PART_LOG, np - 1), hi = min(blk->last >> OR_PART_LOG, np - 1);
+    lo = max(lo, blk->first >> OR_PART_LOG);
+    hi = min(hi, blk->last >> OR_PART_LOG);
     while (lo < hi) {
         uint mid = (lo + hi + 1) >> 1;
         if (S[mid] <= at)
@@ -536,32 +546,33 @@ inline uint or_slot_part(__global const uint *S, __global const idx_block *blk, 
 }
 
 __kernel __attribute__((reqd_work_group_size(OR_HASH_WG, 1, 1)))
-void or_hash(__global const uint *in, uint qinfo_base, uint skips_base, __global const idx_block *blocks, uint np,
-             uint k, uint pool, __global uint *ctl, __global uint *pdoc, __global uint *pkey, __global const float *C,
-             __global const ushort *O, __global const uint *S, __global uint *htab)
+void or_hash(__global const uint *in, uint qinfo_base, uint skips_base, uint units_base,
+             __global const idx_block *blocks, uint np, __global const float *C, __global const ushort *O,
+             __global const uint *S, __global uint *htab)
 {
-    __local uint hist[256], sh[3];
-    const uint q = get_group_id(0), lid = get_local_id(0);
-    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    const uint lid = get_local_id(0);
+    __global const abi_unit *u = UNITS_AT(in, units_base, get_group_id(0));
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, u->query);
     const uint flags = qi->flags, hashed = (flags & ABI_QF_HASH) != 0, lg = ABI_QF_HASH_LOG(flags);
-    /* E entries; a query that is not hashed runs every loop zero times */
-    const uint E = hashed ? 1u << lg : 0u, nt = hashed ? qi->num_terms : 0u, t0 = qi->term_start;
+    /* a unit of a query that is not hashed runs the loops zero times */
+    const uint E = 1u << lg, nt = hashed ? qi->num_terms : 0u, t0 = qi->term_start;
+    const uint p0 = min(u->begin, np), p1 = clamp(u->end, p0, np);
     /* entry i: its key at 2i, its sum at 2i + 1, so that the sum is read from the line the
      * atomic_cmpxchg just brought */
     __global uint *ent = htab + (hashed ? qi->cand_offset : 0u);
-    for (uint i = lid; i < E; i += OR_HASH_WG) vstore2((uint2)(OR_HASH_EMPTY, 0u), i, ent);
-    barrier(CLK_GLOBAL_MEM_FENCE);
     for (uint t = 0; t < nt; t++) { /* uniform: a term's additions before the next's */
         __global const abi_skip *sk = SKIPS_AT(in, skips_base, t0 + t);
         const uint first = sk->max_tasks, lb = first * BLOCK_SIZE, le = lb + sk->num_blocks * BLOCK_SIZE;
         __global const uint *st = S + (ulong)sk->task_base * (np + 1);
+        /* the unit's slots of the list, kept inside it (a forged list may leave S unwritten) */
+        const uint s0 = p0 < p1 ? clamp(st[p0], lb, le) : lb, s1 = p0 < p1 ? clamp(st[p1], s0, le) : lb;
         /* within a term a document has one posting: no two work-items add to one entry */
-        for (uint at = lb + lid; at < le; at += OR_HASH_WG) {
+        for (uint at = s0 + lid; at < s1; at += OR_HASH_WG) {
             uint o = O[at];
             if (o >= OR_PART) continue; /* past the block's postings */
             float c = C[at];
-            uint doc = (or_slot_part(st, blocks + sk->first_block + (at / BLOCK_SIZE - first), at, np) << OR_PART_LOG) + o;
-            uint h = (doc * 0x9E3779B1u) >> (32u - lg);
+            uint p = or_slot_part(st, blocks + sk->first_block + (at / BLOCK_SIZE - first), at, p0, p1 - 1);
+            uint doc = (p << OR_PART_LOG) + o, h = (doc * 0x9E3779B1u) >> (32u - lg);
             /* at most E probes: a forged list of more postings than its df gets wrong sums, never
              * a loop without end */
             for (uint n = 0; n < E; n++) {
@@ -575,6 +586,18 @@ void or_hash(__global const uint *in, uint qinfo_base, uint skips_base, __global
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
+}
+
+__kernel __attribute__((reqd_work_group_size(OR_HASH_WG, 1, 1)))
+void or_hash_offer(__global const uint *in, uint qinfo_base, uint k, uint pool, __global uint *ctl,
+                   __global uint *pdoc, __global uint *pkey, __global const uint *htab)
+{
+    __local uint hist[256], sh[3];
+    const uint q = get_group_id(0), lid = get_local_id(0);
+    __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
+    const uint flags = qi->flags, hashed = (flags & ABI_QF_HASH) != 0;
+    const uint E = hashed ? 1u << ABI_QF_HASH_LOG(flags) : 0u; /* 0: every loop runs zero times */
+    __global const uint *ent = htab + (hashed ? qi->cand_offset : 0u);
     /* the k-th best, even where the pool would hold every document: offering them all saved
      * or_hash the select's passes, but cost more in or_pool_theta and topk_select, which then
      * read pools of up to E / 2 (on the H100, gov2 at k 1000: or_hash 14.8 -> 9.4 ms, the rest

@@ -537,7 +537,10 @@ CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **
  * "blocks_decoded" (what the device decoded: block skipping leaves blocks out, and OR by
  * partitions decodes a list once for every query of a batch that gives its term the same
  * weight), "postings_in_lists" and "postings_decoded" (the same in postings), "cost_rate" (the
- * cost model's measured rate after it, in postings per second of batch time); with the list
+ * cost model's measured rate after it, in postings per second of batch time), OR's
+ * "partitions_scored", "queries_rerun" (with a larger candidate pool), "or_bounds_from" and
+ * "queries_hashed" (OR queries of few postings accumulated in a hash table instead of by
+ * partitions), and the launches of each top-k kernel; with the list
  * cache also "lists_found" (a batch's lists already on the device), "lists_loaded" and
  * "bytes_loaded" (uploaded for it). On a shared engine, as cls_engine_profile. */
 typedef struct cls_counter {

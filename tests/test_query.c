@@ -365,7 +365,7 @@ static void check_block_maxima(cls_engine *e, const cls_index *idx, float k1, fl
     free(tfs);
 }
 
-/* or_decode, or_bounds, or_plan and or_rest (cl/or_parts.cl) against plain C, on the last device
+/* or_decode, or_bounds, or_plan, or_rest and or_hash (cl/or_parts.cl) against plain C, on the last device
  * batch of the engine's last OR search (its plan and buffers stay until the next search):
  *  - or_decode: each list's slots (a posting's contribution at the list's weight, bit for bit, and
  *    its place in its partition; ABI_OR_NO_SLOT past a block's postings) and its partitions' first
@@ -391,7 +391,7 @@ static uint32_t t_as_uint(float f)
     memcpy(&u, &f, 4);
     return u;
 }
-static void check_or_plan(cls_engine *e, const cls_index *idx)
+static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
 {
     clx_engine *x = engine_clx(e);
     const batch_plan *pl = &x->plan;
@@ -544,7 +544,17 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
     free(order);
     /* or_hash: each hashed query's table holds every document of its lists once, with its sum
      * in query term order (the first contribution, then each next added), bit for bit, and no
-     * other key; an entry no document took holds no sum */
+     * other key; an entry no document took holds no sum. Its units split the partitions in
+     * order, from the first to the last; the hashed queries split into several are counted. */
+    uint32_t split = 0;
+    for (uint32_t u = 0; u < pl->nunits; u++) {
+        const abi_unit *un = &pl->units[u];
+        if (!(pl->queries[un->query].flags & ABI_QF_HASH)) continue;
+        int first = un->first_unit == u, last = u + 1 == pl->nunits || pl->units[u + 1].query != un->query;
+        ck_assert(un->begin < un->end && un->end <= np && (first ? un->begin == 0 : pl->units[u - 1].end == un->begin) &&
+                  (!last || un->end == np));
+        split += first && !last;
+    }
     if (pl->nhash) {
         uint32_t *tab = malloc((size_t)pl->hwords * 4), N = idx->num_docs;
         float *acc = malloc((size_t)N * 4);
@@ -589,6 +599,7 @@ static void check_or_plan(cls_engine *e, const cls_index *idx)
     }
     free(M), free(ub), free(seed), free(ctl), free(items), free(rM), free(S), free(rS), free(docs), free(tfs), free(bmax);
     free(C), free(O);
+    return split;
 }
 
 /* or_pool_theta (cl/or_parts.cl) against plain C, launched on the engine's OR buffers with pools
@@ -722,7 +733,7 @@ START_TEST(or_hashes_queries_of_few_postings)
         ck_assert_uint_eq(counter(all, "queries_hashed"), matching);
         ck_assert_uint_eq(counter(all, "partitions_scored"), 0);
     }
-    check_or_plan(all, f.idx);
+    ck_assert_uint_gt(check_or_plan(all, f.idx), 0); /* some query hashed by several groups */
     same_as_ref_mode(mixed, f.ref, f.b, CLS_MODE_OR, 10, 1.2f, 0.75f);
     check_or_plan(mixed, f.idx);
     clx_set_or_pool(engine_clx(mixed), 3);

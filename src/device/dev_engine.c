@@ -647,6 +647,9 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     const size_t or_at = ABI_OUT_OR((size_t)nq, kk);
     if (pl->parts) read_len = or_at + ABI_OUT_OR_WORDS((size_t)nq);
     b.nsel_at = (cl_uint)ABI_OUT_NSEL((size_t)nq, kk);
+    /* top-k segments: a query's pool each for OR by partitions (whose units are shares of hashed
+     * queries), else up to a unit each */
+    const size_t segs = pl->parts || pl->nunits < nq ? nq : pl->nunits;
     if ((s = dev_buf_need(e, &e->in, lay.words * 4, "the batch input")) != CLS_OK ||
         (s = dev_buf_need(e, &e->tasks, (size_t)pl->ntasks * sizeof(abi_task), "decode tasks")) != CLS_OK ||
         (s = dev_buf_need(e, &e->docs, (size_t)pl->dec * 4, "decoded docIDs")) != CLS_OK ||
@@ -660,8 +663,8 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         (s = dev_buf_need(e, &e->useg, (size_t)pl->nunits * 8, "top-k segments")) != CLS_OK ||
         (s = dev_buf_need(e, &e->qseg, (size_t)nq * 8, "top-k segments")) != CLS_OK ||
         (pl->two_level && (s = dev_buf_need(e, &e->l1, ABI_OUT_WORDS((size_t)pl->nunits, kk) * 4, "first-level top-k")) != CLS_OK) ||
-        (s = dev_buf_need(e, &e->sdoc, (size_t)(pl->nunits > nq ? pl->nunits : nq) * P * 4, "top-k scratch")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->sscore, (size_t)(pl->nunits > nq ? pl->nunits : nq) * P * 4, "top-k scratch")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->sdoc, (size_t)segs * P * 4, "top-k scratch")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->sscore, (size_t)segs * P * 4, "top-k scratch")) != CLS_OK ||
         (s = dev_buf_need(e, &e->out, read_len * 4 + 4, "results")) != CLS_OK)
         return s;
     if (!vec_reserve(&e->h_out, &e->h_out_cap, read_len + 1, 4)) return err_set(CLS_E_NOMEM, "out of memory for results");

@@ -24,6 +24,22 @@
  * all of it compiling). Tests force
  * partitions (clx_set_or_partitions); CLSEARCH_PARAMS=OR_DENSE_LOG=0 or 32 forces either way.
  *
+ * Within partitions, the rule per query (the planner applies it, plan.c; -v states it): a query
+ * whose lists hold at most OR_HASH_RATIO postings per partition of the collection together (a
+ * tuned parameter, 16) is hashed (or_hash: one work-group, the query's documents in a hash table
+ * of its own, its k best to its pool), the others are scored by partitions. The cost estimate
+ * behind it: a partition costs a group's pass, a few microseconds of loads and barriers however
+ * few postings it holds, and a query meets about one partition a posting up to all of them;
+ * hashing costs about the same per posting as a partition's additions, with no pass per
+ * partition but no pruning either. So a query's partitions cost about min(np, postings) passes
+ * and its hashing about postings / R passes' worth, and hashing wins below some R postings a
+ * partition. Measured on the H100 (docs/PERFORMANCE.md, "OR by hashing"), 4,096 topics a batch:
+ * R 16 takes gov2 (6,154 partitions) from 24,114 to 27,439 queries/s at k 10 and from 16,807 to
+ * 19,845 at k 1000 (2,723 of 4,096 queries hashed), the 1M collection (245 partitions) from
+ * 336,735 to 372,881 and 123,466 to 145,122; R 64 is slower on both, and a bound in postings
+ * alone (2^16, the same for both) slowed the 1M collection by 29% at k 10, where a query meets at
+ * most 245 partitions.
+ *
  * Reference: the documents that any term's list holds, with the accumulated sum. */
 #include <assert.h>
 #include <string.h>
@@ -123,13 +139,19 @@ static cls_status launch(dev_batch *b)
     dev_arg ap[] = {DEV_MEM(b->in),      DEV_U32(b->queries_base), DEV_U32(np),           DEV_U32(seeds),
                     DEV_MEM(e->or_m.mem), DEV_MEM(e->or_ub.mem),   DEV_MEM(e->or_seed.mem), DEV_MEM(e->or_ctl.mem)};
     if ((s = dev_run(e, "or_plan", ap, 8, nq, bs, "bounds")) != CLS_OK) return s;
-    if (pl->nhash) { /* the queries of few postings: each in a hash table of its own (the rule above) */
+    if (pl->nhash) { /* the queries of few postings: each in a hash table of its own (the rule above),
+                      * a group a unit (a share of its partitions), then their k best to the pool */
         if ((s = dev_buf_need(e, &e->or_htab, (size_t)pl->hwords * 4, "hash tables")) != CLS_OK) return s;
-        dev_arg ah[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
-                        DEV_U32(np),           DEV_U32(kk),              DEV_U32(pool),          DEV_MEM(e->or_ctl.mem),
-                        DEV_MEM(e->cand.mem),  DEV_MEM(e->cscore.mem),   DEV_MEM(e->or_c.mem),   DEV_MEM(e->or_o.mem),
-                        DEV_MEM(e->or_s.mem),  DEV_MEM(e->or_htab.mem)};
-        if ((s = dev_run(e, "or_hash", ah, 14, nq, e->or_hash_wg, "hash")) != CLS_OK) return s;
+        const cl_uint empty_entry[2] = {0xFFFFFFFFu, 0}; /* no key, no sum */
+        CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_htab.mem, empty_entry, 8, 0, (size_t)pl->hwords * 4, 0, NULL, &ev));
+        dev_record(e, ev, "hash", (size_t)pl->hwords * 4);
+        dev_arg ah[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->skips_base), DEV_U32(b->units_base),
+                        DEV_MEM(e->d_blocks),   DEV_U32(np),              DEV_MEM(e->or_c.mem),   DEV_MEM(e->or_o.mem),
+                        DEV_MEM(e->or_s.mem),   DEV_MEM(e->or_htab.mem)};
+        if ((s = dev_run(e, "or_hash", ah, 10, b->nunits, e->or_hash_wg, "hash")) != CLS_OK) return s;
+        dev_arg ao[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(kk),          DEV_U32(pool),
+                        DEV_MEM(e->or_ctl.mem), DEV_MEM(e->cand.mem),    DEV_MEM(e->cscore.mem), DEV_MEM(e->or_htab.mem)};
+        if ((s = dev_run(e, "or_hash_offer", ao, 8, nq, e->or_hash_wg, "hash")) != CLS_OK) return s;
     }
     dev_arg as[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
                     DEV_MEM(e->d_blocks),  DEV_MEM(e->d_bmax),       DEV_U32(bsrc),          DEV_U32(np),
@@ -176,7 +198,7 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
 }
 
 static const char *const kernels[] = {"score_or", NULL};
-static const char *const decode_kernels[] = {"or_expand",     "or_decode", "or_bounds", "or_plan",      "or_hash",
+static const char *const decode_kernels[] = {"or_expand",     "or_decode", "or_bounds", "or_plan",      "or_hash", "or_hash_offer",
                                              "or_score",      "or_pool_theta", "or_rest", "or_finish", "block_maxima",
                                              NULL};
 

@@ -10,6 +10,9 @@
 #include "util/err.h"
 #include "util/vec.h"
 
+/* OR by hashing: postings a work-group of or_hash adds, about (cl/or_parts.cl) */
+#define PLAN_HASH_SHARE 4096u
+
 cls_status plan_init(batch_plan *pl, const cls_index *idx)
 {
     memset(pl, 0, sizeof *pl);
@@ -143,8 +146,20 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     }
     int empty = (need.flags & ABI_QF_EMPTY) != 0;
     if (empty) need.cand = 0; /* a dense row is still zeroed and ranked (empty) by the kernels */
+    /* a query of few postings scored by partitions meets about one partition a posting, a
+     * group's pass each: hashed instead (or.c: the rule), in a table of at least twice its
+     * postings, at least 256 entries of a key and a sum, by one work-group (a unit) per
+     * PLAN_HASH_SHARE postings, each adding the documents of a range of partitions */
+    int hash = need.parts && !empty && pl->lim.hash_max && sum <= pl->lim.hash_max;
+    uint32_t hlog = 8;
+    while (hash && ((uint64_t)1 << hlog) < 2 * sum) hlog++;
+    if (hash && ((uint64_t)8 << hlog) > pl->lim.max_alloc) hash = 0; /* a table the device cannot hold */
     const uint32_t chunk = pl->lim.chunk ? pl->lim.chunk : UINT32_MAX;
-    const uint32_t nunits = need.cand ? (uint32_t)(((uint64_t)need.cand + chunk - 1) / chunk) : 1;
+    uint32_t nunits = need.cand ? (uint32_t)(((uint64_t)need.cand + chunk - 1) / chunk) : 1;
+    if (hash) {
+        uint64_t g = (sum + PLAN_HASH_SHARE - 1) / PLAN_HASH_SHARE;
+        nunits = (uint32_t)(g < 1 ? 1 : g > pl->lim.parts ? pl->lim.parts : g);
+    }
 
     if (!vec_reserve(&pl->queries, &pl->queries_cap, (size_t)pl->nq + 1, sizeof *pl->queries) ||
         !vec_reserve(&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms) ||
@@ -250,13 +265,6 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
         if (pl->nq == 0) s = err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
         return not_added(pl, ntouched0, nloads0, s);
     }
-    /* a query of few postings scored by partitions meets about one partition a posting, a
-     * group's pass each: hashed instead (or.c: the rule), in a table of at least twice its
-     * postings, at least 256 entries, keys and sums */
-    int hash = need.parts && !empty && pl->lim.hash_max && sum <= pl->lim.hash_max;
-    uint32_t hlog = 8;
-    while (hash && ((uint64_t)1 << hlog) < 2 * sum) hlog++;
-    if (hash && ((uint64_t)8 << hlog) > pl->lim.max_alloc) hash = 0; /* a table the device cannot hold */
     const uint64_t hwords = pl->hwords + (hash ? (uint64_t)2 << hlog : 0);
     uint64_t bytes = pl->bytes + (hwords - pl->hwords) * 4 + (uint64_t)pl->kk * 8 + (uint64_t)pl->P * 8 + sizeof(abi_query) + 16 +
                      (uint64_t)q->num_terms * sizeof(abi_term) + (uint64_t)(ntasks - pl->ntasks) * sizeof(abi_task) +
@@ -312,7 +320,9 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     /* as many units as the driving list's df asks for; plan_units (and.cl) gives each its share
      * on the device, where the list's length is known once its blocks are chosen */
     for (uint32_t u = 0, first = pl->nunits; u < nunits; u++)
-        pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .first_unit = first};
+        pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .first_unit = first,
+                                             .begin = hash ? (uint32_t)((uint64_t)u * pl->lim.parts / nunits) : 0,
+                                             .end = hash ? (uint32_t)((uint64_t)(u + 1) * pl->lim.parts / nunits) : 0};
     pl->nskips = nskips;
     pl->nolists = nolists;
     pl->otasks = otasks;
