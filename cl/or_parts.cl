@@ -508,7 +508,7 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
  * meets about as many partitions as it has postings: scored by partitions, it is all passes and
  * no additions (src/query/or.c: the rule, and what it was measured on). Its documents go into a
  * hash table of its own instead, 2^ABI_QF_HASH_LOG entries of a docID and a sum in global memory
- * (at least twice its postings, so a probe ends), which the host fills with empty entries.
+ * (at least twice its postings, so a probe ends), emptied first (or_hash_clear).
  *
  * or_hash, one work-group per abi_unit of such a query (one per few thousand of its postings,
  * so a long one is not one group's walk while the device idles): the unit's partitions [begin,
@@ -543,6 +543,14 @@ inline uint or_slot_part(__global const uint *S, __global const idx_block *blk, 
             hi = mid - 1;
     }
     return lo;
+}
+
+/* The hash tables emptied, four words (two entries) a work-item: words the host rounds to a
+ * multiple of four (clEnqueueFillBuffer's 8-byte pattern ran at a tenth of this on the H100) */
+__kernel void or_hash_clear(uint words, __global uint4 *htab)
+{
+    uint i = get_global_id(0);
+    if (i < words / 4) htab[i] = (uint4)(OR_HASH_EMPTY, 0u, OR_HASH_EMPTY, 0u);
 }
 
 __kernel __attribute__((reqd_work_group_size(OR_HASH_WG, 1, 1)))

@@ -142,9 +142,9 @@ static cls_status launch(dev_batch *b)
     if (pl->nhash) { /* the queries of few postings: each in a hash table of its own (the rule above),
                       * a group a unit (a share of its partitions), then their k best to the pool */
         if ((s = dev_buf_need(e, &e->or_htab, (size_t)pl->hwords * 4, "hash tables")) != CLS_OK) return s;
-        const cl_uint empty_entry[2] = {0xFFFFFFFFu, 0}; /* no key, no sum */
-        CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_htab.mem, empty_entry, 8, 0, (size_t)pl->hwords * 4, 0, NULL, &ev));
-        dev_record(e, ev, "hash", (size_t)pl->hwords * 4);
+        cl_uint hw = (cl_uint)pl->hwords; /* a multiple of 512: tables of 2^8 entries and more */
+        dev_arg ac[] = {DEV_U32(hw), DEV_MEM(e->or_htab.mem)};
+        if ((s = dev_run(e, "or_hash_clear", ac, 2, (hw / 4 + 255) / 256, 256, "hash")) != CLS_OK) return s;
         dev_arg ah[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->skips_base), DEV_U32(b->units_base),
                         DEV_MEM(e->d_blocks),   DEV_U32(np),              DEV_MEM(e->or_c.mem),   DEV_MEM(e->or_o.mem),
                         DEV_MEM(e->or_s.mem),   DEV_MEM(e->or_htab.mem)};
@@ -198,7 +198,7 @@ static uint32_t ref(const ref_query *rq, ref_hit *out)
 }
 
 static const char *const kernels[] = {"score_or", NULL};
-static const char *const decode_kernels[] = {"or_expand",     "or_decode", "or_bounds", "or_plan",      "or_hash", "or_hash_offer",
+static const char *const decode_kernels[] = {"or_expand",     "or_decode", "or_bounds", "or_plan",      "or_hash_clear", "or_hash", "or_hash_offer",
                                              "or_score",      "or_pool_theta", "or_rest", "or_finish", "block_maxima",
                                              NULL};
 
