@@ -652,14 +652,23 @@ static void check_or_pool_theta(cls_engine *e)
  * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
  * (bounds from max_score) and others (block maxima computed on the device), or_bounds with
  * several groups a term; and it leaves some partitions unscored. */
-START_TEST(or_prunes_by_partitions)
+/* The test device's parameters with OR's partitions of 2^part_log documents and OR_HASH_RATIO
+ * hash_ratio. */
+static clx_params or_params(unsigned part_log, unsigned hash_ratio)
 {
-    fixture f = fixture_open(41, 9000, 300, 43, 150);
     clx_device d;
     clx_params prm;
     ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
-    prm.or_part_log = 6;
-    prm.or_hash_ratio = 0; /* every query by partitions (or_hashes_queries_of_few_postings hashes some) */
+    prm.or_part_log = part_log;
+    prm.or_hash_ratio = hash_ratio;
+    return prm;
+}
+
+START_TEST(or_prunes_by_partitions)
+{
+    fixture f = fixture_open(41, 9000, 300, 43, 150);
+    /* every query by partitions (or_hashes_queries_of_few_postings hashes some) */
+    clx_params prm = or_params(6, 0);
     cls_engine *small;
     ck_assert_msg(engine_create_with(f.idx, device(), &prm, &small) == CLS_OK, "%s", cls_last_error());
     clx_set_or_partitions(engine_clx(f.dev), 1); /* 9,000 documents would keep the dense row */
@@ -708,15 +717,10 @@ END_TEST
 START_TEST(or_hashes_queries_of_few_postings)
 {
     fixture f = fixture_open(41, 9000, 300, 43, 150);
-    clx_device d;
-    clx_params prm;
-    ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
-    prm.or_part_log = 6;
+    clx_params some = or_params(6, 16), every = or_params(6, 4096);
     cls_engine *mixed, *all;
-    prm.or_hash_ratio = 16;
-    ck_assert_msg(engine_create_with(f.idx, device(), &prm, &mixed) == CLS_OK, "%s", cls_last_error());
-    prm.or_hash_ratio = 4096;
-    ck_assert_msg(engine_create_with(f.idx, device(), &prm, &all) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(engine_create_with(f.idx, device(), &some, &mixed) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(engine_create_with(f.idx, device(), &every, &all) == CLS_OK, "%s", cls_last_error());
     clx_set_or_partitions(engine_clx(mixed), 1);
     clx_set_or_partitions(engine_clx(all), 1);
     const uint64_t nq = cls_batch_count(f.b);
@@ -771,10 +775,7 @@ START_TEST(or_pool_theta_keeps_pools_small)
 {
     uint64_t st = 99;
     cls_index *idx = built_index(8192, common_rare_doc, &st);
-    clx_device d;
-    clx_params prm;
-    ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
-    prm.or_part_log = 6;
+    clx_params prm = or_params(6, 0); /* by partitions, whose pools this is about */
     cls_engine *dev, *ref;
     ck_assert_msg(engine_create_with(idx, device(), &prm, &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);

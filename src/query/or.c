@@ -26,19 +26,21 @@
  *
  * Within partitions, the rule per query (the planner applies it, plan.c; -v states it): a query
  * whose lists hold at most OR_HASH_RATIO postings per partition of the collection together (a
- * tuned parameter, 16) is hashed (or_hash: one work-group, the query's documents in a hash table
- * of its own, its k best to its pool), the others are scored by partitions. The cost estimate
- * behind it: a partition costs a group's pass, a few microseconds of loads and barriers however
- * few postings it holds, and a query meets about one partition a posting up to all of them;
- * hashing costs about the same per posting as a partition's additions, with no pass per
- * partition but no pruning either. So a query's partitions cost about min(np, postings) passes
- * and its hashing about postings / R passes' worth, and hashing wins below some R postings a
- * partition. Measured on the H100 (docs/PERFORMANCE.md, "OR by hashing"), 4,096 topics a batch:
- * R 16 takes gov2 (6,154 partitions) from 24,114 to 27,439 queries/s at k 10 and from 16,807 to
- * 19,845 at k 1000 (2,723 of 4,096 queries hashed), the 1M collection (245 partitions) from
- * 336,735 to 372,881 and 123,466 to 145,122; R 64 is slower on both, and a bound in postings
- * alone (2^16, the same for both) slowed the 1M collection by 29% at k 10, where a query meets at
- * most 245 partitions.
+ * tuned parameter, 32) is hashed (or_hash: a work-group per share of about 4,096 of its
+ * postings, its documents in a hash table of its own; or_hash_offer: its k best to its pool),
+ * the others are scored by partitions. The cost estimate behind it: a partition costs a group's
+ * pass, microseconds of loads and barriers however few postings it holds, and a query meets
+ * about one partition a posting, up to all np of them; hashing costs a few loads and an atomic
+ * a posting, with no pass per partition but no pruning either. So a query's partitions cost
+ * about min(np, postings) passes and its hashing about postings / R passes' worth: hashing wins
+ * below R postings a partition, for some R the device decides. Measured on the H100
+ * (docs/PERFORMANCE.md, "Ranked OR: hashing or partitions"), batches of 4,096: R 32 takes gov2
+ * (6,154 partitions, 3,115 of 4,096 queries hashed) from 23,983 to 27,787 queries/s at k 10 and
+ * from 16,721 to 20,567 at k 1000, the 1M collection (245 partitions) from 285,692 to 356,582
+ * and from 96,545 to 126,496; on gov2, R 16 and 64 are within 1.5% of it, on 1M slower by 5 to
+ * 11%. A bound in postings alone (2^16,
+ * the same for both) slowed the 1M collection by 27% at k 10, where a query meets at most 245
+ * partitions.
  *
  * Reference: the documents that any term's list holds, with the accumulated sum. */
 #include <assert.h>

@@ -318,7 +318,8 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             .skip = sk};
     }
     /* as many units as the driving list's df asks for; plan_units (and.cl) gives each its share
-     * on the device, where the list's length is known once its blocks are chosen */
+     * on the device, where the list's length is known once its blocks are chosen. A hashed
+     * query's units split the partitions into ranges of one size, in order (or_hash) */
     for (uint32_t u = 0, first = pl->nunits; u < nunits; u++)
         pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .first_unit = first,
                                              .begin = hash ? (uint32_t)((uint64_t)u * pl->lim.parts / nunits) : 0,
