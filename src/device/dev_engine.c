@@ -256,9 +256,11 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     qfiles[nf] = NULL;
     const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
     char *dopts = e->dopts, qopts[512], dnote[4400], qnote[4400];
-    /* or_hash: four blocks' postings a round where the device takes groups that large */
+    /* or_hash: eight blocks' postings a round where the device takes groups that large (on the
+     * H100, gov2 at k 10: or_hash 21.7 ms with groups of 256, 15.0 with 512, 13.0 with 1,024;
+     * docs/PERFORMANCE.md) */
     e->or_hash_wg = idx->block_size;
-    while (e->or_hash_wg < 4 * idx->block_size && e->or_hash_wg * 2 <= e->dev.info.max_work_group) e->or_hash_wg *= 2;
+    while (e->or_hash_wg < 8 * idx->block_size && e->or_hash_wg * 2 <= e->dev.info.max_work_group) e->or_hash_wg *= 2;
     snprintf(dopts, sizeof e->dopts,
              "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_HASH_WG=%u%s%s",
              idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log, e->or_hash_wg,
