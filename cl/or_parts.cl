@@ -136,7 +136,9 @@ void or_plan(__global const uint *in, uint qinfo_base, uint np, uint seeds, __gl
     __local uint hist[256], sh[3], scan[BLOCK_SIZE];
     uint q = get_group_id(0), lid = get_local_id(0);
     __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
-    uint nt = qi->num_terms, t0 = qi->term_start;
+    /* a hashed query's bounds are 0 (or_bounds skips its terms): its UB row is written 0 without
+     * reading them, and no seed is looked for */
+    const uint nt = qi->flags & ABI_QF_HASH ? 0u : qi->num_terms, t0 = qi->term_start, span = nt ? np : 0u;
     __global uint *u = ub + (ulong)q * np;
     __local float top[BLOCK_SIZE];
     float mx = 0.0f;
@@ -153,10 +155,10 @@ void or_plan(__global const uint *in, uint qinfo_base, uint np, uint seeds, __gl
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     uint T, need;
-    wg_kth_key(u, 1, np, seeds, hist, sh, &T, &need);
+    wg_kth_key(u, 1, span, seeds, hist, sh, &T, &need);
     /* the seeds: UB above T, and the first `need` equal to it */
     uint m = 0, ties = 0;
-    for (uint b0 = 0; b0 < np; b0 += BLOCK_SIZE) { /* uniform trip count */
+    for (uint b0 = 0; b0 < span; b0 += BLOCK_SIZE) { /* uniform trip count */
         uint p = b0 + lid, key = p < np ? u[p] : 0u;
         uint gt = key != 0 && key > T, eq = key != 0 && key == T, tot_eq, tot_sel;
         uint eq_rank = wg_scan_incl(scan, eq, &tot_eq) - eq + ties;
@@ -203,6 +205,21 @@ inline uint or_hist_theta(__global const uint *qh, uint k, float scale)
         c += sum;
     }
     return 0u;
+}
+
+/* A query term's decoded list (its abi_skip: ABI_SKIP_BOUND, cl/abi.h), whose first task is
+ * *first: the list's row of first slots S (returned), and its slots of partitions [p0, p1),
+ * [*s0, *s1), kept inside the list (a forged list's docIDs may leave S unwritten: then wrong
+ * sums, never a read outside). p0 <= p1 <= np. */
+inline __global const uint *or_term_slots(__global const abi_skip *sk, __global const uint *S, uint np, uint p0, uint p1,
+                                          uint *first, uint *s0, uint *s1)
+{
+    const uint f = sk->max_tasks, lb = f * BLOCK_SIZE, le = lb + sk->num_blocks * BLOCK_SIZE;
+    __global const uint *st = S + (ulong)sk->task_base * (np + 1);
+    *first = f;
+    *s0 = clamp(st[p0], lb, le);
+    *s1 = clamp(st[p1], *s0, le);
+    return st;
 }
 
 /* The accumulators are sparse: a scored partition's postings reach a few hundred of its OR_PART
@@ -330,11 +347,8 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             for (uint j = lid; j < nc; j += BLOCK_SIZE) {
                 uint t = c0 + j;
                 __global const abi_skip *sk = SKIPS_AT(in, skips_base, t0 + t);
-                uint first = sk->max_tasks, lb = first * BLOCK_SIZE, le = lb + sk->num_blocks * BLOCK_SIZE;
-                /* the term's slots in the partition, kept inside its list's (a forged list's
-                 * docIDs may leave starts unwritten: then wrong sums, never a read outside) */
-                __global const uint *st = S + (ulong)sk->task_base * (np + 1) + p;
-                uint s0 = clamp(st[0], lb, le), s1 = clamp(st[1], s0, le);
+                uint first, s0, s1; /* the term's slots in the partition */
+                or_term_slots(sk, S, np, p, p + 1, &first, &s0, &s1);
                 float others = 0.0f; /* the other terms' M in query order */
                 for (uint o = 0; o < nt; o++)
                     if (o != t) others += as_float(M[(ulong)(t0 + o) * np + p]);
@@ -484,9 +498,11 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
     __global const uint *u = ub + (ulong)q * np;
     __global uint *dst = items + (ulong)q * np;
     float theta = as_float(ctl[4 * q]), mx = as_float(ctl[4 * q + 3]); /* or_plan's largest UB */
+    /* no partition to queue where the largest bound is 0 (a hashed query's, an empty one's) */
+    const uint span = mx == 0.0f ? 0u : np;
     uint at = 0;
     for (int band = 7; band >= 0; band--) {
-        for (uint b0 = 0; b0 < np; b0 += BLOCK_SIZE) { /* uniform */
+        for (uint b0 = 0; b0 < span; b0 += BLOCK_SIZE) { /* uniform */
             uint p = b0 + lid, key = p < np ? u[p] : 0u, n;
             float f = as_float(key);
             uint in_band = isinf(mx) || !(mx > 0.0f) ? band == 7 : (int)min(7.0f, 8.0f * f / mx) == band;
@@ -570,10 +586,8 @@ void or_hash(__global const uint *in, uint qinfo_base, uint skips_base, uint uni
     __global uint *ent = htab + (hashed ? qi->cand_offset : 0u);
     for (uint t = 0; t < nt; t++) { /* uniform: a term's additions before the next's */
         __global const abi_skip *sk = SKIPS_AT(in, skips_base, t0 + t);
-        const uint first = sk->max_tasks, lb = first * BLOCK_SIZE, le = lb + sk->num_blocks * BLOCK_SIZE;
-        __global const uint *st = S + (ulong)sk->task_base * (np + 1);
-        /* the unit's slots of the list, kept inside it (a forged list may leave S unwritten) */
-        const uint s0 = p0 < p1 ? clamp(st[p0], lb, le) : lb, s1 = p0 < p1 ? clamp(st[p1], s0, le) : lb;
+        uint first, s0, s1; /* the unit's slots of the list */
+        __global const uint *st = or_term_slots(sk, S, np, p0, p1, &first, &s0, &s1);
         /* within a term a document has one posting: no two work-items add to one entry */
         for (uint at = s0 + lid; at < s1; at += OR_HASH_WG) {
             uint o = O[at];
