@@ -90,6 +90,9 @@
 #ifndef OR_REGS
 #define OR_REGS 4 /* slots a work-item loads ahead in one round of a partition's postings */
 #endif
+#ifndef OR_SEARCH_COST
+#define OR_SEARCH_COST 4 /* a binary search's step against a place read in order (see or_score) */
+#endif
 #define OR_WORDS (OR_PART / 32u) /* the accumulators' bitmap: OR_PART_LOG >= 5 */
 #define OR_SLACK ABI_OR_SLACK
 #define OR_SEED_BIT ABI_OR_SEED_BIT /* in UB: the partition is a seed */
@@ -304,6 +307,12 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
      * other terms' M (for the bound of a block) */
     __local uint t_s0[OR_TT], t_len[OR_TT], t_first[OR_TT], t_fb[OR_TT];
     __local float t_w[OR_TT], t_scale[OR_TT], t_others[OR_TT];
+    /* the term's M in the partition, and its slots read by the first pass: all of them where
+     * the term is essential, none where it is not (see "Essential terms" below) */
+    __local float t_m[OR_TT];
+    __local uint t_n1[OR_TT];
+    __local float ne_sum; /* the non-essential terms' M, summed */
+    __local uint ne_any, n_cand;
     uint lid = get_local_id(0);
     const uint longest = ctl[gbase]; /* queues are complete before */
     const uint tickets = persistent ? nq * (min(to, longest) - min(from, longest)) : get_num_groups(0);
@@ -359,10 +368,38 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                 t_w[j] = qt[t].weight;
                 t_scale[j] = as_float(sk->k);
                 t_others[j] = others;
+                t_m[j] = as_float(M[(ulong)(t0 + t) * np + p]);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            /* Essential terms (MaxScore within the partition), where the query's terms fit one
+             * round (nt <= OR_TT): term j, ranked among the terms by M (ties by index), is not
+             * essential where the M of the terms up to its rank, summed, is below theta. Their
+             * documents that no essential term holds score below theta: the first pass reads
+             * only the essential terms' slots, and a second gives its candidates exact sums. */
+            for (uint j = lid; j < nc; j += BLOCK_SIZE) {
+                float mj = t_m[j], cum = 0.0f;
+                for (uint o = 0; o < nc; o++) {
+                    float mo = t_m[o];
+                    if (mo < mj || (mo == mj && o <= j)) cum += mo;
+                }
+                t_n1[j] = nt <= OR_TT && or_below(cum, theta) ? 0u : t_len[j];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == 0) {
+                float ns = 0.0f;
+                uint any = 0;
+                for (uint j = 0; j < nc; j++)
+                    if (t_n1[j] != t_len[j]) {
+                        ns += t_m[j];
+                        any = 1;
+                    }
+                ne_sum = ns;
+                ne_any = any;
+                n_cand = 0;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             uint total = 0;
-            for (uint j = 0; j < nc; j++) total += t_len[j];
+            for (uint j = 0; j < nc; j++) total += t_n1[j];
             for (uint f0 = 0; f0 < total; f0 += OR_REGS * BLOCK_SIZE) { /* uniform */
                 uint off[OR_REGS], term[OR_REGS], j = 0, cum = 0;
                 float c[OR_REGS];
@@ -372,7 +409,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                      * a bitmap word, whose atomic_or the lanes that share it take in turn (on the
                      * H100, 8 ms of 132 at k 10 against slots a group's width apart) */
                     uint f = f0 + lid * OR_REGS + r;
-                    while (j < nc && f - cum >= t_len[j]) cum += t_len[j++];
+                    while (j < nc && f - cum >= t_n1[j]) cum += t_n1[j++];
                     off[r] = ABI_OR_NO_SLOT;
                     term[r] = nc;
                     c[r] = 0.0f;
@@ -396,6 +433,53 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                     barrier(CLK_LOCAL_MEM_FENCE);
                 }
             }
+        }
+        /* The second pass, where some term was not essential (nt <= OR_TT, one round of
+         * records): the documents the essential terms reached whose partial sum with the
+         * non-essential terms' M reaches theta are the candidates; each gets its exact sum,
+         * term by term in query order (the reference's additions), and the others leave the
+         * bitmap. A term's postings of a candidate are found by binary search in its slots
+         * (places ascend within a partition) where the candidates are few against its slots,
+         * else by reading its places in order and keeping those of candidates. */
+        const uint gather = nt ? ne_any : 0u, gspan = gather ? wspan0 : 0u, gt = gather ? nt : 0u;
+        const float nsum = ne_sum;
+        uint nkept = 0;
+        for (uint i = lid; i < gspan; i += BLOCK_SIZE) {
+            uint bits = touched[i], keep = 0;
+            for (uint b = bits; b; b &= b - 1) {
+                uint d = 32 * i + or_low_bit(b);
+                if (!or_below(acc[d] + nsum, theta)) {
+                    keep |= 1u << (d & 31u);
+                    acc[d] = 0.0f;
+                    nkept++;
+                }
+            }
+            touched[i] = keep;
+        }
+        if (nkept) atomic_add(&n_cand, nkept);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint ncand = n_cand;
+        for (uint j = 0; j < gt; j++) { /* uniform: a term's additions before the next's */
+            const uint s0 = t_s0[j], len = t_len[j];
+            const uint search = (ulong)ncand * (33u - clz(len)) * OR_SEARCH_COST < len;
+            const uint sspan = search ? gspan : 0u, rspan = search ? 0u : len;
+            for (uint i = lid; i < sspan; i += BLOCK_SIZE)
+                for (uint bits = touched[i]; bits; bits &= bits - 1) {
+                    uint d = 32 * i + or_low_bit(bits), lo = s0, hi = s0 + len;
+                    while (lo < hi) {
+                        uint mid = (lo + hi) >> 1;
+                        if (O[mid] < d)
+                            lo = mid + 1;
+                        else
+                            hi = mid;
+                    }
+                    if (lo < s0 + len && O[lo] == d) acc[d] += C[lo];
+                }
+            for (uint f = lid; f < rspan; f += BLOCK_SIZE) {
+                uint o = O[s0 + f];
+                if (o < OR_PART && (touched[o >> 5] >> (o & 31u) & 1u)) acc[o] += C[s0 + f];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
         }
         /* candidates: scores >= theta, and of those, where more than k, the ones at or above the
          * k-th largest T (all of them equal to T: topk_select keeps the smaller docIDs of a tie,

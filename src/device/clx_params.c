@@ -28,9 +28,9 @@
 
 #define PARAM_FIELD(f) offsetof(clx_params, f)
 /* local memory or_score takes besides its accumulators, at most: the candidate scan (a block's
- * size, up to 512 words), the radix select's 256-bin histogram and OR_TT (32) terms' 7-word
+ * size, up to 512 words), the radix select's 256-bin histogram and OR_TT (32) terms' 9-word
  * records, and a few words */
-#define OR_LOCAL_EXTRA 4096u
+#define OR_LOCAL_EXTRA 4608u
 /* or_score's accumulators (4 bytes a document) and their bitmap (a bit a document) */
 #define OR_LOCAL(log) (((uint64_t)4 << (log)) + ((uint64_t)1 << (log)) / 8)
 
