@@ -775,6 +775,7 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
         cls_status s;
         while (added && q0 + e->plan.nq < n)
             if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
+        if (!added && e->plan.cut != PLAN_CUT_NONE) e->counters[14 + e->plan.cut].value++; /* batches_cut_* */
         double t0 = clx_now();
         s = run_batch(e, algo, r);
         double t = clx_now() - t0;
@@ -782,6 +783,13 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
             /* postings per second, smoothed: one odd batch moves the next batch's size a little */
             double rate = (double)e->plan.cost / t;
             e->rate = e->rate > 0 ? 0.75 * e->rate + 0.25 * rate : rate;
+            /* the search's later batches sized by the rate as it now stands: an engine's first
+             * search would otherwise keep its first batch's size (the floor, no rate yet) to the
+             * end; not after a split, whose smaller limit holds */
+            if (!splits) {
+                lim->max_queries = DEV_MAX_BATCH;
+                lim->max_cost = (uint64_t)(e->rate * e->batch_secs) + 1;
+            }
         }
         if (s != CLS_OK) {
             /* the cache's loads may not all have happened: forget what it holds */
@@ -823,7 +831,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                                                     "queries_pruned", "postings_in_lists", "postings_decoded",
                                                     "partitions_scored", "queries_rerun", "or_bounds_from",
                                                     "topk_select", "topk_rows", "topk_team", "topk_wide",
-                                                    "queries_hashed", "lists_found", "lists_loaded", "bytes_loaded"};
+                                                    "queries_hashed", "batches_cut_queries", "batches_cut_bytes",
+                                                    "batches_cut_cost", "batches_cut_alloc", "lists_found",
+                                                    "lists_loaded", "bytes_loaded"};
     for (unsigned i = 0; i < DEV_COUNTERS; i++) e->counters[i] = (cls_counter){names[i], 0};
     e->counters[3].value = (uint64_t)e->rate;
     const cls_index *idx = e->idx;
@@ -911,9 +921,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     }
     e->counters[3].value = (uint64_t)e->rate;
     if (e->cached) {
-        e->counters[15].value = e->cache.hits - hits0;
-        e->counters[16].value = e->cache.misses - misses0;
-        e->counters[17].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
+        e->counters[19].value = e->cache.hits - hits0;
+        e->counters[20].value = e->cache.misses - misses0;
+        e->counters[21].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {

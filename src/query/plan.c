@@ -124,6 +124,7 @@ uint64_t plan_query(const batch_plan *pl, uint32_t i) { return pl->order ? pl->o
 
 cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
 {
+    pl->cut = PLAN_CUT_ALLOC; /* until the limits below are weighed */
     *added = 0;
     const cls_index *idx = pl->idx;
     const uint64_t qi = plan_query(pl, pl->nq);
@@ -281,6 +282,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     uint64_t cost = pl->cost + need_cost(idx, &need, shortest, q->num_terms ? idx->terms[t[drive].term].num_blocks : 0, sum,
                                          q->num_terms, pl->lim.prune ? pl->kk : 0);
     const plan_limits *L = &pl->lim;
+    pl->cut = nq > L->max_queries ? PLAN_CUT_QUERIES
+              : bytes > L->budget ? PLAN_CUT_BYTES
+              : L->max_cost && pl->nq >= L->cost_floor && cost > L->max_cost ? PLAN_CUT_COST
+                                                                              : PLAN_CUT_ALLOC;
     if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || (L->max_cost && pl->nq >= L->cost_floor && cost > L->max_cost) ||
                        dec * 4 > L->max_alloc ||
                        stasks * sizeof(abi_task) > L->max_alloc || (pl->cand + need.cand) * 4 > L->max_alloc ||
@@ -291,6 +296,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                        (need.parts && (nq * L->parts >= UINT32_MAX || nq * L->pool >= UINT32_MAX ||
                                        nq * L->parts * 4 > L->max_alloc || nq * L->pool * 4 > L->max_alloc))))
         return not_added(pl, ntouched0, nloads0, CLS_OK);
+    pl->cut = PLAN_CUT_NONE;
     /* It fits: write its lists and descriptors. */
     if (!vec_reserve(&pl->lists, &pl->lists_cap, (size_t)pl->nlists + (pl->ntouched - ntouched0) + 1, sizeof *pl->lists))
         return not_added(pl, ntouched0, nloads0, err_set(CLS_E_NOMEM, "out of memory for the batch plan"));

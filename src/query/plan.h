@@ -57,6 +57,11 @@ typedef struct plan_limits {
                            * accumulated in a hash table of its own instead (ABI_QF_HASH); 0: none */
 } plan_limits;
 
+/* Why plan_add left a query for the next batch: the batch would have held more queries than
+ * max_queries, more bytes than the budget, more cost than max_cost, or else a buffer larger than
+ * the device's largest allocation, a count past 32 bits or more than the list cache holds. */
+enum { PLAN_CUT_NONE, PLAN_CUT_QUERIES, PLAN_CUT_BYTES, PLAN_CUT_COST, PLAN_CUT_ALLOC };
+
 typedef struct batch_plan {
     /* set by plan_init */
     const cls_index *idx;
@@ -92,6 +97,7 @@ typedef struct batch_plan {
     uint64_t bytes;      /* device bytes the batch's buffers need, as costed */
     uint64_t cost;       /* its queries' plan_cost together */
     uint32_t ntouched;   /* terms slotted in this batch */
+    uint32_t cut;        /* the limit that kept the last query plan_add saw out (PLAN_CUT_*) */
     /* host arrays, reused from batch to batch (capacities only grow) */
     abi_list *lists;
     abi_query *queries;
