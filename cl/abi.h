@@ -155,6 +155,11 @@ typedef struct abi_olist {
  * the partition kernels with the kernels' own constants. */
 #define ABI_OR_SLACK (1.0f + 1.0f / 4096.0f)
 #define ABI_OR_SEED_BIT 0x80000000u
+/* or_score's queue pass runs in rounds (src/query/or.c): round r takes entries
+ * [ABI_OR_ROUND_FROM(r), ABI_OR_ROUND_FROM(r + 1)) of every query's queue (64, 512, 4096, the
+ * rest); or_rest lists, per round, the queries whose queue reaches into it. */
+#define ABI_OR_ROUNDS 4u
+#define ABI_OR_ROUND_FROM(r) ((r) == 0 ? 0u : (r) >= ABI_OR_ROUNDS ? 0xFFFFFFFFu : 8u << (3u * (r)))
 
 /* A share of one query's candidate work: postings [begin, end) of its driving list as the
  * device decoded it (match_and and intersect_and run one work-group per unit), so a long query

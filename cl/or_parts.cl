@@ -282,8 +282,11 @@ inline uint or_ticket(uint persistent, __global uint *next, __local uint *sh)
 
 /* persistent 0: ticket g (the group's) is seed slot g of the seed table (items, `seeds` a query);
  * persistent 1: work-groups take tickets until entries [from, to) of every query's queue (items:
- * np entries a query, q * np + i) are done, ticket t standing for entry from + t / nq of query
- * t % nq.
+ * np entries a query, q * np + i) are done, for the nact queries or_rest listed for the round
+ * (act: nq entries a round), ticket t standing for entry from + t / nact of the query at
+ * t % nact of the list. Listing them matters: a batch's hashed queries have empty queues, and
+ * with tickets for every query, three in four tickets found no entry, each a pass of the
+ * group's barriers and an atomic on the one ticket counter.
  *
  * A ticket's partition is scored (see the header) unless it is empty or its UB is below theta.
  * Every loop that holds a barrier has a trip count the whole group shares, and no barrier sits
@@ -297,7 +300,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
               __global const uint *M, __global const uint *ub, __global const uint *items, uint seeds,
               uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey,
               __global uint *hist_all, __global const float *C, __global const ushort *O, __global const uint *S,
-              uint from, uint to)
+              uint from, uint to, __global const uint *act, uint round)
 {
     __local float acc[OR_PART];
     __local uint touched[OR_WORDS]; /* bit d: accumulator d holds a sum (see or_add) */
@@ -315,7 +318,10 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
     __local uint ne_any, n_cand;
     uint lid = get_local_id(0);
     const uint longest = ctl[gbase]; /* queues are complete before */
-    const uint tickets = persistent ? nq * (min(to, longest) - min(from, longest)) : get_num_groups(0);
+    /* the queries whose queue reaches into the round (or_rest's list): no ticket for a query
+     * whose queue ends before it (a hashed query's is empty) */
+    const uint nact = persistent ? ctl[gbase + 4 + round] : 0u;
+    const uint tickets = persistent ? nact * (min(to, longest) - min(from, longest)) : get_num_groups(0);
     /* the group's partitions scored, added to the batch's counter once, at the end */
     uint all_parts = 0;
     for (uint ticket = or_ticket(persistent, ctl + gbase + 1, sh); ticket < tickets; ticket = next_ticket) {
@@ -324,8 +330,8 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         if (persistent && lid == 0) next = atomic_inc(ctl + gbase + 1);
         uint q, p, live;
         if (persistent) {
-            q = ticket % nq;
-            uint i = from + ticket / nq;
+            q = act[(ulong)round * nq + ticket % nact];
+            uint i = from + ticket / nact;
             live = i < ctl[4 * q + 2];
             p = live ? items[(ulong)q * np + i] : 0;
         } else {
@@ -358,19 +364,24 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                 __global const abi_skip *sk = SKIPS_AT(in, skips_base, t0 + t);
                 uint first, s0, s1; /* the term's slots in the partition */
                 or_term_slots(sk, S, np, p, p + 1, &first, &s0, &s1);
-                float others = 0.0f; /* the other terms' M in query order */
-                for (uint o = 0; o < nt; o++)
-                    if (o != t) others += as_float(M[(ulong)(t0 + o) * np + p]);
                 t_s0[j] = s0;
                 t_len[j] = s1 - s0;
                 t_first[j] = first;
                 t_fb[j] = sk->first_block;
                 t_w[j] = qt[t].weight;
                 t_scale[j] = as_float(sk->k);
-                t_others[j] = others;
                 t_m[j] = as_float(M[(ulong)(t0 + t) * np + p]);
             }
+            /* the other terms' M, in query order: from the records of a round where the query's
+             * terms fit one (each term's M one load, not one a term and another term), else read */
             barrier(CLK_LOCAL_MEM_FENCE);
+            for (uint j = lid; j < nc; j += BLOCK_SIZE) {
+                uint t = c0 + j;
+                float others = 0.0f;
+                for (uint o = 0; o < nt; o++)
+                    if (o != t) others += nt <= OR_TT ? t_m[o] : as_float(M[(ulong)(t0 + o) * np + p]);
+                t_others[j] = others;
+            }
             /* Essential terms (MaxScore within the partition), where the query's terms fit one
              * round (nt <= OR_TT): term j, ranked among the terms by M (ties by index), is not
              * essential where the M of the terms up to its rank, summed, is below theta. Their
@@ -575,7 +586,7 @@ void or_pool_theta(uint k, uint pool, __global uint *ctl, __global const uint *p
  * its queue, in eight bands of UB relative to its largest (the highest band first; docID order
  * within a band). */
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
-void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, __global uint *items)
+void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, __global uint *items, __global uint *act)
 {
     __local uint scan[BLOCK_SIZE];
     uint q = get_group_id(0), lid = get_local_id(0);
@@ -599,6 +610,9 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
     if (lid == 0) {
         ctl[4 * q + 2] = at;
         if (at) atomic_max(ctl + gbase, at);
+        /* the rounds its queue reaches into: or_score takes tickets only for the queries listed */
+        for (uint r = 0; r < ABI_OR_ROUNDS; r++)
+            if (at > ABI_OR_ROUND_FROM(r)) act[r * get_num_groups(0) + atomic_inc(ctl + gbase + 4 + r)] = q;
     }
 }
 

@@ -401,17 +401,19 @@ static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
     const uint32_t B = idx->block_size, nol = pl->nolists;
     const size_t slots = (size_t)pl->otasks * B;
     uint32_t *M = malloc((size_t)nt * np * 4), *ub = malloc((size_t)nq * np * 4),
-             *seed = malloc((size_t)nq * seeds * 4), *ctl = malloc((size_t)nq * 4 * 4),
+             *seed = malloc((size_t)nq * seeds * 4), *ctl = malloc(((size_t)nq * 4 + 8) * 4),
+             *act = malloc((size_t)nq * ABI_OR_ROUNDS * 4), *in_round = calloc(ABI_OR_ROUNDS * (size_t)nq, 4),
              *items = malloc((size_t)nq * np * 4), *rM = calloc((size_t)nt * np, 4), *S = malloc((size_t)nol * (np + 1) * 4),
              *rS = malloc((size_t)(np + 1) * 4), *docs = malloc(B * 4), *tfs = malloc(B * 4);
     float *bmax = malloc((idx->num_blocks + 1) * sizeof *bmax), *C = malloc(slots * 4);
     uint16_t *O = malloc(slots * 2);
-    ck_assert(M && ub && seed && ctl && items && rM && S && rS && docs && tfs && bmax && C && O);
+    ck_assert(M && ub && seed && ctl && act && in_round && items && rM && S && rS && docs && tfs && bmax && C && O);
     struct { cl_mem m; size_t bytes; void *to; } rd[] = {
         {x->or_m.mem, (size_t)nt * np * 4, M},    {x->or_c.mem, slots * 4, C}, {x->or_o.mem, slots * 2, O},
         {x->or_s.mem, (size_t)nol * (np + 1) * 4, S},
         {x->or_ub.mem, (size_t)nq * np * 4, ub},  {x->or_seed.mem, (size_t)nq * seeds * 4, seed},
-        {x->or_ctl.mem, (size_t)nq * 4 * 4, ctl}, {x->or_items.mem, (size_t)nq * np * 4, items}};
+        {x->or_ctl.mem, ((size_t)nq * 4 + 8) * 4, ctl}, {x->or_items.mem, (size_t)nq * np * 4, items},
+        {x->or_act.mem, (size_t)nq * ABI_OR_ROUNDS * 4, act}};
     for (size_t i = 0; i < sizeof rd / sizeof *rd; i++)
         ck_assert_int_eq(clEnqueueReadBuffer(x->queue, rd[i].m, CL_TRUE, 0, rd[i].bytes, rd[i].to, 0, NULL, NULL),
                          CL_SUCCESS);
@@ -542,6 +544,20 @@ static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
         }
     }
     free(order);
+    /* or_rest's lists: round r lists, once each and in any order, the queries whose queue holds
+     * more than ABI_OR_ROUND_FROM(r) entries, and no other */
+    for (uint32_t r = 0; r < ABI_OR_ROUNDS; r++) {
+        uint32_t n = ctl[4 * nq + 4 + r], want = 0;
+        for (uint32_t q = 0; q < nq; q++) want += ctl[4 * q + 2] > ABI_OR_ROUND_FROM(r);
+        ck_assert_msg(n == want, "or_rest: round %u lists %u queries, plain C %u", r, n, want);
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t q = act[(size_t)r * nq + i];
+            ck_assert_uint_lt(q, nq);
+            ck_assert_msg(ctl[4 * q + 2] > ABI_OR_ROUND_FROM(r) && !in_round[(size_t)r * nq + q],
+                          "or_rest: round %u lists query %u (queue %u) wrongly or twice", r, q, ctl[4 * q + 2]);
+            in_round[(size_t)r * nq + q] = 1;
+        }
+    }
     /* or_hash: each hashed query's table holds every document of its lists once, with its sum
      * in query term order (the first contribution, then each next added), bit for bit, and no
      * other key; an entry no document took holds no sum. Its units split the partitions in
@@ -597,7 +613,8 @@ static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
         }
         free(tab), free(acc), free(seen);
     }
-    free(M), free(ub), free(seed), free(ctl), free(items), free(rM), free(S), free(rS), free(docs), free(tfs), free(bmax);
+    free(M), free(ub), free(seed), free(ctl), free(act), free(in_round), free(items), free(rM), free(S), free(rS);
+    free(docs), free(tfs), free(bmax);
     free(C), free(O);
     return split;
 }

@@ -86,6 +86,7 @@ typedef struct clx_engine {
      * (cl/or_parts.cl) */
     dbuf or_m, or_ub, or_items, or_seed, or_ctl, or_hist, or_tasks, or_c, or_o, or_s;
     dbuf or_htab;           /* OR by hashing: the hashed queries' tables (or_hash) */
+    dbuf or_act;            /* per round of or_score's queue pass, the queries with entries in it (or_rest) */
     unsigned or_hash_wg;    /* or_hash's work-items a group (OR_HASH_WG) */
     cl_mem d_bmax;          /* block maxima at weight 1 (ABI_BOUND_TABLE), one float a block */
     float bmax_k1, bmax_b;  /* the parameters d_bmax holds (-1: none yet) */

@@ -519,7 +519,7 @@ void clx_free(clx_engine *e)
     dbuf *bufs[] = {&e->in,     &e->tasks, &e->docs,   &e->freqs, &e->cand,   &e->cscore, &e->acc,
                     &e->sdoc,   &e->sscore, &e->out,   &e->stasks, &e->nsel,  &e->ucount, &e->useg,
                     &e->qseg,   &e->l1,    &e->or_m,   &e->or_ub, &e->or_items, &e->or_seed, &e->or_ctl, &e->or_hist,
-                    &e->or_tasks, &e->or_c,  &e->or_o,  &e->or_s, &e->or_htab};
+                    &e->or_tasks, &e->or_c,  &e->or_o,  &e->or_s, &e->or_htab, &e->or_act};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
     if (e->h_stage) { /* the pinned staging's mapping, while the queue lives */

@@ -71,13 +71,12 @@ cls_status algo_or_accumulate(dev_batch *b)
 #define OR_HIST_BINS 256u
 /* or_bounds' work-groups per compute unit where a batch has few terms */
 #define OR_BOUND_GROUPS_PER_CU 8u
-/* The queue pass's rounds: where each launch of or_score ends in every query's queue (the last
- * takes the rest), or_pool_theta raising each query's theta to the k-th best of its pool in between.
+/* The queue pass's rounds (cl/abi.h: ABI_OR_ROUND_FROM, 64, 512, 4096): where each launch of
+ * or_score ends in every query's queue (the last takes the rest), or_pool_theta raising each query's theta to the k-th best of its pool in between.
  * Each round's bound is eight times the last's, so a query whose histogram cannot raise theta
  * (or_parts.cl: or_pool_theta) offers a few thousand candidates a round instead of nearly every
  * document it matches: on gov2 at k 1000 the largest pool went from 5.6 million candidates to
  * 33,181, and 4,096 topics from 9,427 to 12,217 q/s on the H100 (docs/PERFORMANCE.md). */
-static const cl_uint or_round_ends[] = {64, 512, 4096, UINT32_MAX};
 
 static cls_status launch(dev_batch *b)
 {
@@ -103,6 +102,7 @@ static cls_status launch(dev_batch *b)
         (s = dev_buf_need(e, &e->or_items, (size_t)nq * np * 4, "partition queue")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_seed, (size_t)nq * seeds * 4, "seed partitions")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_ctl, ((size_t)gbase + 8) * 4, "partition counters")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_act, (size_t)nq * ABI_OR_ROUNDS * 4, "queries of each round")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_hist, (size_t)nq * OR_HIST_BINS * 4, "candidate histograms")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cand, (size_t)nq * pool * 4, "candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)nq * pool * 4, "candidate scores")) != CLS_OK)
@@ -161,25 +161,27 @@ static cls_status launch(dev_batch *b)
                     DEV_MEM(e->or_seed.mem), DEV_U32(seeds),         DEV_U32(zero),          DEV_U32(nq),
                     DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),          DEV_MEM(e->cand.mem),   DEV_MEM(e->cscore.mem),
                     DEV_MEM(e->or_hist.mem), DEV_MEM(e->or_c.mem),   DEV_MEM(e->or_o.mem),   DEV_MEM(e->or_s.mem),
-                    DEV_U32(zero),         DEV_U32(zero)};
-    if ((s = dev_run(e, "or_score", as, 26, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
+                    DEV_U32(zero),         DEV_U32(zero),            DEV_MEM(e->or_act.mem), DEV_U32(zero)};
+    if ((s = dev_run(e, "or_score", as, 28, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
     dev_arg at[] = {DEV_U32(kk), DEV_U32(pool), DEV_MEM(e->or_ctl.mem), DEV_MEM(e->cscore.mem)};
     if ((s = dev_run(e, "or_pool_theta", at, 4, nq, bs, "seeds")) != CLS_OK) return s;
-    dev_arg ar[] = {DEV_U32(np), DEV_MEM(e->or_ub.mem), DEV_MEM(e->or_ctl.mem), DEV_U32(gbase), DEV_MEM(e->or_items.mem)};
-    if ((s = dev_run(e, "or_rest", ar, 5, nq, bs, "bounds")) != CLS_OK) return s;
+    dev_arg ar[] = {DEV_U32(np),    DEV_MEM(e->or_ub.mem),    DEV_MEM(e->or_ctl.mem),
+                    DEV_U32(gbase), DEV_MEM(e->or_items.mem), DEV_MEM(e->or_act.mem)};
+    if ((s = dev_run(e, "or_rest", ar, 6, nq, bs, "bounds")) != CLS_OK) return s;
     as[12] = DEV_MEM(e->or_items.mem);
     as[14] = DEV_U32(one);
     size_t groups = (size_t)e->dev.info.compute_units * OR_GROUPS_PER_CU;
     cl_uint from = 0;
-    for (size_t r = 0; r < sizeof or_round_ends / sizeof *or_round_ends && from < np; r++) {
-        cl_uint to = or_round_ends[r];
+    for (cl_uint r = 0; r < ABI_OR_ROUNDS && from < np; r++) {
+        cl_uint to = ABI_OR_ROUND_FROM(r + 1);
         if (r) { /* the ticket counter, for this round */
             CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, ((size_t)gbase + 1) * 4, 4, 0, NULL, &ev));
             dev_record(e, ev, "score", 4);
         }
         as[24] = DEV_U32(from);
         as[25] = DEV_U32(to);
-        if ((s = dev_run(e, "or_score", as, 26, groups, bs, "score")) != CLS_OK) return s;
+        as[27] = DEV_U32(r);
+        if ((s = dev_run(e, "or_score", as, 28, groups, bs, "score")) != CLS_OK) return s;
         if (to < np && (s = dev_run(e, "or_pool_theta", at, 4, nq, bs, "score")) != CLS_OK) return s;
         from = to;
     }
