@@ -226,9 +226,11 @@ typedef struct abi_place {
 /* One more word after them counts the blocks block skipping chose to decode in the batch. */
 #define ABI_OUT_NSEL(Q, k) ABI_OUT_WORDS(Q, k)
 /* OR batches (or_finish) add, after that word: per query the candidates its partitions offered when
- * they overflowed its pool (0: they fit), then the batch's partitions scored. */
+ * they overflowed its pool (0: they fit), then the batch's partitions scored, then its
+ * (partition, term) pairs whose postings or_score's first pass left unread (terms that were not
+ * essential there). */
 #define ABI_OUT_OR(Q, k) (ABI_OUT_WORDS(Q, k) + 1)
-#define ABI_OUT_OR_WORDS(Q) ((Q) + 1)
+#define ABI_OUT_OR_WORDS(Q) ((Q) + 2)
 
 #ifndef ABI_DEVICE
 _Static_assert(sizeof(float) == 4, "the device's float is 32 bits");

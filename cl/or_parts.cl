@@ -38,6 +38,11 @@
  *   - within a scored partition, a block whose bound plus the other terms' M is below theta is
  *     not read. Documents of such a block are left with partial sums; their true score is below
  *     theta, hence below the final k-th best, and a partial sum is no larger;
+ *   - essential terms (MaxScore within the partition): ranked by M[t][p], the terms whose M,
+ *     summed from the smallest, stays below theta are not essential; a document that no
+ *     essential term holds scores below theta. The first pass reads only the essential terms'
+ *     postings; the documents they reach whose partial sum plus the others' M reaches theta
+ *     are then given exact sums (every term, query order), the others dropped;
  *   - a partition offers as candidates only documents scoring >= theta (read after its last
  *     block), at most its own top k (ties at its k-th best: the smallest docIDs). A document of the true top k is never in a skipped block
  *     (its score would be below theta), so its sum is exact, and fewer than k documents of its
@@ -60,19 +65,22 @@
  *              one work-group per query: theta raised to the k-th best score its pool holds;
  *   or_rest    one work-group per query: the other partitions whose UB reaches theta, into the
  *              query's queue, the highest bounds first (eight bands of UB / the query's largest);
+ *              and the query into the list of each round its queue reaches (below);
  *   or_score   again, in rounds (src/query/or.c: entries [0, 64) of every queue, then [64, 512),
  *              [512, 4096), the rest), each round persistent work-groups taking entries by an
- *              atomic ticket, round robin over the queries (ticket t: query t % nq, its entry
- *              from + t / nq), so every query's best partitions go first and raise its theta
- *              before its weaker ones start; or_pool_theta after every round but the last;
+ *              atomic ticket, round robin over the queries or_rest listed for the round (ticket
+ *              t: the query at t % nact of the list, its entry from + t / nact), so every
+ *              query's best partitions go first and raise its theta before its weaker ones
+ *              start; or_pool_theta after every round but the last;
  *   or_finish  per query its candidates' segment for topk_select (topk.cl), which ranks them.
  * Candidates go to a pool of `pool` slots per query, reserved by atomic_add; a query whose
  * partitions offer more is reported (its count) and run again by the engine with a larger pool.
  *
  * ctl: per query q, ctl[4q] theta's bits, ctl[4q + 1] the candidates offered, ctl[4q + 2] its
  * queue's length, ctl[4q + 3] its largest UB (the scale of its histogram of offered scores, which
- * raises theta too: or_hist_theta); from gbase = 4 nq on, the batch's longest queue, the ticket
- * and the partitions scored.
+ * raises theta too: or_hist_theta); from gbase = 4 nq on, the batch's longest queue, the ticket,
+ * the partitions scored, the (partition, term) pairs not essential, and at gbase + 4 + r the
+ * queries listed for round r.
  *
  * block_maxima: the table ABI_BOUND_TABLE reads, one work-group per block of the index: the
  * block's largest contribution at weight 1 under the norms in force. */
@@ -323,7 +331,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
     const uint nact = persistent ? ctl[gbase + 4 + round] : 0u;
     const uint tickets = persistent ? nact * (min(to, longest) - min(from, longest)) : get_num_groups(0);
     /* the group's partitions scored, added to the batch's counter once, at the end */
-    uint all_parts = 0;
+    uint all_parts = 0, all_skipped = 0; /* and (partition, term) pairs left unread, likewise */
     for (uint ticket = or_ticket(persistent, ctl + gbase + 1, sh); ticket < tickets; ticket = next_ticket) {
         /* the next ticket is taken now: the atomic's latency passes while this one is scored */
         uint next = tickets;
@@ -406,6 +414,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                     }
                 ne_sum = ns;
                 ne_any = any;
+                for (uint j = 0; j < nc; j++) all_skipped += t_n1[j] != t_len[j];
                 n_cand = 0;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -562,6 +571,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         barrier(CLK_LOCAL_MEM_FENCE); /* sh, acc and next_ticket are reused by the next ticket */
     }
     if (lid == 0 && all_parts) atomic_add(ctl + gbase + 2, all_parts);
+    if (lid == 0 && all_skipped) atomic_add(ctl + gbase + 3, all_skipped);
 }
 
 /* One work-group per query, between or_score's launches: theta raised to the k-th largest key of
@@ -762,7 +772,10 @@ __kernel void or_finish(uint nq, uint pool, __global const uint *ctl, uint gbase
     seg[2 * q] = q * pool;
     seg[2 * q + 1] = min(c, pool);
     out[or_at + q] = c > pool ? c : 0u;
-    if (q == 0) out[or_at + nq] = ctl[gbase + 2];
+    if (q == 0) {
+        out[or_at + nq] = ctl[gbase + 2];
+        out[or_at + nq + 1] = ctl[gbase + 3];
+    }
 }
 
 /* One work-group per abi_olist: its blocks' tasks, block b of list l as task task_base + b,

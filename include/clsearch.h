@@ -540,7 +540,9 @@ CLS_API size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **
  * cost model's measured rate after it, in postings per second of batch time), OR's
  * "partitions_scored", "queries_rerun" (with a larger candidate pool), "or_bounds_from" and
  * "queries_hashed" (OR queries of few postings accumulated in a hash table instead of by
- * partitions), the launches of each top-k kernel, and the device batches the planner closed at
+ * partitions), "partition_terms_skipped" (OR: the (partition, term) pairs whose postings a
+ * scored partition did not read, the term not being essential there: MaxScore within the
+ * partition), the launches of each top-k kernel, and the device batches the planner closed at
  * each of its limits: "batches_cut_queries" (the most queries a batch holds), "batches_cut_bytes"
  * (the engine's device memory for batches), "batches_cut_cost" (the batch's target time, at the
  * cost model's rate) and "batches_cut_alloc" (the device's largest buffer, 32-bit counts, the

@@ -668,7 +668,8 @@ static void check_or_pool_theta(cls_engine *e)
  * list, blocks spanning several), pools of 3 candidates (every query overflows and runs again),
  * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
  * (bounds from max_score) and others (block maxima computed on the device), or_bounds with
- * several groups a term; and it leaves some partitions unscored. */
+ * several groups a term; and it leaves some partitions unscored, and in scored ones some terms'
+ * postings unread (not essential there). */
 /* The test device's parameters with OR's partitions of 2^part_log documents and OR_HASH_RATIO
  * hash_ratio. */
 static clx_params or_params(unsigned part_log, unsigned hash_ratio)
@@ -703,6 +704,9 @@ START_TEST(or_prunes_by_partitions)
                               "k %u: %llu partitions scored of %llu", ks[i],
                               (unsigned long long)counter(small, "partitions_scored"),
                               (unsigned long long)cls_batch_count(f.b) * 141);
+            if (e == 1 && ks[i] <= 10) /* and within scored partitions, some terms not essential
+                                        * (their postings left unread by the first pass) */
+                ck_assert_uint_gt(counter(small, "partition_terms_skipped"), 0);
         }
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 1.2f, 0.75f);
     ck_assert_uint_eq(counter(small, "or_bounds_from"), ABI_BOUND_TABLE);

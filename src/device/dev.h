@@ -24,7 +24,7 @@
 #define DEV_MAX_KERNELS 32u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
-#define DEV_COUNTERS 22u
+#define DEV_COUNTERS 23u
 /* counters[DEV_CTR_TOPK + i]: launches of the i-th top-k kernel (dev_launch.c: topk_names) */
 #define DEV_CTR_TOPK 10u
 /* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
@@ -125,7 +125,8 @@ typedef struct clx_engine {
                                          * their lists, postings decoded, OR partitions scored, OR
                                          * queries run again with a larger pool, where OR's block
                                          * bounds came from (ABI_BOUND_*), launches of each
-                                         * top-k kernel, OR queries hashed, batches closed at each
+                                         * top-k kernel, OR queries hashed, OR (partition, term)
+                                         * pairs not essential, batches closed at each
                                          * planner limit (PLAN_CUT_*); with the list
                                          * cache: lists found,
                                          * lists loaded, bytes loaded */

@@ -701,6 +701,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         e->counters[2].value += pl->otasks;
         e->counters[6].value += pl->opostings;
         e->counters[7].value += e->h_out[or_at + nq];
+        e->counters[15].value += e->h_out[or_at + nq + 1];
         e->counters[14].value += pl->nhash;
         for (uint32_t i = 0; i < nq; i++) {
             uint32_t offered = e->h_out[or_at + i];
@@ -775,7 +776,7 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
         cls_status s;
         while (added && q0 + e->plan.nq < n)
             if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
-        if (!added && e->plan.cut != PLAN_CUT_NONE) e->counters[14 + e->plan.cut].value++; /* batches_cut_* */
+        if (!added && e->plan.cut != PLAN_CUT_NONE) e->counters[15 + e->plan.cut].value++; /* batches_cut_* */
         double t0 = clx_now();
         s = run_batch(e, algo, r);
         double t = clx_now() - t0;
@@ -831,7 +832,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                                                     "queries_pruned", "postings_in_lists", "postings_decoded",
                                                     "partitions_scored", "queries_rerun", "or_bounds_from",
                                                     "topk_select", "topk_rows", "topk_team", "topk_wide",
-                                                    "queries_hashed", "batches_cut_queries", "batches_cut_bytes",
+                                                    "queries_hashed", "partition_terms_skipped", "batches_cut_queries", "batches_cut_bytes",
                                                     "batches_cut_cost", "batches_cut_alloc", "lists_found",
                                                     "lists_loaded", "bytes_loaded"};
     for (unsigned i = 0; i < DEV_COUNTERS; i++) e->counters[i] = (cls_counter){names[i], 0};
@@ -921,9 +922,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     }
     e->counters[3].value = (uint64_t)e->rate;
     if (e->cached) {
-        e->counters[19].value = e->cache.hits - hits0;
-        e->counters[20].value = e->cache.misses - misses0;
-        e->counters[21].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
+        e->counters[20].value = e->cache.hits - hits0;
+        e->counters[21].value = e->cache.misses - misses0;
+        e->counters[22].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {

@@ -6,7 +6,8 @@
  * space is cut into partitions of OR_PART documents; each query's partitions are bounded from its
  * lists' block heads (or_bounds, or_plan), the highest-bounded ones scored first (the seeds),
  * the others scored only where their bound reaches the query's rising threshold (or_rest, then
- * persistent or_score in rounds, the threshold raised to the k-th best of the query's pool after
+ * persistent or_score in rounds, within a partition only the essential terms' postings read
+ * first (MaxScore), the threshold raised to the k-th best of the query's pool after
  * the seeds and each round: or_pool_theta), each in local-memory accumulators, reading only the
  * blocks that can matter; each partition offers at most k candidates at or above the threshold
  * to its query's pool, and topk_select ranks the pool. Nothing the size of the collection exists
@@ -214,7 +215,8 @@ const query_algo algo_or = {
     .decode_file = "or_parts.cl",
     .decode_kernels = decode_kernels,
     .describe = "docID-range partitions with block-max pruning (or_expand + or_decode: each list decoded once, "
-                "or_bounds + or_plan + or_score seeds + or_pool_theta, or_rest, or_score queue in rounds + "
+                "or_bounds + or_plan + or_score seeds + or_pool_theta, or_rest, or_score queue in rounds (essential "
+                "terms first: MaxScore within a partition) + "
                 "or_pool_theta + or_finish) + top-k over the candidate pool",
     .need = need,
     .launch = launch,
