@@ -73,7 +73,8 @@ cls_status algo_or_accumulate(dev_batch *b)
 /* or_bounds' work-groups per compute unit where a batch has few terms */
 #define OR_BOUND_GROUPS_PER_CU 8u
 /* The queue pass's rounds (cl/abi.h: ABI_OR_ROUND_FROM, 64, 512, 4096): where each launch of
- * or_score ends in every query's queue (the last takes the rest), or_pool_theta raising each query's theta to the k-th best of its pool in between.
+ * or_score ends in every query's queue (the last takes the rest), or_pool_theta raising each
+ * query's theta to the k-th best of its pool in between.
  * Each round's bound is eight times the last's, so a query whose histogram cannot raise theta
  * (or_parts.cl: or_pool_theta) offers a few thousand candidates a round instead of nearly every
  * document it matches: on gov2 at k 1000 the largest pool went from 5.6 million candidates to

@@ -275,7 +275,8 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                      (stasks - pl->stasks) * sizeof(abi_task) + (dec - pl->dec) * 8 + (uint64_t)need.cand * 8 +
                      (uint64_t)need.dense * idx->num_docs * 4 +
                      (need.parts ? ((uint64_t)q->num_terms + 2) * pl->lim.parts * 4 + (uint64_t)pl->lim.seeds * 4 +
-                                       (uint64_t)pl->lim.pool * 8 + 16 + ABI_OR_ROUNDS * 4 + (otasks - pl->otasks) * (B * 6 + 8) +
+                                       (uint64_t)pl->lim.pool * 8 + 16 + ABI_OR_ROUNDS * 4 +
+                                       (otasks - pl->otasks) * (B * 6 + 8) +
                                        (uint64_t)(nolists - pl->nolists) * (((uint64_t)pl->lim.parts + 1) * 4 + sizeof(abi_olist))
                                  : 0);
     uint64_t rows = pl->dense + need.dense, nq = (uint64_t)pl->nq + 1;
