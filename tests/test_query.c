@@ -982,6 +982,20 @@ END_TEST
 
 /* Budgets from "one query a batch" up: the device cuts the search into batches and the results
  * stay those of the reference. */
+/* The profile's transfer steps are the copies between host and device alone: a fill on the
+ * device is counted with the kernels it prepares (or_bounds' fills once made `bench e2e`'s H2D
+ * column hold or_bounds). */
+static void profile_transfers_are_copies(const cls_engine *dev)
+{
+    const cls_profile_step *st;
+    size_t n = cls_engine_profile(dev, &st, NULL);
+    for (size_t i = 0; i < n; i++)
+        if (st[i].transfer)
+            ck_assert_msg(strcmp(st[i].name, "upload") == 0 || strcmp(st[i].name, "download") == 0 ||
+                              strcmp(st[i].name, "lists up") == 0,
+                          "profile step %s counted as a transfer", st[i].name);
+}
+
 START_TEST(budget_splits_batches)
 {
     fixture f = fixture_open(21, 2500, 300, 4, 120);
@@ -996,6 +1010,7 @@ START_TEST(budget_splits_batches)
             uint32_t batches;
             size_t n = cls_engine_profile(f.dev, &st, &batches);
             ck_assert_uint_gt(n, 0);
+            profile_transfers_are_copies(f.dev);
             if (i == 0) ck_assert_uint_eq(batches, cls_batch_count(f.b)); /* one query a batch */
             else ck_assert_uint_gt(batches, 1);
         }
@@ -1011,6 +1026,7 @@ START_TEST(budget_splits_batches)
         uint32_t batches;
         ck_assert_uint_gt(cls_engine_profile(f.dev, &st, &batches), 0);
         ck_assert_uint_gt(batches, 1);
+        profile_transfers_are_copies(f.dev);
     }
     fixture_close(&f);
 }

@@ -179,6 +179,10 @@ cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsig
 cl_kernel dev_kernel(const clx_engine *e, const char *name);
 /* Counts a transfer's event toward step (the event is kept until the batch's profile is taken). */
 void dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes);
+/* Counts a clEnqueueFillBuffer's event toward the kernel step it prepares: device work, not a
+ * transfer (a fill moves nothing between host and device; counted as a transfer, `bench e2e`'s
+ * H2D column held or_bounds' kernels). */
+void dev_record_fill(clx_engine *e, cl_event ev, const char *step);
 /* Adds the batch's finished commands to the profile (when ok) and releases their events. */
 void dev_profile_collect(clx_engine *e, int ok);
 void dev_profile_reset(clx_engine *e);

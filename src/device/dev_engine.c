@@ -679,7 +679,7 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     if (pl->nskips) { /* select_blocks counts into the word after the results */
         cl_uint zero = 0;
         CLX_TRY(clEnqueueFillBuffer(e->queue, e->out.mem, &zero, 4, (size_t)b.nsel_at * 4, 4, 0, NULL, &ev));
-        dev_record(e, ev, "upload", 4);
+        dev_record_fill(e, ev, "select");
     }
     if (pl->nlists) { /* the whole lists' tasks, made on the device from one record a list */
         dev_arg a[] = {DEV_MEM(e->in.mem), DEV_MEM(e->tasks.mem)};

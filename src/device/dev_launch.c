@@ -58,7 +58,10 @@ cl_kernel dev_kernel(const clx_engine *e, const char *name)
 static unsigned step_of(clx_engine *e, const char *name, int transfer)
 {
     for (unsigned i = 0; i < e->nsteps; i++)
-        if (strcmp(e->steps[i].name, name) == 0) return i;
+        if (strcmp(e->steps[i].name, name) == 0) {
+            assert(e->steps[i].transfer == transfer); /* a step is transfers or device work, never both */
+            return i;
+        }
     assert(e->nsteps < DEV_MAX_STEPS);
     e->steps[e->nsteps] = (cls_profile_step){.name = name, .transfer = transfer};
     return e->nsteps++;
@@ -68,6 +71,12 @@ void dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes)
 {
     assert(e->nevents < DEV_MAX_EVENTS);
     e->events[e->nevents++] = (dev_event){.ev = ev, .step = step_of(e, step, 1), .bytes = bytes};
+}
+
+void dev_record_fill(clx_engine *e, cl_event ev, const char *step)
+{
+    assert(e->nevents < DEV_MAX_EVENTS);
+    e->events[e->nevents++] = (dev_event){.ev = ev, .step = step_of(e, step, 0)};
 }
 
 cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,

@@ -111,11 +111,11 @@ static cls_status launch(dev_batch *b)
         return s;
     cl_event ev;
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_m.mem, &zero, 4, 0, (size_t)pl->nterms * np * 4, 0, NULL, &ev));
-    dev_record(e, ev, "bounds", (size_t)pl->nterms * np * 4);
+    dev_record_fill(e, ev, "bounds");
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, (size_t)gbase * 4, 8 * 4, 0, NULL, &ev));
-    dev_record(e, ev, "bounds", 32);
+    dev_record_fill(e, ev, "bounds");
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_hist.mem, &zero, 4, 0, (size_t)nq * OR_HIST_BINS * 4, 0, NULL, &ev));
-    dev_record(e, ev, "bounds", (size_t)nq * OR_HIST_BINS * 4);
+    dev_record_fill(e, ev, "bounds");
     cl_uint nwords;
     if ((s = dev_words_count(e->d_words, &nwords)) != CLS_OK) return s;
     /* the batch's lists, each decoded once into contributions at its weight (or_decode) */
@@ -178,7 +178,7 @@ static cls_status launch(dev_batch *b)
         cl_uint to = ABI_OR_ROUND_FROM(r + 1);
         if (r) { /* the ticket counter, for this round */
             CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, ((size_t)gbase + 1) * 4, 4, 0, NULL, &ev));
-            dev_record(e, ev, "score", 4);
+            dev_record_fill(e, ev, "score");
         }
         as[24] = DEV_U32(from);
         as[25] = DEV_U32(to);
