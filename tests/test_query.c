@@ -394,7 +394,7 @@ static uint32_t t_as_uint(float f)
 static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
 {
     clx_engine *x = engine_clx(e);
-    const batch_plan *pl = &x->plan;
+    const batch_plan *pl = x->plan;
     const uint32_t nq = pl->nq, nt = pl->nterms, np = pl->lim.parts, seeds = pl->lim.seeds,
                    L = clx_engine_params(x)->or_part_log;
     ck_assert(pl->parts && np > 1 && nq > 0 && x->or_bsrc != ABI_BOUND_NONE);
@@ -1080,6 +1080,57 @@ END_TEST
 /* The plan, without a device: every batch respects the query limit and the budget (unless it
  * holds one query), batches tile the queries in order, and a term shared by queries of a batch
  * is decoded once. */
+/* A batch that fails for want of device memory runs again in halves, from its first query,
+ * whether it fails at its enqueue or when it is waited for (the batch after it, enqueued while it
+ * ran, is then forgotten and planned again): the search still gives the reference's results, in
+ * more batches. A batch of one query that fails fails the search, and the engine's next search
+ * is whole (no term of the forgotten batches left slotted in a plan). */
+START_TEST(failed_batch_runs_again_in_halves)
+{
+    fixture f = fixture_open(25, 2500, 300, 6, 120);
+    cls_engine_opts o;
+    cls_engine_opts_init(&o);
+    o.device = device();
+    o.batch_ms = 0.001;
+    cls_engine *dev;
+    ck_assert_msg(cls_engine_create_opts(f.idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
+    clx_engine *cx = engine_clx(dev);
+    clx_set_batch_floor(cx, 8);
+    const cls_mode modes[] = {CLS_MODE_OR, CLS_MODE_AND};
+    const cls_profile_step *st;
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        same_as_ref(dev, f.ref, f.b, modes[m], 10); /* the rate measured: batches of the floor */
+        uint32_t clean, batches;
+        cls_engine_profile(dev, &st, &clean);
+        ck_assert_uint_gt(clean, 4);
+        for (int late = 0; late < 2; late++)
+            for (uint32_t nth = 1; nth <= 3; nth++) {
+                clx_fail_batch(cx, nth, late);
+                same_as_ref(dev, f.ref, f.b, modes[m], 10);
+                cls_engine_profile(dev, &st, &batches);
+                ck_assert_msg(batches > clean, "%s, batch %u failing (late %d): %u batches, %u without",
+                              cls_mode_name(modes[m]), nth, late, batches, clean);
+            }
+    }
+    clx_set_batch_floor(cx, 1);
+    for (int late = 0; late < 2; late++) {
+        cls_search_params p;
+        cls_search_defaults(&p);
+        p.k = 10;
+        p.mode = CLS_MODE_OR;
+        cls_results *rd;
+        ck_assert_int_eq(cls_results_create(&rd), CLS_OK);
+        /* the search's batches hold one query each (the floor, and the rate's target of 1 us) */
+        clx_fail_batch(cx, 3, late);
+        ck_assert_int_eq(cls_engine_search(dev, f.b, &p, rd), CLS_E_DEVMEM);
+        cls_results_free(rd);
+        same_as_ref(dev, f.ref, f.b, CLS_MODE_OR, 10);
+    }
+    cls_engine_free(dev);
+    fixture_close(&f);
+}
+END_TEST
+
 START_TEST(plan_respects_limits)
 {
     cls_index *idx = random_index(8, 1500, 200);
@@ -1328,6 +1379,7 @@ static Suite *suite(void)
     tcase_add_test(tc, budget_splits_batches);
     tcase_add_test(tc, work_units_split_queries);
     tcase_add_test(tc, cost_model_sizes_batches);
+    tcase_add_test(tc, failed_batch_runs_again_in_halves);
     tcase_add_test(tc, plan_respects_limits);
     tcase_add_test(tc, postings_verified_once);
     tcase_add_test(tc, list_cache_matches_reference);

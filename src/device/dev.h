@@ -23,7 +23,7 @@
 #define DEV_BATCH_SECONDS 0.025
 #define DEV_MAX_KERNELS 32u
 #define DEV_MAX_STEPS 16u   /* named steps of a profile */
-#define DEV_MAX_EVENTS 32u  /* commands profiled per batch */
+#define DEV_MAX_EVENTS 64u  /* commands profiled of the batches in flight (two, of at most 32) */
 #define DEV_COUNTERS 23u
 /* counters[DEV_CTR_TOPK + i]: launches of the i-th top-k kernel (dev_launch.c: topk_names) */
 #define DEV_CTR_TOPK 10u
@@ -38,7 +38,29 @@ typedef struct dbuf {
     size_t cap; /* bytes */
 } dbuf;
 
-/* A command of the batch in flight and the profile step it counts toward. */
+/* Host memory that the device reads or writes by DMA (a transfer from pageable memory is staged
+ * by the driver, and may wait for the commands queued before it): a buffer of
+ * CL_MEM_ALLOC_HOST_PTR, mapped once, its mapping kept while the buffer lives. */
+typedef struct dev_pinned {
+    cl_mem mem;
+    void *host;
+    size_t cap; /* bytes */
+} dev_pinned;
+
+/* A batch of a search in flight (dev_engine.c: search_batches): its plan, and from its enqueue
+ * to its completion the read of its results and what reading them needs. */
+typedef struct dev_flight {
+    batch_plan plan;
+    dev_pinned up;             /* its upload (the plan's, copied) */
+    dev_pinned res;            /* its results, read back */
+    size_t out_len, read_len;  /* words of results, words read */
+    cl_event read;             /* the read: complete when the whole batch is */
+    unsigned nevents;          /* its profiled commands, in e->events after those of the batch before */
+    double t_enqueued;         /* clx_now() when its commands were all enqueued */
+    int fail;                  /* tests (clx_fail_batch): it fails when waited for */
+} dev_flight;
+
+/* A command of a batch in flight and the profile step it counts toward. */
 typedef struct dev_event {
     cl_event ev;
     unsigned step;
@@ -102,9 +124,14 @@ typedef struct clx_engine {
                              * DEV_TOPK_ROWS topk_rows rather than topk_team, DEV_TOPK_WIDE_SELECT
                              * topk_wide's survivors through topk_select */
     const char *topk_ran;   /* the kernel that last ranked dense rows (tests and benchmarks) */
-    uint32_t *h_out;
+    uint32_t *h_out;  /* results read back outside a search's batches (dev_topk_rows) */
     size_t h_out_cap; /* words */
-    batch_plan plan;
+    /* A search's batches (search_batches): the next one is planned and enqueued while the one
+     * before runs on the device; plan is the last one enqueued (tests read it) */
+    dev_flight flight[2];
+    const batch_plan *plan;
+    uint32_t fail_in;  /* tests (clx_fail_batch): batches to enqueue until one fails; 0: none */
+    int fail_late;     /* it fails when waited for, not at its enqueue */
     uint64_t budget; /* bytes the per-batch buffers may take together */
     uint32_t chunk;  /* candidates per work unit (DEV_CHUNK_STEPS steps of an intersect work-group) */
     /* the cost model (clx_search): plan_cost units per second of a batch's wall time, measured
@@ -116,7 +143,7 @@ typedef struct clx_engine {
     size_t order_cap, cost_cap;
     double build_secs;
     int from_cache;
-    /* profile of the last search: named steps, and the events of the batch in flight */
+    /* profile of the last search: named steps, and the events of the batches in flight */
     cls_profile_step steps[DEV_MAX_STEPS];
     unsigned nsteps;
     uint32_t batches;
@@ -137,6 +164,7 @@ typedef struct clx_engine {
 /* One planned batch on its way through the kernels: what an algorithm's launch reads and sets. */
 typedef struct dev_batch {
     clx_engine *e;
+    const batch_plan *pl;          /* its plan */
     uint32_t nq, num_docs;
     cl_mem in;                     /* the upload: lists | queries | terms | skips | units | olists (cl/abi.h) */
     cl_uint queries_base, terms_base, skips_base; /* word offsets of the records in `in` */
@@ -157,6 +185,10 @@ typedef struct dev_batch {
 
 /* ---- dev_launch.c ---------------------------------------------------------------------- */
 
+/* Grows p to at least need bytes (what names it in errors); p must not be in use by a command.
+ * Its contents are not kept. */
+cls_status dev_pinned_need(clx_engine *e, dev_pinned *p, size_t need, const char *what);
+void dev_pinned_release(clx_engine *e, dev_pinned *p);
 /* Grows b to at least need bytes (what names it in errors). */
 cls_status dev_buf_need(clx_engine *e, dbuf *b, size_t need, const char *what);
 /* clCreateBuffer, failing as CLSEARCH_FAULT's device-alloc faults (util/fault.h) say. */
@@ -185,6 +217,8 @@ void dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes);
 void dev_record_fill(clx_engine *e, cl_event ev, const char *step);
 /* Adds the batch's finished commands to the profile (when ok) and releases their events. */
 void dev_profile_collect(clx_engine *e, int ok);
+/* The same for the first n of them (a batch that completed while the next was enqueued). */
+void dev_profile_collect_first(clx_engine *e, unsigned n, int ok);
 void dev_profile_reset(clx_engine *e);
 
 /* Points b's top-k at segments: keys at seg's positions (+ key_shift) in keys, docIDs in docs. */

@@ -1,5 +1,6 @@
 /* The OpenCL engine: the index's words and block records live on the device; a search is cut
- * into batches, and each batch goes through the same loop whatever the query algorithm:
+ * into batches, and each batch goes through the same loop whatever the query algorithm (the
+ * next batch planned and enqueued while one runs: search_batches):
  *
  *   plan      the batch planner (src/query/plan.c) picks the queries, the blocks to decode and
  *             writes the descriptors of cl/abi.h into one host buffer
@@ -9,7 +10,8 @@
  *             dense score rows or scored candidates
  *   top-k     cl/topk.cl: topk_select (segments; one work-group a query), topk_rows (many dense
  *             rows, each read once), cl/topk_wide.cl (few long dense rows, many groups a row)
- *   collect   one read back: counts | docIDs | scores, copied into the cls_results
+ *   collect   one read back (into pinned host memory): counts | docIDs | scores, copied into
+ *             the cls_results
  *
  * Every buffer is sized from the data of the batch and kept for the next one (capacities only
  * grow), so the hot path allocates nothing per query. */
@@ -456,7 +458,8 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
         s = err_set(CLS_E_NOMEM, "out of memory");
         goto fail;
     }
-    if ((s = plan_init(&e->plan, idx)) != CLS_OK) goto fail;
+    if ((s = plan_init(&e->flight[0].plan, idx)) != CLS_OK || (s = plan_init(&e->flight[1].plan, idx)) != CLS_OK)
+        goto fail;
     e->chunk = DEV_CHUNK_STEPS * e->prm.wg_intersect;
     /* the per-batch buffers take half of what the index and the norms leave: the rest is the
      * driver's and other programs' */
@@ -522,6 +525,12 @@ void clx_free(clx_engine *e)
                     &e->or_tasks, &e->or_c,  &e->or_o,  &e->or_s, &e->or_htab, &e->or_act};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
+    for (unsigned i = 0; i < 2; i++) { /* the batches' pinned copies, unmapped while the queue lives */
+        if (e->flight[i].read) clReleaseEvent(e->flight[i].read);
+        dev_pinned_release(e, &e->flight[i].up);
+        dev_pinned_release(e, &e->flight[i].res);
+    }
+    if (e->queue) clFinish(e->queue);
     if (e->h_stage) { /* the pinned staging's mapping, while the queue lives */
         clEnqueueUnmapMemObject(e->queue, e->stage_host, e->h_stage, 0, NULL, NULL);
         clFinish(e->queue);
@@ -542,7 +551,7 @@ void clx_free(clx_engine *e)
     free(e->h_places);
     free(e->retry);
     if (e->cached) lc_free(&e->cache);
-    plan_free(&e->plan);
+    for (unsigned i = 0; i < 2; i++) plan_free(&e->flight[i].plan);
     free(e);
 }
 
@@ -631,23 +640,31 @@ static cls_status upload_loads(clx_engine *e)
     return CLS_OK;
 }
 
-/* The planned batch through upload, decode, the algorithm, top-k and the read back. Query qi's
- * hits land at r->docs + qi * kk (every query has room for kk) with their count in
- * r->start[qi + 1]; clx_search packs them once every batch has run. */
-static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *r)
+/* The planned batch f through upload, decode, the algorithm and top-k, and the read of its
+ * results into f->h_out, all enqueued without waiting: the device may still run the batch before
+ * (search_batches). Every buffer the batches share is written by the device in queue order, and
+ * one that grows is released while the batch before may still use it, which OpenCL defers until
+ * its commands are done; the upload reads f's own plan, which stays untouched until f is done. */
+static cls_status batch_enqueue(clx_engine *e, dev_flight *f, const query_algo *algo, int last)
 {
-    batch_plan *pl = &e->plan;
+    batch_plan *pl = &f->plan;
     const uint32_t nq = pl->nq, kk = pl->kk, P = pl->P, N = e->idx->num_docs;
     plan_layout lay;
     cls_status s = plan_finish(pl, &lay);
     if (s != CLS_OK) return s;
-    dev_batch b = {.e = e, .nq = nq, .num_docs = N, .kk = kk, .P = P, .queries_base = lay.queries_base, .terms_base = lay.terms_base,
-                   .skips_base = lay.skips_base, .nskips = pl->nskips, .nstasks = (cl_uint)pl->stasks,
-                   .units_base = lay.units_base, .nunits = pl->nunits, .olists_base = lay.olists_base,
-                   .nolists = pl->nolists, .otasks = (cl_uint)pl->otasks};
-    size_t out_len = ABI_OUT_WORDS((size_t)nq, kk), read_len = out_len + (pl->nskips ? 1 : 0);
-    const size_t or_at = ABI_OUT_OR((size_t)nq, kk);
-    if (pl->parts) read_len = or_at + ABI_OUT_OR_WORDS((size_t)nq);
+    e->plan = pl;
+    f->fail = 0;
+    if (e->fail_in && --e->fail_in == 0) {
+        if (!e->fail_late) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", nq);
+        f->fail = 1;
+    }
+    dev_batch b = {.e = e, .pl = pl, .nq = nq, .num_docs = N, .kk = kk, .P = P, .queries_base = lay.queries_base,
+                   .terms_base = lay.terms_base, .skips_base = lay.skips_base, .nskips = pl->nskips,
+                   .nstasks = (cl_uint)pl->stasks, .units_base = lay.units_base, .nunits = pl->nunits,
+                   .olists_base = lay.olists_base, .nolists = pl->nolists, .otasks = (cl_uint)pl->otasks};
+    f->out_len = ABI_OUT_WORDS((size_t)nq, kk);
+    f->read_len = f->out_len + (pl->nskips ? 1 : 0);
+    if (pl->parts) f->read_len = ABI_OUT_OR((size_t)nq, kk) + ABI_OUT_OR_WORDS((size_t)nq);
     b.nsel_at = (cl_uint)ABI_OUT_NSEL((size_t)nq, kk);
     /* top-k segments: a query's pool each for OR by partitions (whose units are shares of hashed
      * queries), else up to a unit each */
@@ -667,14 +684,17 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         (pl->two_level && (s = dev_buf_need(e, &e->l1, ABI_OUT_WORDS((size_t)pl->nunits, kk) * 4, "first-level top-k")) != CLS_OK) ||
         (s = dev_buf_need(e, &e->sdoc, (size_t)segs * P * 4, "top-k scratch")) != CLS_OK ||
         (s = dev_buf_need(e, &e->sscore, (size_t)segs * P * 4, "top-k scratch")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->out, read_len * 4 + 4, "results")) != CLS_OK)
+        (s = dev_buf_need(e, &e->out, f->read_len * 4 + 4, "results")) != CLS_OK)
         return s;
-    if (!vec_reserve(&e->h_out, &e->h_out_cap, read_len + 1, 4)) return err_set(CLS_E_NOMEM, "out of memory for results");
+    if ((s = dev_pinned_need(e, &f->up, lay.words * 4, "the batch input's host copy")) != CLS_OK ||
+        (s = dev_pinned_need(e, &f->res, f->read_len * 4, "the results' host copy")) != CLS_OK)
+        return s;
+    memcpy(f->up.host, pl->upload, lay.words * 4);
     b.in = e->in.mem;
 
     if (e->cached && e->cache.nloads && (s = upload_loads(e)) != CLS_OK) return s;
     cl_event ev;
-    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, lay.words * 4, pl->upload, 0, NULL, &ev));
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, lay.words * 4, f->up.host, 0, NULL, &ev));
     dev_record(e, ev, "upload", lay.words * 4);
     if (pl->nskips) { /* select_blocks counts into the word after the results */
         cl_uint zero = 0;
@@ -688,23 +708,49 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
     if ((s = dev_decode(e, e->d_words, e->d_blocks, e->tasks.mem, 0, pl->ntasks, "decode")) != CLS_OK) return s;
     if ((s = algo->launch(&b)) != CLS_OK) return s;
     if ((s = dev_topk(e, &b, nq, e->out.mem, "topk")) != CLS_OK) return s;
-    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, read_len * 4, e->h_out, 0, NULL, &ev));
-    dev_record(e, ev, "download", read_len * 4);
+    /* The search's last batch is waited for here, by a blocking read: no batch is left to plan
+     * meanwhile, and on the H100 clWaitForEvents woke later than a blocking read returned (a 1M
+     * AND query alone: p50 0.205 against 0.179 ms). */
+    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, last ? CL_TRUE : CL_FALSE, 0, f->read_len * 4, f->res.host, 0,
+                                NULL, &ev));
+    dev_record(e, ev, "download", f->read_len * 4);
+    CLX_TRY(clRetainEvent(ev));
+    f->read = ev;
+    if (!last) CLX_TRY(clFlush(e->queue)); /* to the device now: the host goes on to plan the next batch */
+    return CLS_OK;
+}
 
+/* Waits for batch f (batch_enqueue) and takes its results: query qi's hits land at r->docs + qi *
+ * kk (every query has room for kk) with their count in r->start[qi + 1]; clx_search packs them
+ * once every batch has run. */
+static cls_status batch_complete(clx_engine *e, dev_flight *f, cls_results *r)
+{
+    const batch_plan *pl = &f->plan;
+    const uint32_t nq = pl->nq, kk = pl->kk;
+    cl_int err = clWaitForEvents(1, &f->read), st = CL_COMPLETE;
+    if (err == CL_SUCCESS)
+        err = clGetEventInfo(f->read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+    clReleaseEvent(f->read);
+    f->read = NULL;
+    if (err != CL_SUCCESS) return clx_fail("clWaitForEvents(results)", err);
+    if (st < 0) return clx_fail("clEnqueueReadBuffer(results)", st);
+    if (f->fail) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", nq);
+    const uint32_t *h_out = f->res.host;
     e->counters[0].value += nq;
     e->counters[1].value += pl->blocks_in_lists;
-    e->counters[2].value += pl->ntasks + (pl->nskips && !pl->parts ? e->h_out[out_len] : 0);
+    e->counters[2].value += pl->ntasks + (pl->nskips && !pl->parts ? h_out[f->out_len] : 0);
     e->counters[4].value += pl->npruned;
     e->counters[5].value += pl->postings_in_lists;
     if (pl->parts) { /* the lists decoded ahead (or_decode); or_finish's words: overflowed pools, then
                       * partitions scored */
+        const size_t or_at = ABI_OUT_OR((size_t)nq, kk);
         e->counters[2].value += pl->otasks;
         e->counters[6].value += pl->opostings;
-        e->counters[7].value += e->h_out[or_at + nq];
-        e->counters[15].value += e->h_out[or_at + nq + 1];
+        e->counters[7].value += h_out[or_at + nq];
+        e->counters[15].value += h_out[or_at + nq + 1];
         e->counters[14].value += pl->nhash;
         for (uint32_t i = 0; i < nq; i++) {
-            uint32_t offered = e->h_out[or_at + i];
+            uint32_t offered = h_out[or_at + i];
             if (!offered) continue;
             if (!vec_reserve(&e->retry, &e->retry_cap, e->nretry + 1, sizeof *e->retry))
                 return err_set(CLS_E_NOMEM, "out of memory for the queries to run again");
@@ -713,11 +759,11 @@ static cls_status run_batch(clx_engine *e, const query_algo *algo, cls_results *
         }
     }
     for (uint32_t i = 0; i < nq; i++) {
-        uint32_t m = e->h_out[i];
+        uint32_t m = h_out[i];
         if (m > kk) return err_set(CLS_E_OPENCL, "topk_select returned %u hits for k = %u", m, kk);
         uint64_t qi = plan_query(pl, i);
-        memcpy(r->docs + qi * kk, e->h_out + ABI_OUT_DOC((size_t)nq, kk, i, 0), (size_t)m * 4);
-        memcpy(r->scores + qi * kk, e->h_out + ABI_OUT_SCORE((size_t)nq, kk, i, 0), (size_t)m * 4);
+        memcpy(r->docs + qi * kk, h_out + ABI_OUT_DOC((size_t)nq, kk, i, 0), (size_t)m * 4);
+        memcpy(r->scores + qi * kk, h_out + ABI_OUT_SCORE((size_t)nq, kk, i, 0), (size_t)m * 4);
         r->start[qi + 1] = m;
     }
     return CLS_OK;
@@ -764,52 +810,113 @@ static cls_status block_maxima(clx_engine *e, float k1, float b)
     return CLS_OK;
 }
 
-/* The queries order[0..n) of bt, batch after batch (each planned while it fits lim). */
+/* After a failure: waits for what the device still has of the search, forgets the events and
+ * the batches in flight (their plans' slots cleared), and what the list cache holds, whose loads
+ * may not all have happened. */
+static void batches_abandon(clx_engine *e)
+{
+    clFinish(e->queue);
+    if (e->cached) lc_reset(&e->cache);
+    dev_profile_collect(e, 0);
+    for (unsigned i = 0; i < 2; i++) {
+        plan_abandon(&e->flight[i].plan);
+        if (e->flight[i].read) clReleaseEvent(e->flight[i].read);
+        e->flight[i].read = NULL;
+    }
+}
+
+/* Plans into f the next batch of order[q0..n) (each query added while the batch fits lim). */
+static cls_status batch_plan_next(clx_engine *e, dev_flight *f, const cls_batch *bt, const query_algo *algo,
+                                  const plan_limits *lim, const uint32_t *order, uint64_t q0, uint64_t n, uint32_t kk)
+{
+    plan_begin(&f->plan, algo, kk, lim, order, q0);
+    int added = 1;
+    cls_status s;
+    while (added && q0 + f->plan.nq < n)
+        if ((s = plan_add(&f->plan, bt, &added)) != CLS_OK) return s;
+    if (!added && f->plan.cut != PLAN_CUT_NONE) e->counters[15 + f->plan.cut].value++; /* batches_cut_* */
+    return CLS_OK;
+}
+
+/* The queries order[0..n) of bt, batch after batch. Each batch is planned and enqueued while the
+ * one before runs on the device, so that the host's planning (on gov2, 3.6 ms of a 78 ms call of
+ * 4,096 queries in 4 batches) leaves the device no gap; then the one before is waited for and its
+ * results taken. Not with the list cache: a batch's plan places its lists in the cache's room,
+ * which the batch before may still be reading. A batch that fails for want of device memory runs
+ * again in halves (from its first query; the batch after it, already enqueued, is forgotten). */
 static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query_algo *algo, plan_limits *lim,
                                  const uint32_t *order, uint64_t n, uint32_t kk, cls_results *r)
 {
-    uint64_t q0 = 0;
+    const int ahead = !e->cached;
+    dev_flight *run = NULL; /* the batch on the device */
+    uint64_t next = 0;      /* the first query of order not yet planned */
     unsigned splits = 0;
-    while (q0 < n) {
-        plan_begin(&e->plan, algo, kk, lim, order, q0);
-        int added = 1;
-        cls_status s;
-        while (added && q0 + e->plan.nq < n)
-            if ((s = plan_add(&e->plan, bt, &added)) != CLS_OK) return s;
-        if (!added && e->plan.cut != PLAN_CUT_NONE) e->counters[15 + e->plan.cut].value++; /* batches_cut_* */
-        double t0 = clx_now();
-        s = run_batch(e, algo, r);
-        double t = clx_now() - t0;
-        if (s == CLS_OK && t > 0 && e->plan.cost > 0) {
-            /* postings per second, smoothed: one odd batch moves the next batch's size a little */
-            double rate = (double)e->plan.cost / t;
-            e->rate = e->rate > 0 ? 0.75 * e->rate + 0.25 * rate : rate;
-            /* the search's later batches sized by the rate as it now stands: an engine's first
-             * search would otherwise keep its first batch's size (the floor, no rate yet) to the
-             * end; not after a split, whose smaller limit holds */
-            if (!splits) {
-                lim->max_queries = DEV_MAX_BATCH;
-                lim->max_cost = (uint64_t)(e->rate * e->batch_secs) + 1;
+    double done_at = 0;     /* when the batch before completed */
+    for (;;) {
+        dev_flight *f = NULL;
+        cls_status s = CLS_OK, sf = CLS_OK;
+        if (next < n && (ahead || !run)) {
+            f = &e->flight[run == &e->flight[0]];
+            if ((s = batch_plan_next(e, f, bt, algo, lim, order, next, n, kk)) != CLS_OK) {
+                batches_abandon(e);
+                return s;
+            }
+            unsigned before = e->nevents;
+            sf = batch_enqueue(e, f, algo, !ahead || next + f->plan.nq >= n);
+            f->nevents = e->nevents - before;
+            f->t_enqueued = clx_now();
+            next += f->plan.nq;
+        }
+        if (run) {
+            s = batch_complete(e, run, r);
+            double now = clx_now(), t = now - (run->t_enqueued > done_at ? run->t_enqueued : done_at);
+            done_at = now;
+            e->batches++;
+            if (s == CLS_OK) {
+                dev_profile_collect_first(e, run->nevents, 1);
+                if (t > 0 && run->plan.cost > 0) {
+                    /* postings per second, smoothed: one odd batch moves the next batch's size a
+                     * little */
+                    double rate = (double)run->plan.cost / t;
+                    e->rate = e->rate > 0 ? 0.75 * e->rate + 0.25 * rate : rate;
+                    /* the search's later batches sized by the rate as it now stands: an engine's
+                     * first search would otherwise keep its first batch's size (the floor, no rate
+                     * yet) to the end; not after a split, whose smaller limit holds */
+                    if (!splits) {
+                        lim->max_queries = DEV_MAX_BATCH;
+                        lim->max_cost = (uint64_t)(e->rate * e->batch_secs) + 1;
+                    }
+                }
+            } else {
+                /* the batch after it, enqueued behind it, is forgotten and planned again */
+                batches_abandon(e);
+                if (s == CLS_E_DEVMEM && run->plan.nq > 1 && splits++ < 32) {
+                    lim->max_queries = run->plan.nq / 2;
+                    if (lim->cost_floor > lim->max_queries) lim->cost_floor = lim->max_queries;
+                    next = run->plan.q0;
+                    run = NULL;
+                    continue;
+                }
+                return s;
             }
         }
-        if (s != CLS_OK) {
-            /* the cache's loads may not all have happened: forget what it holds */
-            clFinish(e->queue);
-            if (e->cached) lc_reset(&e->cache);
+        if (f && sf != CLS_OK) {
+            batches_abandon(e);
+            e->batches++;
+            /* A device allocation that failed: the batch again in halves, down to one query (the
+             * later batches stay within the smaller limits); an error only when one query fails. */
+            if (sf == CLS_E_DEVMEM && f->plan.nq > 1 && splits++ < 32) {
+                lim->max_queries = f->plan.nq / 2;
+                if (lim->cost_floor > lim->max_queries) lim->cost_floor = lim->max_queries;
+                next = f->plan.q0;
+                run = NULL;
+                continue;
+            }
+            return sf;
         }
-        dev_profile_collect(e, s == CLS_OK);
-        e->batches++;
-        /* A device allocation that failed: the batch again in halves, down to one query (the
-         * later batches stay within the smaller limits); an error only when one query fails. */
-        if (s == CLS_E_DEVMEM && e->plan.nq > 1 && splits++ < 32) {
-            lim->max_queries = e->plan.nq / 2;
-            if (lim->cost_floor > lim->max_queries) lim->cost_floor = lim->max_queries;
-            continue;
-        }
-        if (s != CLS_OK) return s;
-        q0 += e->plan.nq;
+        run = f;
+        if (!run && next >= n) return CLS_OK;
     }
-    return CLS_OK;
 }
 
 /* OR by partitions: seed partitions a query scores first, and its candidate pool. One seed per 64
@@ -956,5 +1063,11 @@ void clx_set_or_pool(clx_engine *e, uint32_t slots) { e->pool_hint = slots; }
 void clx_set_or_bound_ways(clx_engine *e, uint32_t ways) { e->bound_ways = ways; }
 
 void clx_set_or_partitions(clx_engine *e, int force) { e->or_force_parts = force != 0; }
+
+void clx_fail_batch(clx_engine *e, uint32_t nth, int late)
+{
+    e->fail_in = nth;
+    e->fail_late = late != 0;
+}
 
 const clx_params *clx_engine_params(const clx_engine *e) { return &e->prm; }

@@ -41,6 +41,35 @@ cls_status dev_buf_need(clx_engine *e, dbuf *b, size_t need, const char *what)
     return CLS_OK;
 }
 
+void dev_pinned_release(clx_engine *e, dev_pinned *p)
+{
+    if (p->host) clEnqueueUnmapMemObject(e->queue, p->mem, p->host, 0, NULL, NULL);
+    if (p->mem) clReleaseMemObject(p->mem);
+    *p = (dev_pinned){0};
+}
+
+cls_status dev_pinned_need(clx_engine *e, dev_pinned *p, size_t need, const char *what)
+{
+    if (need < DEV_MIN_BUF) need = DEV_MIN_BUF;
+    if (p->mem && p->cap >= need) return CLS_OK;
+    dev_pinned_release(e, p);
+    size_t cap = need + need / 8;
+    cl_int err;
+    p->mem = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, cap, NULL, &err);
+    if (!p->mem || err != CL_SUCCESS) {
+        p->mem = NULL;
+        return err_wrap(clx_fail("clCreateBuffer", err), "allocating %s (%zu bytes of pinned host memory): ", what, cap);
+    }
+    p->host = clEnqueueMapBuffer(e->queue, p->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, cap, 0, NULL, NULL, &err);
+    if (!p->host || err != CL_SUCCESS) {
+        p->host = NULL;
+        dev_pinned_release(e, p);
+        return err_wrap(clx_fail("clEnqueueMapBuffer", err), "mapping %s (%zu bytes): ", what, cap);
+    }
+    p->cap = cap;
+    return CLS_OK;
+}
+
 void dev_buf_release(dbuf *b)
 {
     if (b->mem) clReleaseMemObject(b->mem);
@@ -99,9 +128,12 @@ cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsig
     return CLS_OK;
 }
 
-void dev_profile_collect(clx_engine *e, int ok)
+void dev_profile_collect(clx_engine *e, int ok) { dev_profile_collect_first(e, e->nevents, ok); }
+
+void dev_profile_collect_first(clx_engine *e, unsigned n, int ok)
 {
-    for (unsigned i = 0; i < e->nevents; i++) {
+    assert(n <= e->nevents);
+    for (unsigned i = 0; i < n; i++) {
         cls_profile_step *st = &e->steps[e->events[i].step];
         if (ok) {
             st->seconds += clx_event_span(e->events[i].ev, e->events[i].ev);
@@ -109,7 +141,8 @@ void dev_profile_collect(clx_engine *e, int ok)
         }
         clReleaseEvent(e->events[i].ev);
     }
-    e->nevents = 0;
+    memmove(e->events, e->events + n, (e->nevents - n) * sizeof *e->events);
+    e->nevents -= n;
 }
 
 void dev_profile_reset(clx_engine *e)

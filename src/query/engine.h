@@ -51,6 +51,10 @@ void clx_set_or_pool(clx_engine *e, uint32_t slots);
 void clx_set_or_bound_ways(clx_engine *e, uint32_t ways);
 /* OR by partitions even on a collection small enough for the dense row (tests). */
 void clx_set_or_partitions(clx_engine *e, int force);
+/* The nth batch enqueued from now (1 the next; 0: none) fails for want of device memory, at its
+ * enqueue (late 0) or when it is waited for, with the batch after it already enqueued (late 1):
+ * tests walk search_batches' recovery, which runs such a batch again in halves. */
+void clx_fail_batch(clx_engine *e, uint32_t nth, int late);
 /* The kernel parameters the engine's programs were built with. */
 const struct clx_params *clx_engine_params(const clx_engine *e);
 

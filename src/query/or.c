@@ -83,7 +83,7 @@ cls_status algo_or_accumulate(dev_batch *b)
 static cls_status launch(dev_batch *b)
 {
     clx_engine *e = b->e;
-    const batch_plan *pl = &e->plan;
+    const batch_plan *pl = b->pl;
     if (!pl->parts) { /* a small collection: the dense row (clx_search's rule) */
         b->scores = e->acc.mem;
         b->cand_docs = e->cand.mem; /* unused for dense rows */

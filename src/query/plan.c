@@ -351,6 +351,8 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     return CLS_OK;
 }
 
+void plan_abandon(batch_plan *pl) { unslot(pl, 0); }
+
 cls_status plan_finish(batch_plan *pl, plan_layout *lay)
 {
     size_t wt = (size_t)pl->nlists * sizeof(abi_list) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,

@@ -147,5 +147,8 @@ typedef struct plan_layout {
 
 /* Packs the upload buffer and clears the term slots. */
 cls_status plan_finish(batch_plan *pl, plan_layout *lay);
+/* A batch that will not run (its planning or another batch failed): clears the term slots, so
+ * that the next batch planned starts clean. */
+void plan_abandon(batch_plan *pl);
 
 #endif
