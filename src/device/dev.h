@@ -54,9 +54,9 @@ typedef struct dev_flight {
     dev_pinned up;             /* its upload (the plan's, copied) */
     dev_pinned res;            /* its results, read back */
     size_t out_len, read_len;  /* words of results, words read */
-    cl_event read;             /* the read: complete when the whole batch is */
+    cl_event first, read;      /* its first command, and the read of its results: complete when the
+                                * whole batch is; their profiling times span the batch on the device */
     unsigned nevents;          /* its profiled commands, in e->events after those of the batch before */
-    double t_enqueued;         /* clx_now() when its commands were all enqueued */
     int fail;                  /* tests (clx_fail_batch): it fails when waited for */
 } dev_flight;
 

@@ -15,6 +15,7 @@
  *
  * Every buffer is sized from the data of the batch and kept for the next one (capacities only
  * grow), so the hot path allocates nothing per query. */
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -526,6 +527,7 @@ void clx_free(clx_engine *e)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
     for (unsigned i = 0; i < 2; i++) { /* the batches' pinned copies, unmapped while the queue lives */
+        if (e->flight[i].first) clReleaseEvent(e->flight[i].first);
         if (e->flight[i].read) clReleaseEvent(e->flight[i].read);
         dev_pinned_release(e, &e->flight[i].up);
         dev_pinned_release(e, &e->flight[i].res);
@@ -649,6 +651,7 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, const query_algo *
 {
     batch_plan *pl = &f->plan;
     const uint32_t nq = pl->nq, kk = pl->kk, P = pl->P, N = e->idx->num_docs;
+    const unsigned before = e->nevents; /* the batch before may still have its commands there */
     plan_layout lay;
     cls_status s = plan_finish(pl, &lay);
     if (s != CLS_OK) return s;
@@ -716,6 +719,10 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, const query_algo *
     dev_record(e, ev, "download", f->read_len * 4);
     CLX_TRY(clRetainEvent(ev));
     f->read = ev;
+    f->nevents = e->nevents - before;
+    assert(f->nevents > 1);
+    CLX_TRY(clRetainEvent(e->events[before].ev));
+    f->first = e->events[before].ev;
     if (!last) CLX_TRY(clFlush(e->queue)); /* to the device now: the host goes on to plan the next batch */
     return CLS_OK;
 }
@@ -730,8 +737,6 @@ static cls_status batch_complete(clx_engine *e, dev_flight *f, cls_results *r)
     cl_int err = clWaitForEvents(1, &f->read), st = CL_COMPLETE;
     if (err == CL_SUCCESS)
         err = clGetEventInfo(f->read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
-    clReleaseEvent(f->read);
-    f->read = NULL;
     if (err != CL_SUCCESS) return clx_fail("clWaitForEvents(results)", err);
     if (st < 0) return clx_fail("clEnqueueReadBuffer(results)", st);
     if (f->fail) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", nq);
@@ -819,9 +824,11 @@ static void batches_abandon(clx_engine *e)
     if (e->cached) lc_reset(&e->cache);
     dev_profile_collect(e, 0);
     for (unsigned i = 0; i < 2; i++) {
-        plan_abandon(&e->flight[i].plan);
-        if (e->flight[i].read) clReleaseEvent(e->flight[i].read);
-        e->flight[i].read = NULL;
+        dev_flight *f = &e->flight[i];
+        plan_abandon(&f->plan);
+        if (f->first) clReleaseEvent(f->first);
+        if (f->read) clReleaseEvent(f->read);
+        f->first = f->read = NULL;
     }
 }
 
@@ -851,7 +858,6 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
     dev_flight *run = NULL; /* the batch on the device */
     uint64_t next = 0;      /* the first query of order not yet planned */
     unsigned splits = 0;
-    double done_at = 0;     /* when the batch before completed */
     for (;;) {
         dev_flight *f = NULL;
         cls_status s = CLS_OK, sf = CLS_OK;
@@ -861,16 +867,18 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
                 batches_abandon(e);
                 return s;
             }
-            unsigned before = e->nevents;
             sf = batch_enqueue(e, f, algo, !ahead || next + f->plan.nq >= n);
-            f->nevents = e->nevents - before;
-            f->t_enqueued = clx_now();
             next += f->plan.nq;
         }
         if (run) {
             s = batch_complete(e, run, r);
-            double now = clx_now(), t = now - (run->t_enqueued > done_at ? run->t_enqueued : done_at);
-            done_at = now;
+            /* the batch's time on the device, from its first command's start to its read's end
+             * (host clocks would count the planning it overlaps, or, for a last batch read
+             * blocking, almost nothing) */
+            double t = s == CLS_OK ? clx_event_span(run->first, run->read) : 0;
+            clReleaseEvent(run->first);
+            clReleaseEvent(run->read);
+            run->first = run->read = NULL;
             e->batches++;
             if (s == CLS_OK) {
                 dev_profile_collect_first(e, run->nevents, 1);
