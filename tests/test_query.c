@@ -1035,15 +1035,22 @@ END_TEST
 /* The cost model: an engine's first batch takes up to its floor of queries; later batches as
  * many as its measured rate gets through in the target time, so with a floor of one query and a
  * target of a microsecond a search is cut into many batches, with the reference's results. */
-START_TEST(cost_model_sizes_batches)
+/* A device engine on idx whose batches aim at 1 us: after the first, as few queries as its floor. */
+static cls_engine *engine_of_tiny_batches(const cls_index *idx)
 {
-    fixture f = fixture_open(25, 2500, 300, 6, 120);
     cls_engine_opts o;
     cls_engine_opts_init(&o);
     o.device = device();
     o.batch_ms = 0.001;
     cls_engine *dev;
-    ck_assert_msg(cls_engine_create_opts(f.idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create_opts(idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
+    return dev;
+}
+
+START_TEST(cost_model_sizes_batches)
+{
+    fixture f = fixture_open(25, 2500, 300, 6, 120);
+    cls_engine *dev = engine_of_tiny_batches(f.idx);
     clx_set_batch_floor(engine_clx(dev), 1);
     for (int m = 0; m < CLS_NUM_MODES; m++) {
         same_as_ref(dev, f.ref, f.b, (cls_mode)m, 10);
@@ -1055,6 +1062,9 @@ START_TEST(cost_model_sizes_batches)
         ck_assert_uint_gt(counter(dev, "cost_rate"), 0);
     }
     cls_engine_free(dev);
+    cls_engine_opts o;
+    cls_engine_opts_init(&o);
+    o.device = device();
     o.batch_ms = -1;
     ck_assert_int_eq(cls_engine_create_opts(f.idx, &o, &dev), CLS_E_ARG);
     fixture_close(&f);
@@ -1088,12 +1098,7 @@ END_TEST
 START_TEST(failed_batch_runs_again_in_halves)
 {
     fixture f = fixture_open(25, 2500, 300, 6, 120);
-    cls_engine_opts o;
-    cls_engine_opts_init(&o);
-    o.device = device();
-    o.batch_ms = 0.001;
-    cls_engine *dev;
-    ck_assert_msg(cls_engine_create_opts(f.idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
+    cls_engine *dev = engine_of_tiny_batches(f.idx);
     clx_engine *cx = engine_clx(dev);
     clx_set_batch_floor(cx, 8);
     const cls_mode modes[] = {CLS_MODE_OR, CLS_MODE_AND};

@@ -845,6 +845,18 @@ static cls_status batch_plan_next(clx_engine *e, dev_flight *f, const cls_batch 
     return CLS_OK;
 }
 
+/* A batch that failed with s: where the device's allocation failed, 1, the limits halved to run
+ * it again from its first query (*next), down to one query (the later batches stay within the
+ * smaller limits); 0 where s is the search's error (any other failure, or one query's). */
+static int split_failed(cls_status s, const batch_plan *pl, plan_limits *lim, unsigned *splits, uint64_t *next)
+{
+    if (s != CLS_E_DEVMEM || pl->nq <= 1 || (*splits)++ >= 32) return 0;
+    lim->max_queries = pl->nq / 2;
+    if (lim->cost_floor > lim->max_queries) lim->cost_floor = lim->max_queries;
+    *next = pl->q0;
+    return 1;
+}
+
 /* The queries order[0..n) of bt, batch after batch. Each batch is planned and enqueued while the
  * one before runs on the device, so that the host's planning (on gov2, 3.6 ms of a 78 ms call of
  * 4,096 queries in 4 batches) leaves the device no gap; then the one before is waited for and its
@@ -898,29 +910,17 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
             } else {
                 /* the batch after it, enqueued behind it, is forgotten and planned again */
                 batches_abandon(e);
-                if (s == CLS_E_DEVMEM && run->plan.nq > 1 && splits++ < 32) {
-                    lim->max_queries = run->plan.nq / 2;
-                    if (lim->cost_floor > lim->max_queries) lim->cost_floor = lim->max_queries;
-                    next = run->plan.q0;
-                    run = NULL;
-                    continue;
-                }
-                return s;
+                if (!split_failed(s, &run->plan, lim, &splits, &next)) return s;
+                run = NULL;
+                continue;
             }
         }
         if (f && sf != CLS_OK) {
             batches_abandon(e);
             e->batches++;
-            /* A device allocation that failed: the batch again in halves, down to one query (the
-             * later batches stay within the smaller limits); an error only when one query fails. */
-            if (sf == CLS_E_DEVMEM && f->plan.nq > 1 && splits++ < 32) {
-                lim->max_queries = f->plan.nq / 2;
-                if (lim->cost_floor > lim->max_queries) lim->cost_floor = lim->max_queries;
-                next = f->plan.q0;
-                run = NULL;
-                continue;
-            }
-            return sf;
+            if (!split_failed(sf, &f->plan, lim, &splits, &next)) return sf;
+            run = NULL;
+            continue;
         }
         run = f;
         if (!run && next >= n) return CLS_OK;
