@@ -265,13 +265,13 @@ static void list_registry(void)
 {
     size_t n;
     const clx_tunable *r = clx_tunables(&n);
-    printf("%-13s %-28s %-22s %s\n", "parameter", "families", "candidates", "meaning");
+    printf("%-14s %-28s %-22s %s\n", "parameter", "families", "candidates", "meaning");
     for (size_t i = 0; i < n; i++) {
         char c[64] = "";
         size_t used = 0;
         for (unsigned j = 0; j < r[i].ncandidates && used < sizeof c; j++)
             used += (size_t)snprintf(c + used, sizeof c - used, "%s%u", j ? "," : "", r[i].candidates[j]);
-        printf("%-13s %-28s %-22s %s\n", r[i].name, r[i].families, c, r[i].what);
+        printf("%-14s %-28s %-22s %s\n", r[i].name, r[i].families, c, r[i].what);
     }
 }
 

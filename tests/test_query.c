@@ -664,12 +664,6 @@ static void check_or_pool_theta(cls_engine *e)
     ck_assert_uint_gt(want[0], 0); /* the first query's theta rose */
 }
 
-/* OR by partitions (cl/or_parts.cl) equals exhaustive OR: partitions of 64 documents (many per
- * list, blocks spanning several), pools of 3 candidates (every query overflows and runs again),
- * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
- * (bounds from max_score) and others (block maxima computed on the device), or_bounds with
- * several groups a term; and it leaves some partitions unscored, and in scored ones some terms'
- * postings unread (not essential there). */
 /* The test device's parameters with OR's partitions of 2^part_log documents and OR_HASH_RATIO
  * hash_ratio. */
 static clx_params or_params(unsigned part_log, unsigned hash_ratio)
@@ -682,6 +676,12 @@ static clx_params or_params(unsigned part_log, unsigned hash_ratio)
     return prm;
 }
 
+/* OR by partitions (cl/or_parts.cl) equals exhaustive OR: partitions of 64 documents (many per
+ * list, blocks spanning several), pools of 3 candidates (every query overflows and runs again),
+ * k from 1 to past the collection, the clones' ties, repeated terms, the default BM25 parameters
+ * (bounds from max_score) and others (block maxima computed on the device), or_bounds with
+ * several groups a term; and it leaves some partitions unscored, and in scored ones some terms'
+ * postings unread (not essential there). */
 START_TEST(or_prunes_by_partitions)
 {
     fixture f = fixture_open(41, 9000, 300, 43, 150);
@@ -725,6 +725,20 @@ START_TEST(or_prunes_by_partitions)
     ck_assert_uint_gt(counter(small, "queries_rerun"), 10);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
     cls_engine_free(small);
+    /* or_score's exact sums both ways (OR_SEARCH_COST): binary search in every term's postings
+     * (0), and reading them in order (65,536), where the default picks by the counts */
+    const unsigned costs[] = {0, 65536};
+    for (size_t c = 0; c < sizeof costs / sizeof *costs; c++) {
+        prm.or_search_cost = costs[c];
+        cls_engine *cx;
+        ck_assert_msg(engine_create_with(f.idx, device(), &prm, &cx) == CLS_OK, "%s", cls_last_error());
+        clx_set_or_partitions(engine_clx(cx), 1);
+        for (size_t i = 1; i < 3; i++) { /* k 10 and 100 */
+            same_as_ref_mode(cx, f.ref, f.b, CLS_MODE_OR, ks[i], 0.9f, 0.4f);
+            ck_assert_uint_gt(counter(cx, "partition_terms_skipped"), 0); /* so the exact sums ran */
+        }
+        cls_engine_free(cx);
+    }
     fixture_close(&f);
 }
 END_TEST
@@ -980,8 +994,6 @@ END_TEST
 
 /* ---- the batch planner ------------------------------------------------------------------------- */
 
-/* Budgets from "one query a batch" up: the device cuts the search into batches and the results
- * stay those of the reference. */
 /* The profile's transfer steps are the copies between host and device alone: a fill on the
  * device is counted with the kernels it prepares (or_bounds' fills once made `bench e2e`'s H2D
  * column hold or_bounds). */
@@ -996,6 +1008,8 @@ static void profile_transfers_are_copies(const cls_engine *dev)
                           "profile step %s counted as a transfer", st[i].name);
 }
 
+/* Budgets from "one query a batch" up: the device cuts the search into batches and the results
+ * stay those of the reference. */
 START_TEST(budget_splits_batches)
 {
     fixture f = fixture_open(21, 2500, 300, 4, 120);
@@ -1032,9 +1046,6 @@ START_TEST(budget_splits_batches)
 }
 END_TEST
 
-/* The cost model: an engine's first batch takes up to its floor of queries; later batches as
- * many as its measured rate gets through in the target time, so with a floor of one query and a
- * target of a microsecond a search is cut into many batches, with the reference's results. */
 /* A device engine on idx whose batches aim at 1 us: after the first, as few queries as its floor. */
 static cls_engine *engine_of_tiny_batches(const cls_index *idx)
 {
@@ -1047,6 +1058,9 @@ static cls_engine *engine_of_tiny_batches(const cls_index *idx)
     return dev;
 }
 
+/* The cost model: an engine's first batch takes up to its floor of queries; later batches as
+ * many as its measured rate gets through in the target time, so with a floor of one query and a
+ * target of a microsecond a search is cut into many batches, with the reference's results. */
 START_TEST(cost_model_sizes_batches)
 {
     fixture f = fixture_open(25, 2500, 300, 6, 120);

@@ -44,6 +44,8 @@ typedef struct clx_params {
     unsigned wg_rows;                         /* work-items per dense row in topk_rows */
     unsigned or_hash_ratio;                   /* OR by partitions hashes a query of at most this many
                                                * postings a partition instead (src/query/or.c); 0: none */
+    unsigned or_search_cost;                  /* or_score's exact sums: a binary search's step against a
+                                               * place read in order (cl/or_parts.cl) */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

@@ -62,6 +62,10 @@ static const clx_tunable registry[] = {
      "OR by partitions accumulates a query whose lists hold at most N postings together per partition of the "
      "collection in a hash table of its own instead (0: never)",
      PARAM_FIELD(or_hash_ratio), 0, {0, 4, 8, 16, 32, 64}, 6},
+    {"OR_SEARCH_COST", "or",
+     "or_score gives a partition's candidates their exact sums by binary search in a term's postings where "
+     "candidates x log2(postings) x N stay below its postings, else by reading them in order (0: always search)",
+     PARAM_FIELD(or_search_cost), 0, {1, 4, 16}, 3},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -106,6 +110,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
                        (unsigned long long)info->local_mem);
     if (p->or_dense_log > 32) return err_set(CLS_E_ARG, "%s: OR_DENSE_LOG=%u (0..32)", from, p->or_dense_log);
     if (p->or_hash_ratio > 4096) return err_set(CLS_E_ARG, "%s: OR_HASH_RATIO=%u (0..4096)", from, p->or_hash_ratio);
+    if (p->or_search_cost > 65536) return err_set(CLS_E_ARG, "%s: OR_SEARCH_COST=%u (0..65536)", from, p->or_search_cost);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
@@ -137,13 +142,15 @@ static const entry db[] = {
      * of 4,096 gov2 topics with WG_TOPK 512 and 43.9 with 256. */
     /* OR_HASH_RATIO 32 from the H100's OR on gov2 and the 1M collection (src/query/or.c: the
      * rule; docs/PERFORMANCE.md, "OR by hashing"); the other devices take it unmeasured. */
-    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 16, 256, 32, ""}, "vendor default: NVIDIA GPU"},
-    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 32, ""}, "vendor default: AMD GPU"},
-    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 32, ""}, "vendor default: AMD GPU"},
-    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 32, ""}, "generic default: GPU"},
+    /* OR_SEARCH_COST 4: 1, 4 and 16 gave or_score 28.2, 27.9 and 27.7 ms on the H100 (gov2, k 10;
+     * docs/PERFORMANCE.md, "Essential terms"): the choice hardly matters there. */
+    {"NVIDIA", 1, {1024, 256, 512, 2, 256, 8, 4, 12, 16, 256, 32, 4, ""}, "vendor default: NVIDIA GPU"},
+    {"Advanced Micro Devices", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 32, 4, ""}, "vendor default: AMD GPU"},
+    {"AMD", 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 32, 4, ""}, "vendor default: AMD GPU"},
+    {NULL, 1, {256, 256, 256, 0, 256, 8, 4, 12, 16, 256, 32, 4, ""}, "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
-    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, 16, 64, 32, ""}, "generic default: CPU"},
-    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, 16, 128, 32, ""}, "generic default"},
+    {NULL, 0, {64, 64, 64, 0, 64, 16, 4, 12, 16, 64, 32, 4, ""}, "generic default: CPU"},
+    {NULL, -1, {128, 128, 128, 0, 128, 8, 4, 12, 16, 128, 32, 4, ""}, "generic default"},
 };
 
 static unsigned cap(unsigned v, size_t max)

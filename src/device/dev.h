@@ -51,9 +51,9 @@ typedef struct dev_pinned {
  * to its completion the read of its results and what reading them needs. */
 typedef struct dev_flight {
     batch_plan plan;
-    dev_pinned up;             /* its upload (the plan's, copied) */
+    dev_pinned up;             /* its upload (plan_pack) */
     dev_pinned res;            /* its results, read back */
-    size_t out_len, read_len;  /* words of results, words read */
+    size_t read_len;           /* words of results read (ABI_OUT_WORDS, and what follows) */
     cl_event first, read;      /* its first command, and the read of its results: complete when the
                                 * whole batch is; their profiling times span the batch on the device */
     unsigned nevents;          /* its profiled commands, in e->events after those of the batch before */
@@ -93,8 +93,7 @@ typedef struct clx_engine {
     list_cache cache;
     uint64_t dev_mem;                  /* the device memory the engine may take, in bytes */
     dbuf stage;                        /* the list cache's staging buffer on the device */
-    cl_mem stage_host;                 /* its host side, pinned: */
-    uint32_t *h_stage;                 /* mapped: data | abi_place records */
+    dev_pinned stage_host;             /* its host side: data | abi_place records */
     size_t stage_words;                /* words one staging load may take */
     abi_place *h_places;
     size_t h_places_cap;

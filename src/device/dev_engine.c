@@ -149,7 +149,7 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     /* this thread alone double-buffers; fillers have a buffer each, one spare, and DEPTH in flight */
     unsigned stages = fillers ? fillers + RESIDENT_DEPTH + 1 : RESIDENT_DEPTH;
     if (stages > nchunks) stages = (unsigned)nchunks;
-    cl_mem stage[RESIDENT_STAGES] = {NULL};
+    dev_pinned stage[RESIDENT_STAGES] = {{0}};
     void *host[RESIDENT_STAGES] = {NULL};
     cl_event ev[RESIDENT_STAGES] = {NULL};
     uint64_t filled[RESIDENT_STAGES];
@@ -166,19 +166,8 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
         s = err_set(CLS_E_NOMEM, "out of memory");
     for (unsigned i = 0; xxh && i < (fillers ? fillers : 1) && s == CLS_OK; i++)
         if (!(hs[i] = XXH3_createState())) s = err_set(CLS_E_NOMEM, "out of memory");
-    for (unsigned k = 0; k < stages && s == CLS_OK; k++) {
-        stage[k] = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, chunk, NULL, &err);
-        if (!stage[k] || err != CL_SUCCESS) {
-            stage[k] = NULL;
-            s = clx_fail("clCreateBuffer(staging)", err);
-            break;
-        }
-        host[k] = clEnqueueMapBuffer(e->queue, stage[k], CL_TRUE, CL_MAP_WRITE, 0, chunk, 0, NULL, NULL, &err);
-        if (!host[k] || err != CL_SUCCESS) {
-            host[k] = NULL;
-            s = clx_fail("clEnqueueMapBuffer(staging)", err);
-        }
-    }
+    for (unsigned k = 0; k < stages && s == CLS_OK; k++)
+        if ((s = dev_pinned_need(e, &stage[k], chunk, "a staging buffer")) == CLS_OK) host[k] = stage[k].host;
     for (; s == CLS_OK && started < fillers; started++) { /* a thread that cannot start leaves fewer */
         args[started] = (resident_filler_arg){&f, hs[started]};
         if (pthread_create(&th[started], NULL, resident_filler, &args[started]) != 0) break;
@@ -221,11 +210,9 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     if (s == CLS_OK && ferr != CL_SUCCESS) s = clx_fail("clFinish(upload)", ferr);
     for (unsigned k = 0; k < RESIDENT_STAGES; k++) {
         if (ev[k]) clReleaseEvent(ev[k]);
-        if (host[k]) clEnqueueUnmapMemObject(e->queue, stage[k], host[k], 0, NULL, NULL);
+        dev_pinned_release(e, &stage[k]);
     }
     clFinish(e->queue);
-    for (unsigned k = 0; k < RESIDENT_STAGES; k++)
-        if (stage[k]) clReleaseMemObject(stage[k]);
     if (s == CLS_OK && f.failed) s = err_set(CLS_E_NOMEM, "hashing a chunk failed");
     if (s != CLS_OK) s = err_wrap(s, "uploading %s (%zu bytes): ", what, bytes);
     else if (xxh && ck_combine(f.digests, nchunks) != *xxh) s = idx_words_corrupt(e->idx);
@@ -265,8 +252,9 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     e->or_hash_wg = idx->block_size;
     while (e->or_hash_wg < 8 * idx->block_size && e->or_hash_wg * 2 <= e->dev.info.max_work_group) e->or_hash_wg *= 2;
     snprintf(dopts, sizeof e->dopts,
-             "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_HASH_WG=%u%s%s",
-             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log, e->or_hash_wg,
+             "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_HASH_WG=%u "
+             "-DOR_SEARCH_COST=%u%s%s",
+             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log, e->or_hash_wg, e->prm.or_search_cost,
              cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
     snprintf(qopts, sizeof qopts,
              "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u%s%s",
@@ -375,18 +363,8 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
                         (unsigned long long)nb * sizeof(idx_block));
     }
     if ((s = dev_buf_need(e, &e->stage, stage, "the list cache's staging buffer")) != CLS_OK) return s;
-    /* its host side pinned (mapped once), so a staging load travels at the link's speed */
-    e->stage_host = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, stage, NULL, &err);
-    if (!e->stage_host || err != CL_SUCCESS) {
-        e->stage_host = NULL;
-        return clx_fail("clCreateBuffer(list cache staging)", err);
-    }
-    e->h_stage = clEnqueueMapBuffer(e->queue, e->stage_host, CL_TRUE, CL_MAP_WRITE, 0, stage, 0, NULL, NULL, &err);
-    if (!e->h_stage || err != CL_SUCCESS) {
-        e->h_stage = NULL;
-        return clx_fail("clEnqueueMapBuffer(list cache staging)", err);
-    }
-    return CLS_OK;
+    /* its host side pinned, so a staging load travels at the link's speed */
+    return dev_pinned_need(e, &e->stage_host, stage, "the list cache's staging buffer");
 }
 
 /* OR's rule (src/query/or.c): partitions on a collection of more than 2^OR_DENSE_LOG documents
@@ -526,18 +504,15 @@ void clx_free(clx_engine *e)
                     &e->or_tasks, &e->or_c,  &e->or_o,  &e->or_s, &e->or_htab, &e->or_act};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
     dev_buf_release(&e->stage);
-    for (unsigned i = 0; i < 2; i++) { /* the batches' pinned copies, unmapped while the queue lives */
+    for (unsigned i = 0; i < 2; i++) { /* the pinned copies, unmapped while the queue lives */
         if (e->flight[i].first) clReleaseEvent(e->flight[i].first);
         if (e->flight[i].read) clReleaseEvent(e->flight[i].read);
         dev_pinned_release(e, &e->flight[i].up);
         dev_pinned_release(e, &e->flight[i].res);
     }
+    dev_pinned_release(e, &e->stage_host);
     if (e->queue) clFinish(e->queue);
-    if (e->h_stage) { /* the pinned staging's mapping, while the queue lives */
-        clEnqueueUnmapMemObject(e->queue, e->stage_host, e->h_stage, 0, NULL, NULL);
-        clFinish(e->queue);
-    }
-    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms, e->stage_host, e->d_bmax};
+    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms, e->d_bmax};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i]) clReleaseMemObject(mems[i]);
     for (unsigned i = 0; i < e->nkernels; i++) clReleaseKernel(e->kernels[i]);
@@ -576,10 +551,10 @@ size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t
 static cls_status flush_stage(clx_engine *e, size_t ndata, size_t nword_places, size_t nplaces, int wait)
 {
     if (nplaces == 0) return CLS_OK;
-    memcpy(e->h_stage + ndata, e->h_places, nplaces * sizeof(abi_place));
+    memcpy((uint32_t *)e->stage_host.host + ndata, e->h_places, nplaces * sizeof(abi_place));
     size_t bytes = ndata * 4 + nplaces * sizeof(abi_place);
     cl_event ev;
-    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->stage.mem, CL_FALSE, 0, bytes, e->h_stage, 0, NULL, &ev));
+    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->stage.mem, CL_FALSE, 0, bytes, e->stage_host.host, 0, NULL, &ev));
     dev_record(e, ev, "lists up", bytes);
     cl_uint at = (cl_uint)ndata, nw = (cl_uint)nword_places;
     dev_arg a[] = {DEV_MEM(e->stage.mem), DEV_U32(at), DEV_U32(nw), DEV_MEM(e->d_words), DEV_MEM(e->d_blocks)};
@@ -628,7 +603,7 @@ static cls_status upload_loads(clx_engine *e)
                 }
                 uint64_t fit = (cap - ndata - (nplaces + 1) * per_place) / unit, m = n - done < fit ? n - done : fit;
                 if (m * unit > PLACE_PIECE_WORDS) m = PLACE_PIECE_WORDS / unit; /* many groups share a long list */
-                memcpy(e->h_stage + ndata, src + done * unit, m * unit * 4);
+                memcpy((uint32_t *)e->stage_host.host + ndata, src + done * unit, m * unit * 4);
                 e->h_places[nplaces++] = (abi_place){.src = (uint32_t)ndata, .dst = (uint32_t)(dst + done),
                                                      .count = (uint32_t)m, .shift = kind ? shift : 0};
                 ndata += m * unit;
@@ -643,7 +618,7 @@ static cls_status upload_loads(clx_engine *e)
 }
 
 /* The planned batch f through upload, decode, the algorithm and top-k, and the read of its
- * results into f->h_out, all enqueued without waiting: the device may still run the batch before
+ * results into f->res, enqueued without waiting (but for the search's last batch): the device may still run the batch before
  * (search_batches). Every buffer the batches share is written by the device in queue order, and
  * one that grows is released while the batch before may still use it, which OpenCL defers until
  * its commands are done; the upload reads f's own plan, which stays untouched until f is done. */
@@ -665,8 +640,7 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, const query_algo *
                    .terms_base = lay.terms_base, .skips_base = lay.skips_base, .nskips = pl->nskips,
                    .nstasks = (cl_uint)pl->stasks, .units_base = lay.units_base, .nunits = pl->nunits,
                    .olists_base = lay.olists_base, .nolists = pl->nolists, .otasks = (cl_uint)pl->otasks};
-    f->out_len = ABI_OUT_WORDS((size_t)nq, kk);
-    f->read_len = f->out_len + (pl->nskips ? 1 : 0);
+    f->read_len = ABI_OUT_WORDS((size_t)nq, kk) + (pl->nskips ? 1 : 0);
     if (pl->parts) f->read_len = ABI_OUT_OR((size_t)nq, kk) + ABI_OUT_OR_WORDS((size_t)nq);
     b.nsel_at = (cl_uint)ABI_OUT_NSEL((size_t)nq, kk);
     /* top-k segments: a query's pool each for OR by partitions (whose units are shares of hashed
@@ -692,7 +666,7 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, const query_algo *
     if ((s = dev_pinned_need(e, &f->up, lay.words * 4, "the batch input's host copy")) != CLS_OK ||
         (s = dev_pinned_need(e, &f->res, f->read_len * 4, "the results' host copy")) != CLS_OK)
         return s;
-    memcpy(f->up.host, pl->upload, lay.words * 4);
+    plan_pack(pl, &lay, f->up.host);
     b.in = e->in.mem;
 
     if (e->cached && e->cache.nloads && (s = upload_loads(e)) != CLS_OK) return s;
@@ -743,11 +717,11 @@ static cls_status batch_complete(clx_engine *e, dev_flight *f, cls_results *r)
     const uint32_t *h_out = f->res.host;
     e->counters[0].value += nq;
     e->counters[1].value += pl->blocks_in_lists;
-    e->counters[2].value += pl->ntasks + (pl->nskips && !pl->parts ? h_out[f->out_len] : 0);
+    e->counters[2].value += pl->ntasks + (pl->nskips && !pl->parts ? h_out[ABI_OUT_NSEL((size_t)nq, kk)] : 0);
     e->counters[4].value += pl->npruned;
     e->counters[5].value += pl->postings_in_lists;
     if (pl->parts) { /* the lists decoded ahead (or_decode); or_finish's words: overflowed pools, then
-                      * partitions scored */
+                      * partitions scored, then (partition, term) pairs left unread */
         const size_t or_at = ABI_OUT_OR((size_t)nq, kk);
         e->counters[2].value += pl->otasks;
         e->counters[6].value += pl->opostings;

@@ -52,8 +52,9 @@ cls_status dev_pinned_need(clx_engine *e, dev_pinned *p, size_t need, const char
 {
     if (need < DEV_MIN_BUF) need = DEV_MIN_BUF;
     if (p->mem && p->cap >= need) return CLS_OK;
+    /* exact the first time (staging of a fixed size), an eighth of headroom when it grows */
+    const size_t cap = p->cap ? need + need / 8 : need;
     dev_pinned_release(e, p);
-    size_t cap = need + need / 8;
     cl_int err;
     p->mem = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, cap, NULL, &err);
     if (!p->mem || err != CL_SUCCESS) {

@@ -33,7 +33,6 @@ void plan_free(batch_plan *pl)
     free(pl->lists);
     free(pl->queries);
     free(pl->terms);
-    free(pl->upload);
     free(pl->skips);
     free(pl->units);
     free(pl->olists);
@@ -283,12 +282,11 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     uint64_t cost = pl->cost + need_cost(idx, &need, shortest, q->num_terms ? idx->terms[t[drive].term].num_blocks : 0, sum,
                                          q->num_terms, pl->lim.prune ? pl->kk : 0);
     const plan_limits *L = &pl->lim;
-    pl->cut = nq > L->max_queries ? PLAN_CUT_QUERIES
-              : bytes > L->budget ? PLAN_CUT_BYTES
+    pl->cut = nq > L->max_queries                                                 ? PLAN_CUT_QUERIES
+              : bytes > L->budget                                                 ? PLAN_CUT_BYTES
               : L->max_cost && pl->nq >= L->cost_floor && cost > L->max_cost ? PLAN_CUT_COST
-                                                                              : PLAN_CUT_ALLOC;
-    if (pl->nq > 0 && (nq > L->max_queries || bytes > L->budget || (L->max_cost && pl->nq >= L->cost_floor && cost > L->max_cost) ||
-                       dec * 4 > L->max_alloc ||
+                                                                                  : PLAN_CUT_ALLOC;
+    if (pl->nq > 0 && (pl->cut != PLAN_CUT_ALLOC || dec * 4 > L->max_alloc ||
                        stasks * sizeof(abi_task) > L->max_alloc || (pl->cand + need.cand) * 4 > L->max_alloc ||
                        rows * idx->num_docs * 4 > L->max_alloc || nq * pl->P * 4 > L->max_alloc ||
                        (need.parts && ((uint64_t)pl->nterms + q->num_terms) * L->parts * 4 > L->max_alloc) ||
@@ -355,19 +353,11 @@ void plan_abandon(batch_plan *pl) { unslot(pl, 0); }
 
 cls_status plan_finish(batch_plan *pl, plan_layout *lay)
 {
-    size_t wt = (size_t)pl->nlists * sizeof(abi_list) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,
-           wr = (size_t)pl->nterms * sizeof(abi_term) / 4, ws = (size_t)pl->nskips * sizeof(abi_skip) / 4,
-           wu = (size_t)pl->nunits * sizeof(abi_unit) / 4, wo = (size_t)pl->nolists * sizeof(abi_olist) / 4;
+    const size_t wt = (size_t)pl->nlists * sizeof(abi_list) / 4, wq = (size_t)pl->nq * sizeof(abi_query) / 4,
+                 wr = (size_t)pl->nterms * sizeof(abi_term) / 4, ws = (size_t)pl->nskips * sizeof(abi_skip) / 4,
+                 wu = (size_t)pl->nunits * sizeof(abi_unit) / 4, wo = (size_t)pl->nolists * sizeof(abi_olist) / 4;
     unslot(pl, 0);
     if (wt + wq + wr + ws + wu + wo >= UINT32_MAX) return err_set(CLS_E_DEVMEM, "a batch's descriptors exceed 2^32 words");
-    if (!vec_reserve(&pl->upload, &pl->upload_cap, wt + wq + wr + ws + wu + wo + 1, 4))
-        return err_set(CLS_E_NOMEM, "out of memory for the batch plan");
-    if (wt) memcpy(pl->upload, pl->lists, wt * 4);
-    if (wq) memcpy(pl->upload + wt, pl->queries, wq * 4);
-    if (wr) memcpy(pl->upload + wt + wq, pl->terms, wr * 4);
-    if (ws) memcpy(pl->upload + wt + wq + wr, pl->skips, ws * 4);
-    if (wu) memcpy(pl->upload + wt + wq + wr + ws, pl->units, wu * 4);
-    if (wo) memcpy(pl->upload + wt + wq + wr + ws + wu, pl->olists, wo * 4);
     lay->words = wt + wq + wr + ws + wu + wo;
     lay->queries_base = (uint32_t)wt;
     lay->terms_base = (uint32_t)(wt + wq);
@@ -375,4 +365,19 @@ cls_status plan_finish(batch_plan *pl, plan_layout *lay)
     lay->units_base = (uint32_t)(wt + wq + wr + ws);
     lay->olists_base = (uint32_t)(wt + wq + wr + ws + wu);
     return CLS_OK;
+}
+
+void plan_pack(const batch_plan *pl, const plan_layout *lay, uint32_t *dst)
+{
+    const struct {
+        const void *from;
+        size_t at, end;
+    } parts[] = {{pl->lists, 0, lay->queries_base},
+                 {pl->queries, lay->queries_base, lay->terms_base},
+                 {pl->terms, lay->terms_base, lay->skips_base},
+                 {pl->skips, lay->skips_base, lay->units_base},
+                 {pl->units, lay->units_base, lay->olists_base},
+                 {pl->olists, lay->olists_base, lay->words}};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        if (parts[i].end > parts[i].at) memcpy(dst + parts[i].at, parts[i].from, (parts[i].end - parts[i].at) * 4);
 }

@@ -1,6 +1,6 @@
 /* The batch planner: which queries of a cls_batch go into one device batch, which blocks are
- * decoded where, and the descriptors the kernels read (cl/abi.h), in one host buffer that is
- * uploaded in one transfer:
+ * decoded where, and the descriptors the kernels read (cl/abi.h), packed (plan_pack) into one
+ * host buffer that the engine uploads in one transfer:
  *
  *   lists (abi_list per whole list to decode) | queries (abi_query) | terms (abi_term)
  *   | skips (abi_skip) | units (abi_unit) | olists (abi_olist)
@@ -109,8 +109,6 @@ typedef struct batch_plan {
     uint32_t *touched;
     uint32_t *term_skip; /* per term of the query being added: 1 + its abi_skip, or 0 */
     size_t lists_cap, queries_cap, terms_cap, skips_cap, term_skip_cap, units_cap, olists_cap, olist_next_cap;
-    uint32_t *upload; /* the packed input: lists | queries | terms | skips | units | olists */
-    size_t upload_cap;
 } batch_plan;
 
 /* What query q (its terms t) costs the device under algo, in postings its kernels walk: with
@@ -145,8 +143,10 @@ typedef struct plan_layout {
     uint32_t queries_base, terms_base, skips_base, units_base, olists_base; /* the lists start at 0 */
 } plan_layout;
 
-/* Packs the upload buffer and clears the term slots. */
+/* Lays out the upload (*lay) and clears the term slots. */
 cls_status plan_finish(batch_plan *pl, plan_layout *lay);
+/* Packs the upload, lay->words words, into dst (the engine's pinned copy, which travels as is). */
+void plan_pack(const batch_plan *pl, const plan_layout *lay, uint32_t *dst);
 /* A batch that will not run (its planning or another batch failed): clears the term slots, so
  * that the next batch planned starts clean. */
 void plan_abandon(batch_plan *pl);
