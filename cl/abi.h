@@ -205,7 +205,7 @@ typedef struct abi_place {
  * pass, of ABI_TOPK_BINS) and state words, and its per-slice histogram of the last digit
  * (cl/topk_wide.cl). */
 #define ABI_TOPK_BINS 2048u
-#define ABI_TOPK_ROWS_SH 4u
+#define ABI_TOPK_ROWS_SH 6u
 #define ABI_TOPK_WIDE_STATE 12u
 #define ABI_TOPK_WIDE_TIES 1024u
 /* topk_team (cl/topk.cl): rows of at most ABI_TOPK_TEAM(wg) x ABI_TOPK_TEAM_KEYS keys at k up

@@ -205,8 +205,16 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
  * branches hold no barrier), and every work-item keeps the state itself, computing the same next
  * operation from the same values (the scan's total, words one work-item wrote before a barrier).
  *
+ * POCL 5.0's loop-based work-group formation aborts the process (Kernel.cc's
+ * region_entry_barrier assertion) when a barrier of this loop is followed at once by a branch
+ * on the operation, whose value the compiler knows from before the barrier: it takes such a
+ * barrier for a conditional one. So the operation crosses each of the loop's barriers through
+ * local memory (tr_op_across: work-item 0 writes it, every work-item reads it back), with one
+ * barrier more at the top of an iteration, and each barrier is followed by that read; POCL 3.1
+ * and the GPUs' compilers take either form.
+ *
  * The host gives the work-group one local buffer lm (cap + cap + TR_BINS + WG_ROWS + TR_SH words):
- * keys | positions | histogram | scan | words the radix pick hands on. cap is at least
+ * keys | positions | histogram | scan | words the radix pick hands on, and the operation's. cap is at least
  * next_pow2(min(k, n)) (the final sort's room) and either at least n (the whole row fits: no cut
  * while streaming) or at least k + TR_STEP (after a cut the next step fits). */
 #ifndef WG_ROWS
@@ -219,6 +227,12 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
 #endif
 #define TR_BINS ABI_TOPK_BINS
 #define TR_SH ABI_TOPK_ROWS_SH
+/* sh's words: 0..2 the radix pick's (prefix, count left, bin taken whole); the operation across
+ * the top barrier, the first and the second (one word each, so that a read of one never meets
+ * the next write of the same word between two barriers) */
+#define TR_SH_OP_TOP 3u
+#define TR_SH_OP_A 4u
+#define TR_SH_OP_C 5u
 /* the operations */
 #define TR_STREAM 0u
 #define TR_HIST 1u
@@ -322,6 +336,15 @@ inline void tr_rank_out(__local const uint *bk, __local const uint *bp, uint m, 
     }
 }
 
+/* A barrier of topk_rows' loop that the operation crosses through local memory (see the
+ * section's header): the operation after it, the same in every work-item. */
+inline uint tr_op_across(__local uint *slot, uint op)
+{
+    if (get_local_id(0) == 0) *slot = op;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return *slot;
+}
+
 /* Whether the key at row position pos enters the buffer: above the threshold t (key 0, no match,
  * never does) and in the row (positions before its start wrap to large values). */
 #define TR_TAKE(key, pos) ((key) > t && (pos) < n)
@@ -356,6 +379,7 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
 
     while (op != TR_END) {
         uint val = 0, done = 0;
+        op = tr_op_across(sh + TR_SH_OP_TOP, op);
         /* phase A */
         if (op == TR_STREAM) { /* this step's keys (loaded a step ahead), the next step's loads */
             for (uint v = 0; v < TR_VEC; v++) {
@@ -384,7 +408,7 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
             if (m <= WG_ROWS) val = tr_rank(bk, bp, m); /* written out in phase C */
             else done = tr_sort_phase(bk, bp, m, p2, &st, &size, &stride, k, Q, q, out);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        op = tr_op_across(sh + TR_SH_OP_A, op);
         /* phase B: the value to scan */
         if (op == TR_HIST)
             for (uint j = lo; j < hi; j++) val += hist[j];
@@ -432,7 +456,7 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
         } else if (op == TR_SORT && !done) {
             done = tr_sort_phase(bk, bp, m, p2, &st, &size, &stride, k, Q, q, out);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        op = tr_op_across(sh + TR_SH_OP_C, op);
 
         /* the next operation, computed alike by every work-item */
         uint select = 0;
