@@ -882,6 +882,9 @@ START_TEST(program_cache_cold_warm_corrupt_concurrent)
     const char *dir = tu_tmp_path("cache");
     ck_assert_int_eq(mkdir(dir, 0755), 0);
     setenv("CLSEARCH_CACHE_DIR", dir, 1);
+    /* the binary cache, which a GPU driver's programs get; POCL's go to its own cache by default
+     * (program_cache_by_driver below) */
+    setenv("CLSEARCH_PROGRAM_CACHE", "binary", 1);
     /* Four fresh processes building into an empty cache at once: all succeed, and the entry
      * they leave is whole. This runs before this process touches OpenCL: on the H100, command
      * processes started while the parent held a CUDA context sometimes saw no NVIDIA platform. */
@@ -947,6 +950,53 @@ START_TEST(program_cache_cold_warm_corrupt_concurrent)
     ck_assert_int_eq(engine_from_cache(idx), 0);
     ck_assert_int_eq(engine_from_cache(idx), 1);
     cls_index_close(idx);
+    unsetenv("CLSEARCH_PROGRAM_CACHE");
+}
+END_TEST
+
+/* A driver with a cache of its own (POCL by default, any device with CLSEARCH_PROGRAM_CACHE=driver):
+ * no binary in the folder, a mark that the program was built (cold, then warm); the program is
+ * compiled first in the child process (the helper is in this build tree), and a compiler that
+ * crashes there is an error naming the device and the program while this process goes on. */
+START_TEST(program_cache_by_driver)
+{
+    const char *dir = tu_tmp_path("cache-driver");
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    setenv("CLSEARCH_CACHE_DIR", dir, 1);
+    setenv("CLSEARCH_PROGRAM_CACHE", "driver", 1);
+    cls_index *idx = random_index(5, 20, 10);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    double secs;
+    int cached;
+    cls_engine_build_times(e, &secs, &cached);
+    ck_assert_int_eq(cached, 0);
+    const char *desc = cls_engine_describe(e);
+    ck_assert_msg(strstr(desc, "compiled in a child process") && strstr(desc, ".built"), "%s", desc);
+    cls_engine_free(e);
+    glob_t g;
+    char pat[4200];
+    snprintf(pat, sizeof pat, "%s/*.bin", dir);
+    ck_assert_int_eq(glob(pat, 0, NULL, &g), GLOB_NOMATCH);
+    snprintf(pat, sizeof pat, "%s/*.built", dir);
+    ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
+    ck_assert_uint_eq(g.gl_pathc, 2); /* the decode and the query program */
+    globfree(&g);
+    ck_assert_int_eq(engine_from_cache(idx), 1);
+    /* a crashing compiler (CLSEARCH_FAULT=compiler-crash: the helper aborts) in a fresh folder */
+    const char *cold = tu_tmp_path("cache-crash");
+    ck_assert_int_eq(mkdir(cold, 0755), 0);
+    setenv("CLSEARCH_CACHE_DIR", cold, 1);
+    setenv("CLSEARCH_FAULT", "compiler-crash:1", 1);
+    ck_assert_int_eq(cls_engine_create(idx, device(), &e), CLS_E_BUILD);
+    const char *msg = cls_last_error();
+    ck_assert_msg(strstr(msg, "the OpenCL compiler crashed (SIGABRT") && strstr(msg, "kernel program of") &&
+                      strstr(msg, "injected fault"), "%s", msg);
+    unsetenv("CLSEARCH_FAULT");
+    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "after the crash: %s", cls_last_error());
+    cls_engine_free(e);
+    cls_index_close(idx);
+    unsetenv("CLSEARCH_PROGRAM_CACHE");
 }
 END_TEST
 
@@ -1267,6 +1317,7 @@ static Suite *suite(void)
     tcase_add_test(tc, search_random_collections);
     tcase_add_test(tc, search_many_batches);
     tcase_add_test(tc, program_cache_cold_warm_corrupt_concurrent);
+    tcase_add_test(tc, program_cache_by_driver);
     tcase_add_test(tc, generated_top1000_matches_ref);
     suite_add_tcase(s, tc);
     return s;

@@ -6,7 +6,11 @@
  * name, driver version and platform version. An entry is a header (magic, key, size, xxh64
  * of the binary) and the binary; anything that does not check out is ignored and rebuilt.
  * Entries are written to a temporary name and renamed, so concurrent writers never leave a
- * half-written file: the last rename wins and every version is whole. */
+ * half-written file: the last rename wins and every version is whole. On POCL the driver's own
+ * cache serves instead, and an entry is only a mark (program_cache_policy says why).
+ *
+ * A program missing from the cache is compiled in a child process where the helper is found
+ * (clx_compile.h: a compiler that crashes must not end the caller), then loaded here. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +21,7 @@
 #include <xxhash.h>
 
 #include "device/clx.h"
+#include "device/clx_compile.h"
 #include "device/clx_guard.h"
 #include "util/err.h"
 #include "util/fault.h"
@@ -149,6 +154,36 @@ static void cache_write(const char *dir, const char *path, uint64_t key, const u
     if (!ok || rename(tmp, path) != 0) remove(tmp);
 }
 
+/* Which cache keeps a device's compiled programs. Most drivers compile every kernel of a program
+ * at clBuildProgram, and its binary (clGetProgramInfo) is what this folder keeps. POCL compiles a
+ * kernel's work-group function when the kernel first launches, for that launch's shape, and keeps
+ * those in a cache folder of its own; asking it for the program's binary makes it compile every
+ * kernel of the program for a shape that is never launched as well: a cold start on POCL 3.1 took
+ * 34 s that way against 2 s without (the default collection's quickstart search). So on POCL the
+ * driver's cache is the cache, and this folder keeps only a mark (KEY.built) that the program was
+ * built here, for the once-only notice. CLSEARCH_PROGRAM_CACHE=binary or =driver overrides the
+ * choice (tests run the binary cache on POCL that way). */
+static cls_status program_cache_policy(const clx_device *dev, int *by_driver)
+{
+    const char *env = getenv("CLSEARCH_PROGRAM_CACHE");
+    if (!env || !*env || strcmp(env, "auto") == 0) {
+        *by_driver = strstr(dev->info.platform_name, "Portable Computing Language") != NULL;
+        return CLS_OK;
+    }
+    if (strcmp(env, "binary") == 0 || strcmp(env, "driver") == 0) {
+        *by_driver = strcmp(env, "driver") == 0;
+        return CLS_OK;
+    }
+    return err_set(CLS_E_ARG, "CLSEARCH_PROGRAM_CACHE='%s': auto, binary or driver", env);
+}
+
+/* The mark that a program was built on this device (program_cache_policy), written whole. */
+static void mark_built(const char *dir, const char *path)
+{
+    static const unsigned char mark[] = "built\n";
+    cache_write(dir, path, 0, mark, sizeof mark - 1);
+}
+
 /* Whether the build log of prog is empty (or white space only). */
 static int log_is_empty(cl_program prog, cl_device_id dev)
 {
@@ -201,6 +236,68 @@ static cls_status build_log_error(cl_program prog, cl_device_id dev, cl_int err,
     return s;
 }
 
+cls_status clx_build_source(cl_context ctx, const clx_device *dev, const char *src, size_t len, const char *options,
+                            cl_program *out)
+{
+    /* A build that fails with no log said nothing about the source: it was seen once in 32
+     * processes compiling at the same time on a cold start. It is tried once more, and only a
+     * second failure is reported. */
+    for (int attempt = 0;; attempt++) {
+        cl_int e;
+        cl_program prog = clx_program_from_source(ctx, src, len, &e);
+        if (!prog || e != CL_SUCCESS) {
+            if (prog) clReleaseProgram(prog);
+            return clx_fail("clCreateProgramWithSource", e);
+        }
+        /* CLSEARCH_FAULT's build faults: that failure, the program left unbuilt, so its log is empty */
+        e = fault_hit(FAULT_BUILD) ? CL_BUILD_PROGRAM_FAILURE : clx_build_program(prog, dev->device, options);
+        if (e == CL_SUCCESS) {
+            *out = prog;
+            return CLS_OK;
+        }
+        if (e == CL_OUT_OF_HOST_MEMORY) {
+            clReleaseProgram(prog);
+            return clx_fail("clBuildProgram", e);
+        }
+        if (attempt == 0 && log_is_empty(prog, dev->device)) {
+            err_notice("clBuildProgram failed with %s and an empty build log: building once more", clx_errname(e));
+            clReleaseProgram(prog);
+            continue;
+        }
+        cls_status s = build_log_error(prog, dev->device, e, options, attempt > 0);
+        clReleaseProgram(prog);
+        return s;
+    }
+}
+
+/* "kernel program of decode.cl, ..." for messages: the families, the shared head left out. */
+static void describe_program(const char *const *families, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, "kernel program of");
+    for (size_t i = 0; families[i] && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s %s", i ? "," : "", families[i]);
+}
+
+/* The program of a binary the helper made: created and built (linked) as a cached one is. */
+static cls_status load_binary(cl_context ctx, const clx_device *dev, const char *what, const unsigned char *bin,
+                              size_t len, const char *options, cl_program *out)
+{
+    cl_int bstatus = CL_SUCCESS, e;
+    cl_program prog = clx_program_from_binary(ctx, dev->device, bin, len, &bstatus, &e);
+    if (!prog || e != CL_SUCCESS || bstatus != CL_SUCCESS) {
+        if (prog) clReleaseProgram(prog);
+        return err_wrap(clx_fail("clCreateProgramWithBinary", e != CL_SUCCESS ? e : bstatus),
+                        "loading the %s that the compiler process made", what);
+    }
+    if ((e = clx_build_program(prog, dev->device, options)) != CL_SUCCESS) {
+        cls_status s = build_log_error(prog, dev->device, e, options, 0);
+        clReleaseProgram(prog);
+        return err_wrap(s, "loading the %s that the compiler process made", what);
+    }
+    *out = prog;
+    return CLS_OK;
+}
+
 cls_status clx_build(cl_context ctx, const clx_device *dev, const char *const *families, const char *options,
                      cl_program *out, double *seconds, int *from_cache, char *note, size_t note_len)
 {
@@ -230,13 +327,17 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
     XXH64_freeState(st);
 
     char dir[4096], path[4200];
-    int have_dir = clx_cache_dir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/%016llx.bin", dir, (unsigned long long)key);
+    int have_dir = clx_cache_dir(dir, sizeof dir), by_driver = 0;
+    if ((s = program_cache_policy(dev, &by_driver)) != CLS_OK) {
+        free(src);
+        return s;
+    }
+    snprintf(path, sizeof path, "%s/%016llx.%s", dir, (unsigned long long)key, by_driver ? "built" : "bin");
     *from_cache = 0;
     cl_int e;
     cl_program prog = NULL;
     size_t blen = 0;
-    unsigned char *bin = have_dir ? cache_read(path, key, &blen) : NULL;
+    unsigned char *bin = have_dir && !by_driver ? cache_read(path, key, &blen) : NULL;
     if (bin) {
         cl_int bstatus;
         prog = clx_program_from_binary(ctx, dev->device, bin, blen, &bstatus, &e);
@@ -248,53 +349,62 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
             prog = NULL;
         }
         free(bin);
+        bin = NULL;
+    }
+    char how[4400] = "";
+    if (!prog && by_driver && have_dir && access(path, F_OK) == 0) {
+        /* built here before: the driver's own cache has it, and a build from source is quick */
+        if ((s = clx_build_source(ctx, dev, src, src_len, options, &prog)) != CLS_OK) {
+            free(src);
+            return s;
+        }
+        *from_cache = 1;
+        snprintf(how, sizeof how, ", built from source from the driver's own cache");
     }
     if (!prog) {
-        if (have_dir) err_notice("compiling kernels for %s (once; cached in %s)", dev->info.name, dir);
+        if (have_dir) err_notice("compiling kernels for %s (once; cached in %s)", dev->info.name,
+                                 by_driver ? "the driver's own folder" : dir);
         else err_notice("compiling kernels for %s (no cache folder: every start compiles)", dev->info.name);
         if ((s = room_to_compile()) != CLS_OK) {
             free(src);
             return s;
         }
-        /* A build that fails with no log said nothing about the source: it was seen once in 32
-         * processes compiling at the same time on a cold start. It is tried once more, and only
-         * a second failure is reported. */
-        for (int attempt = 0;; attempt++) {
-            prog = clx_program_from_source(ctx, src, src_len, &e);
-            if (!prog || e != CL_SUCCESS) {
-                free(src);
-                if (prog) clReleaseProgram(prog);
-                return clx_fail("clCreateProgramWithSource", e);
+        char helper[4096], what[512];
+        describe_program(families, what, sizeof what);
+        int isolated = clx_compiler_path(helper, sizeof helper);
+        if (isolated) {
+            s = clx_compile_isolated(helper, dev, what, src, src_len, options, !by_driver, &bin, &blen);
+            if (s == CLS_OK && !by_driver) s = load_binary(ctx, dev, what, bin, blen, options, &prog);
+            if (s == CLS_OK && !by_driver && have_dir) cache_write(dir, path, key, bin, blen);
+            free(bin);
+        }
+        if (s == CLS_OK && !prog) s = clx_build_source(ctx, dev, src, src_len, options, &prog);
+        if (s == CLS_OK && !isolated && !by_driver && have_dir) { /* the binary of the build in this process */
+            size_t size = 0;
+            if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) == CL_SUCCESS && size > 0) {
+                unsigned char *b = malloc(size);
+                if (b && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof b, &b, NULL) == CL_SUCCESS)
+                    cache_write(dir, path, key, b, size);
+                free(b);
             }
-            /* CLSEARCH_FAULT's build faults: that failure, the program left unbuilt, so its log is empty */
-            e = fault_hit(FAULT_BUILD) ? CL_BUILD_PROGRAM_FAILURE : clx_build_program(prog, dev->device, options);
-            if (e == CL_SUCCESS) break;
-            if (e == CL_OUT_OF_HOST_MEMORY) {
-                clReleaseProgram(prog);
-                free(src);
-                return clx_fail("clBuildProgram", e);
-            }
-            if (attempt == 0 && log_is_empty(prog, dev->device)) {
-                err_notice("clBuildProgram failed with %s and an empty build log: building once more", clx_errname(e));
-                clReleaseProgram(prog);
-                continue;
-            }
-            s = build_log_error(prog, dev->device, e, options, attempt > 0);
-            clReleaseProgram(prog);
+        }
+        if (s == CLS_OK && by_driver && have_dir) mark_built(dir, path);
+        if (s != CLS_OK) {
             free(src);
             return s;
         }
-        size_t size = 0;
-        if (have_dir && clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) == CL_SUCCESS && size > 0) {
-            unsigned char *b = malloc(size);
-            if (b && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof b, &b, NULL) == CL_SUCCESS)
-                cache_write(dir, path, key, b, size);
-            free(b);
-        }
+        if (isolated && by_driver)
+            snprintf(how, sizeof how, ", compiled in a child process (%s); the driver compiles each kernel at its "
+                     "first launch", helper);
+        else if (isolated)
+            snprintf(how, sizeof how, ", compiled in a child process (%s)", helper);
+        else
+            snprintf(how, sizeof how, ", compiled in this process (no clsearch-compile found: a compiler crash would end "
+                     "the process; CLSEARCH_COMPILER names one)");
     }
     free(src);
     *seconds = clx_now() - t0;
-    snprintf(note, note_len, "%s, %s start %.3f s (%s)", srcnote, *from_cache ? "warm" : "cold", *seconds,
+    snprintf(note, note_len, "%s, %s start %.3f s%s (%s)", srcnote, *from_cache ? "warm" : "cold", *seconds, how,
              have_dir ? path : "no cache folder");
     *out = prog;
     return CLS_OK;

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[FAULT_KINDS] = {"device-alloc", "enqueue", "host-alloc", "write", "build"};
+static const char *const kind_names[FAULT_KINDS] = {"device-alloc", "enqueue", "host-alloc", "write", "build",
+                                                           "compiler-crash"};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int enabled;                       /* 0: CLSEARCH_FAULT unset, nothing counted */
@@ -51,7 +52,7 @@ static void parse(void)
         unsigned long long n = colon ? strtoull(colon + 1, &end, 10) : 0;
         if (k == FAULT_KINDS || n == 0 || *end || nfail[k] == FAULT_MAX_AT) {
             fprintf(stderr, "CLSEARCH_FAULT: '%s' is not KIND:N[,KIND:N...] (kinds: device-alloc, enqueue, host-alloc, "
-                            "write, build; N from 1; a kind at most %d times) or count\n", env, FAULT_MAX_AT);
+                            "write, build, compiler-crash; N from 1; a kind at most %d times) or count\n", env, FAULT_MAX_AT);
             exit(2);
         }
         fail_at[k][nfail[k]++] = n;

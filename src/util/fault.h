@@ -5,18 +5,28 @@
  * CL_OUT_OF_RESOURCES), host-alloc (the growable arrays and fault_malloc's callers: NULL),
  * write (the index and run writers: a short write with ENOSPC), build (a kernel program's
  * compilation from source, not a load from the binary cache: clBuildProgram's
- * CL_BUILD_PROGRAM_FAILURE with an empty build log, which clx_build retries once). Several are
+ * CL_BUILD_PROGRAM_FAILURE with an empty build log, which clx_build retries once), compiler-crash
+ * (the kernel compiler process, clsearch-compile, aborts as a compiler that cannot take a kernel
+ * does; counted in that process, which compiles one program: N is 1). Several are
  * comma-separated, a kind up to FAULT_MAX_AT times ("device-alloc:3,write:1", "build:1,build:2":
  * the first build and its retry). CLSEARCH_FAULT=count fails nothing and prints, at exit, how
  * many operations of each kind the process did: "clsearch fault counts: device-alloc 4 enqueue 9
- * host-alloc 120 write 3 build 0". Unset (the normal case) it costs one load and a branch a
+ * host-alloc 120 write 3 build 0 compiler-crash 0". Unset (the normal case) it costs one load and a branch a
  * call. */
 #ifndef CLS_FAULT_H
 #define CLS_FAULT_H
 
 #include <stddef.h>
 
-typedef enum fault_kind { FAULT_DEVICE_ALLOC, FAULT_ENQUEUE, FAULT_HOST_ALLOC, FAULT_WRITE, FAULT_BUILD, FAULT_KINDS } fault_kind;
+typedef enum fault_kind {
+    FAULT_DEVICE_ALLOC,
+    FAULT_ENQUEUE,
+    FAULT_HOST_ALLOC,
+    FAULT_WRITE,
+    FAULT_BUILD,
+    FAULT_COMPILER_CRASH,
+    FAULT_KINDS
+} fault_kind;
 #define FAULT_MAX_AT 8
 
 /* Counts one operation of kind k; 1 when it is to fail. */
