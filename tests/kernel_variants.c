@@ -6,6 +6,9 @@
  * DIR/NN-family.cl is one program's source; DIR/variants.txt has one line per variant:
  * "NN-family.cl<TAB>options". Exit 0 on success, 1 (with a message) on a failed check.
  *
+ * DIR/NN-codec-decoding.cl is the program of the kernels that decode blocks themselves (OR's
+ * or_parts.cl).
+ *
  * Variants cover each value of each parameter at least once, not the full cross product (which
  * would be thousands of compilations): decode, every codec at every block size, the scan
  * algorithms alternating and pfor at each depth; query, each work-group size in each of the
@@ -171,6 +174,34 @@ int main(int argc, char **argv)
                      depth, algos[k % nalgos]);
             ok = ok && emit(cls_codec_name((cls_codec)c), files, opts);
         }
+    }
+
+    /* the decoding kernels' program (an algorithm's decode_file after its codec and decode.cl: OR's
+     * or_parts.cl), on the decode program's options as build_programs() writes them in full: each
+     * codec once, each OR_PART_LOG and OR_SEARCH_COST candidate, OR_HASH_WG as the engine sizes it
+     * for the block (eight blocks' postings where the device takes groups that large) */
+    const clx_tunable *pl = tun("OR_PART_LOG"), *sc = tun("OR_SEARCH_COST");
+    size_t nalgo_d;
+    const query_algo *const *qd = query_algos(&nalgo_d);
+    unsigned nor = CLS_NUM_CODECS > pl->ncandidates ? CLS_NUM_CODECS : pl->ncandidates;
+    for (unsigned i = 0; i < nor; i++) {
+        cls_codec c = (cls_codec)(i % CLS_NUM_CODECS);
+        unsigned block = blocks[i % 4], hash_wg = block;
+        while (hash_wg < 8 * block && hash_wg * 2 <= amd.max_work_group) hash_wg *= 2;
+        const char *files[8] = {cdc_kernel_file(c), "decode.cl"};
+        size_t nf = 2;
+        for (size_t a = 0; a < nalgo_d && nf < 7; a++)
+            if (qd[a]->decode_file) files[nf++] = qd[a]->decode_file;
+        files[nf] = NULL;
+        snprintf(opts, sizeof opts,
+                 "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_HASH_WG=%u "
+                 "-DOR_SEARCH_COST=%u%s%s",
+                 block, cdc_get(c)->uses_depth ? i % 4 : 1u, algos[i % nalgos], pl->candidates[i % pl->ncandidates],
+                 hash_wg, sc->candidates[i % sc->ncandidates], i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
+                 i % 3 == 1 ? " -DSCORE_IMPACT=1" : "");
+        char family[64];
+        snprintf(family, sizeof family, "%s-decoding", cls_codec_name(c));
+        ok = ok && emit(family, files, opts);
     }
 
     /* query: every algorithm's file, topk.cl, topk_wide.cl, cache.cl; options as build_programs() writes qopts
