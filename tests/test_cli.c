@@ -596,7 +596,12 @@ START_TEST(devices_lists_pocl)
     ck_assert_msg(rc == 0, "devices -v: exit %d: %s", rc, err);
     /* unknown commands are usage errors */
     rc = cli(&err, "frobnicate");
-    expect_fail(rc, err, 2, "unknown command 'frobnicate'", NULL, NULL, "unknown command");
+    expect_fail(rc, err, 2, "unknown command 'frobnicate'", "(see 'clsearch --help')", NULL, "unknown command");
+    ck_assert_msg(strstr(err, "did you mean") == NULL, "unknown command: a guess for 'frobnicate': %s", err);
+    /* a command mistyped by a letter or two: the nearest one named, and the list of commands */
+    rc = cli(&err, "serach -x x.idx q");
+    expect_fail(rc, err, 2, "unknown command 'serach': did you mean 'search'?", "(see 'clsearch --help')", NULL,
+                "mistyped command");
     rm_work();
 }
 END_TEST

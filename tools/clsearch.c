@@ -480,16 +480,17 @@ static int cmd_index(int argc, char **argv)
     if (counts.truncated)
         snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "; indexed %llu file%s only up to 64 MiB",
                  (unsigned long long)counts.truncated, counts.truncated == 1 ? "" : "s");
-    if (c.show || verbose) {
-        fprintf(stderr, "indexed %llu documents, %.1f MB of input (%.1f MB of text) in %.2f s: %.1f MB/s, %u thread%s%s\n",
+    if (!quiet) { /* the one-line summary, on a terminal or not (-q: none) */
+        struct stat ost;
+        double out_mb = stat(out, &ost) == 0 ? (double)ost.st_size / 1e6 : 0.0;
+        fprintf(stderr, "indexed %llu documents, %.1f MB of input (%.1f MB of text) in %.2f s: %.1f MB/s, %u thread%s%s; "
+                "%s: %.1f MB\n",
                 c.docs, mb, (double)c.text_bytes / 1e6, el, el > 0 ? mb / el : 0.0, bo.threads,
-                bo.threads == 1 ? "" : "s", skipped);
-        if (verbose)
-            fprintf(stderr, "reading and analysis %.2f s, inverting and writing %.2f s, index %s (%s, block %u)\n",
-                    t_read, el - t_read, out, cls_codec_name(bo.codec), bo.block_size);
-    } else if (*skipped && !quiet) {
-        fprintf(stderr, "%s: note: %s\n", prog, skipped + 2);
+                bo.threads == 1 ? "" : "s", skipped, out, out_mb);
     }
+    if (verbose)
+        fprintf(stderr, "reading and analysis %.2f s, inverting and writing %.2f s, index %s (%s, block %u)\n", t_read,
+                el - t_read, out, cls_codec_name(bo.codec), bo.block_size);
     if (verbose) {
         fprintf(stderr, "stored fields:");
         for (size_t f = 0; f < nfields; f++)
@@ -893,6 +894,9 @@ static int cmd_search(int argc, char **argv)
     if (verbose)
         fprintf(stderr, "searched %zu queries (%s, k %u) in %.3f s: %.1f queries/s, %zu hits, %zu queries without results\n",
                 nq, cls_mode_name(p.mode), p.k, t_search, t_search > 0 ? (double)nq / t_search : 0.0, hits, empty);
+    else if (empty) /* a run without those queries' lines would look like a dropped input */
+        fprintf(stderr, "%s: note: %zu of %zu %s matched no document (%s): no lines for %s\n", prog, empty, nq,
+                nq == 1 ? "query" : "queries", cls_mode_name(p.mode), empty == 1 ? "it" : "them");
     rc = 0;
 done:
     free(query);
@@ -1063,15 +1067,22 @@ static int cmd_stats(int argc, char **argv)
            st.num_docs, st.num_terms, (unsigned long long)st.num_postings, (unsigned long long)st.num_tokens,
            st.avg_doc_len, cls_codec_name(st.codec), st.block_size);
     if (depth) printf(", exception depth %u", st.pfor_depth);
-    printf(")\nscoring          %s\nblocks           %llu\npostings bytes   %llu (%.2f bits per posting)\n"
-           "file bytes       %llu\nanalyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n",
+    double per_posting = st.num_postings ? 8.0 / (double)st.num_postings : 0.0;
+    printf(")\nscoring          %s\nblocks           %llu\n"
+           "postings bytes   %llu (%.2f bits per posting: the blocks' docID-gap and frequency streams)\n"
+           "block records    %llu bytes (%.2f bits per posting: %zu bytes a block: first and last docID, where its "
+           "streams start, the codec's words, its largest score)\n"
+           "file bytes       %llu (both, the dictionary, document lengths, names and stored fields)\n"
+           "analyzer         possessive=%d lowercase=%d stopwords=%d stem=%d\n",
            cls_scoring_name(cls_index_scoring(idx)), (unsigned long long)st.num_blocks, (unsigned long long)st.postings_bytes,
-           st.num_postings ? 8.0 * (double)st.postings_bytes / (double)st.num_postings : 0.0,
-           (unsigned long long)st.file_bytes, an.possessive, an.lowercase, an.stopwords, an.stem);
+           per_posting * (double)st.postings_bytes, (unsigned long long)st.meta_bytes, per_posting * (double)st.meta_bytes,
+           st.num_blocks ? (size_t)(st.meta_bytes / st.num_blocks) : (size_t)0, (unsigned long long)st.file_bytes,
+           an.possessive, an.lowercase, an.stopwords, an.stem);
     print_collection(idx, st.num_docs);
     putchar('\n');
-    printf("%-14s %6s %9s %9s %9s %9s %14s\n", "codec", "block", "bits/doc", "bits/freq", "meta/post", "total/post",
-           "bytes");
+    printf("bits per posting of the docID gaps (doc), the frequencies (freq) and the block records (records); bytes:\n"
+           "postings and block records together\n");
+    printf("%-14s %6s %9s %9s %9s %9s %14s\n", "codec", "block", "doc", "freq", "records", "total", "bytes");
     char label[32];
     snprintf(label, sizeof label, "%s%s", cls_codec_name(st.codec), all ? " (this)" : "");
     print_sizes(label, &st);
@@ -1806,6 +1817,41 @@ static int command_help(const char *cmd)
     return 0;
 }
 
+/* The command whose name is nearest to a mistyped one (at most two letters added, removed,
+ * changed or swapped), or NULL: for "did you mean". */
+static const char *nearest_command(const char *typed)
+{
+    const char *best = NULL;
+    size_t best_d = 3, n = strlen(typed);
+    if (n > 30) return NULL;
+    for (size_t i = 0; i < NUM_USAGES; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(usages[i].cmd, " "), usages[i].cmd);
+        size_t m = strlen(name);
+        /* optimal string alignment distance: insertions, deletions, substitutions, transpositions */
+        size_t d[32][32];
+        for (size_t a = 0; a <= n; a++) d[a][0] = a;
+        for (size_t b = 0; b <= m; b++) d[0][b] = b;
+        for (size_t a = 1; a <= n; a++)
+            for (size_t b = 1; b <= m; b++) {
+                size_t v = d[a - 1][b - 1] + (typed[a - 1] != name[b - 1]);
+                if (d[a - 1][b] + 1 < v) v = d[a - 1][b] + 1;
+                if (d[a][b - 1] + 1 < v) v = d[a][b - 1] + 1;
+                if (a > 1 && b > 1 && typed[a - 1] == name[b - 2] && typed[a - 2] == name[b - 1] && d[a - 2][b - 2] + 1 < v)
+                    v = d[a - 2][b - 2] + 1;
+                d[a][b] = v;
+            }
+        if (d[n][m] < best_d) {
+            best_d = d[n][m];
+            best = usages[i].cmd;
+        }
+    }
+    if (!best) return NULL;
+    static char out[32];
+    snprintf(out, sizeof out, "%.*s", (int)strcspn(best, " "), best);
+    return out;
+}
+
 /* Whether the arguments after the command ask for help: -h or --help before any "--". */
 static int asks_help(int argc, char **argv)
 {
@@ -1916,7 +1962,12 @@ static int dispatch(int argc, char **argv)
 #endif
         return usage_error("bench: unknown suite '%s' (copy, decode, e2e, topk, scan, intersect, score, serve)", argv[1]);
     }
-    return usage_error("unknown command '%s'", cmd);
+    cur_cmd[0] = '\0'; /* no such command's --help: the list of them */
+    const char *near = nearest_command(cmd);
+    if (near) fprintf(stderr, "%s: unknown command '%s': did you mean '%s'?\n", prog, cmd, near);
+    else fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
+    fprintf(stderr, "(see '%s --help')\n", prog);
+    return 2;
 }
 
 /* Every command's standard output is checked once it is done: a write that failed (a full disk,

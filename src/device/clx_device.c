@@ -203,7 +203,7 @@ static cls_status select_locked(const char *spec, int by_index, unsigned want_p,
                 int gpu = (t & CL_DEVICE_TYPE_GPU) != 0, cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
                 const char *why = NULL;
                 if (by_index) {
-                    if (pass == 0 && pi == want_p && di == want_d) why = "named by index";
+                    if (pass == 0 && pi == want_p && di == want_d) why = "the platform:device asked for";
                 } else if (strcmp(spec, "gpu") == 0) {
                     if (pass == 0 && gpu) why = "first GPU";
                 } else if (strcmp(spec, "cpu") == 0) {
