@@ -226,7 +226,7 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
         if (error) s = err_set(CLS_E_BUILD, "%s", error);
         else s = err_set(CLS_E_BUILD, "%s exited with status %d: %s", helper, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
                          log_len ? log_tail(log, log_len, 6, 2000) : "(no message)");
-        err_wrap(CLS_E_BUILD, "compiling the %s for device %u:%u %s", what, dev->info.platform, dev->info.device,
+        err_wrap(CLS_E_BUILD, "compiling the %s for device %u:%u %s: ", what, dev->info.platform, dev->info.device,
                  dev->info.name);
     } else if (!(*bin = (unsigned char *)read_file(outp, bin_len)) || *bin_len == 0) {
         free(*bin);

@@ -287,12 +287,12 @@ static cls_status load_binary(cl_context ctx, const clx_device *dev, const char 
     if (!prog || e != CL_SUCCESS || bstatus != CL_SUCCESS) {
         if (prog) clReleaseProgram(prog);
         return err_wrap(clx_fail("clCreateProgramWithBinary", e != CL_SUCCESS ? e : bstatus),
-                        "loading the %s that the compiler process made", what);
+                        "loading the %s that the compiler process made: ", what);
     }
     if ((e = clx_build_program(prog, dev->device, options)) != CL_SUCCESS) {
         cls_status s = build_log_error(prog, dev->device, e, options, 0);
         clReleaseProgram(prog);
-        return err_wrap(s, "loading the %s that the compiler process made", what);
+        return err_wrap(s, "loading the %s that the compiler process made: ", what);
     }
     *out = prog;
     return CLS_OK;
@@ -362,8 +362,8 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
         snprintf(how, sizeof how, ", built from source from the driver's own cache");
     }
     if (!prog) {
-        if (have_dir) err_notice("compiling kernels for %s (once; cached in %s)", dev->info.name,
-                                 by_driver ? "the driver's own folder" : dir);
+        if (have_dir) err_notice("compiling kernels for %s (once; cached in %s%s)", dev->info.name, dir,
+                                 by_driver ? " and the driver's own cache" : "");
         else err_notice("compiling kernels for %s (no cache folder: every start compiles)", dev->info.name);
         if ((s = room_to_compile()) != CLS_OK) {
             free(src);
