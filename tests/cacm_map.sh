@@ -11,7 +11,9 @@ for f in cacm.tar.gz topics.cacm.txt qrels.cacm.txt; do
   fi
 done
 [ $absent = 0 ] || exit 77
-py=$("$src/tools/pyenv.sh" "$tmp/../pyenv" | tail -1)
+# pyenv.sh prints the venv's python last; when it fails (no PyPI) it has said why
+py=$("$src/tools/pyenv.sh" "$tmp/../pyenv") || { echo "cacm_map: the evaluation's Python package is missing (above)" >&2; exit 1; }
+py=$(printf '%s\n' "$py" | tail -1)
 "$cls" index -c html -o "$tmp/cacm.idx" "$data/cacm/cacm.tar.gz"
 "$cls" search -x "$tmp/cacm.idx" -q "$data/cacm/topics.cacm.txt" -d "$device" -o "$tmp/cacm.run" -v
 "$py" "$src/tools/eval.py" "$data/cacm/qrels.cacm.txt" "$tmp/cacm.run" -m map -m P_30 -m ndcg_cut_10 \

@@ -15,7 +15,14 @@ mkdir -p "$tmp/eff"
 t=$tmp/eff
 # CLS_EFF_NO_EVAL=1 (hosts without PyPI): compare the runs only, no MAP or nDCG
 noeval=${CLS_EFF_NO_EVAL:-0}
-[ "$noeval" = 1 ] || py=$("$src/tools/pyenv.sh" "$tmp/../pyenv" | tail -1)
+if [ "$noeval" != 1 ]; then
+  # pyenv.sh prints the venv's python last; when it fails (no PyPI) it has said why
+  py=$("$src/tools/pyenv.sh" "$tmp/../pyenv") || {
+    echo "effectiveness: the evaluation's Python package is missing (above); CLS_EFF_NO_EVAL=1 compares the runs alone" >&2
+    exit 1
+  }
+  py=$(printf '%s\n' "$py" | tail -1)
+fi
 variants="bp:128:1 raw:64:1 pfor:128:1 pfor:512:2 pfor:64:0 optpfd:256:1 rice:512:1 rice:64:1"
 status=0 skipped=0
 printf '%-10s %6s %7s %7s %9s %s\n' collection docs queries MAP nDCG@10 variants

@@ -61,6 +61,11 @@ if [ ! -x "$venv/bin/python" ]; then
     quiet "$python" -m venv "$venv"
 fi
 
-quiet "$venv/bin/python" -m pip install -q --disable-pip-version-check pytrec-eval-terrier
+# The one package from PyPI: where PyPI cannot be reached, say so and stop (the caller fails with
+# this message, never with an empty interpreter path).
+if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check --timeout 30 pytrec-eval-terrier >>"$log" 2>&1; then
+    tail -5 "$log" >&2
+    die "could not install pytrec-eval-terrier from PyPI into $venv (is https://pypi.org reachable? the evaluation needs it once, then works offline)"
+fi
 "$venv/bin/python" -c 'import pytrec_eval' >/dev/null 2>&1 || die "pytrec_eval does not import in $venv"
 echo "$venv/bin/python"
