@@ -1762,7 +1762,9 @@ static void print_environment(void)
 {
     printf("Environment: CLSEARCH_DEVICE, CLSEARCH_CACHE_DIR (program binaries), CLSEARCH_KERNEL_DIR\n"
            "(kernel sources instead of the embedded ones), CLSEARCH_TUNING (tuning file; 'none' ignores it;\n"
-           "default CACHE_DIR/tuning.json), CLSEARCH_PARAMS (NAME=VALUE,... over the tuned values).\n");
+           "default CACHE_DIR/tuning.json), CLSEARCH_PARAMS (NAME=VALUE,... over the tuned values),\n"
+           "CLSEARCH_PROGRAM_CACHE (binary, driver or auto: which cache keeps compiled programs),\n"
+           "CLSEARCH_COMPILER (the kernel compiler process; 'none': compile in this process).\n");
 }
 
 /* One entry's lines, the search modes after search's. */

@@ -5,16 +5,19 @@
 set -eu
 # Machines without a package registry (a prepared GPU host) set CLSEARCH_NO_DEPS=1.
 [ "${CLSEARCH_NO_DEPS:-0}" = 1 ] && exit 0
-# The last line: python3-wheel-whl lets `pip install ./python` build offline (with
-# python3-setuptools-whl, which python3-venv brings); python3-pandas for the bindings' DataFrames.
+# g++: the library's one C++ file (src/device/clx_guard.cpp). curl: the README's request to the
+# server. python3-venv: the quickstart's venv for the bindings (Debian 12's python3 refuses a
+# system-wide pip install). The last line: python3-wheel-whl lets `pip install ./python` build
+# offline (with python3-setuptools-whl, which python3-venv brings); python3-pandas for the
+# bindings' DataFrames.
 # libmicrohttpd-dev: the query server (serve/); a host without it configures -DCLSEARCH_SERVE=OFF.
 # The second line after libarchive-dev: the libraries libarchive.pc names in Libs.private, which
 # `pkg-config --static --libs clsearch` hands on, so that a program can link libclsearch.a.
-pkgs="gcc make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
+pkgs="gcc g++ make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
       libcjson-dev libarchive-dev libxxhash-dev libstemmer-dev libprotobuf-c-dev protobuf-c-compiler
       nettle-dev libacl1-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev zlib1g-dev libxml2-dev
       libmicrohttpd-dev check libsubunit-dev
-      python3 python3-venv ca-certificates
+      python3 python3-venv ca-certificates curl
       python3-wheel-whl python3-pandas $*"
 missing=""
 for p in $pkgs; do
