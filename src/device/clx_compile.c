@@ -152,7 +152,7 @@ static const char *relay(char *log)
 
 static void remove_folder(const char *dir, const char *const *names, size_t n)
 {
-    char path[4200];
+    char path[4300];
     for (size_t i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         unlink(path);
