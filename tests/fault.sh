@@ -99,6 +99,18 @@ elif ! grep -q "clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE (-11) (the secon
 elif ls "$tmp/out" | grep -q .; then bad "build:1,build:2: left $(ls "$tmp/out" | tr '\n' ' ')"
 else say "build:1,build:2: exit 1, $(grep -m1 -o "clBuildProgram failed: [^(]*([^)]*)" "$tmp/err"), no run"; fi
 rm -rf "$tmp/out/"* "$tmp"/cold.*
+# ---- the compiler process crashing (CLSEARCH_FAULT=compiler-crash: clsearch-compile aborts, as
+# POCL 5.0 did on a kernel it could not take): exit 1 with an error naming the signal, the device
+# and the program, and no run; the command itself does not die. The suite compiles in-process
+# (CLSEARCH_COMPILER=none in CTest's environment); this case uses the compiler process.
+(unset CLSEARCH_COMPILER; CLSEARCH_FAULT=compiler-crash:1 cold 3) 2>"$tmp/err"
+rc=$?
+if [ $rc != 1 ]; then bad "compiler-crash:1: exit $rc, not 1: $(tail -c 300 "$tmp/err")"
+elif ! grep -q "the OpenCL compiler crashed (SIGABRT, signal 6) compiling the kernel program of .* for device" "$tmp/err"; then
+  bad "compiler-crash:1: no clear error: $(tail -c 400 "$tmp/err")"
+elif ls "$tmp/out" | grep -q .; then bad "compiler-crash:1: left $(ls "$tmp/out" | tr '\n' ' ')"
+else say "compiler-crash:1: exit 1, $(grep -m1 -o "the OpenCL compiler crashed ([^)]*) compiling the kernel program of [^ ]*" "$tmp/err")..., no run"; fi
+rm -rf "$tmp/out/"* "$tmp"/cold.*
 
 say "$runs faulty runs: $survived with the clean output, $stopped stopped with a message; $fails failures"
 [ $fails = 0 ]

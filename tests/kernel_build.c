@@ -67,7 +67,7 @@ static void *worker(void *arg)
         unsigned char *bin = NULL;
         size_t blen = 0;
         double t0 = clx_now();
-        v->status = clx_compile_isolated(j->helper, j->dev, v->name, src, len, v->options, 1, &bin, &blen);
+        v->status = clx_compile_isolated(j->helper, j->dev, v->name, src, len, v->options, &bin, &blen);
         v->seconds = clx_now() - t0;
         if (v->status != CLS_OK) snprintf(v->message, sizeof v->message, "%s", cls_last_error());
         free(bin);

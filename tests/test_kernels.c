@@ -964,6 +964,8 @@ START_TEST(program_cache_by_driver)
     ck_assert_int_eq(mkdir(dir, 0755), 0);
     setenv("CLSEARCH_CACHE_DIR", dir, 1);
     setenv("CLSEARCH_PROGRAM_CACHE", "driver", 1);
+    char *compiler = getenv("CLSEARCH_COMPILER") ? tu_strdup(getenv("CLSEARCH_COMPILER")) : NULL;
+    unsetenv("CLSEARCH_COMPILER"); /* the suite's environment compiles in-process: the process here */
     cls_index *idx = random_index(5, 20, 10);
     cls_engine *e;
     ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
@@ -972,7 +974,7 @@ START_TEST(program_cache_by_driver)
     cls_engine_build_times(e, &secs, &cached);
     ck_assert_int_eq(cached, 0);
     const char *desc = cls_engine_describe(e);
-    ck_assert_msg(strstr(desc, "compiled in a child process") && strstr(desc, ".built"), "%s", desc);
+    ck_assert_msg(strstr(desc, "every kernel compiled once in a child process") && strstr(desc, ".built"), "%s", desc);
     cls_engine_free(e);
     glob_t g;
     char pat[4200];
@@ -997,6 +999,8 @@ START_TEST(program_cache_by_driver)
     cls_engine_free(e);
     cls_index_close(idx);
     unsetenv("CLSEARCH_PROGRAM_CACHE");
+    if (compiler) setenv("CLSEARCH_COMPILER", compiler, 1);
+    free(compiler);
 }
 END_TEST
 

@@ -6,11 +6,13 @@
  * helper finds the same device by its indices, checks that name and driver agree, builds with
  * clx_build_source (the same retry and fault injection as in-process), and writes the binary to
  * a temporary name that it renames when whole; its exit status says what happened:
- *   0  built: out.bin holds the binary, or "ok" where only the build was asked for (a driver
- *      that keeps its own cache: clx_program.c); the file is also how success is told when the
- *      caller reaps children itself (SIGCHLD ignored) and waitpid has nothing to report;
+ *   0  built: out.bin holds the binary; the file is also how success is told when the caller
+ *      reaps children itself (SIGCHLD ignored) and waitpid has nothing to report;
  *   1  the build failed: the log holds "error: " and the message with the build log;
- *   2  anything else (no such device, a file it could not write): "error: " and why;
+ *   2  anything else (a file it could not read or write): "error: " and why;
+ *   3  the process cannot open the device (a GPU that one process holds alone, its compute mode
+ *      exclusive; seen on NVIDIA while the caller held a context): CLS_E_NODEVICE, on which the
+ *      caller compiles in its own process and says so;
  *   a signal: the compiler crashed; the log's last lines are what it said.
  * Notices the helper sent ("notice: ...", the empty-log retry) are passed on to the caller's. */
 #define _GNU_SOURCE /* dladdr */
@@ -161,8 +163,7 @@ static void remove_folder(const char *dir, const char *const *names, size_t n)
 }
 
 cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const char *what, const char *src,
-                                size_t src_len, const char *options, int want_binary, unsigned char **bin,
-                                size_t *bin_len)
+                                size_t src_len, const char *options, unsigned char **bin, size_t *bin_len)
 {
     *bin = NULL;
     *bin_len = 0;
@@ -186,8 +187,8 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
     char pidx[16], didx[16];
     snprintf(pidx, sizeof pidx, "%u", dev->info.platform);
     snprintf(didx, sizeof didx, "%u", dev->info.device);
-    char *argv[] = {(char *)helper, COMPILE_PROTOCOL, want_binary ? "binary" : "check", pidx, didx,
-                    (char *)dev->info.name, (char *)dev->info.driver_version, srcp, (char *)options, outp, NULL};
+    char *argv[] = {(char *)helper, COMPILE_PROTOCOL, pidx, didx, (char *)dev->info.name,
+                    (char *)dev->info.driver_version, srcp, (char *)options, outp, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -222,6 +223,8 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
                     signal_name(sig), sig, what, dev->info.platform, dev->info.device, dev->info.name,
                     dev->info.platform_version, dev->info.driver_version, options,
                     log_len ? log_tail(log, log_len, 6, 2000) : "(nothing)");
+    } else if (!reaped_elsewhere && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+        s = err_set(CLS_E_NODEVICE, "%s", error ? error : "(no message)");
     } else if (!reaped_elsewhere && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
         if (error) s = err_set(CLS_E_BUILD, "%s", error);
         else s = err_set(CLS_E_BUILD, "%s exited with status %d: %s", helper, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
@@ -257,22 +260,20 @@ static int helper_fail(int code, cls_status s)
 
 int clx_compile_main(int argc, char **argv)
 {
-    if (argc != 10 || strcmp(argv[1], COMPILE_PROTOCOL) != 0 ||
-        (strcmp(argv[2], "binary") != 0 && strcmp(argv[2], "check") != 0)) {
+    if (argc != 9 || strcmp(argv[1], COMPILE_PROTOCOL) != 0) {
         fprintf(stderr, "error: %s is the kernel compiler that libclsearch starts itself (protocol %s); it is not "
                         "run by hand\n", HELPER_NAME, COMPILE_PROTOCOL);
         return 2;
     }
-    int want_binary = strcmp(argv[2], "binary") == 0;
-    const char *name = argv[5], *driver = argv[6], *srcp = argv[7], *options = argv[8], *outp = argv[9];
+    const char *name = argv[4], *driver = argv[5], *srcp = argv[6], *options = argv[7], *outp = argv[8];
     cls_set_notice(helper_notice, NULL);
     char spec[64];
-    snprintf(spec, sizeof spec, "%s:%s", argv[3], argv[4]);
+    snprintf(spec, sizeof spec, "%s:%s", argv[2], argv[3]);
     clx_device dev;
     cls_status s = clx_select(spec, &dev);
-    if (s != CLS_OK) return helper_fail(2, s);
+    if (s != CLS_OK) return helper_fail(3, s);
     if (strcmp(dev.info.name, name) != 0 || strcmp(dev.info.driver_version, driver) != 0)
-        return helper_fail(2, err_set(CLS_E_NODEVICE, "device %s here is %s (driver %s), not %s (driver %s): the "
+        return helper_fail(3, err_set(CLS_E_NODEVICE, "device %s here is %s (driver %s), not %s (driver %s): the "
                                                       "platforms are listed in another order in this process",
                                       spec, dev.info.name, dev.info.driver_version, name, driver));
     size_t len = 0;
@@ -298,19 +299,13 @@ int clx_compile_main(int argc, char **argv)
         clReleaseContext(ctx);
         return helper_fail(1, s);
     }
+    /* the binary: on a driver that compiles kernels at their first launch (POCL), asking for it
+     * compiles every kernel of the program, which is the check the caller wants there */
     size_t size = 0;
     unsigned char *bin = NULL;
-    if (!want_binary) { /* "check": the build alone; the parent builds again, from the driver's cache */
-        static const unsigned char ok[] = "ok";
-        size = sizeof ok - 1;
-        bin = malloc(size);
-        if (bin) memcpy(bin, ok, size);
-        e = CL_SUCCESS;
-    } else {
-        e = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
-        if (e == CL_SUCCESS && size > 0 && (bin = malloc(size)) != NULL)
-            e = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
-    }
+    e = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+    if (e == CL_SUCCESS && size > 0 && (bin = malloc(size)) != NULL)
+        e = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
     clReleaseProgram(prog);
     clReleaseContext(ctx);
     if (e != CL_SUCCESS || !bin || size == 0) {

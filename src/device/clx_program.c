@@ -158,11 +158,14 @@ static void cache_write(const char *dir, const char *path, uint64_t key, const u
  * at clBuildProgram, and its binary (clGetProgramInfo) is what this folder keeps. POCL compiles a
  * kernel's work-group function when the kernel first launches, for that launch's shape, and keeps
  * those in a cache folder of its own; asking it for the program's binary makes it compile every
- * kernel of the program for a shape that is never launched as well: a cold start on POCL 3.1 took
- * 34 s that way against 2 s without (the default collection's quickstart search). So on POCL the
+ * kernel of the program for a shape that is never launched as well, each start that misses its
+ * own cache paying for that (docs/PERFORMANCE.md, "Cold starts on POCL"). So on POCL the
  * driver's cache is the cache, and this folder keeps only a mark (KEY.built) that the program was
- * built here, for the once-only notice. CLSEARCH_PROGRAM_CACHE=binary or =driver overrides the
- * choice (tests run the binary cache on POCL that way). */
+ * built here, for the once-only notice. The first build of a program on such a device still
+ * compiles every kernel once, in the compiler process (clx_compile.h): the check that the
+ * driver's compiler takes them all, which a crash there reports instead of the caller's death
+ * at a kernel's first launch. CLSEARCH_PROGRAM_CACHE=binary or =driver overrides the choice
+ * (tests run the binary cache on POCL that way). */
 static cls_status program_cache_policy(const clx_device *dev, int *by_driver)
 {
     const char *env = getenv("CLSEARCH_PROGRAM_CACHE");
@@ -369,13 +372,24 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
             free(src);
             return s;
         }
-        char helper[4096], what[512];
+        char helper[4096], what[512], here[512] = "";
         describe_program(families, what, sizeof what);
         int isolated = clx_compiler_path(helper, sizeof helper);
+        if (!isolated)
+            snprintf(here, sizeof here, "%s", getenv("CLSEARCH_COMPILER") ? "CLSEARCH_COMPILER=none"
+                                                                            : "no clsearch-compile found");
         if (isolated) {
-            s = clx_compile_isolated(helper, dev, what, src, src_len, options, !by_driver, &bin, &blen);
-            if (s == CLS_OK && !by_driver) s = load_binary(ctx, dev, what, bin, blen, options, &prog);
-            if (s == CLS_OK && !by_driver && have_dir) cache_write(dir, path, key, bin, blen);
+            /* the whole program, every kernel of it, in the compiler process: the build itself, or
+             * on a driver with a cache of its own the check that its compiler takes every kernel */
+            s = clx_compile_isolated(helper, dev, what, src, src_len, options, &bin, &blen);
+            if (s == CLS_E_NODEVICE) { /* the process could not open the device: compiled here */
+                snprintf(here, sizeof here, "the compiler process could not open the device: %.400s", cls_last_error());
+                isolated = 0;
+                s = CLS_OK;
+            } else if (s == CLS_OK && !by_driver) {
+                s = load_binary(ctx, dev, what, bin, blen, options, &prog);
+                if (s == CLS_OK && have_dir) cache_write(dir, path, key, bin, blen);
+            }
             free(bin);
         }
         if (s == CLS_OK && !prog) s = clx_build_source(ctx, dev, src, src_len, options, &prog);
@@ -394,13 +408,12 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
             return s;
         }
         if (isolated && by_driver)
-            snprintf(how, sizeof how, ", compiled in a child process (%s); the driver compiles each kernel at its "
-                     "first launch", helper);
+            snprintf(how, sizeof how, ", every kernel compiled once in a child process (%s); the driver compiles "
+                     "each at its first launch", helper);
         else if (isolated)
             snprintf(how, sizeof how, ", compiled in a child process (%s)", helper);
         else
-            snprintf(how, sizeof how, ", compiled in this process (no clsearch-compile found: a compiler crash would end "
-                     "the process; CLSEARCH_COMPILER names one)");
+            snprintf(how, sizeof how, ", compiled in this process (%s: a compiler crash would end it)", here);
     }
     free(src);
     *seconds = clx_now() - t0;
