@@ -4,6 +4,13 @@
  *
  * Device differences live here as macros and feature tests, never as host-side algorithms. */
 
+/* CLS_POCL: 1 where POCL compiles the program (the host's clx_compiler_defines): a kernel takes
+ * a form POCL's work-group formation needs where the plain form costs the GPUs (cl/topk.cl's
+ * topk_rows). */
+#ifndef CLS_POCL
+#define CLS_POCL 0
+#endif
+
 /* Scores must be bit-identical to the plain-C reference (src/index/bm25.h: bm25_contrib), so no
  * contraction into fused multiply-adds; the host adds -cl-fp32-correctly-rounded-divide-sqrt
  * where the device supports it, making the one division correctly rounded as in C. */

@@ -206,12 +206,13 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
  * operation from the same values (the scan's total, words one work-item wrote before a barrier).
  *
  * POCL 5.0's loop-based work-group formation aborts the process (Kernel.cc's
- * region_entry_barrier assertion) when a barrier of this loop is followed at once by a branch
- * on the operation, whose value the compiler knows from before the barrier: it takes such a
- * barrier for a conditional one. So the operation crosses each of the loop's barriers through
- * local memory (tr_op_across: work-item 0 writes it, every work-item reads it back), with one
- * barrier more at the top of an iteration, and each barrier is followed by that read; POCL 3.1
- * and the GPUs' compilers take either form.
+ * region_entry_barrier assertion) on this loop as it stands: a barrier of it followed at once by
+ * a branch on the operation, whose value the compiler knows from before the barrier. Built for
+ * POCL (CLS_POCL), the operation crosses each of the loop's barriers through local memory
+ * (tr_op_across: work-item 0 writes it, every work-item reads it back), with one barrier more at
+ * the top of an iteration, the form POCL 3.1 and 5.0 both take; the GPUs keep the plain barriers,
+ * since the extra barrier and round trips cost a fifth of the kernel's time there
+ * (docs/PERFORMANCE.md, "topk_rows on POCL 5.0").
  *
  * The host gives the work-group one local buffer lm (cap + cap + TR_BINS + WG_ROWS + TR_SH words):
  * keys | positions | histogram | scan | words the radix pick hands on, and the operation's. cap is at least
@@ -336,13 +337,19 @@ inline void tr_rank_out(__local const uint *bk, __local const uint *bp, uint m, 
     }
 }
 
-/* A barrier of topk_rows' loop that the operation crosses through local memory (see the
- * section's header): the operation after it, the same in every work-item. */
+/* A barrier of topk_rows' loop: on POCL the operation crosses it through local memory (see the
+ * section's header), the same in every work-item after it; a plain barrier elsewhere. */
 inline uint tr_op_across(__local uint *slot, uint op)
 {
+#if CLS_POCL
     if (get_local_id(0) == 0) *slot = op;
     barrier(CLK_LOCAL_MEM_FENCE);
     return *slot;
+#else
+    (void)slot;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return op;
+#endif
 }
 
 /* Whether the key at row position pos enters the buffer: above the threshold t (key 0, no match,
@@ -379,7 +386,9 @@ void topk_rows(__global const uint *scores, uint key_shift, uint n, uint k, uint
 
     while (op != TR_END) {
         uint val = 0, done = 0;
+#if CLS_POCL
         op = tr_op_across(sh + TR_SH_OP_TOP, op);
+#endif
         /* phase A */
         if (op == TR_STREAM) { /* this step's keys (loaded a step ahead), the next step's loads */
             for (uint v = 0; v < TR_VEC; v++) {

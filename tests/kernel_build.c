@@ -129,7 +129,8 @@ int main(int argc, char **argv)
         variant *v = &j.v[j.n++];
         memset(v, 0, sizeof *v);
         snprintf(v->name, sizeof v->name, "%.255s", line);
-        snprintf(v->options, sizeof v->options, "%.4095s", tab + 1);
+        /* the options the engine adds on this device's compiler (clx_compiler_defines) */
+        snprintf(v->options, sizeof v->options, "%.4000s%s", tab + 1, clx_compiler_defines(&dev.info));
     }
     fclose(list);
     pthread_t th[256];

@@ -76,6 +76,12 @@ cls_status clx_params_parse(const char *spec, clx_params *p, const char *from);
 /* "WG_INTERSECT=256 WG_SCORE=..." */
 void clx_params_str(const clx_params *p, char *buf, size_t len);
 int clx_is_nvidia(const cls_device_info *info);
+/* Whether the device is POCL's (its platform's name). */
+int clx_is_pocl(const cls_device_info *info);
+/* The build options that name the device's compiler to the kernels where a kernel must take a
+ * form that compiler needs (" -DCLS_POCL=1" on POCL: cl/common.cl), "" elsewhere; every program
+ * the engine builds gets them. */
+const char *clx_compiler_defines(const cls_device_info *info);
 /* "Hillis-Steele", "work-efficient", "warp-shuffle" for WG_SCAN_ALGO 0, 1, 2. */
 const char *clx_scan_algo_name(unsigned algo);
 /* "hs", "we", "shfl" to 0, 1, 2 (-1 for anything else); the list of those a device runs. */

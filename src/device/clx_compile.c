@@ -213,6 +213,7 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
         remove_folder(dir, names, 4);
         return err_set(CLS_E_NOMEM, "out of memory");
     }
+    while (log_len && (log[log_len - 1] == '\n' || log[log_len - 1] == ' ')) log[--log_len] = '\0';
     cls_status s = CLS_OK;
     const char *error = relay(log);
     if (!reaped_elsewhere && WIFSIGNALED(status)) {

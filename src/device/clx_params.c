@@ -85,6 +85,10 @@ unsigned *clx_param_slot(clx_params *p, const clx_tunable *t) { return (unsigned
 
 int clx_is_nvidia(const cls_device_info *info) { return strstr(info->vendor, "NVIDIA") != NULL; }
 
+int clx_is_pocl(const cls_device_info *info) { return strstr(info->platform_name, "Portable Computing Language") != NULL; }
+
+const char *clx_compiler_defines(const cls_device_info *info) { return clx_is_pocl(info) ? " -DCLS_POCL=1" : ""; }
+
 cls_status clx_params_check(const cls_device_info *info, const clx_params *p, const char *from)
 {
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++) {

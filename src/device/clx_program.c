@@ -170,7 +170,7 @@ static cls_status program_cache_policy(const clx_device *dev, int *by_driver)
 {
     const char *env = getenv("CLSEARCH_PROGRAM_CACHE");
     if (!env || !*env || strcmp(env, "auto") == 0) {
-        *by_driver = strstr(dev->info.platform_name, "Portable Computing Language") != NULL;
+        *by_driver = clx_is_pocl(&dev->info);
         return CLS_OK;
     }
     if (strcmp(env, "binary") == 0 || strcmp(env, "driver") == 0) {

@@ -253,13 +253,13 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     while (e->or_hash_wg < 8 * idx->block_size && e->or_hash_wg * 2 <= e->dev.info.max_work_group) e->or_hash_wg *= 2;
     snprintf(dopts, sizeof e->dopts,
              "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_HASH_WG=%u "
-             "-DOR_SEARCH_COST=%u%s%s",
+             "-DOR_SEARCH_COST=%u%s%s%s",
              idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log, e->or_hash_wg, e->prm.or_search_cost,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx), clx_compiler_defines(&e->dev.info));
     snprintf(qopts, sizeof qopts,
-             "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u%s%s",
+             "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u%s%s%s",
              e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_rows, e->prm.wg_scan_algo,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx));
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx), clx_compiler_defines(&e->dev.info));
     double qsecs = 0;
     int qcache = 0;
     cls_status s = clx_build(e->ctx, &e->dev, dec_files, dopts, &e->prog_dec, &e->build_secs, &e->from_cache, dnote,
