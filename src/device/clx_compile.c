@@ -11,8 +11,8 @@
  *   1  the build failed: the log holds "error: " and the message with the build log;
  *   2  anything else (a file it could not read or write): "error: " and why;
  *   3  the process cannot open the device (a GPU that one process holds alone, its compute mode
- *      exclusive; seen on NVIDIA while the caller held a context): CLS_E_NODEVICE, on which the
- *      caller compiles in its own process and says so;
+ *      exclusive; a platform missing from its environment): CLS_E_NODEVICE, on which the caller
+ *      compiles in its own process and says so;
  *   a signal: the compiler crashed; the log's last lines are what it said.
  * Notices the helper sent ("notice: ...", the empty-log retry) are passed on to the caller's. */
 #define _GNU_SOURCE /* dladdr */
@@ -39,6 +39,43 @@ extern char **environ;
 
 #define COMPILE_PROTOCOL "clsearch-compile-1"
 #define HELPER_NAME "clsearch-compile"
+
+/* ---- The environment the helper gets ------------------------------------------------------ */
+
+/* OCL_ICD_FILENAMES as the process started. The ocl-icd loader splits that variable in place
+ * when OpenCL first starts (the colons become string ends in the environment itself), so a
+ * child started later sees the first library alone: on the GPU host, POCL without NVIDIA's, and
+ * no GPU. The value is kept before any OpenCL call, and the helper gets it whole. */
+static char *icd_filenames;
+
+__attribute__((constructor)) static void keep_icd_filenames(void)
+{
+    const char *v = getenv("OCL_ICD_FILENAMES");
+    if (v && *v) icd_filenames = strdup(v);
+}
+
+/* The environment for the helper: this process's, with OCL_ICD_FILENAMES as it started (*fixed
+ * holds that entry; both freed by the caller), or environ itself (NULL in *fixed). */
+static char **helper_environment(char **fixed)
+{
+    *fixed = NULL;
+    if (!icd_filenames) return environ;
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = malloc((n + 2) * sizeof *env);
+    size_t len = strlen("OCL_ICD_FILENAMES=") + strlen(icd_filenames) + 1;
+    if (!env || !(*fixed = malloc(len))) {
+        free(env);
+        return environ;
+    }
+    snprintf(*fixed, len, "OCL_ICD_FILENAMES=%s", icd_filenames);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "OCL_ICD_FILENAMES=", 18) != 0) env[k++] = environ[i];
+    env[k++] = *fixed;
+    env[k] = NULL;
+    return env;
+}
 
 /* ---- Finding the helper ------------------------------------------------------------------ */
 
@@ -195,8 +232,11 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
     posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
-    int rc = posix_spawn(&pid, helper, &fa, NULL, argv, environ);
+    char *fixed, **envp = helper_environment(&fixed);
+    int rc = posix_spawn(&pid, helper, &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
+    if (envp != environ) free(envp);
+    free(fixed);
     if (rc != 0) {
         cls_status s = err_set(CLS_E_BUILD, "compiling the %s: cannot start %s: %s%s", what, helper, strerror(rc),
                                getenv("CLSEARCH_COMPILER") ? " (CLSEARCH_COMPILER names it)" : "");
