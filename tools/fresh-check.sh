@@ -88,12 +88,22 @@ one_order() { # quickstart-first | tests-first
   git -C "$src" archive --format=tar HEAD | tar -C "$root/root/clsearch" -x
   [ -d ../shared ] && cp -rL ../shared/. "$root/root/shared/"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  # This host's own trust settings, where it reaches the network through a TLS-inspecting proxy:
+  # its extra CA certificates (update-ca-certificates takes them in when deps.sh installs
+  # ca-certificates) and pip's certificate setting. A machine without them copies nothing.
+  if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  fi
+  [ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
+  local size
+  size=$(du -sh "$root" 2>/dev/null | cut -f1)
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount --bind /dev "$root/dev"
   mount --bind /dev/pts "$root/dev/pts"
   mountpoint -q "$root/dev/shm" || mount -t tmpfs tmpfs "$root/dev/shm"
-  echo "== $1: a fresh root ($(du -sh "$root" | cut -f1)), the tree at $(git -C "$src" rev-parse --short HEAD), ../shared beside it"
+  echo "== $1: a fresh root ($size), the tree at $(git -C "$src" rev-parse --short HEAD), ../shared beside it"
   if [ "$1" = quickstart-first ]; then
     run quickstart 300 "tools/quickstart.sh"
     run tests 1800 "tools/test.sh"
