@@ -211,8 +211,8 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
  * POCL (CLS_POCL), the operation crosses each of the loop's barriers through local memory
  * (tr_op_across: work-item 0 writes it, every work-item reads it back), with one barrier more at
  * the top of an iteration, the form POCL 3.1 and 5.0 both take; the GPUs keep the plain barriers,
- * since the extra barrier and round trips cost a fifth of the kernel's time there
- * (docs/PERFORMANCE.md, "topk_rows on POCL 5.0").
+ * since the extra barrier and round trips cost them time (docs/PERFORMANCE.md, "Kernels on POCL
+ * 5.0 and cold starts").
  *
  * The host gives the work-group one local buffer lm (cap + cap + TR_BINS + WG_ROWS + TR_SH words):
  * keys | positions | histogram | scan | words the radix pick hands on, and the operation's. cap is at least

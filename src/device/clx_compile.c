@@ -210,7 +210,8 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
         snprintf(dir, sizeof dir - 32, "%s", t && *t ? t : "/tmp");
     }
     strcat(dir, "/.compile.XXXXXX");
-    if (!mkdtemp(dir)) return err_set(CLS_E_IO, "compiling the %s: cannot make a folder %s: %s", what, dir, strerror(errno));
+    if (!mkdtemp(dir))
+        return err_set(CLS_E_IO, "compiling the %s: cannot make a folder %s: %s", what, dir, strerror(errno));
     static const char *const names[] = {"source.cl", "out.bin", "out.bin.tmp", "log"};
     char srcp[4300], outp[4300], logp[4300];
     snprintf(srcp, sizeof srcp, "%s/%s", dir, names[0]);
@@ -268,8 +269,9 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
         s = err_set(CLS_E_NODEVICE, "%s", error ? error : "(no message)");
     } else if (!reaped_elsewhere && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
         if (error) s = err_set(CLS_E_BUILD, "%s", error);
-        else s = err_set(CLS_E_BUILD, "%s exited with status %d: %s", helper, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                         log_len ? log_tail(log, log_len, 6, 2000) : "(no message)");
+        else
+            s = err_set(CLS_E_BUILD, "%s exited with status %d: %s", helper,
+                        WIFEXITED(status) ? WEXITSTATUS(status) : -1, log_len ? log_tail(log, log_len, 6, 2000) : "(no message)");
         err_wrap(CLS_E_BUILD, "compiling the %s for device %u:%u %s: ", what, dev->info.platform, dev->info.device,
                  dev->info.name);
     } else if (!(*bin = (unsigned char *)read_file(outp, bin_len)) || *bin_len == 0) {

@@ -158,14 +158,14 @@ static void cache_write(const char *dir, const char *path, uint64_t key, const u
  * at clBuildProgram, and its binary (clGetProgramInfo) is what this folder keeps. POCL compiles a
  * kernel's work-group function when the kernel first launches, for that launch's shape, and keeps
  * those in a cache folder of its own; asking it for the program's binary makes it compile every
- * kernel of the program for a shape that is never launched as well, each start that misses its
- * own cache paying for that (docs/PERFORMANCE.md, "Cold starts on POCL"). So on POCL the
- * driver's cache is the cache, and this folder keeps only a mark (KEY.built) that the program was
- * built here, for the once-only notice. The first build of a program on such a device still
- * compiles every kernel once, in the compiler process (clx_compile.h): the check that the
- * driver's compiler takes them all, which a crash there reports instead of the caller's death
- * at a kernel's first launch. CLSEARCH_PROGRAM_CACHE=binary or =driver overrides the choice
- * (tests run the binary cache on POCL that way). */
+ * kernel of the program besides, for a shape never launched: the kernels a search uses are then
+ * compiled twice and the others once for nothing (docs/PERFORMANCE.md, "Kernels on POCL 5.0 and
+ * cold starts"). So on POCL the driver's cache is the cache, and this folder keeps only a mark
+ * (KEY.built) that the program was built here, for the once-only notice. The first build of a
+ * program on such a device still compiles every kernel once, in the compiler process
+ * (clx_compile.h): the check that the driver's compiler takes them all, which a crash there
+ * reports instead of the caller's death at a kernel's first launch. CLSEARCH_PROGRAM_CACHE=binary
+ * or =driver overrides the choice (tests run the binary cache on POCL that way). */
 static cls_status program_cache_policy(const clx_device *dev, int *by_driver)
 {
     const char *env = getenv("CLSEARCH_PROGRAM_CACHE");
