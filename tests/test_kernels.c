@@ -886,8 +886,10 @@ START_TEST(program_cache_cold_warm_corrupt_concurrent)
      * (program_cache_by_driver below) */
     setenv("CLSEARCH_PROGRAM_CACHE", "binary", 1);
     /* Four fresh processes building into an empty cache at once: all succeed, and the entry
-     * they leave is whole. This runs before this process touches OpenCL: on the H100, command
-     * processes started while the parent held a CUDA context sometimes saw no NVIDIA platform. */
+     * they leave is whole. This runs before this process touches OpenCL: the ocl-icd loader
+     * splits OCL_ICD_FILENAMES in place when OpenCL starts, so a command started later sees the
+     * first library alone (on the GPU host, no NVIDIA platform; clx_compile.c keeps the value
+     * for its compiler process). */
     const char *ipath = tu_tmp_path("cache.idx"), *tpath = tu_tmp_path("cache.topics");
     const char *texts[] = {"alpha beta", "beta gamma"};
     cls_analyzer_opts an;
