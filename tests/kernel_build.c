@@ -15,24 +15,7 @@
 
 #include "device/clx.h"
 #include "device/clx_compile.h"
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long sz = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (sz >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)sz + 1)) != NULL &&
-        fread(buf, 1, (size_t)sz, f) == (size_t)sz) {
-        buf[sz] = '\0';
-        *len = (size_t)sz;
-    } else {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    return buf;
-}
+#include "util/readfile.h"
 
 typedef struct variant {
     char name[256], options[4096];
@@ -58,7 +41,7 @@ static void *worker(void *arg)
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", j->dir, v->name);
         size_t len = 0;
-        char *src = slurp(path, &len);
+        char *src = read_whole_file(path, &len);
         if (!src) {
             v->status = CLS_E_IO;
             snprintf(v->message, sizeof v->message, "cannot read %s", path);

@@ -34,6 +34,7 @@
 #include "device/clx_guard.h"
 #include "util/err.h"
 #include "util/fault.h"
+#include "util/readfile.h"
 
 extern char **environ;
 
@@ -125,25 +126,6 @@ static int write_file(const char *path, const void *data, size_t len)
     if (!f) return 0;
     int ok = fwrite(data, 1, len, f) == len;
     return (fclose(f) == 0) && ok;
-}
-
-/* The whole of a file (NUL-terminated; *len without the NUL), or NULL. */
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long sz = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (sz >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)sz + 1)) != NULL &&
-        fread(buf, 1, (size_t)sz, f) == (size_t)sz) {
-        buf[sz] = '\0';
-        *len = (size_t)sz;
-    } else {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    return buf;
 }
 
 /* The tail of a log: its last `lines` lines, at most max bytes (a pointer into log). */
@@ -249,7 +231,7 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
     while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
     int reaped_elsewhere = w < 0; /* SIGCHLD ignored: the binary's presence tells success */
     size_t log_len = 0;
-    char *log = read_file(logp, &log_len);
+    char *log = read_whole_file(logp, &log_len);
     if (!log && !(log = calloc(1, 1))) {
         remove_folder(dir, names, 4);
         return err_set(CLS_E_NOMEM, "out of memory");
@@ -274,7 +256,7 @@ cls_status clx_compile_isolated(const char *helper, const clx_device *dev, const
                         WIFEXITED(status) ? WEXITSTATUS(status) : -1, log_len ? log_tail(log, log_len, 6, 2000) : "(no message)");
         err_wrap(CLS_E_BUILD, "compiling the %s for device %u:%u %s: ", what, dev->info.platform, dev->info.device,
                  dev->info.name);
-    } else if (!(*bin = (unsigned char *)read_file(outp, bin_len)) || *bin_len == 0) {
+    } else if (!(*bin = (unsigned char *)read_whole_file(outp, bin_len)) || *bin_len == 0) {
         free(*bin);
         *bin = NULL;
         s = err_set(CLS_E_BUILD, "compiling the %s: %s left no program binary%s%s", what, helper, error ? ": " : "",
@@ -320,7 +302,7 @@ int clx_compile_main(int argc, char **argv)
                                                       "platforms are listed in another order in this process",
                                       spec, dev.info.name, dev.info.driver_version, name, driver));
     size_t len = 0;
-    char *src = read_file(srcp, &len);
+    char *src = read_whole_file(srcp, &len);
     if (!src) return helper_fail(2, err_set(CLS_E_IO, "cannot read %s: %s", srcp, strerror(errno)));
     /* CLSEARCH_FAULT=compiler-crash:1: the compiler dies as POCL's did on a kernel it could not
      * take (tests/fault.sh), counted in this process: every compile of that number */

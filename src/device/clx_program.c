@@ -25,6 +25,7 @@
 #include "device/clx_guard.h"
 #include "util/err.h"
 #include "util/fault.h"
+#include "util/readfile.h"
 
 extern const clx_source cls_embedded_kernels[];
 
@@ -57,17 +58,8 @@ static cls_status append_source(const clx_source *extra, const char *dir, const 
     if (dir && *dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, name);
-        FILE *f = fopen(path, "rb");
-        if (!f) return err_set(CLS_E_IO, "CLSEARCH_KERNEL_DIR: cannot open %s: %s", path, strerror(errno));
-        long sz = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-        text = sz >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)sz + 1) : NULL;
-        if (!text || fread(text, 1, (size_t)sz, f) != (size_t)sz) {
-            fclose(f);
-            free(text);
-            return err_set(CLS_E_IO, "cannot read %s", path);
-        }
-        fclose(f);
-        len = (size_t)sz;
+        if (!(text = read_whole_file(path, &len)))
+            return err_set(CLS_E_IO, "CLSEARCH_KERNEL_DIR: cannot read %s: %s", path, strerror(errno));
     }
     char *nb = realloc(*buf, *n + len + 2);
     if (!nb) {
