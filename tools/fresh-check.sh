@@ -86,6 +86,7 @@ one_order() { # quickstart-first | tests-first
   tar -C "$root" -xf "$base"
   mkdir -p "$root/root/clsearch" "$root/root/shared"
   git -C "$src" archive --format=tar HEAD | tar -C "$root/root/clsearch" -x
+  touch "$work/copied-$1" # what the commands write into the tree is newer
   [ -d ../shared ] && cp -rL ../shared/. "$root/root/shared/"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   # This host's own trust settings, where it reaches the network through a TLS-inspecting proxy:
@@ -121,10 +122,12 @@ one_order() { # quickstart-first | tests-first
   # the source tree stays clean through all of it (outputs under build/ only, which git ignores)
   local dirty
   dirty=$(cd "$root/root/clsearch" && find . -path ./build -prune -o -path ./build-asan -prune -o -path ./build-tsan -prune \
-            -o -path ./build-fuzz -prune -o -newer "$base" -type f -print 2>/dev/null | head -5)
+            -o -path ./build-fuzz -prune -o -newer "$work/copied-$1" -print 2>/dev/null | head -5) || true
   if [ -n "$dirty" ]; then
     echo "   the source tree gained files: $dirty"
     fails=1
+  else
+    echo "   the source tree outside build*/ is as it was copied"
   fi
   cleanup
 }
