@@ -122,7 +122,7 @@ one_order() { # quickstart-first | tests-first
   # the source tree stays clean through all of it (outputs under build/ only, which git ignores)
   local dirty
   dirty=$(cd "$root/root/clsearch" && find . -path ./build -prune -o -path ./build-asan -prune -o -path ./build-tsan -prune \
-            -o -path ./build-fuzz -prune -o -newer "$work/copied-$1" -print 2>/dev/null | head -5) || true
+            -o -path ./build-fuzz -prune -o -newer "$work/copied-$1" -type f -print 2>/dev/null | head -5) || true
   if [ -n "$dirty" ]; then
     echo "   the source tree gained files: $dirty"
     fails=1
