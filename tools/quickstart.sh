@@ -62,7 +62,7 @@ for d in "${devs[@]}"; do
   if search "$d" "$work/search.$d.first.log"; then
     grep -E '^clsearch: compiling kernels' "$work/search.$d.first.log" | sed 's/^clsearch: /   /' || true
     compile[$d]=$(sed -n 's/^engine start-up \([0-9.]*\) s.*/\1/p' "$work/search.$d.first.log")
-    echo "   $d: engine start-up ${compile[$d]:-?} s (the first on this device: its kernels compiled)"
+    echo "   $d: engine start-up ${compile[$d]:-?} s (its first start here: it compiles what no cache holds)"
   else
     sed 's/^/   /' "$work/search.$d.first.log" >&2
     compile[$d]=failed
