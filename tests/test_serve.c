@@ -509,10 +509,12 @@ START_TEST(serve_refuses_bad_requests)
     /* the connection stays usable after an error */
     ck_assert(hc_request(&c, "GET", "/health", NULL, 0, &st, &r, &rl) == 0 && st == 200);
     hc_close(&c);
-    /* not HTTP at all: libmicrohttpd's own 400 */
+    /* not HTTP at all: libmicrohttpd's own 400 (0.9.x), or the connection closed unanswered
+     * (1.0, Ubuntu 24.04's); the server serves the next request either way (below) */
     ck_assert(hc_connect(&c, "127.0.0.1", sv.port, 120) == 0);
-    ck_assert(hc_raw(&c, "HELLO THERE\r\n\r\n", 15, &st, &r, &rl) == 0);
-    ck_assert_msg(st == 400, "garbage: status %d", st);
+    st = 0;
+    int garbage = hc_raw(&c, "HELLO THERE\r\n\r\n", 15, &st, &r, &rl);
+    ck_assert_msg(garbage != 0 || st == 400, "garbage: status %d", st);
     hc_close(&c);
     /* health and metrics */
     ck_assert_int_eq(http(&sv, "GET", "/health", NULL, &r), 200);
