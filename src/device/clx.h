@@ -118,6 +118,14 @@ cls_status clx_build_ex(cl_context ctx, const clx_device *dev, const clx_source 
                         const char *options, cl_program *out, double *seconds, int *from_cache, char *note,
                         size_t note_len);
 
+/* clCreateKernel and clReleaseKernel, one thread at a time in the process. POCL keeps one
+ * reference-counted handle per compiled kernel across contexts, and its count is not safe against
+ * threads creating and releasing kernels at once (engines of their own in several threads, on a
+ * cold cache): POCL 3.1 asserted "found->ref_count > 0" in pocl_release_dlhandle_cache and ended
+ * the process (a fresh root's test_concurrency). The calls take microseconds. */
+cl_kernel clx_create_kernel(cl_program prog, const char *name, cl_int *err);
+void clx_release_kernel(cl_kernel k);
+
 /* Whether the device rounds single-precision division correctly when asked (OpenCL 1.2's
  * -cl-fp32-correctly-rounded-divide-sqrt); without it scores may differ from the reference in
  * the last bit, and the engine's description says so (clx_engine.c). */

@@ -12,6 +12,7 @@
  * A program missing from the cache is compiled in a child process where the helper is found
  * (clx_compile.h: a compiler that crashes must not end the caller), then loaded here. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,23 @@ static cls_status load_binary(cl_context ctx, const clx_device *dev, const char 
     }
     *out = prog;
     return CLS_OK;
+}
+
+static pthread_mutex_t kernel_objects = PTHREAD_MUTEX_INITIALIZER;
+
+cl_kernel clx_create_kernel(cl_program prog, const char *name, cl_int *err)
+{
+    pthread_mutex_lock(&kernel_objects);
+    cl_kernel k = clCreateKernel(prog, name, err);
+    pthread_mutex_unlock(&kernel_objects);
+    return k;
+}
+
+void clx_release_kernel(cl_kernel k)
+{
+    pthread_mutex_lock(&kernel_objects);
+    clReleaseKernel(k);
+    pthread_mutex_unlock(&kernel_objects);
 }
 
 cls_status clx_build(cl_context ctx, const clx_device *dev, const char *const *families, const char *options,

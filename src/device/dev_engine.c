@@ -43,7 +43,7 @@ static cls_status add_kernel(clx_engine *e, cl_program prog, const char *name)
 {
     if (e->nkernels == DEV_MAX_KERNELS) return err_set(CLS_E_ARG, "more than %u kernels", DEV_MAX_KERNELS);
     cl_int err;
-    cl_kernel k = clCreateKernel(prog, name, &err);
+    cl_kernel k = clx_create_kernel(prog, name, &err);
     if (!k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
     e->kernels[e->nkernels] = k;
     e->kernel_names[e->nkernels++] = name;
@@ -515,7 +515,7 @@ void clx_free(clx_engine *e)
     cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms, e->d_bmax};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i]) clReleaseMemObject(mems[i]);
-    for (unsigned i = 0; i < e->nkernels; i++) clReleaseKernel(e->kernels[i]);
+    for (unsigned i = 0; i < e->nkernels; i++) clx_release_kernel(e->kernels[i]);
     if (e->prog) clReleaseProgram(e->prog);
     if (e->prog_dec) clReleaseProgram(e->prog_dec);
     if (e->prog_algo) clReleaseProgram(e->prog_algo);

@@ -212,7 +212,7 @@ static cls_status query_kernel(clx_engine *e, const char *name)
     if (dev_kernel(e, name)) return CLS_OK;
     if (e->nkernels == DEV_MAX_KERNELS) return err_set(CLS_E_ARG, "more than %u kernels", DEV_MAX_KERNELS);
     cl_int err;
-    cl_kernel k = clCreateKernel(e->prog, name, &err);
+    cl_kernel k = clx_create_kernel(e->prog, name, &err);
     if (!k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
     e->kernels[e->nkernels] = k;
     e->kernel_names[e->nkernels++] = name;
