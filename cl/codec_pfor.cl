@@ -22,15 +22,21 @@
  * exceptions at depth 0, children within 3n values, positions below m); a forged one is held
  * to it by the walk (e to m, e to 0 at depth 0, a child that would overflow `kids` empties its
  * parent's exceptions) and the patch (a position to m - 1), and every word is read through the
- * clamp to w[last]. */
+ * clamp to w[last]. With check, the walk and the patch also test every rule of the strict
+ * decoder (decode.cl: decode_block_at). */
 #if PFOR_DEPTH == 0
 /* No exceptions at depth 0: the top node is plain bit-packing at width b. */
 #define DECODE_SCRATCH 1
 inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
-                          __local uint *scratch)
+                          __local uint *scratch, uint check, uint avail, uint *bad)
 {
     uint b = param & 0xFFu;
     for (uint j = get_local_id(0); j < n; j += BLOCK_SIZE) vals[j] = bits_get(w, last, j, b);
+    if (check) { /* codec_pfor.c at depth 0: no exceptions, the reserved bits zero, zero padding */
+        uint nw = (n * b + 31) >> 5, wrong = (param >> 8) != 0 || b > 32 || avail != nw;
+        if (!wrong && ((n * b) & 31)) wrong |= (w[min(nw - 1, last)] >> ((n * b) & 31)) != 0;
+        *bad |= wrong;
+    }
 }
 #else
 #define PFOR_NODES ((2 << PFOR_DEPTH) - 1)
@@ -49,10 +55,22 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
 #define PF_KIDS (3 * BLOCK_SIZE)
 /* scratch: scan buffer (BLOCK_SIZE) | node table | child values (PF_KIDS) */
 #define DECODE_SCRATCH (BLOCK_SIZE + PF_TAB_SIZE + PF_KIDS)
-inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
-                          __local uint *scratch)
+/* What codec_pfor.c's node_decode refuses in the node of m values whose header word is hdr and
+ * whose low part starts at word at of the stream (avail words) at depth d: reserved bits, a width
+ * over 32, more exceptions than values, exceptions at depth 0 or width 32, a low part past the
+ * stream's end, nonzero padding. */
+inline uint pfor_node_bad(__global const uint *w, uint last, uint avail, uint at, uint hdr, uint m, uint b, uint e,
+                          uint d)
 {
-    uint lid = get_local_id(0);
+    if ((hdr >> 18) != 0 || b > 32 || e > m || (e > 0 && (d == 0 || b == 32))) return 1;
+    uint nw = (m * b + 31) >> 5, tail = (m * b) & 31;
+    if (at > avail || nw > avail - at) return 1;
+    return tail && (w[min(at + nw - 1, last)] >> tail) != 0;
+}
+inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
+                          __local uint *scratch, uint check, uint avail, uint *bad)
+{
+    uint lid = get_local_id(0), wrong = 0;
     __local uint *tab = scratch + BLOCK_SIZE;
     __local uint *kids = tab + PF_TAB_SIZE;
     if (lid == 0) {
@@ -61,15 +79,18 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
          * PFOR_NODES nodes nor the stack PFOR_DEPTH + 1 entries. */
         uint stk[PFOR_DEPTH + 2], dep[PFOR_NODES];
         uint sp = 0, cnt = 1, base = 0;
-        uint b = param & 0xFFu, e = min((param >> 8) & 0x3FFu, n);
+        uint b = param & 0xFFu, e0 = (param >> 8) & 0x3FFu, e = min(e0, n);
         PF_TAB(PF_WOFF, 0) = 0; PF_TAB(PF_M, 0) = n; PF_TAB(PF_B, 0) = b; PF_TAB(PF_E, 0) = e;
         PF_TAB(PF_BASE, 0) = 0; PF_TAB(PF_PC, 0) = 0; PF_TAB(PF_HC, 0) = 0;
         dep[0] = PFOR_DEPTH;
         uint at = (n * b + 31) >> 5;
+        if (check) wrong = pfor_node_bad(w, last, avail, 0, param, n, b, e0, PFOR_DEPTH);
         if (e) { stk[sp++] = 1; stk[sp++] = 0; }
         while (sp > 0 && cnt < PFOR_NODES) {
             uint it = stk[--sp], par = it >> 1, k = cnt++;
             uint hdr = w[min(at, last)], m = PF_TAB(PF_E, par);
+            /* codec_pfor.c's child_decode: the header inside the stream, the 3n budget */
+            if (check) wrong |= at >= avail || base + m > 3 * n;
             at++;
             if (base + m > PF_KIDS) { /* forged: the children would overflow kids */
                 PF_TAB(PF_E, par) = 0;
@@ -77,7 +98,9 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
             }
             dep[k] = dep[par] - 1;
             b = hdr & 0xFFu;
-            e = dep[k] > 0 ? min((hdr >> 8) & 0x3FFu, m) : 0;
+            e0 = (hdr >> 8) & 0x3FFu;
+            e = dep[k] > 0 ? min(e0, m) : 0;
+            if (check && !wrong) wrong = pfor_node_bad(w, last, avail, at, hdr, m, b, e0, dep[k]);
             PF_TAB(PF_WOFF, k) = at; PF_TAB(PF_M, k) = m; PF_TAB(PF_B, k) = b; PF_TAB(PF_E, k) = e;
             PF_TAB(PF_BASE, k) = base; PF_TAB(PF_PC, k) = 0; PF_TAB(PF_HC, k) = 0;
             PF_TAB((it & 1) ? PF_HC : PF_PC, par) = k;
@@ -86,6 +109,7 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
             if (e) { stk[sp++] = k << 1 | 1; stk[sp++] = k << 1; }
         }
         PF_TAB(PF_FIELDS, 0) = cnt; /* the slot after the table */
+        if (check) wrong |= at != avail; /* the stream ends at its last word */
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     uint cnt = PF_TAB(PF_FIELDS, 0);
@@ -105,7 +129,11 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
         uint g = lid < e ? gp[lid] : 0, tot;
         uint p = wg_scan_incl(scratch, g, &tot) + lid;       /* p_i = g_0 + ... + g_i + i */
         if (lid < e) dst[min(p, m - 1)] |= (hp[lid] + 1) << b; /* e > 0: m >= e, and b < 32 */
+        /* positions below m (each gap below m, so the sum cannot wrap), and (H + 1) << b within
+         * 32 bits; b < 32 on a node the walk passed */
+        if (check && lid < e) wrong |= g >= m || p >= m || (b < 32 && (((ulong)hp[lid] + 1) >> (32 - b)) != 0);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (check) *bad |= wrong;
 }
 #endif

@@ -12,8 +12,9 @@
  * Decoders are strict: cdc_decode reads nothing past the words it is given and reports a
  * stream that is malformed or does not end exactly at its last word. The host runs it on every
  * block it reads (idx_decode_block) and cls_index_check on every block of a file. The device
- * decoders do not check: they decode any stream without reading or writing out of bounds
- * (cl/decode.cl), a malformed one to wrong values.
+ * decoders test the same rules in the engine's check of every block at its start (cl/decode.cl:
+ * check_blocks); the search's decoders do not, and decode any stream without reading or writing
+ * out of bounds, a malformed one to wrong values.
  */
 #ifndef CLS_CODEC_H
 #define CLS_CODEC_H

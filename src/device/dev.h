@@ -22,7 +22,7 @@
 #define DEV_FIRST_BATCH 1024u
 #define DEV_BATCH_SECONDS 0.025
 #define DEV_MAX_KERNELS 32u
-#define DEV_MAX_STEPS 16u   /* named steps of a profile */
+#define DEV_MAX_STEPS 24u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 64u  /* commands profiled of the batches in flight (two, of at most 32) */
 #define DEV_COUNTERS 23u
 /* counters[DEV_CTR_TOPK + i]: launches of the i-th top-k kernel (dev_launch.c: topk_names) */
@@ -142,6 +142,7 @@ typedef struct clx_engine {
     size_t order_cap, cost_cap;
     double build_secs;
     int from_cache;
+    double check_secs;      /* check_index's wall time at start-up */
     /* profile of the last search: named steps, and the events of the batches in flight */
     cls_profile_step steps[DEV_MAX_STEPS];
     unsigned nsteps;

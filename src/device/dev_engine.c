@@ -13,6 +13,9 @@
  *   collect   one read back (into pinned host memory): counts | docIDs | scores, copied into
  *             the cls_results
  *
+ * Before any batch, clx_create runs check_blocks over every block of the index (check_index):
+ * the search's decoders then trust what they decode.
+ *
  * Every buffer is sized from the data of the batch and kept for the next one (capacities only
  * grow), so the hot path allocates nothing per query. */
 #include <assert.h>
@@ -270,6 +273,7 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     e->build_secs += qsecs;
     e->from_cache = e->from_cache && qcache;
     if ((s = add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK ||
+        (s = add_kernel(e, e->prog_dec, "check_blocks")) != CLS_OK ||
         (s = add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK ||
         (s = add_kernel(e, e->prog, "place_lists")) != CLS_OK)
         return s;
@@ -367,6 +371,117 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
     return dev_pinned_need(e, &e->stage_host, stage, "the list cache's staging buffer");
 }
 
+/* Every block of the index through check_blocks (cl/decode.cl) before any search: the host's
+ * strict decoders' rules and the max_score comparison of cls_index_check, on the device, so a file
+ * forged with consistent checksums is refused with the message `clsearch check` gives instead of
+ * searched (the search's decoders only keep such a file from faulting). Where the index is resident
+ * the blocks are checked in place, CHECK_GROUPS work-groups a launch; where lists are cached, the
+ * index passes through the cache's two arenas (empty until the first batch) in stretches of whole
+ * blocks. The device flags blocks; the lowest one flagged is checked again on the host, which gives
+ * the message, or, where the host finds it sound, reports the disagreement as a device fault. The
+ * norms at the header's k1 and b stay on the device for the searches that use them. */
+#define CHECK_GROUPS ((size_t)1 << 22)
+
+/* The word just after the blocks before b (the index's words tile its blocks in order). */
+static uint64_t block_end(const cls_index *idx, uint64_t b)
+{
+    return b < idx->num_blocks ? idx->blocks[b].offset : idx->num_words;
+}
+
+static cls_status check_index(clx_engine *e, int exact)
+{
+    const cls_index *idx = e->idx;
+    const uint64_t NB = idx->num_blocks;
+    const uint32_t N = idx->num_docs;
+    double t0 = clx_now();
+    if (NB == 0) return CLS_OK;
+    bm25_norms(idx, idx->score_k1, idx->score_b, e->h_norms);
+    cl_int err = clEnqueueWriteBuffer(e->queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0,
+                                      NULL, NULL);
+    if (err != CL_SUCCESS) return clx_fail("clEnqueueWriteBuffer(norms)", err);
+    e->norm_k1 = idx->score_k1;
+    e->norm_b = idx->score_b;
+    size_t per = CHECK_GROUPS;
+    if (e->cached && per > e->cache.blocks.size) per = (size_t)e->cache.blocks.size;
+    if (per > NB) per = (size_t)NB;
+    float *weights = malloc(per * sizeof *weights);
+    cl_uint none = UINT32_MAX, nwords, exact_u = (cl_uint)exact;
+    cl_mem d_weights = NULL, d_bad = NULL;
+    cls_status s = weights ? CLS_OK : err_set(CLS_E_NOMEM, "out of memory for %zu block weights", per);
+    if (s == CLS_OK) {
+        d_weights = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY, per * sizeof *weights, NULL, &err);
+        if (!d_weights || err != CL_SUCCESS) s = err_wrap(clx_fail("clCreateBuffer", err), "block weights: ");
+    }
+    if (s == CLS_OK) {
+        d_bad = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, 4, &none, &err);
+        if (!d_bad || err != CL_SUCCESS) s = err_wrap(clx_fail("clCreateBuffer", err), "the block check's result: ");
+    }
+    if (s == CLS_OK) s = dev_words_count(e->d_words, &nwords);
+    uint32_t t = 0; /* the term of block b0: terms tile the blocks in order */
+    for (uint64_t b0 = 0; b0 < NB && s == CLS_OK;) {
+        uint64_t b1 = b0 + per < NB ? b0 + per : NB;
+        cl_uint nblocks = (cl_uint)NB, word_base = 0, word_end = (cl_uint)idx->num_words, block0 = (cl_uint)b0,
+                index_base = 0;
+        if (e->cached) { /* whole blocks, as many as both arenas take */
+            uint64_t w0 = idx->blocks[b0].offset, lo = b0, hi = b1; /* the last end that fits, by bisection */
+            while (lo < hi) {
+                uint64_t mid = hi - (hi - lo) / 2;
+                if (block_end(idx, mid) - w0 <= e->cache.words.size) lo = mid; else hi = mid - 1;
+            }
+            b1 = lo;
+            uint64_t w1 = block_end(idx, b1 > b0 ? b1 : b0 + 1);
+            if (b1 == b0) {
+                s = err_set(CLS_E_DEVMEM, "checking the index: block %llu's %llu words exceed the list cache's %llu",
+                            (unsigned long long)b0, (unsigned long long)(w1 - w0),
+                            (unsigned long long)e->cache.words.size);
+                break;
+            }
+            if ((err = clEnqueueWriteBuffer(e->queue, e->d_blocks, CL_FALSE, 0, (b1 - b0) * sizeof(idx_block),
+                                            idx->blocks + b0, 0, NULL, NULL)) != CL_SUCCESS ||
+                (err = clEnqueueWriteBuffer(e->queue, e->d_words, CL_FALSE, 0, (w1 - w0) * 4, idx->words + w0, 0,
+                                            NULL, NULL)) != CL_SUCCESS) {
+                s = err_wrap(clx_fail("clEnqueueWriteBuffer", err), "checking the index, blocks %llu to %llu: ",
+                             (unsigned long long)b0, (unsigned long long)b1 - 1);
+                break;
+            }
+            nblocks = (cl_uint)(b1 - b0), word_base = (cl_uint)w0, word_end = (cl_uint)w1, block0 = 0;
+            index_base = (cl_uint)b0;
+        }
+        for (uint64_t b = b0; b < b1; b++) {
+            while (b >= (uint64_t)idx->terms[t].first_block + idx->terms[t].num_blocks) t++;
+            weights[b - b0] = bm25_block_weight(idx->scoring, N, idx->terms[t].df);
+        }
+        /* blocking: the launch before may still read the weights, and the queue runs in order */
+        if ((err = clEnqueueWriteBuffer(e->queue, d_weights, CL_TRUE, 0, (b1 - b0) * sizeof *weights, weights, 0, NULL,
+                                        NULL)) != CL_SUCCESS) {
+            s = clx_fail("clEnqueueWriteBuffer(block weights)", err);
+            break;
+        }
+        dev_arg args[] = {DEV_MEM(e->d_words), DEV_U32(nwords),    DEV_MEM(e->d_blocks), DEV_U32(nblocks),
+                          DEV_U32(word_base),  DEV_U32(word_end),  DEV_MEM(e->d_norms),  DEV_MEM(d_weights),
+                          DEV_U32(block0),     DEV_U32(index_base), DEV_U32(exact_u),    DEV_MEM(d_bad)};
+        s = dev_run(e, "check_blocks", args, 12, (size_t)(b1 - b0), idx->block_size, "check blocks");
+        if (s == CLS_OK) dev_profile_collect(e, 0); /* start-up work, not a search's */
+        b0 = b1;
+    }
+    cl_uint bad = UINT32_MAX;
+    if (s == CLS_OK && (err = clEnqueueReadBuffer(e->queue, d_bad, CL_TRUE, 0, 4, &bad, 0, NULL, NULL)) != CL_SUCCESS)
+        s = clx_fail("clEnqueueReadBuffer(the block check's result)", err);
+    if (s != CLS_OK) clFinish(e->queue);
+    dev_profile_collect(e, 0);
+    if (d_weights) clReleaseMemObject(d_weights);
+    if (d_bad) clReleaseMemObject(d_bad);
+    free(weights);
+    if (s == CLS_OK && bad != UINT32_MAX) {
+        s = idx_check_block(idx, e->h_norms, bad);
+        if (s == CLS_OK)
+            s = err_set(CLS_E_OPENCL, "%s: the device's check refused block %u of %s, which the host's strict decoder "
+                        "accepts: the device's decoder and its host twin disagree", e->dev.info.name, bad, idx->path);
+    }
+    e->check_secs = clx_now() - t0;
+    return s == CLS_OK ? cls_index_intact(idx) : idx_intact(idx, s);
+}
+
 /* OR's rule (src/query/or.c): partitions on a collection of more than 2^OR_DENSE_LOG documents
  * (or where a test forces them), else one dense row a query. The search applies it and the
  * engine's description names it. */
@@ -437,6 +552,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
         s = err_set(CLS_E_NOMEM, "out of memory");
         goto fail;
     }
+    if ((s = check_index(e, cdiv)) != CLS_OK) goto fail;
     if ((s = plan_init(&e->flight[0].plan, idx)) != CLS_OK || (s = plan_init(&e->flight[1].plan, idx)) != CLS_OK)
         goto fail;
     e->chunk = DEV_CHUNK_STEPS * e->prm.wg_intersect;
@@ -464,7 +580,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
                                idx->num_docs, e->prm.or_dense_log, hash);
     }
     uint64_t gmib = e->dev.info.global_mem;
-    char lists[256];
+    char lists[400];
     if (e->cached)
         snprintf(lists, sizeof lists,
                  "lists: cached on the device, LRU by bytes (%.1f of the index's %.1f MiB: %llu words, %llu block "
@@ -476,6 +592,9 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     else
         snprintf(lists, sizeof lists, "lists: resident, the whole index (%.1f MiB) of %.1f MiB device memory %s",
                  (double)(wbytes + bbytes) / (1 << 20), (double)e->dev_mem / (1 << 20), device_mem ? "given" : "on the device");
+    size_t ll = strlen(lists);
+    snprintf(lists + ll, sizeof lists - ll, "; every block (%llu) checked on the device in %.3f s (check_blocks, max_score %s)",
+             (unsigned long long)idx->num_blocks, e->check_secs, cdiv ? "to the bit" : "within 4 ulp");
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
              "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_team / topk_wide by shape, the counters of a search say which ran (WG %u, topk_rows %u); "

@@ -211,6 +211,10 @@ void idx_words_set_verified(const cls_index *idx);
 cls_status idx_words_corrupt(const cls_index *idx);
 /* CLS_E_CORRUPT for block b: names the section, the block's term, its place in the list. */
 cls_status idx_block_corrupt(const cls_index *idx, uint64_t b, const char *section, const char *what);
+/* Block b against everything cls_index_check tests (the strict decoders, max_score at the norms
+ * norms[], bm25_norms at the header's k1 and b): CLS_OK, or CLS_E_CORRUPT with the check's
+ * message. The device engines ask it for the message of a block their own check refused. */
+cls_status idx_check_block(const cls_index *idx, const float *norms, uint64_t b);
 /* Every document's stored fields (idx_fields_problem): CLS_OK or CLS_E_CORRUPT naming the
  * section, field and document. cls_index_check and recode run it; opening checks only bounds. */
 cls_status idx_verify_fields(const cls_index *idx);

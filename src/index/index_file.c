@@ -641,6 +641,12 @@ static const char *check_block(const cls_index *x, const float *norms, uint32_t 
     return NULL;
 }
 
+cls_status idx_check_block(const cls_index *x, const float *norms, uint64_t b)
+{
+    const char *section, *what = check_block(x, norms, term_of_block(x, b), b, &section);
+    return what ? idx_block_corrupt(x, b, section, what) : idx_intact(x, CLS_OK);
+}
+
 static void *check_worker(void *arg)
 {
     check_job *j = arg;
