@@ -516,9 +516,8 @@ static cls_status search_all_modes(cls_engine *e, const cls_index *idx, const ch
 /* An image whose postings words or block parameter words were forged, with every checksum made
  * consistent: it opens (nothing structural changed), cls_index_check refuses it naming the
  * section, term and block, the reference engine starts (the checksum agrees) and its search
- * fails cleanly with CLS_E_CORRUPT; with dev, the OpenCL engine starts and searches every mode
- * to the end, without a fault, every hit a document of the index (the values are whatever the
- * forgery decodes to). */
+ * fails cleanly with CLS_E_CORRUPT; with dev, the OpenCL engine refuses to start with
+ * CLS_E_CORRUPT and the check's very message (check_blocks ran every block on the device). */
 static void forged_contained(const unsigned char *img, size_t len, const char *what, const char *dev)
 {
     char *path = tu_strdup(tu_tmp_path("forged.idx"));
@@ -530,6 +529,7 @@ static void forged_contained(const unsigned char *img, size_t len, const char *w
     const char *msg = cls_last_error();
     ck_assert_msg((strstr(msg, "section 'postings'") || strstr(msg, "section 'blocks'")) && strstr(msg, "term '") &&
                   strstr(msg, "block "), "%s: check: '%s'", what, msg);
+    char *check_msg = tu_strdup(msg);
     cls_engine *e;
     ck_assert_msg(cls_engine_create(idx, "ref", &e) == CLS_OK, "%s: ref: %s", what, cls_last_error());
     s = search_all_modes(e, idx, main_query());
@@ -537,12 +537,19 @@ static void forged_contained(const unsigned char *img, size_t len, const char *w
     ck_assert_msg(strstr(cls_last_error(), "term '") && strstr(cls_last_error(), "block "), "%s: ref search: '%s'",
                   what, cls_last_error());
     cls_engine_free(e);
-    if (dev) {
-        ck_assert_msg(cls_engine_create(idx, dev, &e) == CLS_OK, "%s: %s: %s", what, dev, cls_last_error());
-        s = search_all_modes(e, idx, main_query());
-        ck_assert_msg(s == CLS_OK, "%s: %s search: %s", what, dev, cls_last_error());
-        cls_engine_free(e);
+    for (int cached = 0; dev && cached < 2; cached++) { /* the whole index on the device, then lists cached */
+        cls_engine_opts o;
+        cls_engine_opts_init(&o);
+        o.device = dev;
+        uint64_t lists = idx->num_words * 4 + idx->num_blocks * sizeof(idx_block);
+        if (cached) o.device_mem = 2 * (((uint64_t)idx->num_docs + 1) * 4 + lists / 3) + (32 << 10);
+        s = cls_engine_create_opts(idx, &o, &e);
+        ck_assert_msg(s == CLS_E_CORRUPT, "%s: %s%s: status %d: %s", what, dev, cached ? " (lists cached)" : "", (int)s,
+                      cls_last_error());
+        ck_assert_msg(strcmp(cls_last_error(), check_msg) == 0, "%s: %s%s: '%s', the check said '%s'", what, dev,
+                      cached ? " (lists cached)" : "", cls_last_error(), check_msg);
     }
+    free(check_msg);
     cls_index_close(idx);
     remove(path);
     free(path);
@@ -584,7 +591,8 @@ END_TEST
 
 /* cls_index_check reports the first problem in file order whatever the thread count: the
  * postings checksum before any block, else the lowest bad block; a max_score forged with
- * consistent checksums is found by the check only (no engine relies on it, so searches run). */
+ * consistent checksums is found by the check and by a device engine's start (its pruning relies
+ * on max_score), while the reference engine, which never reads it, searches. */
 START_TEST(check_reports_the_first_problem)
 {
     model m;
@@ -622,11 +630,16 @@ START_TEST(check_reports_the_first_problem)
                 ck_assert_msg(strstr(cls_last_error(), want), "case %d, %u threads: '%s', expected '%s'", k, th,
                               cls_last_error(), want);
             }
-        if (k == 2) { /* nothing reads max_score but the check */
-            cls_engine *e;
+        cls_engine *e;
+        if (k == 2) {
             ck_assert_int_eq(cls_engine_create(idx, "ref", &e), CLS_OK);
             ck_assert_int_eq(search_all_modes(e, idx, main_query()), CLS_OK);
             cls_engine_free(e);
+        }
+        if (k != 1) { /* the device's check names the block the host's names */
+            ck_assert_int_eq(cls_engine_create(idx, device(), &e), CLS_E_CORRUPT);
+            ck_assert_msg(strstr(cls_last_error(), want), "case %d on %s: '%s', expected '%s'", k, device(),
+                          cls_last_error(), want);
         }
         cls_index_close(idx);
         remove(p);
@@ -690,6 +703,205 @@ START_TEST(forged_postings_every_codec)
     }
     g_opts = (cls_build_opts){CLS_CODEC_BP, 128, 1, 0};
     model_free(&m);
+}
+END_TEST
+
+/* ---- Forgeries against the device's check ------------------------------------------------
+ *
+ * Images forged with every checksum made consistent, in every codec layout: each field of four
+ * blocks' records, postings words, the header's codec and pfor depth. For each, what opening,
+ * cls_index_check, the reference engine (a query a term, and all of them, in every mode) and the
+ * device engine do. The device must refuse exactly what the check refuses, with its message (it
+ * checks every block before any search), refuse at least what the reference refuses, and where
+ * nothing refuses return the reference's results bit for bit. Every case is run and counted
+ * before anything is asserted, so the counts also describe an engine that fails. */
+typedef struct forge_counts {
+    unsigned forged, open_refused, check_refused, ref_refused, dev_refused, dev_accepted_refused, dev_accepted_ref;
+    unsigned dev_differs;
+    unsigned violations;
+    char first[512]; /* the first violation */
+} forge_counts;
+
+/* Every mode's top 50 of every query of bt into one digest; *st the first failure. */
+static uint64_t results_digest(cls_engine *e, cls_batch *bt, cls_status *st)
+{
+    cls_results *r;
+    ck_assert_int_eq(cls_results_create(&r), CLS_OK);
+    XXH64_state_t *h = XXH64_createState();
+    ck_assert(h != NULL);
+    XXH64_reset(h, 0);
+    *st = CLS_OK;
+    for (int m = 0; m < CLS_NUM_MODES && *st == CLS_OK; m++) {
+        cls_search_params p;
+        cls_search_defaults(&p);
+        p.k = 50;
+        p.mode = (cls_mode)m;
+        if ((*st = cls_engine_search(e, bt, &p, r)) != CLS_OK) break;
+        for (size_t q = 0; q < cls_batch_count(bt); q++) {
+            size_t n;
+            const uint32_t *docs;
+            const float *scores;
+            cls_results_get(r, q, &n, &docs, &scores);
+            XXH64_update(h, &n, sizeof n);
+            XXH64_update(h, docs, n * 4);
+            XXH64_update(h, scores, n * 4);
+        }
+    }
+    uint64_t d = XXH64_digest(h);
+    XXH64_freeState(h);
+    cls_results_free(r);
+    return d;
+}
+
+static void forge_violation(forge_counts *c, const char *what, const char *fmt, const char *a, const char *b)
+{
+    if (c->violations++ == 0) {
+        int n = snprintf(c->first, sizeof c->first, "%s: ", what);
+        snprintf(c->first + n, sizeof c->first - (size_t)n, fmt, a, b);
+    }
+}
+
+static void forge_case(const unsigned char *img, size_t len, const char *what, forge_counts *c)
+{
+    char *path = tu_strdup(tu_tmp_path("forge.idx"));
+    tu_write_file(path, img, len);
+    c->forged++;
+    cls_index *idx;
+    if (cls_index_open(path, &idx) != CLS_OK) { /* the same open for every engine */
+        c->open_refused++;
+        remove(path);
+        free(path);
+        return;
+    }
+    cls_status cs = cls_index_check(idx, 2);
+    ck_assert_msg(cs == CLS_OK || cs == CLS_E_CORRUPT, "%s: check: %s", what, cls_last_error());
+    char *check_msg = tu_strdup(cs == CLS_OK ? "" : cls_last_error());
+    c->check_refused += cs != CLS_OK;
+    cls_batch *bt;
+    ck_assert_int_eq(cls_batch_create(idx, &bt), CLS_OK);
+    for (int t = 0; t < NT; t++) ck_assert_int_eq(cls_batch_add(bt, MAIN_TERMS[t], MAIN_TERMS[t]), CLS_OK);
+    ck_assert_int_eq(cls_batch_add(bt, "all", main_query()), CLS_OK);
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, "ref", &e) == CLS_OK, "%s: ref: %s", what, cls_last_error());
+    cls_status rs;
+    uint64_t rd = results_digest(e, bt, &rs);
+    cls_engine_free(e);
+    ck_assert_msg(rs == CLS_OK || rs == CLS_E_CORRUPT, "%s: ref: %s", what, cls_last_error());
+    c->ref_refused += rs != CLS_OK;
+    cls_status ds = cls_engine_create(idx, device(), &e);
+    char *dev_msg = tu_strdup(ds == CLS_OK ? "" : cls_last_error());
+    uint64_t dd = 0;
+    if (ds == CLS_OK) {
+        dd = results_digest(e, bt, &ds);
+        cls_engine_free(e);
+    }
+    ck_assert_msg(ds == CLS_OK || ds == CLS_E_CORRUPT, "%s: %s: %s", what, device(), cls_last_error());
+    c->dev_refused += ds != CLS_OK;
+    if (ds == CLS_OK && (cs != CLS_OK || rs != CLS_OK)) c->dev_accepted_refused++;
+    if (ds == CLS_OK && rs != CLS_OK) c->dev_accepted_ref++;
+    if (ds == CLS_OK && cs == CLS_OK && rs == CLS_OK && dd != rd) c->dev_differs++;
+    if ((ds != CLS_OK) != (cs != CLS_OK))
+        forge_violation(c, what, "the device %s, the check %s", ds != CLS_OK ? "refused" : "accepted",
+                        cs != CLS_OK ? check_msg : "accepted");
+    else if (ds != CLS_OK && strcmp(dev_msg, check_msg) != 0)
+        forge_violation(c, what, "the device said '%s', the check '%s'", dev_msg, check_msg);
+    else if (rs != CLS_OK && cs == CLS_OK)
+        forge_violation(c, what, "the reference refused what the check accepts%s%s", "", "");
+    else if (ds == CLS_OK && rs == CLS_OK && dd != rd)
+        forge_violation(c, what, "the device's results differ from the reference's%s%s", "", "");
+    free(dev_msg);
+    free(check_msg);
+    cls_batch_free(bt);
+    cls_index_close(idx);
+    remove(path);
+    free(path);
+}
+
+START_TEST(forged_device_refuses_as_check)
+{
+    static const struct { cls_codec c; uint32_t B; unsigned depth; } lay[] = {
+        {CLS_CODEC_RAW, 128, 1}, {CLS_CODEC_BP, 128, 1},  {CLS_CODEC_PFOR, 128, 1},  {CLS_CODEC_OPTPFD, 128, 1},
+        {CLS_CODEC_RICE, 128, 1}, {CLS_CODEC_PFOR, 128, 0}, {CLS_CODEC_PFOR, 64, 3}, {CLS_CODEC_RICE, 64, 1}};
+    static const char *const FIELD[8] = {"first", "last", "offset", "info", "dparam", "fparam", "max_score", "reserved"};
+    forge_counts c = {0};
+    model m;
+    main_model(&m);
+    for (size_t l = 0; l < sizeof lay / sizeof *lay; l++) {
+        g_opts = (cls_build_opts){lay[l].c, lay[l].B, lay[l].depth, 0};
+        char *path = build_model(&m);
+        size_t len;
+        unsigned char *good = tu_read_file(path, &len), *img = malloc(len);
+        ck_assert(img != NULL);
+        idx_section_entry t[IDX_NSECTIONS];
+        read_table(good, len, t);
+        const idx_section_entry *ws = &t[IDX_S_WORDS - 1], *bs = &t[IDX_S_BLOCKS - 1];
+        const uint64_t nb = bs->size / sizeof(idx_block), nw = ws->size / 4;
+        ck_assert(nb >= 4 && nw >= 16);
+        char what[160];
+        uint64_t rs = 99 + l;
+        /* the header's codec, every other one, and pfor depth */
+        for (uint32_t v = 0; v < CLS_NUM_CODECS + 2; v++) {
+            idx_header h;
+            memcpy(img, good, len);
+            memcpy(&h, img, sizeof h);
+            if (v < CLS_NUM_CODECS) {
+                if (v == h.codec) continue;
+                h.codec = v;
+            } else {
+                h.pfor_depth = (h.pfor_depth + (v == CLS_NUM_CODECS ? 1 : 3)) % 4;
+            }
+            memcpy(img, &h, sizeof h);
+            rehash_all(img, len);
+            snprintf(what, sizeof what, "%s B=%u depth %u: header %s %u", cls_codec_name(lay[l].c), lay[l].B,
+                     lay[l].depth, v < CLS_NUM_CODECS ? "codec" : "pfor depth", v < CLS_NUM_CODECS ? v : h.pfor_depth);
+            forge_case(img, len, what, &c);
+        }
+        /* each field of four blocks' records (the stream parameters and max_score, which opening
+         * cannot judge, of the first and the last): one bit, a larger value, all ones */
+        const uint64_t blocks[4] = {0, nb - 1, 1, nb / 2};
+        for (int k = 0; k < 4; k++)
+            for (int f = 0; f < 8; f++)
+                for (int v = 0; v < 3 && (k < 2 || f < 4 || f == 7); v++) {
+                    memcpy(img, good, len);
+                    size_t at = bs->offset + blocks[k] * sizeof(idx_block) + 4 * (size_t)f;
+                    uint32_t x;
+                    memcpy(&x, img + at, 4);
+                    x = v == 0 ? x ^ 1u : v == 1 ? x + (f == 6 ? 0x00800000u : 0x100u) : 0xFFFFFFFFu;
+                    memcpy(img + at, &x, 4);
+                    rehash_all(img, len);
+                    snprintf(what, sizeof what, "%s B=%u depth %u: block %llu %s = 0x%08x", cls_codec_name(lay[l].c),
+                             lay[l].B, lay[l].depth, (unsigned long long)blocks[k], FIELD[f], x);
+                    forge_case(img, len, what, &c);
+                }
+        /* postings words: one bit, a random word */
+        for (int k = 0; k < 10; k++) {
+            memcpy(img, good, len);
+            uint64_t i = tu_rand(&rs) % nw;
+            size_t at = ws->offset + 4 * i;
+            uint32_t x;
+            memcpy(&x, img + at, 4);
+            x = k % 2 ? (uint32_t)tu_rand(&rs) : x ^ (1u << (tu_rand(&rs) % 32));
+            memcpy(img + at, &x, 4);
+            rehash_all(img, len);
+            snprintf(what, sizeof what, "%s B=%u depth %u: word %llu = 0x%08x", cls_codec_name(lay[l].c), lay[l].B,
+                     lay[l].depth, (unsigned long long)i, x);
+            forge_case(img, len, what, &c);
+        }
+        free(img);
+        free(good);
+        remove(path);
+        free(path);
+    }
+    g_opts = (cls_build_opts){CLS_CODEC_BP, 128, 1, 0};
+    model_free(&m);
+    printf("forged %u indexes (checksums consistent): %u refused at open; of the rest, the check refused %u, the "
+           "reference's searches %u, %s %u; %s accepted %u that the check or the reference refuses (%u that the "
+           "reference refuses), and returned other results than the reference's for %u\n", c.forged, c.open_refused,
+           c.check_refused, c.ref_refused, device(), c.dev_refused, device(), c.dev_accepted_refused, c.dev_accepted_ref,
+           c.dev_differs);
+    fflush(stdout);
+    ck_assert_msg(c.violations == 0, "%u forgeries where %s and the check disagree; the first: %s", c.violations,
+                  device(), c.first);
 }
 END_TEST
 
@@ -1703,6 +1915,10 @@ static Suite *suite(void)
     tcase_add_test(tb, multi_chunk_sections);
     tcase_add_test(tb, foreign_and_missing_files);
     suite_add_tcase(s, tb);
+    TCase *tf = tcase_create("forged");
+    tcase_set_timeout(tf, 1200); /* hundreds of device engines, each checking the index at its start */
+    tcase_add_test(tf, forged_device_refuses_as_check);
+    suite_add_tcase(s, tf);
     TCase *ts = tcase_create("shrunk");
     tcase_set_timeout(ts, 600);
     tcase_add_test(ts, shrunk_while_in_use);
