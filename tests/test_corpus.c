@@ -495,6 +495,140 @@ START_TEST(html_archives)
 }
 END_TEST
 
+/* The offset of the header libarchive reads at the end of the tar at path: where its two
+ * end-of-archive blocks start. */
+static la_int64_t tar_end_at(const char *path)
+{
+    struct archive *a = archive_read_new();
+    archive_read_support_format_tar(a);
+    ck_assert_int_eq(archive_read_open_filename(a, path, 10240), ARCHIVE_OK);
+    struct archive_entry *e;
+    int rc;
+    while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {}
+    ck_assert_int_eq(rc, ARCHIVE_EOF);
+    la_int64_t at = archive_read_header_position(a);
+    archive_read_free(a);
+    return at;
+}
+
+/* A tar cut short, even exactly between two entries or between its two end blocks, plain or
+ * gzip-compressed, is CLS_E_FORMAT naming it, never an archive of fewer documents; with both end
+ * blocks (what follows is padding) it reads whole. */
+START_TEST(tar_cut_short)
+{
+    static const struct {
+        const char *format;
+        int gz;
+    } kinds[] = {{"gnutar", 0}, {"pax", 0}, {"gnutar", 1}, {"pax", 1}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char full[4300], cut[4300];
+        snprintf(full, sizeof full, "%s.tar", tu_tmp_path("tcut"));
+        write_archive(full, kinds[k].format, 0);
+        size_t len;
+        unsigned char *bytes = tu_read_file(full, &len);
+        la_int64_t end = tar_end_at(full);
+        ck_assert(end > 0 && (size_t)end + 1024 <= len);
+        for (size_t n = 512; n <= (size_t)end + 1024; n += 512) {
+            snprintf(cut, sizeof cut, "%s.tar", tu_tmp_path("tcut"));
+            tu_write_file(cut, bytes, n);
+            const char *in = kinds[k].gz ? gzip_file(cut) : cut;
+            coll c = {0};
+            cls_status st = cls_corpus_read(CLS_CORPUS_HTML, in, on_doc, &c);
+            if (n == (size_t)end + 1024) {
+                ck_assert_msg(st == CLS_OK && c.n == 2, "%s %s cut at its end: %d, %zu documents: %s",
+                              kinds[k].format, in, (int)st, c.n, cls_last_error());
+            } else {
+                ck_assert_msg(st == CLS_E_FORMAT, "%s cut to %zu of %zu bytes: %d with %zu documents",
+                              kinds[k].format, n, len, (int)st, c.n);
+                ck_assert_msg(strstr(cls_last_error(), in) != NULL, "%s", cls_last_error());
+            }
+            coll_free(&c);
+            remove(in);
+            remove(cut);
+        }
+        /* the same through the line readers and the plain-file reader */
+        if (!kinds[k].gz) {
+            snprintf(cut, sizeof cut, "%s.tar", tu_tmp_path("tcut"));
+            tu_write_file(cut, bytes, (size_t)end);
+            coll c = {0};
+            ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, cut, on_doc, &c), CLS_E_FORMAT);
+            ck_assert_msg(strstr(cls_last_error(), "end-of-archive") != NULL, "%s", cls_last_error());
+            ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_TREC, cut, on_doc, &c), CLS_E_FORMAT);
+            ck_assert_msg(strstr(cls_last_error(), cut) != NULL, "%s", cls_last_error());
+            coll_free(&c);
+            remove(cut);
+        }
+        free(bytes);
+        remove(full);
+    }
+}
+END_TEST
+
+/* A zip written by libarchive: entries[i] named names[i], stored (not compressed) when store. */
+static unsigned char *make_zip(const char *const *names, const char *const *data, const size_t *lens, size_t n,
+                               size_t *len)
+{
+    const char *p = tu_tmp_path("mkzip");
+    struct archive *a = archive_write_new();
+    ck_assert_int_eq(archive_write_set_format_zip(a), ARCHIVE_OK);
+    ck_assert_int_eq(archive_write_set_options(a, "zip:compression=store"), ARCHIVE_OK);
+    ck_assert_int_eq(archive_write_open_filename(a, p), ARCHIVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, names[i]);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_size(e, (la_int64_t)lens[i]);
+        ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+        ck_assert_int_eq(archive_write_data(a, data[i], lens[i]), (la_ssize_t)lens[i]);
+        archive_entry_free(e);
+    }
+    ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    unsigned char *bytes = tu_read_file(p, len);
+    remove(p);
+    return bytes;
+}
+
+/* A zip is read through its central directory: cut anywhere (the central directory gone, or
+ * only the outer one's, leaving that of the zip stored inside it at the end) it is CLS_E_FORMAT
+ * naming it, before any document; the entries of the inner zip are never read as the outer's. */
+START_TEST(zip_cut_short)
+{
+    static const char inner_html[] = "<html><title>inner</title>from inside</html>";
+    const char *in_names[] = {"inner.html"}, *in_data[] = {inner_html};
+    size_t in_lens[] = {sizeof inner_html - 1}, inner_len;
+    unsigned char *inner = make_zip(in_names, in_data, in_lens, 1, &inner_len);
+    static const char a_html[] = "<html><title>a</title>outer words</html>";
+    const char *names[] = {"inner.zip", "a.html"}, *data[] = {(const char *)inner, a_html};
+    size_t lens[] = {inner_len, sizeof a_html - 1}, len;
+    unsigned char *outer = make_zip(names, data, lens, 2, &len);
+    char path[4300];
+    snprintf(path, sizeof path, "%s.zip", tu_tmp_path("zcut"));
+    tu_write_file(path, outer, len);
+    coll c = {0};
+    ck_assert_msg(cls_corpus_read(CLS_CORPUS_HTML, path, on_doc, &c) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_str_eq(c.ids[0], "a");
+    coll_free(&c);
+    int nested = 0;
+    for (size_t n = 1; n < len; n++) {
+        tu_write_file(path, outer, n);
+        cls_status st = cls_corpus_read(CLS_CORPUS_HTML, path, on_doc, &c);
+        ck_assert_msg(st == CLS_E_FORMAT && c.n == 0, "cut to %zu of %zu bytes: %d with %zu documents (%s)", n, len,
+                      (int)st, c.n, c.n ? c.ids[0] : "");
+        ck_assert_msg(strstr(cls_last_error(), path) != NULL, "%s", cls_last_error());
+        nested += strstr(cls_last_error(), "zip stored in it") != NULL;
+        ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_FILES, path, on_doc, &c), CLS_E_FORMAT);
+        ck_assert_uint_eq(c.n, 0);
+    }
+    ck_assert_msg(nested > 0, "no cut left the inner zip's central directory at the end");
+    free(outer);
+    free(inner);
+    remove(path);
+}
+END_TEST
+
 /* Is needle inside s[0..n)? (memmem is a GNU extension.) */
 static int contains(const char *s, size_t n, const char *needle)
 {
@@ -533,6 +667,24 @@ START_TEST(cacm_tarball)
                   cls_last_error());
     ck_assert_int_eq(cs.seen, 3204);
     ck_assert(cs.first_ok);
+
+    /* Cut between two entries (after CACM-1600), plain and compressed: an error, not 1,600
+     * documents. */
+    char cut[4300], cmd[9000];
+    snprintf(cut, sizeof cut, "%s.tar", tu_tmp_path("cacm-cut"));
+    snprintf(cmd, sizeof cmd, "gzip -dc '%s' | head -c 2035712 > '%s'", p, cut);
+    ck_assert_int_eq(system(cmd), 0);
+    for (int gz = 0; gz < 2; gz++) {
+        const char *in = gz ? gzip_file(cut) : cut;
+        coll c = {0};
+        ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_HTML, in, on_doc, &c), CLS_E_FORMAT);
+        ck_assert_msg(strstr(cls_last_error(), in) && strstr(cls_last_error(), "end-of-archive"), "%s",
+                      cls_last_error());
+        coll_free(&c);
+    }
+    remove(cut);
+    strcat(cut, ".gz");
+    remove(cut);
 }
 END_TEST
 
@@ -1864,6 +2016,8 @@ static Suite *corpus_suite(void)
     tcase_add_test(tc, html_folder_sorted);
     tcase_add_test(tc, html_oversized_file);
     tcase_add_test(tc, html_archives);
+    tcase_add_test(tc, tar_cut_short);
+    tcase_add_test(tc, zip_cut_short);
     tcase_add_test(tc, files_folder);
     tcase_add_test(tc, files_archives);
     tcase_add_test(tc, files_failures);

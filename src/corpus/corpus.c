@@ -642,19 +642,251 @@ int crp_is_archive_name(const char *name)
     return 0;
 }
 
-cls_status crp_archive_open(const char *path, struct archive **out)
+/* The formats of archive_read_support_format_all but its zip readers, which are chosen apart: a
+ * zip is read through its central directory (the seekable reader), never by scanning its local
+ * headers (the streaming reader), which takes a zip stored inside another, or an archive cut
+ * short between two entries, for the outer one's end. */
+static void support_formats(struct archive *a)
 {
-    *out = NULL;
-    struct archive *a = archive_read_new();
-    if (!a) return err_set(CLS_E_NOMEM, "%s: out of memory", path);
-    archive_read_support_filter_all(a);
-    archive_read_support_format_all(a);
-    if (archive_read_open_filename(a, path, CRP_CHUNK) != ARCHIVE_OK) {
-        cls_status st = crp_archive_error(a, path);
-        archive_read_free(a);
+    archive_read_support_format_ar(a);
+    archive_read_support_format_cpio(a);
+    archive_read_support_format_empty(a);
+    archive_read_support_format_lha(a);
+    archive_read_support_format_mtree(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_xar(a);
+    archive_read_support_format_warc(a);
+    archive_read_support_format_7zip(a);
+    archive_read_support_format_cab(a);
+    archive_read_support_format_rar(a);
+    archive_read_support_format_rar5(a);
+    archive_read_support_format_iso9660(a);
+}
+
+/* A compressed archive, or one read from a pipe: libarchive decompresses it (filters, raw format)
+ * and the format reader takes the bytes through stream_read. libarchive shows a format reader's
+ * position in its input but not the bytes there, and a tar's end is told by its bytes; the last
+ * STREAM_KEEP bytes handed over are kept for that. The format reader asks for more only when it
+ * has used what it had, so its position is never more than a block and a tar header behind. */
+#define STREAM_KEEP (4u * CRP_CHUNK)
+typedef struct crp_stream {
+    struct archive *raw;
+    const char *blk;   /* what is left of raw's current block */
+    size_t blk_len;
+    la_int64_t handed; /* bytes handed to the format reader */
+    int eof;           /* raw has no more */
+    unsigned char *keep; /* byte i of the stream at keep[i % STREAM_KEEP] while still kept */
+} crp_stream;
+
+static la_ssize_t stream_read(struct archive *fmt, void *client, const void **buf)
+{
+    crp_stream *s = client;
+    while (s->blk_len == 0) {
+        if (s->eof) return 0;
+        const void *p;
+        size_t n;
+        la_int64_t off;
+        int rc = archive_read_data_block(s->raw, &p, &n, &off);
+        if (rc == ARCHIVE_EOF) {
+            s->eof = 1;
+            return 0;
+        }
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
+            const char *msg = archive_error_string(s->raw);
+            archive_set_error(fmt, archive_errno(s->raw), "%s", msg ? msg : "read error");
+            return -1;
+        }
+        s->blk = p;
+        s->blk_len = n;
+    }
+    size_t n = s->blk_len < CRP_CHUNK ? s->blk_len : CRP_CHUNK;
+    for (size_t done = 0; done < n;) {
+        size_t at = (size_t)(s->handed % STREAM_KEEP), k = n - done;
+        if (k > STREAM_KEEP - at) k = STREAM_KEEP - at;
+        memcpy(s->keep + at, s->blk + done, k);
+        done += k;
+        s->handed += (la_int64_t)k;
+    }
+    *buf = s->blk;
+    s->blk += n;
+    s->blk_len -= n;
+    return (la_ssize_t)n;
+}
+
+/* A zip's entries come from its central directory. A file cut short has none, and libarchive's
+ * seekable reader does not recognise it; one cut right after a zip stored in it ends with that
+ * zip's central directory, which libarchive takes for this one's (it allows data before the
+ * first entry, as self-extracting archives have). The streaming reader reads the entry at the
+ * file's start: both readers must find that entry's data at the same offset. Not a zip at its
+ * first byte: nothing to check, *is_zip 0. */
+static cls_status zip_check(const char *path, int *is_zip)
+{
+    *is_zip = 0;
+    struct archive *s = archive_read_new(), *z = archive_read_new();
+    cls_status st = CLS_OK;
+    if (!s || !z) {
+        st = err_set(CLS_E_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    archive_read_support_format_zip_streamable(s);
+    archive_read_support_format_zip_seekable(z);
+    if (archive_read_open_filename(s, path, CRP_CHUNK) != ARCHIVE_OK) goto done;
+    *is_zip = 1;
+    if (archive_read_open_filename(z, path, CRP_CHUNK) != ARCHIVE_OK) {
+        int en = archive_errno(z); /* the operating system's failure, or libarchive's "not a zip" */
+        if (en == ENOMEM || (en > 0 && en != EILSEQ && en != EINVAL)) st = crp_archive_error(z, path);
+        else st = err_set(CLS_E_FORMAT, "%s: a zip archive without its central directory, the list of its entries "
+                          "at its end (cut short?)", path);
+        goto done;
+    }
+    struct archive_entry *e;
+    int rs = archive_read_next_header(s, &e);
+    la_int64_t ds = archive_filter_bytes(s, 0);
+    int rz = archive_read_next_header(z, &e);
+    if (rz != ARCHIVE_OK && rz != ARCHIVE_WARN && rz != ARCHIVE_EOF) {
+        st = crp_archive_error(z, path);
+        goto done;
+    }
+    int s_entry = rs == ARCHIVE_OK || rs == ARCHIVE_WARN, z_entry = rz != ARCHIVE_EOF;
+    if (s_entry != z_entry || (s_entry && ds != archive_filter_bytes(z, 0)))
+        st = err_set(CLS_E_FORMAT, "%s: the central directory at the end of this zip archive does not list the "
+                     "entry at its start (the central directory of a zip stored in it, the archive cut short?)", path);
+done:
+    if (s) archive_read_free(s);
+    if (z) archive_read_free(z);
+    return st;
+}
+
+void crp_archive_close(crp_archive *h)
+{
+    if (!h) return;
+    if (h->a) archive_read_free(h->a);
+    if (h->stream) {
+        if (h->stream->raw) archive_read_free(h->stream->raw);
+        free(h->stream->keep);
+        free(h->stream);
+    }
+    free(h);
+}
+
+/* The format reader over a stream of decompressed bytes (see crp_stream); takes raw, open. */
+static cls_status stream_open(crp_archive *h, struct archive *raw)
+{
+    struct archive_entry *e;
+    int rc = archive_read_next_header(raw, &e);
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN && rc != ARCHIVE_EOF) {
+        cls_status st = crp_archive_error(raw, h->path);
+        archive_read_free(raw);
         return st;
     }
-    *out = a;
+    if (!(h->stream = calloc(1, sizeof *h->stream))) {
+        archive_read_free(raw);
+        return err_set(CLS_E_NOMEM, "%s: out of memory", h->path);
+    }
+    h->stream->raw = raw; /* freed with h from here on */
+    h->counted = raw;
+    if (!(h->stream->keep = malloc(STREAM_KEEP)) || !(h->a = archive_read_new()))
+        return err_set(CLS_E_NOMEM, "%s: out of memory", h->path);
+    h->stream->eof = rc == ARCHIVE_EOF; /* a zero-byte input: no data to ask raw for */
+    support_formats(h->a);
+    /* a zip is recognised only to be refused by name (crp_archive_header) */
+    archive_read_support_format_zip_streamable(h->a);
+    if (archive_read_open(h->a, h->stream, NULL, stream_read, NULL) != ARCHIVE_OK)
+        return crp_archive_error(h->a, h->path);
+    return CLS_OK;
+}
+
+cls_status crp_archive_open(const char *path, crp_archive **out)
+{
+    *out = NULL;
+    crp_archive *h = calloc(1, sizeof *h);
+    if (!h) return err_set(CLS_E_NOMEM, "%s: out of memory", path);
+    h->path = path;
+    struct stat sb;
+    int regular = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    cls_status st = CLS_OK;
+    /* The file's compression first: a plain file is read by the format readers themselves, which
+     * may seek (a zip's central directory, a 7-Zip header at the end); anything else through a
+     * stream, which cannot. */
+    struct archive *raw = archive_read_new();
+    if (!raw) st = err_set(CLS_E_NOMEM, "%s: out of memory", path);
+    if (st == CLS_OK) {
+        archive_read_support_filter_all(raw);
+        archive_read_support_format_raw(raw);
+        archive_read_support_format_empty(raw);
+        if (archive_read_open_filename(raw, path, CRP_CHUNK) != ARCHIVE_OK) {
+            st = crp_archive_error(raw, path);
+            archive_read_free(raw);
+        } else if (regular && archive_filter_count(raw) == 1) {
+            archive_read_free(raw);
+            if ((st = zip_check(path, &h->zip_checked)) == CLS_OK) {
+                if (!(h->a = archive_read_new())) st = err_set(CLS_E_NOMEM, "%s: out of memory", path);
+            }
+            if (st == CLS_OK) {
+                archive_read_support_filter_all(h->a);
+                support_formats(h->a);
+                archive_read_support_format_zip_seekable(h->a);
+                if (archive_read_open_filename(h->a, path, CRP_CHUNK) != ARCHIVE_OK) st = crp_archive_error(h->a, path);
+                h->counted = h->a;
+            }
+        } else {
+            st = stream_open(h, raw);
+        }
+    }
+    if (st != CLS_OK) {
+        crp_archive_close(h);
+        return st;
+    }
+    crp_progress_source(NULL, h->counted);
+    *out = h;
+    return CLS_OK;
+}
+
+/* n bytes of the decompressed input from offset at, into buf: 0 when they are not there. */
+static int input_bytes(crp_archive *h, la_int64_t at, unsigned char *buf, size_t n)
+{
+    crp_stream *s = h->stream;
+    if (s) {
+        if (at < 0 || at + (la_int64_t)n > s->handed || s->handed - at > (la_int64_t)STREAM_KEEP) return 0;
+        for (size_t i = 0; i < n; i++) buf[i] = s->keep[(size_t)((at + (la_int64_t)i) % STREAM_KEEP)];
+        return 1;
+    }
+    FILE *f = fopen(h->path, "rb");
+    if (!f) return 0;
+    int ok = fseeko(f, (off_t)at, SEEK_SET) == 0 && fread(buf, 1, n, f) == n;
+    fclose(f);
+    return ok;
+}
+
+/* At the end libarchive reports: a tar ends with two blocks of zeros, which libarchive reads but
+ * does not require (it also ends where the input does at a header's place, and after a global
+ * pax header with nothing behind it). The last two blocks it read for this end must be those. */
+static cls_status archive_end(crp_archive *h)
+{
+    struct archive *a = h->a;
+    if ((archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR) return CLS_OK;
+    la_int64_t start = archive_read_header_position(a), end = archive_filter_bytes(a, 0);
+    unsigned char tail[1024];
+    int whole = start >= 0 && end - start >= (la_int64_t)sizeof tail &&
+                input_bytes(h, end - (la_int64_t)sizeof tail, tail, sizeof tail);
+    for (size_t i = 0; whole && i < sizeof tail; i++) whole = tail[i] == 0;
+    if (!whole)
+        return err_set(CLS_E_FORMAT, "%s: the tar archive ends without its two end-of-archive blocks of zeros (cut "
+                       "short?)", h->path);
+    return CLS_OK;
+}
+
+cls_status crp_archive_header(crp_archive *h, struct archive_entry **e, int *got)
+{
+    *got = 0;
+    int rc = archive_read_next_header(h->a, e);
+    if (rc == ARCHIVE_EOF) return archive_end(h);
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) return crp_archive_error(h->a, h->path);
+    if ((archive_format(h->a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ZIP && !h->zip_checked)
+        return err_set(CLS_E_FORMAT, "%s: a zip archive %s: its entries are listed at its end, which is read only "
+                       "from the zip file itself", h->path,
+                       h->stream ? "compressed or read from a pipe" : "with data before its first entry");
+    *got = 1;
     return CLS_OK;
 }
 
@@ -675,14 +907,12 @@ static const char *entry_rel(const char *name)
     return name;
 }
 
-cls_status crp_archive_next(struct archive *a, const char *path, struct archive_entry **e,
-                            const char **name, const char **rel, int *got)
+cls_status crp_archive_next(crp_archive *h, struct archive_entry **e, const char **name, const char **rel, int *got)
 {
-    *got = 0;
     for (;;) {
-        int rc = archive_read_next_header(a, e);
-        if (rc == ARCHIVE_EOF) return CLS_OK;
-        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) return crp_archive_error(a, path);
+        cls_status st = crp_archive_header(h, e, got);
+        if (st != CLS_OK || !*got) return st;
+        *got = 0;
         if (archive_entry_filetype(*e) != AE_IFREG) continue;
         /* A hard link stores no data (tar): its content is under the name it links to. (pax
          * may store data with one; then it is a file like any other.) */
@@ -690,7 +920,7 @@ cls_status crp_archive_next(struct archive *a, const char *path, struct archive_
         if (archive_entry_hardlink(*e) && !has_data) continue;
         *name = archive_entry_pathname(*e);
         if (!*name) *name = archive_entry_pathname_utf8(*e);
-        if (!*name) return err_set(CLS_E_FORMAT, "%s: an entry has an unreadable name", path);
+        if (!*name) return err_set(CLS_E_FORMAT, "%s: an entry has an unreadable name", h->path);
         *rel = entry_rel(*name);
         if (!*rel || !**rel) continue;
         *got = 1;
@@ -703,31 +933,29 @@ cls_status crp_archive_next(struct archive *a, const char *path, struct archive_
 /* Every entry of the archive at path through fn, each as lines named "path:entry". */
 static cls_status read_lines_archive(const char *path, crp_lines_fn fn, void *user)
 {
-    struct archive *a;
-    cls_status st = crp_archive_open(path, &a);
+    crp_archive *h;
+    cls_status st = crp_archive_open(path, &h); /* progress follows its bytes across all entries */
     if (st != CLS_OK) return st;
-    /* Progress follows the archive's compressed bytes across all its entries. */
-    crp_progress_source(NULL, a);
     crp_buf where = {0};
     for (;;) {
         struct archive_entry *e;
         const char *name, *rel;
         int got;
-        if ((st = crp_archive_next(a, path, &e, &name, &rel, &got)) != CLS_OK || !got) break;
+        if ((st = crp_archive_next(h, &e, &name, &rel, &got)) != CLS_OK || !got) break;
         where.n = 0;
         if ((st = crp_buf_add(&where, path, strlen(path))) != CLS_OK ||
             (st = crp_buf_add(&where, ":", 1)) != CLS_OK ||
             (st = crp_buf_add(&where, name, strlen(name))) != CLS_OK)
             break;
         crp_lines r;
-        if ((st = crp_lines_open_entry(&r, a, where.p)) != CLS_OK) break;
+        if ((st = crp_lines_open_entry(&r, h->a, where.p)) != CLS_OK) break;
         st = fn(user, &r);
         crp_lines_close(&r);
         if (st != CLS_OK) break;
     }
     crp_progress_source(NULL, NULL);
     free(where.p);
-    archive_read_free(a);
+    crp_archive_close(h);
     return st;
 }
 

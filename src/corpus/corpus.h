@@ -156,19 +156,33 @@ cls_status crp_archive_error(struct archive *a, const char *path);
 /* Names libarchive reads as archives (.tar, .tar.gz, .tgz, .tar.bz2, .tbz2, .tbz, .tar.xz, .txz,
  * .tar.zst, .tzst, .tar.lz, .tar.lzma, .zip, .7z, .cpio; ASCII case-insensitive). */
 int crp_is_archive_name(const char *name);
-/* Opens path for reading as an archive of any format and compression libarchive knows (both
- * recognised from the content, not the name); *out is freed by the caller with
- * archive_read_free. An unopenable file or unrecognised content: crp_archive_error. */
-cls_status crp_archive_open(const char *path, struct archive **out);
-/* Moves a to its next entry that is read as a file, in archive order: directories, links and
+/* An archive open for reading. Every format and compression libarchive knows is recognised
+ * from the content, not the name, and read to its end: a tar must end with its two blocks of
+ * zeros, a zip is read through its central directory (the list of entries at its end), so a file
+ * cut short, even between two entries, is an error rather than fewer documents. */
+typedef struct crp_archive {
+    struct archive *a;       /* the entries and their data */
+    struct archive *counted; /* whose archive_filter_bytes(-1) are the input's bytes read so far */
+    const char *path;        /* for messages; the caller's, kept while the archive is open */
+    struct crp_stream *stream; /* a compressed file or a pipe: its bytes pass through here */
+    int zip_checked;         /* a zip whose central directory lists the entry at its start */
+} crp_archive;
+/* Opens path (a file, or a pipe: then never a zip, whose entries are listed at its end); *out
+ * is closed with crp_archive_close. An unopenable file or unrecognised content: CLS_E_IO or
+ * CLS_E_FORMAT naming path, *out NULL. Also names crp_progress_source's archive. */
+cls_status crp_archive_open(const char *path, crp_archive **out);
+void crp_archive_close(crp_archive *h);
+/* archive_read_next_header with the end checked: *got is 0 at an end that is the archive's own
+ * (a tar's end blocks present); a damaged, cut or misread archive is CLS_E_FORMAT naming it. */
+cls_status crp_archive_header(crp_archive *h, struct archive_entry **e, int *got);
+/* Moves h to its next entry that is read as a file, in archive order: directories, links and
  * other non-regular entries, hard links without data of their own (their content is stored
  * under the name they link to) and entries with a hidden path component (starting with '.',
  * which includes ".." and macOS "._X" resource forks, as the folder walk skips them) are passed
  * over. *name: the entry's path as stored (for messages); *rel: the same without leading "/"
- * and "./", never empty. *got is 0 at the end. A damaged archive: crp_archive_error naming
- * path. */
-cls_status crp_archive_next(struct archive *a, const char *path, struct archive_entry **e,
-                            const char **name, const char **rel, int *got);
+ * and "./", never empty. *got is 0 at the end. A damaged archive: an error naming it. */
+cls_status crp_archive_next(crp_archive *h, struct archive_entry **e, const char **name, const char **rel,
+                            int *got);
 
 /* ---- Callbacks ------------------------------------------------------------------------------ */
 

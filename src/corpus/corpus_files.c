@@ -213,17 +213,17 @@ static cls_status files_file(files_ctx *c, const char *full, const char *rel)
 
 static cls_status files_archive(files_ctx *c, const char *path)
 {
-    struct archive *a;
-    cls_status st = crp_archive_open(path, &a);
+    crp_archive *h;
+    cls_status st = crp_archive_open(path, &h);
     if (st != CLS_OK) return st;
-    crp_progress_source(NULL, a);
+    struct archive *a = h->a;
     char *where = NULL;
     size_t where_cap = 0;
     for (;;) {
         struct archive_entry *e;
         const char *name, *rel;
         int got;
-        if ((st = crp_archive_next(a, path, &e, &name, &rel, &got)) != CLS_OK || !got) break;
+        if ((st = crp_archive_next(h, &e, &name, &rel, &got)) != CLS_OK || !got) break;
         /* "archive:entry" locates a failure inside the archive. */
         size_t wl = strlen(path) + 1 + strlen(name) + 1;
         if (!vec_reserve(&where, &where_cap, wl, 1)) {
@@ -259,7 +259,7 @@ static cls_status files_archive(files_ctx *c, const char *path)
     }
     crp_progress_source(NULL, NULL);
     free(where);
-    archive_read_free(a);
+    crp_archive_close(h);
     return st;
 }
 

@@ -372,18 +372,14 @@ static cls_status html_file(void *user, const char *full, const char *rel)
 
 static cls_status html_archive(html_ctx *c, const char *path, const char *rel)
 {
-    struct archive *a;
-    cls_status st = crp_archive_open(path, &a);
+    crp_archive *h;
+    cls_status st = crp_archive_open(path, &h);
     if (st != CLS_OK) return st;
-    crp_progress_source(NULL, a);
+    struct archive *a = h->a;
     for (;;) {
         struct archive_entry *e;
-        int rc = archive_read_next_header(a, &e);
-        if (rc == ARCHIVE_EOF) break;
-        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
-            st = crp_archive_error(a, path);
-            break;
-        }
+        int got;
+        if ((st = crp_archive_header(h, &e, &got)) != CLS_OK || !got) break;
         if (archive_entry_filetype(e) != AE_IFREG) continue;
         const char *name = archive_entry_pathname(e);
         if (!name) name = archive_entry_pathname_utf8(e);
@@ -418,7 +414,7 @@ static cls_status html_archive(html_ctx *c, const char *path, const char *rel)
         if (st != CLS_OK) break;
     }
     crp_progress_source(NULL, NULL);
-    archive_read_free(a);
+    crp_archive_close(h);
     return st;
 }
 
