@@ -46,6 +46,17 @@ check() {
   rm -f "$tmp/out/"*
 }
 
+# ---- a malformed CLSEARCH_FAULT: exit 2 naming it, nothing written (never a run without faults)
+for v in 'write:-1' ',,,' 'write:99999999999999999999' 'write:1,' 'write: 1' 'writ:1' 'write:0' 'write' 'count,write:1'; do
+  CLSEARCH_FAULT=$v "$bin" index -q -c jsonl -o "$tmp/out/x.idx" "$tmp/c.jsonl" 2>"$tmp/err"
+  rc=$?
+  if [ $rc != 2 ]; then bad "CLSEARCH_FAULT='$v': exit $rc, not 2: $(tail -c 300 "$tmp/err")"
+  elif ! grep -qF "CLSEARCH_FAULT='$v': " "$tmp/err"; then bad "CLSEARCH_FAULT='$v': not named: $(tail -c 300 "$tmp/err")"
+  elif ls "$tmp/out" | grep -q .; then bad "CLSEARCH_FAULT='$v': left $(ls "$tmp/out" | tr '\n' ' ')"
+  else say "CLSEARCH_FAULT='$v': exit 2, $(cut -c1-100 "$tmp/err")"; fi
+  rm -f "$tmp/out/"*
+done
+
 # ---- index build (one analysis thread, so that the Nth operation is the same one each run) ----
 build() { "$bin" index -q -c jsonl --threads 1 --block 64 --store none -o "$1" "$tmp/c.jsonl"; }
 build "$tmp/clean.idx" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }

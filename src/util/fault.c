@@ -27,6 +27,16 @@ static void report(void)
     fputc('\n', stderr);
 }
 
+/* A malformed value stops the process, naming it and the item at fault: a test that names a
+ * kind or a count wrongly must not pass as if the fault had been survived. */
+static void malformed(const char *env, const char *item, size_t len, const char *why)
+{
+    fprintf(stderr, "CLSEARCH_FAULT='%s': '%.*s' %s; the form is KIND:N[,KIND:N...] (kinds: device-alloc, enqueue, "
+                    "host-alloc, write, build, compiler-crash; N from 1 to %llu; a kind at most %d times) or count\n",
+            env, (int)len, item, why, (unsigned long long)UINT64_MAX, FAULT_MAX_AT);
+    exit(2);
+}
+
 static void parse(void)
 {
     const char *env = getenv("CLSEARCH_FAULT");
@@ -37,25 +47,31 @@ static void parse(void)
         atexit(report);
         return;
     }
-    /* KIND:N[,KIND:N...]; a malformed value stops the process: a test that names a kind
-     * wrongly must not pass as if the fault had been survived */
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", env);
-    for (char *sp = NULL, *tok = strtok_r(buf, ",", &sp); tok; tok = strtok_r(NULL, ",", &sp)) {
-        char *colon = strchr(tok, ':');
-        int k = FAULT_KINDS;
-        if (colon) {
-            *colon = '\0';
-            for (k = 0; k < FAULT_KINDS && strcmp(tok, kind_names[k]) != 0; k++) {}
+    /* KIND:N[,KIND:N...], each item whole: no empty item, N digits only (no sign, no space) */
+    for (const char *item = env;;) {
+        const char *comma = strchr(item, ','), *end = comma ? comma : item + strlen(item);
+        size_t len = (size_t)(end - item);
+        const char *colon = memchr(item, ':', len);
+        if (len == 0) malformed(env, item, 0, "is an empty item");
+        if (!colon) malformed(env, item, len, "has no ':N'");
+        int k = 0;
+        while (k < FAULT_KINDS && !(strlen(kind_names[k]) == (size_t)(colon - item) &&
+                                    memcmp(item, kind_names[k], (size_t)(colon - item)) == 0))
+            k++;
+        if (k == FAULT_KINDS) malformed(env, item, len, "names no kind");
+        uint64_t n = 0;
+        if (colon + 1 == end) malformed(env, item, len, "has no count");
+        for (const char *p = colon + 1; p < end; p++) {
+            if (*p < '0' || *p > '9') malformed(env, item, len, "has a count that is not digits");
+            unsigned d = (unsigned)(*p - '0');
+            if (n > (UINT64_MAX - d) / 10) malformed(env, item, len, "has a count too large");
+            n = n * 10 + d;
         }
-        char *end = NULL;
-        unsigned long long n = colon ? strtoull(colon + 1, &end, 10) : 0;
-        if (k == FAULT_KINDS || n == 0 || *end || nfail[k] == FAULT_MAX_AT) {
-            fprintf(stderr, "CLSEARCH_FAULT: '%s' is not KIND:N[,KIND:N...] (kinds: device-alloc, enqueue, host-alloc, "
-                            "write, build, compiler-crash; N from 1; a kind at most %d times) or count\n", env, FAULT_MAX_AT);
-            exit(2);
-        }
+        if (n == 0) malformed(env, item, len, "has the count 0 (operations are counted from 1)");
+        if (nfail[k] == FAULT_MAX_AT) malformed(env, item, len, "names its kind once too often");
         fail_at[k][nfail[k]++] = n;
+        if (!comma) break;
+        item = comma + 1;
     }
 }
 

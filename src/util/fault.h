@@ -9,7 +9,9 @@
  * (the kernel compiler process, clsearch-compile, aborts as a compiler that cannot take a kernel
  * does; counted in that process, which compiles one program: N is 1). Several are
  * comma-separated, a kind up to FAULT_MAX_AT times ("device-alloc:3,write:1", "build:1,build:2":
- * the first build and its retry). CLSEARCH_FAULT=count fails nothing and prints, at exit, how
+ * the first build and its retry); anything else (an empty item, an unknown kind, a count that is
+ * not 1 to 2^64-1 written in digits) stops the process with exit status 2 and a message naming
+ * the value and the item. CLSEARCH_FAULT=count fails nothing and prints, at exit, how
  * many operations of each kind the process did: "clsearch fault counts: device-alloc 4 enqueue 9
  * host-alloc 120 write 3 build 0 compiler-crash 0". Unset (the normal case) it costs one load and a branch a
  * call. */
