@@ -128,12 +128,21 @@ typedef int (*cls_doc_fn)(void *user, const char *docno, size_t docno_len, const
 CLS_API cls_status cls_corpus_read(cls_corpus_format fmt, const char *path, cls_doc_fn fn, void *user);
 
 /* What the last cls_corpus_read, cls_corpus_read_ex or cls_corpus_read_fields of this thread
- * passed over without failing; only CLS_CORPUS_FILES passes anything over. */
+ * passed over without failing. */
 typedef struct cls_corpus_counts {
-    uint64_t skipped_binary; /* files skipped as binary: a NUL byte in their first 8 KiB */
-    uint64_t truncated;      /* files indexed only up to their first 64 MiB */
+    uint64_t skipped_binary; /* CLS_CORPUS_FILES: files skipped as binary: a NUL byte in their first 8 KiB */
+    uint64_t truncated;      /* CLS_CORPUS_FILES: files indexed only up to their first 64 MiB */
+    uint64_t skipped_links;  /* symbolic links in a folder that lead out of it (cls_corpus_follow_links) */
 } cls_corpus_counts;
 CLS_API void cls_corpus_last_counts(cls_corpus_counts *out);
+
+/* A folder given as input is read within it: a symbolic link in it is read as what it leads to
+ * when that is inside the folder (its path with every link resolved), a link to a folder is not
+ * followed, and a link leading out of the folder is skipped and counted (skipped_links), so
+ * that a link such as x -> /etc/passwd does not put a file the collection does not hold into the
+ * index. cls_corpus_follow_links(1) makes this thread's later reads follow every link, to files
+ * and folders, anywhere, each folder read once (a link loop ends); 0, the default, undoes it. */
+CLS_API void cls_corpus_follow_links(int follow);
 
 /* (advanced) Progress of a read: documents so far, input bytes consumed so far (compressed
  * bytes for compressed input) and the input's total size in bytes (0 when unknown). */

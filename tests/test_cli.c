@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <cJSON.h>
 
 #include "clsearch.h"
@@ -242,6 +244,130 @@ START_TEST(index_errors)
 }
 END_TEST
 
+/* Inputs read whole or not at all: an archive cut short (a tar between two entries, as a file
+ * and through a pipe) and a zip through a pipe are errors naming the input, an input without
+ * documents is one unless --allow-empty, and none of them writes or replaces the output. */
+START_TEST(index_inputs_whole)
+{
+    make_work();
+    const char *out = wp("out.idx"), *err;
+    int rc;
+    char cmd[9000];
+
+    /* a tar of two pages, and its first page alone: cut where the second entry starts */
+    ck_assert_int_eq(mkdir(wp("pages"), 0755), 0);
+    put("pages/a.html", "<html><title>a</title>first page</html>");
+    put("pages/b.html", "<html><title>b</title>second page</html>");
+    snprintf(cmd, sizeof cmd, "tar --format=gnu -cf '%s' -C '%s' a.html b.html && head -c 1024 '%s' > '%s'",
+             wp("pages.tar"), wp("pages"), wp("pages.tar"), wp("cut.tar"));
+    ck_assert_int_eq(system(cmd), 0);
+    rc = cli(&err, "index -q -c html -o '%s' '%s'", out, wp("pages.tar"));
+    ck_assert_msg(rc == 0, "the whole tar: exit %d: %s", rc, err);
+    ck_assert_int_eq(rename(out, wp("keep.idx")), 0);
+    rc = cli(&err, "index -c html -o '%s' '%s'", out, wp("cut.tar"));
+    expect_fail(rc, err, 1, "cut.tar: the tar archive ends without its two end-of-archive blocks", "nothing written",
+                out, "a tar cut between two entries");
+    rc = tu_cli(wp("cut.tar"), NULL, &err, "index -c html -o '%s' /dev/stdin", out);
+    expect_fail(rc, err, 1, "/dev/stdin: the tar archive ends without", NULL, out, "the cut tar through a pipe");
+    rc = tu_cli(wp("pages.tar"), NULL, &err, "index -q -c html -o '%s' /dev/stdin", out);
+    ck_assert_msg(rc == 0, "the whole tar through a pipe: exit %d: %s", rc, err);
+    remove(out);
+
+    /* a zip through a pipe: its entries are listed at its end */
+    struct archive *a = archive_write_new();
+    ck_assert_int_eq(archive_write_set_format_zip(a), ARCHIVE_OK);
+    ck_assert_int_eq(archive_write_open_filename(a, wp("pages.zip")), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    static const char page[] = "<html><title>z</title>zipped page</html>";
+    archive_entry_set_pathname(e, "z.html");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, sizeof page - 1);
+    ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+    ck_assert_int_eq(archive_write_data(a, page, sizeof page - 1), (la_ssize_t)sizeof page - 1);
+    archive_entry_free(e);
+    ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    rc = cli(&err, "index -q -c html -o '%s' '%s'", out, wp("pages.zip"));
+    ck_assert_msg(rc == 0, "the zip: exit %d: %s", rc, err);
+    remove(out);
+    rc = tu_cli(wp("pages.zip"), NULL, &err, "index -c html -o '%s' /dev/stdin", out);
+    expect_fail(rc, err, 1, "/dev/stdin: a zip archive compressed or read from a pipe", NULL, out, "a zip through a pipe");
+
+    /* inputs without documents: an empty JSONL file (alone, or after a good one), a folder with no
+     * page; the index already there stays as it was */
+    put("good.jsonl", CORPUS);
+    put("empty.jsonl", "");
+    ck_assert_int_eq(mkdir(wp("nopages"), 0755), 0);
+    put("nopages/notes.txt", "not a page");
+    ck_assert_int_eq(rename(wp("keep.idx"), out), 0);
+    size_t keep_len;
+    unsigned char *keep = tu_read_file(out, &keep_len);
+    struct {
+        const char *fmt, *first, *second, *needle;
+    } empties[] = {{"jsonl", "empty.jsonl", NULL, "empty.jsonl holds no jsonl documents"},
+                   {"jsonl", "good.jsonl", "empty.jsonl", "empty.jsonl holds no jsonl documents"},
+                   {"html", "nopages", NULL, "nopages holds no html documents"}};
+    for (size_t i = 0; i < sizeof empties / sizeof empties[0]; i++) {
+        const char *second = empties[i].second ? wp(empties[i].second) : "";
+        rc = cli(&err, "index -c %s -o '%s' '%s' %s%s%s", empties[i].fmt, out, wp(empties[i].first),
+                 *second ? "'" : "", second, *second ? "'" : "");
+        ck_assert_msg(rc == 1 && strstr(err, empties[i].needle) && strstr(err, "--allow-empty") &&
+                          strstr(err, "nothing written"),
+                      "%s: exit %d: %s", empties[i].needle, rc, err);
+        size_t now_len;
+        unsigned char *now = tu_read_file(out, &now_len);
+        ck_assert_msg(now_len == keep_len && memcmp(now, keep, keep_len) == 0, "%s: the index was replaced",
+                      empties[i].needle);
+        free(now);
+        ck_assert_int_eq(leftover_tmp(), 0);
+    }
+    free(keep);
+    remove(out);
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("empty.jsonl"));
+    expect_fail(rc, err, 1, "holds no jsonl documents", NULL, out, "empty JSONL, no index before");
+    rc = cli(&err, "index -q -c jsonl --allow-empty -o '%s' '%s'", out, wp("empty.jsonl"));
+    ck_assert_msg(rc == 0 && exists(out), "--allow-empty: exit %d: %s", rc, err);
+    rc = tu_cli(NULL, wp("stats.txt"), &err, "stats '%s'", out);
+    ck_assert_msg(rc == 0 && strstr(slurp(wp("stats.txt")), "documents") != NULL, "stats: exit %d: %s", rc, err);
+    rm_work();
+}
+END_TEST
+
+/* -c files reads a folder within it: a link out of it (x -> /etc/passwd) is skipped with a note,
+ * a link inside is read as its target; --follow-links reads them all. */
+START_TEST(index_files_links)
+{
+    make_work();
+    const char *out = wp("out.idx"), *err;
+    ck_assert(mkdir(wp("tree"), 0755) == 0 && mkdir(wp("outside"), 0755) == 0 && mkdir(wp("only"), 0755) == 0);
+    put("tree/a.txt", "alpha words");
+    put("outside/secret.txt", "secret words");
+    ck_assert_int_eq(symlink("/etc/passwd", wp("tree/x")), 0);
+    ck_assert_int_eq(symlink("../outside/secret.txt", wp("tree/s.txt")), 0);
+    ck_assert_int_eq(symlink("a.txt", wp("tree/in.txt")), 0);
+    int rc = cli(&err, "index -c files -o '%s' '%s'", out, wp("tree"));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "skipped 2 symbolic links leading out of the input folder (--follow-links"), "%s", err);
+    rc = tu_cli(NULL, wp("run.txt"), &err, "search -x '%s' -d ref -k 10 'secret alpha root'", out);
+    ck_assert_msg(rc == 0, "search: exit %d: %s", rc, err);
+    const char *run = slurp(wp("run.txt"));
+    ck_assert_msg(strstr(run, " a.txt ") && strstr(run, " in.txt ") && !strstr(run, " x ") && !strstr(run, " s.txt "),
+                  "%s", run);
+    rc = cli(&err, "index -c files --follow-links -o '%s' '%s'", out, wp("tree"));
+    ck_assert_msg(rc == 0 && !strstr(err, "note:"), "--follow-links: exit %d: %s", rc, err);
+    rc = tu_cli(NULL, wp("run.txt"), &err, "search -x '%s' -d ref -k 10 'secret alpha root'", out);
+    run = slurp(wp("run.txt"));
+    ck_assert_msg(rc == 0 && strstr(run, " x ") && strstr(run, " s.txt "), "--follow-links: %s", run);
+    /* only links out of a folder that is otherwise empty: no documents, and the message says why */
+    put("only/.keep", "");
+    ck_assert_int_eq(symlink("/etc/passwd", wp("only/x")), 0);
+    rc = cli(&err, "index -c files -o '%s' '%s'", out, wp("only"));
+    ck_assert_msg(rc == 1 && strstr(err, "1 link leading out of it skipped: --follow-links"), "exit %d: %s", rc, err);
+    rm_work();
+}
+END_TEST
+
 /* ---- search failures ---------------------------------------------------------------------- */
 
 START_TEST(search_errors)
@@ -433,7 +559,7 @@ START_TEST(search_empty_indexes)
         char corpus[64], index[64];
         snprintf(corpus, sizeof corpus, "%s.jsonl", names[i]);
         snprintf(index, sizeof index, "%s.idx", names[i]);
-        rc = cli(&err, "index -c jsonl -o '%s' '%s'", wp(index), wp(corpus));
+        rc = cli(&err, "index -c jsonl --allow-empty -o '%s' '%s'", wp(index), wp(corpus));
         ck_assert_msg(rc == 0, "index %s: exit %d: %s", names[i], rc, err);
         for (size_t j = 0; j < 2; j++) {
             const char *run = wp("empty-run.txt");
@@ -1069,6 +1195,8 @@ static Suite *suite(void)
     TCase *tc = tcase_create("errors");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, index_errors);
+    tcase_add_test(tc, index_inputs_whole);
+    tcase_add_test(tc, index_files_links);
     tcase_add_test(tc, search_errors);
     tcase_add_test(tc, generate_under_a_file);
     tcase_add_test(tc, compare_runs);

@@ -924,6 +924,67 @@ static void write_tree_archive(const char *dir, const char *path, const char *fo
     archive_write_free(a);
 }
 
+/* A folder is read within it: links out of it (to a file, to a sibling folder whose name starts
+ * with the folder's, to a folder) are skipped and counted, links inside are read as their target,
+ * a link to a folder is not followed; cls_corpus_follow_links(1) reads them all, each folder once
+ * (a loop through the outside ends). The HTML reader's folder walk is the same. */
+START_TEST(folder_links)
+{
+    char base[4000], p[4300], q[4100];
+    snprintf(base, sizeof base, "%s", tu_tmp_path("flinks"));
+    char tree[4100];
+    snprintf(tree, sizeof tree, "%s/t", base);
+    write_in(tree, "a.txt", "alpha");
+    write_in(base, "t2/f.txt", "prefix sibling");
+    write_in(base, "out/secret.txt", "secret");
+    write_in(base, "out/sub/deep.txt", "deep");
+    static const struct {
+        const char *link, *target;
+    } links[] = {{"t/in.txt", "a.txt"},          {"t/out.txt", "../out/secret.txt"}, {"t/pre.txt", "../t2/f.txt"},
+                 {"t/dir_out", "../out"},        {"t/loop", "."},                     {"t/dangling", "nowhere"},
+                 {"out/back", "../t"}};
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", base, links[i].link);
+        ck_assert_int_eq(symlink(links[i].target, p), 0);
+    }
+    coll c = {0};
+    ck_assert_msg(cls_corpus_read(CLS_CORPUS_FILES, tree, on_doc, &c) == CLS_OK, "%s", cls_last_error());
+    cls_corpus_counts counts;
+    cls_corpus_last_counts(&counts);
+    ck_assert_uint_eq(counts.skipped_links, 3);
+    ck_assert_uint_eq(c.n, 2);
+    ck_assert_str_eq(c.ids[0], "a.txt");
+    ck_assert_str_eq(c.ids[1], "in.txt");
+    ck_assert_str_eq(c.texts[1], "alpha");
+    coll_free(&c);
+
+    cls_corpus_follow_links(1);
+    cls_status st = cls_corpus_read(CLS_CORPUS_FILES, tree, on_doc, &c);
+    cls_corpus_follow_links(0);
+    ck_assert_msg(st == CLS_OK, "%s", cls_last_error());
+    cls_corpus_last_counts(&counts);
+    ck_assert_uint_eq(counts.skipped_links, 0);
+    static const char *const want[] = {"a.txt", "dir_out/secret.txt", "dir_out/sub/deep.txt", "in.txt", "out.txt",
+                                       "pre.txt"};
+    ck_assert_uint_eq(c.n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < c.n; i++) ck_assert_str_eq(c.ids[i], want[i]);
+    coll_free(&c);
+
+    /* HTML: a page linked from outside is not read */
+    snprintf(q, sizeof q, "%s/h", base);
+    write_in(q, "a.html", "<p>inside</p>");
+    write_in(base, "page.html", "<p>outside</p>");
+    snprintf(p, sizeof p, "%s/b.html", q);
+    ck_assert_int_eq(symlink("../page.html", p), 0);
+    ck_assert_int_eq(cls_corpus_read(CLS_CORPUS_HTML, q, on_doc, &c), CLS_OK);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_str_eq(c.ids[0], "a");
+    cls_corpus_last_counts(&counts);
+    ck_assert_uint_eq(counts.skipped_links, 1);
+    coll_free(&c);
+}
+END_TEST
+
 START_TEST(files_archives)
 {
     const char *d = make_tree();
@@ -2019,6 +2080,7 @@ static Suite *corpus_suite(void)
     tcase_add_test(tc, tar_cut_short);
     tcase_add_test(tc, zip_cut_short);
     tcase_add_test(tc, files_folder);
+    tcase_add_test(tc, folder_links);
     tcase_add_test(tc, files_archives);
     tcase_add_test(tc, files_failures);
     tcase_add_test(tc, progress_in_file);

@@ -351,7 +351,7 @@ static int index_fail(index_ctx *c, cls_status s, const char *what)
 static int cmd_index(int argc, char **argv)
 {
     const char *fmt = NULL, *out = NULL, *store = NULL;
-    int verbose = 0, quiet = 0, allow_dups = 0, opt;
+    int verbose = 0, quiet = 0, allow_dups = 0, allow_empty = 0, follow_links = 0, opt;
     unsigned long long v;
     cls_analyzer_opts an;
     cls_analyzer_defaults(&an);
@@ -365,6 +365,7 @@ static int cmd_index(int argc, char **argv)
                                        {"threads", required_argument, 0, 5}, {"codec", required_argument, 0, 6},
                                        {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
                                        {"store", required_argument, 0, 9}, {"allow-duplicate-ids", no_argument, 0, 10},
+                                       {"allow-empty", no_argument, 0, 11}, {"follow-links", no_argument, 0, 12},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
     cls_status s;
     while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
@@ -372,6 +373,8 @@ static int cmd_index(int argc, char **argv)
         case 'c': fmt = optarg; break;
         case 9: store = optarg; break;
         case 10: allow_dups = 1; break;
+        case 11: allow_empty = 1; break;
+        case 12: follow_links = 1; break;
         case 'o': out = optarg; break;
         case 'v': verbose = 1; break;
         case 'q': quiet = 1; break;
@@ -443,13 +446,30 @@ static int cmd_index(int argc, char **argv)
     c.show = !quiet && isatty(2);
     c.ninputs = argc - optind;
     c.t0 = now();
-    cls_corpus_counts counts = {0, 0};
+    cls_corpus_counts counts;
+    memset(&counts, 0, sizeof counts);
+    cls_corpus_follow_links(follow_links);
     for (int i = optind; i < argc; i++) {
         c.input = i - optind + 1;
         c.t_input = now();
         c.bytes_done = 0;
+        unsigned long long docs_before = c.docs;
         s = cls_corpus_read_fields(cf, argv[i], fields, nfields, on_doc, &c, on_progress, &c);
         if (c.err != CLS_OK) s = c.err;
+        cls_corpus_counts one;
+        cls_corpus_last_counts(&one);
+        /* an input that gives nothing is most likely the wrong format or folder, not a collection */
+        if (s == CLS_OK && c.docs == docs_before && !allow_empty) {
+            char why[160] = "";
+            if (one.skipped_binary)
+                snprintf(why, sizeof why, " (%llu binary file%s skipped)", (unsigned long long)one.skipped_binary,
+                         one.skipped_binary == 1 ? "" : "s");
+            else if (one.skipped_links)
+                snprintf(why, sizeof why, " (%llu link%s leading out of it skipped: --follow-links)",
+                         (unsigned long long)one.skipped_links, one.skipped_links == 1 ? "" : "s");
+            s = err_set(CLS_E_FORMAT, "%s holds no %s documents%s; --allow-empty indexes an input without any",
+                        argv[i], fmt, why);
+        }
         if (s == CLS_OK) s = cls_builder_add_root(c.b, cf, argv[i]); /* what `stats` shows as the root */
         if (s != CLS_OK) {
             char what[4200];
@@ -458,10 +478,9 @@ static int cmd_index(int argc, char **argv)
             return index_fail(&c, s, what);
         }
         c.bytes_before += c.bytes_done;
-        cls_corpus_counts one;
-        cls_corpus_last_counts(&one);
         counts.skipped_binary += one.skipped_binary;
         counts.truncated += one.truncated;
+        counts.skipped_links += one.skipped_links;
     }
     double t_read = now() - c.t0;
     s = cls_builder_write(c.b, out);
@@ -500,6 +519,9 @@ static int cmd_index(int argc, char **argv)
     if (dups && !quiet)
         fprintf(stderr, "%s: note: skipped %llu document%s whose id was given before (--allow-duplicate-ids kept the "
                 "first)\n", prog, (unsigned long long)dups, dups == 1 ? "" : "s");
+    if (counts.skipped_links && !quiet)
+        fprintf(stderr, "%s: note: skipped %llu symbolic link%s leading out of the input folder (--follow-links "
+                "follows them)\n", prog, (unsigned long long)counts.skipped_links, counts.skipped_links == 1 ? "" : "s");
     /* a field asked for by name that no document has is most likely a misspelt key */
     for (size_t f = 0; store && !quiet && c.docs && f < nfields; f++)
         if (c.present[f] == 0) fprintf(stderr, "%s: note: no document has the field '%s'\n", prog, fields[f]);
@@ -1601,11 +1623,17 @@ static const usage_entry usages[] = {
      "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
      "                  [--threads N] [--codec %1$s] [--block 64|128|256|512]\n"
      "                  [--pfor-depth 0..3] [--store FIELD,...|none] [-q|--quiet] [-v|--verbose]\n"
-     "                  [--allow-duplicate-ids] [--force]\n"
+     "                  [--allow-duplicate-ids] [--allow-empty] [--follow-links] [--force]\n"
      "                  a document id given twice is an error unless --allow-duplicate-ids (the\n"
-     "                  first is kept); -o must not name an input or an existing non-index\n"
-     "                  file unless --force, nor a read-only file\n"
-     "                  INPUT: files, folders, .gz, archives (.tar[.gz|.xz|...], .zip);\n"
+     "                  first is kept); an INPUT without documents is an error unless --allow-empty;\n"
+     "                  -o must not name an input or an existing non-index file unless --force,\n"
+     "                  nor a read-only file\n"
+     "                  INPUT: files, folders, .gz, archives (.tar[.gz|.xz|...], .zip), each read to its\n"
+     "                  end (a tar cut short or a zip without its central directory is an error; a\n"
+     "                  zip must be a file, not compressed nor a pipe); a folder is read within it:\n"
+     "                  a symbolic link leading out of it is skipped (a note says how many) unless\n"
+     "                  --follow-links, which follows every link, to files and folders, each folder\n"
+     "                  once; links to folders are followed only then;\n"
      "                  --store: the per-document fields kept for search's --fields and --json:\n"
      "                  jsonl, beir: any top-level key (a non-string value as its JSON text);\n"
      "                  html: title, path; trec: any element of a <DOC> (headline, ...); smart:\n"

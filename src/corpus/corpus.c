@@ -2,6 +2,7 @@
  * reader shares (see corpus.h): the line reader over plain or gzip files and archive entries,
  * the folder walk that fixes document order, archive opening and iteration, progress
  * reporting, libarchive error mapping and the callback-stop convention. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "corpus/corpus.h"
 
 #include <archive.h>
@@ -130,6 +131,17 @@ void crp_count_truncated(void)
 {
     if (cur_read) cur_read->counts.truncated++;
 }
+
+void crp_count_skipped_link(void)
+{
+    if (cur_read) cur_read->counts.skipped_links++;
+}
+
+static _Thread_local int follow_links;
+
+void cls_corpus_follow_links(int follow) { follow_links = follow != 0; }
+
+int crp_follow_links_now(void) { return follow_links; }
 
 void cls_corpus_last_counts(cls_corpus_counts *out)
 {
@@ -519,11 +531,50 @@ static int cmp_paths(const void *a, const void *b)
     return strcmp(((const walk_file *)a)->rel, ((const walk_file *)b)->rel);
 }
 
-/* Adds the wanted regular files below root/rel (rel NULL: root itself) to pv, as paths
- * relative to root. */
-static cls_status collect(const char *root, const char *rel, int (*want)(const char *),
-                          pathvec *pv)
+/* One folder walk: where it starts, and the folders it has read (by device and inode), so that
+ * a followed link to a folder already read (a loop, or a second way in) is not read again. */
+typedef struct walk {
+    const char *root; /* as given, for the paths handed over */
+    char *real;       /* realpath of root: a link's target is inside when it is below this */
+    int (*want)(const char *);
+    pathvec pv;
+    dev_t *dev;
+    ino_t *ino;
+    size_t ndirs, cap_dev, cap_ino;
+} walk;
+
+/* Whether the folder sb is new to the walk; records it (0 and an error in *st if out of memory). */
+static int walk_new_dir(walk *w, const struct stat *sb, cls_status *st)
 {
+    for (size_t i = 0; i < w->ndirs; i++)
+        if (w->dev[i] == sb->st_dev && w->ino[i] == sb->st_ino) return 0;
+    if (!vec_reserve(&w->dev, &w->cap_dev, w->ndirs + 1, sizeof *w->dev) ||
+        !vec_reserve(&w->ino, &w->cap_ino, w->ndirs + 1, sizeof *w->ino)) {
+        *st = err_set(CLS_E_NOMEM, "folder walk: out of memory");
+        return 0;
+    }
+    w->dev[w->ndirs] = sb->st_dev;
+    w->ino[w->ndirs++] = sb->st_ino;
+    return 1;
+}
+
+/* Whether the link at full leads to a place below the walk's root: its target with every link
+ * resolved, compared by whole path components ("/data/ab" is not below "/data/a"). */
+static int link_inside(const walk *w, const char *full)
+{
+    char *t = realpath(full, NULL);
+    if (!t) return 0;
+    size_t n = strlen(w->real);
+    int inside = strcmp(w->real, "/") == 0 || (strncmp(t, w->real, n) == 0 && (t[n] == '/' || t[n] == '\0'));
+    free(t);
+    return inside;
+}
+
+/* Adds the wanted regular files below root/rel (rel NULL: root itself) to the walk's list, as
+ * paths relative to root. */
+static cls_status collect(walk *w, const char *rel)
+{
+    const char *root = w->root;
     char *dirpath = rel ? path_join(root, rel) : strdup(root);
     if (!dirpath) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
     DIR *d = opendir(dirpath);
@@ -553,16 +604,26 @@ static cls_status collect(const char *root, const char *rel, int (*want)(const c
         if (lstat(full, &sb) != 0) {
             st = err_set(CLS_E_IO, "stat %s: %s", full, strerror(errno));
         } else if (S_ISDIR(sb.st_mode)) {
-            /* Linked folders are not followed: a link cycle would never end. */
-            st = collect(root, sub, want, pv);
-        } else {
-            int is_file = S_ISREG(sb.st_mode);
-            /* A link to a file counts as that file; a dangling one is no file at all. */
-            if (S_ISLNK(sb.st_mode) && stat(full, &sb) == 0) is_file = S_ISREG(sb.st_mode);
-            if (is_file && (!want || want(de->d_name))) {
-                st = pathvec_push(pv, sub, sb.st_size > 0 ? (uint64_t)sb.st_size : 0);
+            if (walk_new_dir(w, &sb, &st)) st = collect(w, sub);
+        } else if (S_ISLNK(sb.st_mode)) {
+            /* A link is read as what it leads to, when that is inside the input folder (a link out
+             * of it, to /etc/passwd, say, reads a file the collection does not hold) or the reader
+             * follows links; it leads to a folder: only then, each folder once. A dangling link
+             * is no file at all. */
+            int follow = crp_follow_links_now();
+            if (stat(full, &sb) != 0) {
+                /* dangling */
+            } else if (!follow && !link_inside(w, full)) {
+                if (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)) crp_count_skipped_link();
+            } else if (S_ISDIR(sb.st_mode)) {
+                if (follow && walk_new_dir(w, &sb, &st)) st = collect(w, sub);
+            } else if (S_ISREG(sb.st_mode) && (!w->want || w->want(de->d_name))) {
+                st = pathvec_push(&w->pv, sub, sb.st_size > 0 ? (uint64_t)sb.st_size : 0);
                 if (st == CLS_OK) sub = NULL; /* owned by pv now */
             }
+        } else if (S_ISREG(sb.st_mode) && (!w->want || w->want(de->d_name))) {
+            st = pathvec_push(&w->pv, sub, sb.st_size > 0 ? (uint64_t)sb.st_size : 0);
+            if (st == CLS_OK) sub = NULL; /* owned by pv now */
         }
         free(sub);
         free(full);
@@ -592,8 +653,13 @@ cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn
     if (!root) return err_set(CLS_E_NOMEM, "folder walk: out of memory");
     for (size_t n = strlen(root); n > 1 && root[n - 1] == '/'; n--) root[n - 1] = '\0';
 
-    pathvec pv = {0};
-    cls_status st = collect(root, NULL, want, &pv);
+    walk w = {0};
+    w.root = root;
+    w.want = want;
+    cls_status st = CLS_OK;
+    if (!(w.real = realpath(root, NULL))) st = err_set(CLS_E_IO, "%s: %s", root, strerror(errno));
+    if (st == CLS_OK && walk_new_dir(&w, &sb, &st)) st = collect(&w, NULL);
+    pathvec pv = w.pv;
     if (st == CLS_OK) {
         if (pv.n > 1) qsort(pv.v, pv.n, sizeof *pv.v, cmp_paths);
         uint64_t total = 0;
@@ -613,6 +679,9 @@ cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn
         }
     }
     pathvec_free(&pv);
+    free(w.real);
+    free(w.dev);
+    free(w.ino);
     free(root);
     return st;
 }

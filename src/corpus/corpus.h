@@ -105,12 +105,15 @@ cls_status crp_read_lines_input(const char *path, crp_lines_fn fn, void *user);
 /* Called per file: full is the path to open, rel the path relative to the walked folder (for a
  * single file, its base name). A status other than CLS_OK stops the walk and is returned. */
 typedef cls_status (*crp_file_fn)(void *user, const char *full, const char *rel);
-/* If path is a folder: every regular file below it (recursively; names starting with '.' and
- * symbolic links to folders are skipped; a link to a file counts as that file) for which
- * want(name) is nonzero (NULL: all), in byte order of the relative path. Otherwise path itself,
- * whatever its name. Every corpus read goes through exactly one crp_walk per input path: it is
- * where the input's total size (the sum of the wanted files' sizes) and the bytes of finished
- * files are counted for cls_corpus_read_ex's progress. */
+/* If path is a folder: every regular file below it (recursively; names starting with '.' are
+ * skipped; a symbolic link is read as what it leads to when that lies inside the folder, its path
+ * with every link resolved, and links to folders are not followed; with cls_corpus_follow_links,
+ * every link is followed, a folder read once however many ways lead to it, so a link loop ends;
+ * a link to a file or folder outside is skipped and counted otherwise) for which want(name) is
+ * nonzero (NULL: all), in byte order of the relative path. Otherwise path itself, whatever its
+ * name. Every corpus read goes through exactly one crp_walk per input path: it is where the
+ * input's total size (the sum of the wanted files' sizes) and the bytes of finished files are
+ * counted for cls_corpus_read_ex's progress. */
 cls_status crp_walk(const char *path, int (*want)(const char *name), crp_file_fn fn, void *user);
 
 /* ---- Progress and counts ------------------------------------------------------------------- */
@@ -125,6 +128,10 @@ void crp_progress_source(FILE *f, struct archive *a);
 /* Count a file passed over as binary, or cut at the size limit, in this thread's read. */
 void crp_count_skipped_binary(void);
 void crp_count_truncated(void);
+/* Count a link the folder walk passed over, one that leads out of the input folder. */
+void crp_count_skipped_link(void);
+/* Whether this thread's reads follow every link (cls_corpus_follow_links). */
+int crp_follow_links_now(void);
 
 /* ---- Stored fields ---------------------------------------------------------------------------- */
 

@@ -2,8 +2,9 @@
  * file.
  *
  * Input: a folder (walked recursively by crp_walk, in byte order of the relative path; hidden
- * names starting with '.' are skipped, links to files are read as those files, links to folders
- * are not followed, so link cycles cannot occur); an archive (.tar, .tar.gz, .tgz, .tar.bz2,
+ * names starting with '.' are skipped, a link is read as the file it leads to when that lies in
+ * the folder, links to folders are not followed, links out of the folder are skipped and counted,
+ * all as cls_corpus_follow_links says); an archive (.tar, .tar.gz, .tgz, .tar.bz2,
  * .tbz2, .tar.xz, .txz, .tar.zst, .zip, .7z, .cpio: anything libarchive reads, in archive order,
  * with the same hidden-name rule applied to every component of an entry's path); or a single
  * file, whose docno is its base name. Only the top-level input is opened as an archive: an
