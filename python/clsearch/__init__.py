@@ -11,6 +11,12 @@ another). Results are those of `clsearch search`: the same documents in the same
 same scores. Ranks count from 0, as PyTerrier's do (a TREC run file counts from 1). With
 pandas, search returns a DataFrame with PyTerrier's columns (qid, docid, docno, rank, score).
 
+Text: docnos and topics come from files and may hold any bytes; each byte that is not part of a
+valid UTF-8 sequence becomes U+FFFD, the rule of `clsearch search --json` and the server, so the
+three give the same strings. A qid or query must be text that UTF-8 can hold, without NUL, and a
+qid given twice in one search is a ValueError, as the command refuses a topics file that
+repeats one.
+
 Every failing library call raises clsearch.Error, carrying the library's status and message.
 Handles are freed by close() or a with block, else when garbage-collected. An Engine keeps its
 Index alive; closing the Index closes its engines first. Threads may share them as the C
@@ -20,6 +26,7 @@ it reuses), so threads that need searches side by side each open their own Engin
 Index. Close an Index or an Engine only once no other thread is using it.
 """
 
+import codecs
 import collections
 import threading
 import weakref
@@ -65,8 +72,17 @@ class Error(Exception):
         return "%s: %s" % (self.name, self.message) if self.message else self.name
 
 
+def _one_per_byte(err):
+    # Python's "replace" gives one U+FFFD for a whole truncated sequence; the C side (util/utf8.h)
+    # gives one for each byte not in a valid sequence, and the outputs are to agree
+    return "\ufffd" * (err.end - err.start), err.end
+
+
+codecs.register_error("clsearch.replace", _one_per_byte)
+
+
 def _text(b):
-    return b.decode("utf-8", "replace") if b is not None else None
+    return b.decode("utf-8", "clsearch.replace") if b is not None else None
 
 
 def _check(status, call):
@@ -81,7 +97,11 @@ def _cstr(value, what):
         raise TypeError("%s must be a str, not %s" % (what, type(value).__name__))
     if "\0" in value:
         raise ValueError("%s holds a NUL character: %r" % (what, value))
-    return value.encode("utf-8")
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate (text decoded with surrogateescape)
+        raise ValueError("%s is not text UTF-8 can hold (%r at %d): %r" % (what, value[e.start], e.start, value)) \
+            from None
 
 
 def library_version():
@@ -365,6 +385,11 @@ class Engine(_Closable):
             as_frame = from_frame
         pd = _frame_module() if as_frame else None
         encoded = [(_cstr(q, "a qid"), _cstr(t, "the text of query %s" % q)) for q, t in pairs]
+        seen = set()
+        for q, _ in encoded:
+            if q in seen:  # its hits would be two queries' under one name
+                raise ValueError("query id %r is given twice: query ids must be unique" % _text(q))
+            seen.add(q)
         if isinstance(k, bool) or not isinstance(k, int):
             raise TypeError("k is an int, not %s" % type(k).__name__)
         if not 0 <= k < 1 << 32:

@@ -6,6 +6,7 @@ Run by tests/python.sh (CTest `python`), which sets CLSEARCH_BIN (the command),
 CLSEARCH_LIBRARY (the library built beside it), CLS_TEST_TMP and PYTHONPATH.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -203,6 +204,54 @@ class TestSearch(unittest.TestCase):
         self.assertEqual(cm.exception.code, "CLS_E_DEVMEM")
         with clsearch.Engine(self.idx, device="cpu", device_mem="64M", batch_ms=5) as eng:
             runs.assert_same(self, eng.search(QUERIES, k=50), self.ref.search(QUERIES, k=50), "64M")
+
+
+class TestText(unittest.TestCase):
+    """Text that is not UTF-8 reads as `search --json` prints it (U+FFFD for each byte outside a
+    valid sequence); qids are checked as the command checks topics."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="text-", dir=TMP)
+        trec = cls.dir + "/c.trec"
+        with open(trec, "wb") as f:
+            f.write(b"<DOC>\n<DOCNO> d\xff\xfe1 </DOCNO>\n<TEXT>apple pie</TEXT>\n</DOC>\n"
+                    b"<DOC>\n<DOCNO> d\xe2\x82x </DOCNO>\n<TEXT>apple tart</TEXT>\n</DOC>\n")
+        cls.idx_path = cls.dir + "/c.idx"
+        subprocess.run([runs.BIN, "index", "-q", "-c", "trec", "-o", cls.idx_path, trec], check=True)
+        cls.idx = clsearch.Index(cls.idx_path)
+        cls.ref = clsearch.Engine(cls.idx, device="ref")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.idx.close()
+
+    def test_docnos_as_the_command_prints_them(self):
+        got = sorted(h.docno for h in self.ref.search("apple", k=10))
+        self.assertEqual(got, ["d\ufffd\ufffd1", "d\ufffd\ufffdx"])
+        out = subprocess.run([runs.BIN, "search", "-x", self.idx_path, "-d", "ref", "--json", "apple"], check=True,
+                             capture_output=True).stdout
+        printed = sorted(json.loads(line.decode("utf-8"))["docno"] for line in out.splitlines())
+        self.assertEqual(got, printed)
+
+    def test_topics_qids(self):
+        path = self.dir + "/t.tsv"
+        with open(path, "wb") as f:
+            f.write(b"\xff\xfe\tapple\n")
+        self.assertEqual(clsearch.read_topics(path), [("\ufffd\ufffd", "apple")])
+
+    def test_bad_qids_refused(self):
+        with self.assertRaisesRegex(ValueError, "query id 'a' is given twice"):
+            self.ref.search([("a", "apple"), ("a", "pie")])
+        with self.assertRaisesRegex(ValueError, "query id '2' is given twice"):
+            self.ref.search({1: "apple", 2: "pie", "2": "tart"})
+        with self.assertRaisesRegex(ValueError, "a qid holds a NUL"):
+            self.ref.search([("a\0b", "apple")])
+        with self.assertRaisesRegex(ValueError, "a qid is not text UTF-8 can hold"):
+            self.ref.search([(b"\xff".decode("utf-8", "surrogateescape"), "apple")])
+        with self.assertRaisesRegex(ValueError, "query q is not text UTF-8 can hold"):
+            self.ref.search([("q", "\udcff")])
+        self.assertEqual(len(self.ref.search([("a", "apple"), ("b", "apple")], k=10)), 4)
 
 
 class TestLifetime(unittest.TestCase):
