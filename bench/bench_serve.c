@@ -217,6 +217,7 @@ int bench_serve(int argc, char **argv)
             srv_opts so;
             srv_defaults(&so);
             so.listen = "127.0.0.1:0";
+            so.max_conns_per_ip = so.max_conns; /* every client is on loopback: one address */
             so.max_batch = (unsigned)mbs[bi];
             so.max_wait_ms = mws[wi];
             if (threads) so.threads = threads;

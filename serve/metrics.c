@@ -38,6 +38,13 @@ void metrics_response(srv_metrics *m, srv_route route, int code, double latency_
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_aborted(srv_metrics *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->aborted++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void metrics_batch(srv_metrics *m, size_t n, double search_s, const cls_profile_step *steps, size_t nsteps)
 {
     unsigned b = 0; /* the bucket: the first power of two >= n; the last is +Inf */
@@ -70,6 +77,7 @@ void metrics_stats(srv_metrics *m, srv_stats *st)
     st->requests = m->http[ROUTE_SEARCH][0];
     for (unsigned r = 0; r < NUM_ROUTES; r++)
         for (unsigned c = 1; c < NUM_CODES; c++) st->errors += m->http[r][c];
+    st->aborted = m->aborted;
     st->queries = m->queries;
     st->batches = m->batches;
     st->search_s = m->search_s;
@@ -115,7 +123,8 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t *len)
+char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t conns, const uint64_t closed[NUM_CLOSED],
+                   size_t *len)
 {
     double *lat = malloc(LAT_RING * sizeof *lat);
     text t = {NULL, 0, 0, lat != NULL};
@@ -124,7 +133,7 @@ char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t *le
             "clsearch_info{version=\"%s\",device=\"", cls_version());
     put_label(&t, device);
     put(&t, "\"} 1\n");
-    put(&t, "# HELP clsearch_http_requests_total HTTP responses by path and status.\n"
+    put(&t, "# HELP clsearch_http_requests_total HTTP responses sent whole, by path and status.\n"
             "# TYPE clsearch_http_requests_total counter\n");
     for (unsigned r = 0; r < NUM_ROUTES; r++)
         for (unsigned c = 0; c < NUM_CODES; c++)
@@ -134,6 +143,18 @@ char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t *le
                 else put(&t, "clsearch_http_requests_total{path=\"%s\",code=\"other\"} %llu\n", routes[r],
                          (unsigned long long)m->http[r][c]);
             }
+    put(&t, "# HELP clsearch_http_responses_aborted_total Responses queued and cut off by a closed connection.\n"
+            "# TYPE clsearch_http_responses_aborted_total counter\nclsearch_http_responses_aborted_total %llu\n",
+        (unsigned long long)m->aborted);
+    put(&t, "# HELP clsearch_connections Connections open.\n# TYPE clsearch_connections gauge\n"
+            "clsearch_connections %zu\n", conns);
+    static const char *const why[NUM_CLOSED] = {"idle_timeout", "request_timeout", "answer_timeout", "room",
+                                                "shutdown"};
+    put(&t, "# HELP clsearch_connections_closed_total Connections the server closed: no request line within "
+            "--timeout, a request or answer past --request-timeout, the oldest without a whole request closed "
+            "for a new one over a limit, idle at shutdown.\n# TYPE clsearch_connections_closed_total counter\n");
+    for (unsigned i = 0; i < NUM_CLOSED; i++)
+        put(&t, "clsearch_connections_closed_total{reason=\"%s\"} %llu\n", why[i], (unsigned long long)closed[i]);
     put(&t, "# HELP clsearch_queries_total Queries searched.\n# TYPE clsearch_queries_total counter\n"
             "clsearch_queries_total %llu\n", (unsigned long long)m->queries);
     put(&t, "# HELP clsearch_queue_queries Queries waiting for a batch.\n# TYPE clsearch_queue_queries gauge\n"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "srv_internal.h"
+#include "util/strset.h"
 #include "util/utf8.h"
 
 #define MAX_QID 256 /* bytes of a qid */
@@ -35,6 +36,91 @@ static int qid_ok(const char *q, char *err, size_t errlen)
     return 1;
 }
 
+long json_nul_string(const char *text, size_t len)
+{
+    /* cJSON has accepted text, so a double quote outside a string opens one, and a backslash
+     * only occurs inside one, escaping the character after it */
+    long k = 0;
+    int in = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!in) {
+            if (text[i] == '"') in = 1, k++;
+        } else if (text[i] == '"') {
+            in = 0;
+        } else if (text[i] == '\\') {
+            if (len - i > 5 && memcmp(text + i + 1, "u0000", 5) == 0) return k;
+            i++;
+        }
+    }
+    return 0;
+}
+
+/* Every string of a request, keys included, in document order (the order of json_nul_string's
+ * count): UTF-8, and not the one that held a NUL. path names the value being checked. */
+typedef struct text_check {
+    long nul_at, seen;
+    char path[160];
+    char *err;
+    size_t errlen;
+} text_check;
+
+static int check_string(text_check *t, const char *v, int key)
+{
+    char what[200];
+    if (key) snprintf(what, sizeof what, "a field name%s%s", *t->path ? " in " : "", t->path);
+    else snprintf(what, sizeof what, "field \"%s\"", t->path);
+    if (++t->seen == t->nul_at) {
+        snprintf(t->err, t->errlen, "%s holds a NUL character (\\u0000)", what);
+        return 0;
+    }
+    size_t n = strlen(v), i = 0, k;
+    while (i < n && (k = utf8_seq((const unsigned char *)v + i, n - i)) != 0) i += k;
+    if (i < n) {
+        snprintf(t->err, t->errlen, "%s is not UTF-8 (byte 0x%02X at offset %zu)", what, (unsigned char)v[i], i);
+        return 0;
+    }
+    return 1;
+}
+
+static int check_value(text_check *t, const cJSON *v)
+{
+    if (cJSON_IsString(v)) return check_string(t, v->valuestring, 0);
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v)) return 1;
+    size_t at = strlen(t->path), i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) {
+        if (cJSON_IsObject(v)) {
+            if (!check_string(t, c->string ? c->string : "", 1)) return 0;
+            snprintf(t->path + at, sizeof t->path - at, "%s%s", at ? "." : "", c->string ? c->string : "");
+        } else {
+            snprintf(t->path + at, sizeof t->path - at, "[%zu]", i);
+        }
+        if (!check_value(t, c)) return 0;
+        t->path[at] = '\0';
+    }
+    return 1;
+}
+
+/* A qid given twice in one request: its answer would hold two results under one name. Pairwise
+ * for the usual few queries, hashed for more. */
+static const char *repeated_qid(const srv_req *r)
+{
+    if (r->nq <= 32) {
+        for (size_t i = 1; i < r->nq; i++)
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(r->qid[i], r->qid[j]) == 0) return r->qid[i];
+        return NULL;
+    }
+    strset seen = {0};
+    const char *dup = NULL;
+    for (size_t i = 0; i < r->nq && !dup; i++) {
+        int a = strset_add(&seen, r->qid[i], strlen(r->qid[i]), NULL);
+        if (a == 0) dup = r->qid[i];
+        else if (a < 0) dup = ""; /* out of memory: refused rather than let through unchecked */
+    }
+    strset_free(&seen);
+    return dup;
+}
+
 /* A number field within [lo, hi] (whole when whole is set); 0 after writing why. */
 static int number_field(const cJSON *v, const char *name, double lo, double hi, int whole, double *out, char *err,
                         size_t errlen)
@@ -48,7 +134,7 @@ static int number_field(const cJSON *v, const char *name, double lo, double hi, 
     return 1;
 }
 
-int req_from_json(srv_req *r, cJSON *doc, const srv_opts *o, char *err, size_t errlen)
+int req_from_json(srv_req *r, cJSON *doc, long nul_at, const srv_opts *o, char *err, size_t errlen)
 {
     r->doc = doc;
     cls_search_defaults(&r->p);
@@ -57,6 +143,10 @@ int req_from_json(srv_req *r, cJSON *doc, const srv_opts *o, char *err, size_t e
         snprintf(err, errlen, "the body must be a JSON object");
         return 400;
     }
+    /* before any field is read or quoted back: a qid or query cut at a NUL would be another one,
+     * and bytes that are not UTF-8 would make the answer (or this error) invalid JSON */
+    text_check tc = {.nul_at = nul_at, .err = err, .errlen = errlen};
+    if (!check_value(&tc, doc)) return 400;
     const cJSON *query = NULL, *queries = NULL, *qid = NULL;
     double v;
     for (const cJSON *f = doc->child; f; f = f->next) {
@@ -162,6 +252,15 @@ int req_from_json(srv_req *r, cJSON *doc, const srv_opts *o, char *err, size_t e
             return 400;
         }
     }
+    const char *dup = repeated_qid(r);
+    if (dup && !*dup) {
+        snprintf(err, errlen, "out of memory");
+        return 503;
+    }
+    if (dup) {
+        snprintf(err, errlen, "query id '%s' is given twice: query ids must be unique", dup);
+        return 400;
+    }
     return 0;
 }
 
@@ -193,6 +292,13 @@ static int add_fields(cJSON *h, const cls_index *idx, uint32_t doc, char **buf, 
     return ok;
 }
 
+/* A string from the index (a docno: whatever bytes the collection had) as valid UTF-8. */
+static int add_text(cJSON *o, const char *name, const char *v, char **buf, size_t *cap)
+{
+    const char *t = utf8_json(v, strlen(v), buf, cap);
+    return t && cJSON_AddStringToObject(o, name, t);
+}
+
 char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t *len)
 {
     cJSON *o = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(o, "results");
@@ -208,7 +314,7 @@ char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t 
             if (h && !cJSON_AddItemToArray(hits, h)) cJSON_Delete(h), h = NULL;
             ok = h &&
                  cJSON_AddNumberToObject(h, "rank", (double)(j - r->hit_start[q] + 1)) &&
-                 cJSON_AddStringToObject(h, "docno", cls_index_docno(idx, r->docs[j])) &&
+                 add_text(h, "docno", cls_index_docno(idx, r->docs[j]), &utf8, &cap) &&
                  cJSON_AddNumberToObject(h, "score", run_score(r->scores[j])) &&
                  add_fields(h, idx, r->docs[j], &utf8, &cap);
         }
@@ -227,9 +333,12 @@ char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t 
 char *req_error_json(int status, const char *msg, size_t *len)
 {
     cJSON *o = cJSON_CreateObject();
-    char *text = NULL;
-    if (o && cJSON_AddStringToObject(o, "error", msg) && cJSON_AddNumberToObject(o, "status", status))
+    char *text = NULL, *buf = NULL;
+    size_t cap = 0;
+    /* a message quotes what the client sent, cut to a length that may split a character */
+    if (o && add_text(o, "error", msg, &buf, &cap) && cJSON_AddNumberToObject(o, "status", status))
         text = cJSON_PrintUnformatted(o);
+    free(buf);
     cJSON_Delete(o);
     if (text) *len = strlen(text);
     return text;

@@ -42,9 +42,23 @@
  *                  p50, p90, p99), queue length, search wall time, device time by step
  * Errors are JSON, {"error": "what", "status": N}: 400 malformed JSON or a bad field, 404 unknown
  * path, 405 wrong method (with Allow), 413 body, queries, query text or hits over the limits,
- * 500 the engine failed, 503 queue full or shutting down (with Retry-After). What is not HTTP,
- * and heads over libmicrohttpd's 32 KiB per connection (414 URI, 431 headers), libmicrohttpd
- * answers itself (HTML bodies, not counted in /metrics). */
+ * 500 the engine failed, 503 queue full, too many connections or shutting down (with
+ * Retry-After). What is not HTTP, and heads over libmicrohttpd's 32 KiB per connection (414 URI,
+ * 431 headers), libmicrohttpd answers itself (HTML bodies, not counted in /metrics). /metrics
+ * counts a response once it has left whole (libmicrohttpd's completed callback), so its counts
+ * are what clients received; one cut off by a closed connection is counted apart.
+ *
+ * Text: a request's strings must be UTF-8 without NUL (\u0000): anything else is a 400 naming
+ * the field, since a qid or query cannot hold it in C or in a TREC run. A qid given twice in
+ * one request is a 400, as `search` refuses a topics file that repeats one. What the server
+ * writes is valid UTF-8 whatever the index holds: a docno or stored field that is not has each
+ * byte outside a valid sequence replaced by U+FFFD (util/utf8.h), as `search --json` and the
+ * Python bindings do.
+ *
+ * Hostile clients (conns.c): a request must arrive whole within --request-timeout of its request
+ * line, and a connection without a request line is closed after --timeout, trickled bytes or
+ * not; past --max-conns or --max-conns-per-ip a new connection closes the oldest of the same
+ * scope that has no whole request, and is answered 503 where every one is being answered. */
 #ifndef CLS_SERVE_H
 #define CLS_SERVE_H
 
@@ -61,8 +75,14 @@ typedef struct srv_opts {
     unsigned threads;     /* HTTP threads, 1..64; default the online cores, at most 4 */
     unsigned max_queue;   /* queries waiting at most (more: 503), 1..1048576; default 4096 */
     unsigned max_k;       /* the largest k a request may ask, 1..CLS_MAX_K; default 1000 */
-    unsigned timeout_s;   /* idle connection timeout, and the longest wait for responses to leave
-                           * at shutdown, 1..3600 s; default 30 */
+    unsigned timeout_s;   /* how long a connection may stay without a request line (after it
+                           * opens, or after its last answer), whatever bytes it trickles; also
+                           * the longest wait for requests to finish at shutdown; 1..3600 s;
+                           * default 30 */
+    unsigned request_timeout_s; /* from a request line to its body's end, and from an answer
+                                 * queued to its last byte taken; 1..3600 s; default 10 */
+    unsigned max_conns;   /* connections open at most, 1..65536; default 1024 */
+    unsigned max_conns_per_ip; /* from one address at most, 1..65536; default 256 */
     size_t max_body;      /* request body bytes; default 1 MiB */
     unsigned max_queries; /* queries per request; default 1024 */
     size_t max_query_len; /* bytes of one query's text; default 4096 */
@@ -84,8 +104,9 @@ const char *srv_url(const srv *s);
 
 /* Totals since the start, for the command's last line and the benchmark. */
 typedef struct srv_stats {
-    uint64_t requests;  /* search requests answered 200 */
+    uint64_t requests;  /* search requests answered 200 (sent whole, as every count here) */
     uint64_t errors;    /* responses of 400 and above, every path */
+    uint64_t aborted;   /* responses queued and cut off by a closed connection (not in the above) */
     uint64_t queries;   /* queries searched */
     uint64_t batches;   /* cls_engine_search calls */
     uint64_t queued;    /* queries waiting now */
@@ -94,10 +115,12 @@ typedef struct srv_stats {
 } srv_stats;
 void srv_get_stats(srv *s, srv_stats *st);
 
-/* Stops gracefully and frees: stops accepting connections, answers requests still arriving on open
- * ones 503, runs every queued query (at once, without waiting for --max-wait-ms), waits up to
- * timeout_s for their responses to be sent, then closes every connection. final (when not NULL)
- * receives the totals at the end. NULL s: nothing. */
+/* Stops gracefully and frees: stops accepting connections, runs every queued query (at once,
+ * without waiting for --max-wait-ms) and answers it, answers 503 (Connection: close) requests
+ * whose request line arrives on open connections, closes connections idle for a second, and
+ * waits up to timeout_s for the others to finish; then closes what is left. Every answer given
+ * while stopping closes its connection. final (when not NULL) receives the totals at the end.
+ * NULL s: nothing. */
 void srv_stop(srv *s, srv_stats *final);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,9 +19,8 @@
 
 #include "srv_internal.h"
 #include "util/err.h"
+#include "util/utf8.h"
 #include "util/vec.h"
-
-#define MAX_CONNECTIONS 1024u
 
 void srv_defaults(srv_opts *o)
 {
@@ -32,6 +32,9 @@ void srv_defaults(srv_opts *o)
                     .max_queue = 4096,
                     .max_k = 1000,
                     .timeout_s = 30,
+                    .request_timeout_s = 10,
+                    .max_conns = 1024,
+                    .max_conns_per_ip = 256,
                     .max_body = 1u << 20,
                     .max_queries = 1024,
                     .max_query_len = 4096,
@@ -48,6 +51,11 @@ static cls_status check_opts(const srv_opts *o)
     if (o->max_queue < 1 || o->max_queue > 1048576) return err_set(CLS_E_ARG, "max queue %u: 1 to 1048576", o->max_queue);
     if (o->max_k < 1 || o->max_k > CLS_MAX_K) return err_set(CLS_E_ARG, "max k %u: 1 to %u", o->max_k, CLS_MAX_K);
     if (o->timeout_s < 1 || o->timeout_s > 3600) return err_set(CLS_E_ARG, "timeout %u s: 1 to 3600", o->timeout_s);
+    if (o->request_timeout_s < 1 || o->request_timeout_s > 3600)
+        return err_set(CLS_E_ARG, "request timeout %u s: 1 to 3600", o->request_timeout_s);
+    if (o->max_conns < 1 || o->max_conns > 65536) return err_set(CLS_E_ARG, "max conns %u: 1 to 65536", o->max_conns);
+    if (o->max_conns_per_ip < 1 || o->max_conns_per_ip > 65536)
+        return err_set(CLS_E_ARG, "max conns per ip %u: 1 to 65536", o->max_conns_per_ip);
     if (o->max_body < 2 || o->max_queries < 1 || o->max_query_len < 1 || o->max_hits < 1)
         return err_set(CLS_E_ARG, "a request limit is 0");
     return CLS_OK;
@@ -122,13 +130,17 @@ static enum MHD_Result respond(srv_req *r, int status, char *body, size_t len, c
     if (status == 405)
         ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
                                            r->route == ROUTE_SEARCH ? "GET, POST" : "GET, HEAD") == MHD_YES;
-    if (status == 503) {
-        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1") == MHD_YES;
-        if (s->stopping) ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES;
-    }
+    if (status == 503) ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1") == MHD_YES;
+    /* stopping: the client sends nothing more on this connection; over a limit: it makes room */
+    if (s->stopping || (r->sc && r->sc->over))
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES;
     enum MHD_Result ret = ok ? MHD_queue_response(r->conn, (unsigned)status, resp) : MHD_NO;
     MHD_destroy_response(resp);
-    metrics_response(&s->m, r->route, status, srv_now() - r->t0);
+    if (ret == MHD_YES) {
+        r->status = status; /* counted by on_completed once it has left whole */
+        r->latency_s = srv_now() - r->t0;
+        conn_phase(s, r->sc, CONN_SENDING);
+    }
     return ret;
 }
 
@@ -156,7 +168,7 @@ static enum MHD_Result answer_health(srv_req *r)
     if (ix && !cJSON_AddItemToObject(o, "index", ix)) cJSON_Delete(ix), ix = NULL;
     char *body = NULL;
     if (o && ix && cJSON_AddStringToObject(o, "status", shrunk ? "index file shrank" : stopping ? "stopping" : "ok") &&
-        cJSON_AddStringToObject(o, "version", cls_version()) && cJSON_AddStringToObject(o, "device", s->device) &&
+        cJSON_AddStringToObject(o, "version", cls_version()) && cJSON_AddStringToObject(o, "device", s->device_utf8) &&
         cJSON_AddNumberToObject(ix, "docs", st.num_docs) && cJSON_AddNumberToObject(ix, "terms", st.num_terms) &&
         cJSON_AddNumberToObject(ix, "postings", (double)st.num_postings) &&
         cJSON_AddStringToObject(ix, "codec", cls_codec_name(st.codec)) &&
@@ -172,8 +184,10 @@ static enum MHD_Result answer_metrics(srv_req *r)
     pthread_mutex_lock(&s->mu);
     size_t queued = s->pending;
     pthread_mutex_unlock(&s->mu);
+    uint64_t closed[NUM_CLOSED];
+    conn_closed_counts(s, closed);
     size_t len = 0;
-    char *body = metrics_text(&s->m, s->device, queued, &len);
+    char *body = metrics_text(&s->m, s->device, queued, conn_count(s), closed, &len);
     return respond(r, 200, body, len, "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -200,11 +214,18 @@ typedef struct args_ctx {
     char bad[128];
 } args_ctx;
 
-static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                              const char *value, size_t value_size)
 {
     args_ctx *a = cls;
     (void)kind;
-    if (!value) value = "";
+    if (!value) value = "", value_size = 0;
+    /* %00 decodes to a NUL, where a C string would end */
+    if (strlen(key) != key_size || strlen(value) != value_size) {
+        snprintf(a->bad, sizeof a->bad, "argument %.64s holds a NUL character (%%00)",
+                 strlen(key) != key_size ? "name" : key);
+        return MHD_NO;
+    }
     const char *name = strcmp(key, "q") == 0 ? "query" : key;
     cJSON *v;
     if (strcmp(name, "k") == 0 || strcmp(name, "k1") == 0 || strcmp(name, "b") == 0) {
@@ -234,6 +255,7 @@ static enum MHD_Result handle_search(srv_req *r, const char *method)
     srv *s = r->srv;
     char err[512] = "";
     cJSON *doc;
+    long nul_at = 0;
     if (r->body_over) return respond_error(r, 413, "the body is over %zu bytes", s->o.max_body);
     if (s->stopping) return respond_error(r, 503, "shutting down");
     if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
@@ -247,29 +269,26 @@ static enum MHD_Result handle_search(srv_req *r, const char *method)
             cJSON_Delete(doc);
             return respond_error(r, 400, "malformed JSON: text after the object at byte %zu", (size_t)(end - r->body));
         }
+        nul_at = json_nul_string(r->body, end ? (size_t)(end - r->body) : r->body_len);
         free(r->body);
         r->body = NULL;
     } else {
         args_ctx a = {cJSON_CreateObject(), ""};
         if (!a.o) return respond_error(r, 503, "out of memory");
-        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, on_arg, &a);
+        MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, on_arg, &a);
         if (*a.bad) {
             cJSON_Delete(a.o);
             return respond_error(r, 400, "%s", a.bad);
         }
         doc = a.o;
     }
-    int status = req_from_json(r, doc, &s->o, err, sizeof err);
+    int status = req_from_json(r, doc, nul_at, &s->o, err, sizeof err);
     if (status) return respond_error(r, status, "%s", err);
     /* admission: the queue's room is taken before the connection is suspended and the request
      * linked in, so the batcher (which waits while pending is not 0) cannot finish between */
     pthread_mutex_lock(&s->mu);
     int stopping = s->stopping, full = s->pending + r->nq > s->o.max_queue;
-    if (!stopping && !full) {
-        s->pending += r->nq;
-        s->inflight++;
-        r->counted = 1;
-    }
+    if (!stopping && !full) s->pending += r->nq;
     size_t pending = s->pending;
     pthread_mutex_unlock(&s->mu);
     if (stopping) return respond_error(r, 503, "shutting down");
@@ -298,7 +317,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->conn = c;
         r->t0 = srv_now();
         r->route = route_of(url);
+        r->sc = conn_of(c);
         *con_cls = r;
+        if (r->sc && r->sc->over == OVER_IP)
+            return respond_error(r, 503, "too many connections from this address (%zu open, at most %u)",
+                                 r->sc->over_count, s->o.max_conns_per_ip);
+        if (r->sc && r->sc->over == OVER_ALL)
+            return respond_error(r, 503, "too many connections (%zu open, at most %u, each with a request being "
+                                 "answered)", r->sc->over_count, s->o.max_conns);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (r->route == ROUTE_SEARCH && cl && strtoull(cl, NULL, 10) > s->o.max_body)
             /* answered before the body is read: libmicrohttpd closes the connection after */
@@ -322,6 +348,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (r->state == REQ_DONE) return answer_search(r);
+    conn_phase(s, r->sc, -1); /* the request is whole: no deadline while it is answered */
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0, head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     switch (r->route) {
     case ROUTE_SEARCH:
@@ -340,18 +367,51 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 {
     srv *s = cls;
     srv_req *r = *con_cls;
-    (void)c, (void)toe;
-    if (!r) return;
     *con_cls = NULL;
-    if (r->counted) {
-        pthread_mutex_lock(&s->mu);
-        if (--s->inflight == 0) pthread_cond_broadcast(&s->drained);
-        pthread_mutex_unlock(&s->mu);
+    /* counted here, not when queued: an answer cut off by a closed connection never reached its
+     * client, and /metrics is to agree with what clients received */
+    if (r && r->status) {
+        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) metrics_response(&s->m, r->route, r->status, r->latency_s);
+        else metrics_aborted(&s->m);
     }
+    conn_phase(s, r ? r->sc : conn_of(c), CONN_IDLE);
     req_free(r);
 }
 
 /* ---- start and stop ------------------------------------------------------------------------- */
+
+static void stop_watchdog(srv *s)
+{
+    if (!s->watchdog_started) return;
+    pthread_mutex_lock(&s->cmu);
+    s->watch_stop = 1;
+    pthread_cond_broadcast(&s->cwake);
+    pthread_mutex_unlock(&s->cmu);
+    pthread_join(s->watchdog, NULL);
+    s->watchdog_started = 0;
+}
+
+/* libmicrohttpd's own connection limit: --max-conns and a reserve for the connections opened
+ * while those closed to make room for them are closing (conns.c). */
+static unsigned hard_limit(const srv_opts *o) { return o->max_conns + o->max_conns / 8 + 16; }
+
+/* Every connection is a descriptor: the soft limit on open files is raised to what the
+ * connection limit needs (the hard limit allows as much as the system lets this process have);
+ * a server that hit the limit would stop accepting, answering nobody. */
+static cls_status room_for_files(const srv_opts *o)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)hard_limit(o) + 256; /* the index, the device runtime, the standard streams */
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) return CLS_OK;
+    rlim_t cur = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    if (rl.rlim_cur > cur && setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = cur;
+    if (rl.rlim_cur < need)
+        return err_set(CLS_E_ARG, "--max-conns %u needs %llu open files; the limit is %llu (ulimit -n): lower "
+                       "--max-conns or raise the limit", o->max_conns, (unsigned long long)need,
+                       (unsigned long long)rl.rlim_cur);
+    return CLS_OK;
+}
 
 static void srv_free(srv *s)
 {
@@ -362,11 +422,13 @@ static void srv_free(srv *s)
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->batcher, NULL);
     }
+    stop_watchdog(s);
     cls_batch_free(s->batch);
     cls_results_free(s->res);
     metrics_destroy(&s->m);
     pthread_cond_destroy(&s->work);
-    pthread_cond_destroy(&s->drained);
+    pthread_cond_destroy(&s->cwake);
+    pthread_mutex_destroy(&s->cmu);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -377,7 +439,7 @@ cls_status srv_start(const cls_index *idx, cls_engine *eng, const srv_opts *o, s
     if (!idx || !eng || !o) return err_set(CLS_E_ARG, "srv_start: NULL argument");
     cls_status st = check_opts(o);
     struct sockaddr_storage sa;
-    if (st != CLS_OK || (st = parse_listen(o->listen, &sa)) != CLS_OK) return st;
+    if (st != CLS_OK || (st = parse_listen(o->listen, &sa)) != CLS_OK || (st = room_for_files(o)) != CLS_OK) return st;
     srv *s = calloc(1, sizeof *s);
     if (!s) return err_set(CLS_E_NOMEM, "starting the server: out of memory");
     s->o = *o;
@@ -387,11 +449,17 @@ cls_status srv_start(const cls_index *idx, cls_engine *eng, const srv_opts *o, s
     const char *d = cls_engine_describe(eng);
     snprintf(s->device, sizeof s->device, "%.*s", (int)strcspn(d, "\n"), d);
     if (strncmp(s->device, "device: ", 8) == 0) memmove(s->device, s->device + 8, strlen(s->device + 8) + 1);
+    /* a driver's name, for /health's JSON: made UTF-8 once */
+    char *buf = NULL;
+    size_t cap = 0;
+    const char *u = utf8_json(s->device, strlen(s->device), &buf, &cap);
+    snprintf(s->device_utf8, sizeof s->device_utf8, "%s", u ? u : "?");
+    free(buf);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     int ok = pthread_mutex_init(&s->mu, NULL) == 0 && pthread_cond_init(&s->work, &ca) == 0 &&
-             pthread_cond_init(&s->drained, &ca) == 0 && metrics_init(&s->m);
+             pthread_mutex_init(&s->cmu, NULL) == 0 && pthread_cond_init(&s->cwake, &ca) == 0 && metrics_init(&s->m);
     pthread_condattr_destroy(&ca);
     if (!ok) {
         free(s);
@@ -406,12 +474,19 @@ cls_status srv_start(const cls_index *idx, cls_engine *eng, const srv_opts *o, s
         return err_set(CLS_E_NOMEM, "starting the server: no thread for the batcher");
     }
     s->batcher_started = 1;
+    if (pthread_create(&s->watchdog, NULL, watchdog_main, s) != 0) {
+        srv_free(s);
+        return err_set(CLS_E_NOMEM, "starting the server: no thread for the connections' deadlines");
+    }
+    s->watchdog_started = 1;
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (sa.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_log, s,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, s->o.threads,
                             MHD_OPTION_CONNECTION_TIMEOUT, s->o.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-                            MAX_CONNECTIONS, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+                            hard_limit(&s->o), MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
+                            conn_request_line, s, MHD_OPTION_END);
     if (!s->d) {
         char why[sizeof s->start_log];
         snprintf(why, sizeof why, "%s", *s->start_log ? s->start_log : "libmicrohttpd refused");
@@ -448,19 +523,17 @@ void srv_stop(srv *s, srv_stats *final)
      * its backlog while the queue drains. */
     MHD_socket fd = MHD_quiesce_daemon(s->d);
     if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
+    double deadline = srv_now() + s->o.timeout_s;
     pthread_mutex_lock(&s->mu);
-    s->stopping = 1; /* requests on open connections are answered 503 */
+    s->stopping = 1; /* requests arriving on open connections are answered 503, Connection: close */
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->batcher, NULL); /* every admitted query searched and its connection resumed */
     s->batcher_started = 0;
-    double deadline = srv_now() + s->o.timeout_s;
-    pthread_mutex_lock(&s->mu);
-    while (s->inflight > 0 && srv_now() < deadline) {
-        struct timespec ts = {.tv_sec = (time_t)deadline};
-        pthread_cond_timedwait(&s->drained, &s->mu, &ts);
-    }
-    pthread_mutex_unlock(&s->mu);
+    /* every request received is answered before its connection closes: libmicrohttpd's stop
+     * closes connections whatever they hold, so it comes once they are closed (or the time is up) */
+    conns_drain(s, deadline);
+    stop_watchdog(s);
     MHD_stop_daemon(s->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
     if (final) srv_get_stats(s, final);

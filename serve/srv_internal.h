@@ -12,8 +12,7 @@
 
 #include "serve.h"
 
-struct MHD_Connection;
-struct MHD_Daemon;
+#include <microhttpd.h>
 
 typedef enum srv_route { ROUTE_SEARCH, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_OTHER, NUM_ROUTES } srv_route;
 
@@ -23,11 +22,40 @@ typedef enum req_state {
     REQ_DONE     /* the batcher has filled the results (or the error) and resumed it */
 } req_state;
 
+/* ---- conns.c: the server's account of its connections ---- */
+
+/* The lists a connection waits in, each with its deadline: no request line yet (--timeout), a
+ * request arriving (--request-timeout), an answer leaving (--request-timeout). */
+enum { CONN_IDLE, CONN_READING, CONN_SENDING, NUM_LISTS };
+/* Why the server shut a connection down (the label of clsearch_connections_closed_total). */
+enum { CLOSED_IDLE, CLOSED_REQUEST, CLOSED_ANSWER, CLOSED_ROOM, CLOSED_STOP, NUM_CLOSED };
+/* A connection that came in over a limit with no other to close for it: answered 503. */
+enum { OVER_NONE, OVER_IP, OVER_ALL };
+
+typedef struct srv_conn {
+    struct srv_conn *prev, *next;         /* in lists[list], oldest first */
+    struct srv_conn *all_prev, *all_next; /* every connection open */
+    int fd;
+    int family;                           /* AF_INET or AF_INET6 (0: another kind of address) */
+    unsigned char addr[16];
+    int list;                             /* CONN_*, or -1: in none (its request whole, or shut) */
+    double since;                         /* when it entered list */
+    int begun;                            /* a request line has arrived since its last answer */
+    int shut;                             /* its socket was shut down: closing */
+    int over;                             /* OVER_*: set when it opens, read by its own thread */
+    size_t over_count;                    /* the count it took past the limit */
+} srv_conn;
+
+typedef struct conn_q {
+    srv_conn *head, *tail;
+} conn_q;
+
 /* One HTTP request, from its headers to the completion callback that frees it. Queries and qids
  * point into doc (the parsed body, or the object made from GET arguments). */
 typedef struct srv_req {
     struct srv *srv;
     struct MHD_Connection *conn;
+    srv_conn *sc;           /* its connection's account (NULL when untracked) */
     srv_route route;
     double t0;              /* headers received (monotonic seconds) */
     double t_queued;
@@ -40,7 +68,8 @@ typedef struct srv_req {
     const char **qid, **text;
     char *qid_buf;          /* qids made from positions */
     req_state state;
-    int counted;            /* in srv->inflight: decremented when the request completes */
+    int status;             /* the status queued, counted in /metrics once the answer has left */
+    double latency_s;       /* headers in to answer queued */
     /* set by the batcher */
     int http;               /* 200, or 500 with error */
     char error[512];
@@ -54,9 +83,14 @@ typedef struct srv_req {
 
 /* ---- request.c: JSON in and out ---- */
 
-/* Fills r's queries and parameters from doc (r takes doc, freed with the request). 0 when valid;
- * else the HTTP status (400 malformed or bad field, 413 over a limit) and the reason in err. */
-int req_from_json(srv_req *r, cJSON *doc, const srv_opts *o, char *err, size_t errlen);
+/* The number, counting from 1 in document order, of the first string of the JSON text (one cJSON
+ * accepted) that holds \u0000, which cJSON's C strings end at; 0 when none does. */
+long json_nul_string(const char *text, size_t len);
+/* Fills r's queries and parameters from doc (r takes doc, freed with the request). nul_at:
+ * json_nul_string of the text doc was parsed from (0 for none). 0 when valid; else the HTTP
+ * status (400 malformed, a bad field, text not UTF-8 or holding NUL, a qid given twice; 413 over
+ * a limit) and the reason in err. */
+int req_from_json(srv_req *r, cJSON *doc, long nul_at, const srv_opts *o, char *err, size_t errlen);
 /* The body of a 200 answer to r (malloc'ed, *len bytes, no NUL needed), or NULL when out of
  * memory. total_s: from the headers to now. */
 char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t *len);
@@ -78,6 +112,7 @@ typedef struct srv_step {
 typedef struct srv_metrics {
     pthread_mutex_t mu;
     uint64_t http[NUM_ROUTES][NUM_CODES]; /* by route and status (metrics.c: the codes' order) */
+    uint64_t aborted;                     /* responses queued and not sent whole */
     uint64_t queries, batches, batch_hist[18];
     double batch_sum;
     double lat[LAT_RING];                 /* the last LAT_RING search requests' latencies */
@@ -91,12 +126,16 @@ typedef struct srv_metrics {
 
 int metrics_init(srv_metrics *m);
 void metrics_destroy(srv_metrics *m);
-/* A response of status code on route; latency_s of a 200 search request (else ignored). */
+/* A response of status code on route, sent whole; latency_s of a 200 search request (else ignored). */
 void metrics_response(srv_metrics *m, srv_route route, int code, double latency_s);
+/* A response queued and not sent whole (the connection closed first). */
+void metrics_aborted(srv_metrics *m);
 /* A batch of n queries searched in search_s, with the engine's profile of it. */
 void metrics_batch(srv_metrics *m, size_t n, double search_s, const cls_profile_step *steps, size_t nsteps);
 /* The Prometheus text (malloc'ed), NULL when out of memory. */
-char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t *len);
+/* conns: connections open; closed: connections the server shut down, by CLOSED_*. */
+char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t conns, const uint64_t closed[NUM_CLOSED],
+                   size_t *len);
 void metrics_stats(srv_metrics *m, srv_stats *st);
 
 /* ---- the server ---- */
@@ -106,15 +145,14 @@ struct srv {
     const cls_index *idx;
     cls_engine *eng;
     char device[512];   /* the engine's first description line */
+    char device_utf8[1600]; /* the same made valid UTF-8 */
     char url[128];
     unsigned port;
     struct MHD_Daemon *d;
     pthread_mutex_t mu;
     pthread_cond_t work;    /* the batcher: a request queued, or stopping */
-    pthread_cond_t drained; /* srv_stop: a counted request completed */
     srv_req *head, *tail;   /* queued requests, oldest first */
     size_t pending;         /* queries admitted and not yet taken by the batcher */
-    size_t inflight;        /* requests admitted and not yet completed */
     atomic_int stopping;    /* read by HTTP threads without mu */
     char start_log[256];    /* libmicrohttpd's last message before it was serving: why a start failed */
     atomic_int serving;
@@ -123,7 +161,33 @@ struct srv {
     cls_batch *batch;
     cls_results *res;
     srv_metrics m;
+    /* conns.c's, under cmu */
+    pthread_mutex_t cmu;
+    pthread_cond_t cwake;   /* the watchdog and the drain: a deadline moved, a connection closed */
+    conn_q lists[NUM_LISTS];
+    srv_conn *all;
+    size_t nconns, nshut;   /* open, and of them shut down and closing */
+    uint64_t closed[NUM_CLOSED];
+    int draining, watch_stop;
+    pthread_t watchdog;
+    int watchdog_started;
 };
+
+/* NOTIFY_CONNECTION: a connection opened (counted; room made for it) or closed. */
+void conn_notify(void *cls, struct MHD_Connection *mc, void **ctx, enum MHD_ConnectionNotificationCode code);
+/* URI_LOG_CALLBACK: a request line arrived; returns NULL. */
+void *conn_request_line(void *cls, const char *uri, struct MHD_Connection *mc);
+/* The account of libmicrohttpd's connection mc (NULL when untracked). */
+srv_conn *conn_of(struct MHD_Connection *mc);
+/* c enters list (CONN_*; -1: none, its request whole); CONN_IDLE: its answer has left. */
+void conn_phase(srv *s, srv_conn *c, int list);
+size_t conn_count(srv *s);
+void conn_closed_counts(srv *s, uint64_t out[NUM_CLOSED]);
+/* The watchdog thread's body: shuts down connections past their deadline until watch_stop. */
+void *watchdog_main(void *arg);
+/* Shutdown: closes idle connections and waits, until the monotonic time deadline, for the others
+ * to finish their request and close; returns how many are left open. */
+int conns_drain(srv *s, double deadline);
 
 /* ---- batcher.c ---- */
 

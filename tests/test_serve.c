@@ -6,13 +6,16 @@
  * part does the same with CACM's topics. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +26,13 @@
 #include "generate.h"
 #include "http_client.h"
 #include "testutil.h"
+
+static double srv_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static const char *device(void)
 {
@@ -316,6 +326,19 @@ static double metric(const char *text, const char *name)
     return -1;
 }
 
+/* /metrics once the metric name reads want, polled for up to 10 s: a response is counted once it
+ * has left whole, which the client may see a moment before the server's thread counts it. */
+static const char *metrics_when(const server *sv, const char *name, double want)
+{
+    const char *m = NULL;
+    for (int tries = 0; tries < 500; tries++) {
+        ck_assert_int_eq(http(sv, "GET", "/metrics", NULL, &m), 200);
+        if (metric(m, name) == want) break;
+        usleep(20000);
+    }
+    return m;
+}
+
 /* A generated collection straight into an index, with its topics. */
 static void make_collection(char **idx, char **topics_path, uint32_t docs, uint32_t queries)
 {
@@ -457,11 +480,26 @@ START_TEST(serve_refuses_bad_requests)
     expect_error(&sv, "GET", "/search?q=a&k=ten", NULL, 400, "k=ten is not a number");
     expect_error(&sv, "GET", "/search?q=a&size=3", NULL, 400, "unknown field \"size\"");
     expect_error(&sv, "GET", "/search", NULL, 400, "exactly one");
+    /* text: UTF-8 without NUL, named by field; qids unique (7 more 400s) */
+    expect_error(&sv, "POST", "/search", "{\"query\": \"a\", \"qid\": \"\xff\xfe\"}", 400,
+                 "field \"qid\" is not UTF-8 (byte 0xFF at offset 0)");
+    expect_error(&sv, "POST", "/search", "{\"query\": \"a\", \"qid\": \"a\\u0000b\"}", 400,
+                 "field \"qid\" holds a NUL character");
+    expect_error(&sv, "POST", "/search", "{\"queries\": [{\"query\": \"a\"}, {\"query\": \"b\\u0000\"}]}", 400,
+                 "field \"queries[1].query\" holds a NUL character");
+    expect_error(&sv, "POST", "/search", "{\"query\": \"a\", \"q\xc3id\": \"1\"}", 400, "a field name is not UTF-8");
+    expect_error(&sv, "POST", "/search", "{\"queries\": [{\"qid\": \"x\", \"query\": \"a\"}, {\"qid\": \"x\", \"query\": \"b\"}]}",
+                 400, "query id 'x' is given twice");
+    expect_error(&sv, "POST", "/search", "{\"queries\": [{\"query\": \"a\"}, {\"qid\": \"1\", \"query\": \"b\"}]}", 400,
+                 "query id '1' is given twice");
+    expect_error(&sv, "GET", "/search?q=a&qid=a%00b", NULL, 400, "argument qid holds a NUL character");
+    /* an escaped backslash before u0000 is text, not a NUL */
+    const char *r;
+    ck_assert_int_eq(http(&sv, "POST", "/search", "{\"query\": \"w1\", \"qid\": \"\\\\u0000\"}", &r), 200);
     /* limits: 413 */
     /* a body announced too large is refused from its headers (and the connection closed) */
     hc_conn c;
     int st;
-    const char *r;
     size_t rl;
     static const char announce[] = "POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 1048586\r\n\r\n";
     ck_assert(hc_connect(&c, "127.0.0.1", sv.port, 120) == 0);
@@ -524,12 +562,12 @@ START_TEST(serve_refuses_bad_requests)
     ck_assert_int_eq((int)cJSON_GetObjectItem(cJSON_GetObjectItem(o, "index"), "docs")->valuedouble, 500);
     cJSON_Delete(o);
     ck_assert_int_eq(http(&sv, "GET", "/search?q=w1", NULL, &r), 200);
-    ck_assert_int_eq(http(&sv, "GET", "/metrics", NULL, &r), 200);
-    ck_assert_msg(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"400\"}") == 23.0, "%s", r);
+    r = metrics_when(&sv, "clsearch_http_requests_total{path=\"/search\",code=\"200\"}", 2.0);
+    ck_assert_msg(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"400\"}") == 30.0, "%s", r);
     ck_assert(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"413\"}") == 5.0);
-    ck_assert(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"200\"}") == 1.0);
-    ck_assert(metric(r, "clsearch_queries_total") == 1.0 && metric(r, "clsearch_batch_queries_count") == 1.0);
-    ck_assert(metric(r, "clsearch_request_seconds_count") == 1.0);
+    ck_assert(metric(r, "clsearch_http_requests_total{path=\"/search\",code=\"200\"}") == 2.0);
+    ck_assert(metric(r, "clsearch_queries_total") == 2.0 && metric(r, "clsearch_batch_queries_count") == 2.0);
+    ck_assert(metric(r, "clsearch_request_seconds_count") == 2.0);
     ck_assert(strstr(r, "clsearch_request_seconds{quantile=\"0.99\"}") != NULL);
     ck_assert(strstr(r, "clsearch_device_seconds_total{step=") != NULL);
     int rc = stop_server(&sv);
@@ -618,6 +656,324 @@ START_TEST(serve_sigterm_answers_the_queue)
 }
 END_TEST
 
+/* ---- text that is not UTF-8 -------------------------------------------------------------- */
+
+/* Docnos holding bytes that are not UTF-8 come back as valid JSON, each such byte U+FFFD, the
+ * same in the server's answer and in `search --json`; a topics file's qid likewise. */
+START_TEST(serve_text_is_utf8)
+{
+    static const char trec[] = "<DOC>\n<DOCNO> d\xff\xfe" "1 </DOCNO>\n<TEXT>apple pie</TEXT>\n</DOC>\n"
+                               "<DOC>\n<DOCNO> d\xe2\x82x </DOCNO>\n<TEXT>apple tart</TEXT>\n</DOC>\n";
+    static const char topics_tsv[] = "\xff\xfe\tapple\n";
+    char *src = tu_strdup(tu_tmp_path("utf8.trec")), *idx = tu_strdup(tu_tmp_path("utf8.idx"));
+    char *tp = tu_strdup(tu_tmp_path("utf8.tsv"));
+    tu_write_file(src, trec, strlen(trec));
+    tu_write_file(tp, topics_tsv, strlen(topics_tsv));
+    const char *err;
+    int rc = tu_cli(NULL, NULL, &err, "index -q -c trec -o '%s' '%s'", idx, src);
+    ck_assert_msg(rc == 0, "index: exit %d: %s", rc, err);
+    const char *out = tu_tmp_path("utf8.json");
+    rc = tu_cli(NULL, out, &err, "search -x '%s' -d %s -q '%s' --json", idx, device(), tp);
+    ck_assert_msg(rc == 0, "search: exit %d: %s", rc, err);
+    size_t len;
+    char *lines = (char *)tu_read_file(out, &len);
+    /* ranks by score, ties by docID: d\xff\xfe1 first */
+    static const char want[] = "{\"qid\":\"\xEF\xBF\xBD\xEF\xBF\xBD\",\"rank\":1,\"docno\":\"d\xEF\xBF\xBD\xEF\xBF\xBD" "1\",";
+    ck_assert_msg(strncmp(lines, want, strlen(want)) == 0, "search --json printed %s", lines);
+    ck_assert_msg(strstr(lines, "\"docno\":\"d\xEF\xBF\xBD\xEF\xBF\xBDx\"") != NULL, "search --json printed %s", lines);
+    server sv;
+    start_server(&sv, idx, "--max-wait-ms 0");
+    const char *r;
+    ck_assert_int_eq(http(&sv, "POST", "/search", "{\"query\": \"apple\"}", &r), 200);
+    ck_assert_msg(strstr(r, "{\"rank\":1,\"docno\":\"d\xEF\xBF\xBD\xEF\xBF\xBD" "1\",") &&
+                  strstr(r, "\"docno\":\"d\xEF\xBF\xBD\xEF\xBF\xBDx\""), "the server answered %s", r);
+    ck_assert_int_eq(stop_server(&sv), 0);
+    free(lines);
+    remove(src), remove(idx), remove(tp), remove(out), remove(sv.err_path);
+    free(src), free(idx), free(tp);
+}
+END_TEST
+
+/* ---- hostile clients ------------------------------------------------------------------------ */
+
+/* A connection from the loopback address src (Linux routes all of 127/8 to lo, so each address
+ * is a client of its own) to the server, with a receive timeout of timeout_s. */
+static int connect_from(const char *src, unsigned port, unsigned timeout_s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    ck_assert(inet_pton(AF_INET, src, &a.sin_addr) == 1);
+    ck_assert_msg(bind(fd, (struct sockaddr *)&a, sizeof a) == 0, "bind %s: %s", src, strerror(errno));
+    struct timeval tv = {.tv_sec = timeout_s};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect from %s: %s", src, strerror(errno));
+    return fd;
+}
+
+/* Reads to the end of the stream (the server closes it: every request here says
+ * Connection: close): the status, or -1 when nothing came, and the text in body. */
+static int read_to_end(int fd, char *body, size_t cap)
+{
+    size_t n = 0;
+    ssize_t k;
+    while (n < cap - 1 && (k = read(fd, body + n, cap - 1 - n)) > 0) n += (size_t)k;
+    body[n] = '\0';
+    int st = -1;
+    if (sscanf(body, "HTTP/1.1 %d", &st) != 1) st = -1;
+    return st;
+}
+
+/* One request from src with Connection: close: its status (-1: none), *secs the time it took. */
+static int request_from(const char *src, unsigned port, const char *method, const char *path, const char *body,
+                        double *secs, char *resp, size_t cap)
+{
+    double t0 = srv_clock();
+    int fd = connect_from(src, port, 10);
+    char req[1024];
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                     method, path, body ? strlen(body) : 0, body ? body : "");
+    ck_assert(n > 0 && (size_t)n < sizeof req && write(fd, req, (size_t)n) == n);
+    int st = read_to_end(fd, resp, cap);
+    close(fd);
+    *secs = srv_clock() - t0;
+    return st;
+}
+
+/* A slow client: a request line and headers that announce a body, then a byte every 300 ms;
+ * line_only: a request line that never ends instead. */
+typedef struct slow {
+    int fd;
+    const char *src;
+    double opened;
+    int line_only;
+} slow;
+
+static void slow_open(slow *c, const char *src, unsigned port, int line_only)
+{
+    static const char head[] = "POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+    c->src = src;
+    c->line_only = line_only;
+    c->fd = connect_from(src, port, 10);
+    c->opened = srv_clock();
+    const char *first = line_only ? "GET /" : head;
+    ck_assert(write(c->fd, first, strlen(first)) == (ssize_t)strlen(first));
+}
+
+/* One byte more on each; a connection the server closed is reopened, as an attacker would, and
+ * its lifetime goes into *longest. Returns how many the server closed. */
+static int slow_tick(slow *cs, size_t n, unsigned port, double *longest)
+{
+    int closed = 0;
+    for (size_t i = 0; i < n; i++) {
+        char b;
+        ssize_t k = recv(cs[i].fd, &b, 1, MSG_DONTWAIT);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
+            send(cs[i].fd, cs[i].line_only ? "a" : " ", 1, MSG_NOSIGNAL) != 1) {
+            double life = srv_clock() - cs[i].opened;
+            if (life > *longest) *longest = life;
+            close(cs[i].fd);
+            slow_open(&cs[i], cs[i].src, port, cs[i].line_only);
+            closed++;
+        }
+    }
+    return closed;
+}
+
+/* Slow clients cannot hold the server: a request must arrive whole within --request-timeout of
+ * its request line and a request line within --timeout, bytes trickled or not; past the
+ * connection limits (all of them, and one address's) the oldest connection without a whole
+ * request makes room, so /health and /search answer at once, from the slow clients' own address
+ * too; a newcomer with nothing to close for it is answered 503. Bounded: 22 sockets, 15 s. */
+START_TEST(serve_slow_clients)
+{
+    char *idx, *tp;
+    make_collection(&idx, &tp, 500, 4);
+    server sv;
+    start_server(&sv, idx, "--max-conns 12 --max-conns-per-ip 4 --request-timeout 2 --timeout 3 --threads 2");
+    /* deadlines, below the limits: a trickled body and a trickled request line */
+    slow two[2];
+    slow_open(&two[0], "127.0.0.3", sv.port, 0);
+    slow_open(&two[1], "127.0.0.4", sv.port, 1);
+    double t0 = srv_clock(), closed_at[2] = {0, 0};
+    while (srv_clock() - t0 < 6 && (!closed_at[0] || !closed_at[1])) {
+        for (int i = 0; i < 2; i++) {
+            if (closed_at[i]) continue;
+            char b;
+            ssize_t k = recv(two[i].fd, &b, 1, MSG_DONTWAIT);
+            if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
+                send(two[i].fd, i ? "a" : " ", 1, MSG_NOSIGNAL) != 1)
+                closed_at[i] = srv_clock() - two[i].opened;
+        }
+        usleep(300000);
+    }
+    close(two[0].fd), close(two[1].fd);
+    ck_assert_msg(closed_at[0] >= 1.5 && closed_at[0] <= 3.5, "a trickled body was cut after %.2f s, not about 2",
+                  closed_at[0]);
+    ck_assert_msg(closed_at[1] >= 2.5 && closed_at[1] <= 4.5, "a trickled request line was cut after %.2f s, not "
+                  "about 3", closed_at[1]);
+    /* 6 slow clients from 127.0.0.1 (4 allowed), 4 from each of 127.0.0.3 to 127.0.0.5: 18 for 12 */
+    static const char *const srcs[] = {"127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1",
+                                       "127.0.0.3", "127.0.0.3", "127.0.0.3", "127.0.0.3", "127.0.0.4", "127.0.0.4",
+                                       "127.0.0.4", "127.0.0.4", "127.0.0.5", "127.0.0.5", "127.0.0.5", "127.0.0.5"};
+    enum { NSLOW = sizeof srcs / sizeof *srcs };
+    slow cs[NSLOW];
+    for (size_t i = 0; i < NSLOW; i++) slow_open(&cs[i], srcs[i], sv.port, i % 5 == 4);
+    double longest = 0, worst = 0, secs;
+    int answered = 0, closed = 0;
+    char resp[65536];
+    t0 = srv_clock();
+    while (srv_clock() - t0 < 5) {
+        closed += slow_tick(cs, NSLOW, sv.port, &longest);
+        int st = request_from("127.0.0.1", sv.port, "GET", "/health", NULL, &secs, resp, sizeof resp);
+        ck_assert_msg(st == 200, "/health from the slow clients' address: status %d after %.2f s: %s", st, secs, resp);
+        worst = secs > worst ? secs : worst;
+        st = request_from("127.0.0.2", sv.port, "POST", "/search", "{\"query\": \"w1 w2\"}", &secs, resp, sizeof resp);
+        ck_assert_msg(st == 200, "/search: status %d after %.2f s: %s", st, secs, resp);
+        worst = secs > worst ? secs : worst;
+        answered += 2;
+        usleep(300000);
+    }
+    for (size_t i = 0; i < NSLOW; i++) close(cs[i].fd);
+    ck_assert_msg(worst < 1.0, "a well-behaved request took %.2f s", worst);
+    ck_assert_msg(closed > 0 && longest <= 4.5, "slow connections: %d closed, the longest open %.2f s", closed, longest);
+    const char *m = metrics_when(&sv, "clsearch_http_requests_total{path=\"/health\",code=\"200\"}", answered / 2);
+    ck_assert_msg(metric(m, "clsearch_connections_closed_total{reason=\"room\"}") > 0 &&
+                  metric(m, "clsearch_connections_closed_total{reason=\"request_timeout\"}") > 0 &&
+                  metric(m, "clsearch_connections_closed_total{reason=\"idle_timeout\"}") > 0, "%s", m);
+    ck_assert_int_eq(stop_server(&sv), 0);
+    /* every connection of an address with a request being answered: the newcomer gets 503 */
+    start_server(&sv, idx, "--max-conns-per-ip 2 --max-batch 1000 --max-wait-ms 10000");
+    int queued[2];
+    static const char req[] = "POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{\"query\": \"w1\"}";
+    for (int i = 0; i < 2; i++) {
+        queued[i] = connect_from("127.0.0.6", sv.port, 60);
+        ck_assert(write(queued[i], req, strlen(req)) == (ssize_t)strlen(req));
+    }
+    metrics_when(&sv, "clsearch_queue_queries", 2);
+    int st = request_from("127.0.0.6", sv.port, "GET", "/health", NULL, &secs, resp, sizeof resp);
+    ck_assert_msg(st == 503 && strstr(resp, "too many connections from this address (3 open, at most 2") &&
+                  strstr(resp, "Connection: close"), "a third connection: %s", resp);
+    st = request_from("127.0.0.7", sv.port, "GET", "/health", NULL, &secs, resp, sizeof resp);
+    ck_assert_msg(st == 200, "another address: %s", resp);
+    ck_assert(kill(sv.pid, SIGTERM) == 0);
+    for (int i = 0; i < 2; i++) {
+        st = read_to_end(queued[i], resp, sizeof resp);
+        ck_assert_msg(st == 200, "a held request at SIGTERM: %s", resp);
+        close(queued[i]);
+    }
+    int ws;
+    ck_assert(waitpid(sv.pid, &ws, 0) == sv.pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    close(sv.out);
+    remove(idx), remove(tp), remove(sv.err_path);
+    free(idx), free(tp);
+}
+END_TEST
+
+/* ---- SIGTERM -------------------------------------------------------------------------------- */
+
+/* A keep-alive client that sends searches until its connection closes: what it got. */
+typedef struct hammer {
+    unsigned port;
+    int ok, busy, unanswered;
+    char why[256];
+} hammer;
+
+static void *run_hammer(void *arg)
+{
+    hammer *h = arg;
+    hc_conn c;
+    if (hc_connect(&c, "127.0.0.1", h->port, 30) != 0) {
+        h->unanswered = -1;
+        return NULL;
+    }
+    for (unsigned i = 0; c.fd >= 0; i++) {
+        char body[64];
+        snprintf(body, sizeof body, "{\"query\": \"w%u w%u\", \"k\": 5}", 1 + i % 40, 2 + i % 17);
+        int st;
+        const char *r;
+        size_t rl;
+        /* the answer given while stopping says Connection: close, and hc closes its end */
+        if (hc_request(&c, "POST", "/search", body, strlen(body), &st, &r, &rl) != 0) {
+            h->unanswered++;
+            break;
+        }
+        if (st == 200) h->ok++;
+        else if (st == 503) h->busy++;
+        else snprintf(h->why, sizeof h->why, "status %d: %.200s", st, r);
+    }
+    hc_close(&c);
+    return NULL;
+}
+
+/* SIGTERM while keep-alive clients send searches back to back, one client is half way through
+ * its body and another idles: every request received is answered (200, or 503 shutting down)
+ * and its connection closed, the idle connection is closed, and the totals the server gives at
+ * its exit are what the clients received. */
+START_TEST(serve_sigterm_graceful)
+{
+    char *idx, *tp;
+    make_collection(&idx, &tp, 2000, 4);
+    server sv;
+    start_server(&sv, idx, "--max-batch 8 --max-wait-ms 1 --threads 2");
+    enum { NH = 6 };
+    hammer h[NH];
+    pthread_t th[NH];
+    for (int i = 0; i < NH; i++) {
+        h[i] = (hammer){.port = sv.port};
+        ck_assert(pthread_create(&th[i], NULL, run_hammer, &h[i]) == 0);
+    }
+    hc_conn idle;
+    int st;
+    const char *r;
+    size_t rl;
+    ck_assert(hc_connect(&idle, "127.0.0.1", sv.port, 30) == 0);
+    ck_assert(hc_request(&idle, "POST", "/search", "{\"query\": \"w1\"}", 15, &st, &r, &rl) == 0 && st == 200);
+    int half = connect_from("127.0.0.1", sv.port, 30);
+    static const char head[] = "POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{\"query\"";
+    ck_assert(write(half, head, strlen(head)) == (ssize_t)strlen(head));
+    usleep(800000);
+    double t_term = srv_clock();
+    ck_assert(kill(sv.pid, SIGTERM) == 0);
+    usleep(300000);
+    ck_assert(write(half, ": \"w1\"}", 7) == 7);
+    char resp[4096];
+    st = read_to_end(half, resp, sizeof resp);
+    close(half);
+    ck_assert_msg(st == 503 && strstr(resp, "shutting down") && strstr(resp, "Connection: close"),
+                  "a request half sent at SIGTERM: %s", resp);
+    int total_ok = 1, total_busy = 1; /* the idle client's 200, the half-sent request's 503 */
+    for (int i = 0; i < NH; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(h[i].unanswered == 0 && !*h[i].why, "client %d: %d requests unanswered (%d answered 200, %d "
+                      "503) %s", i, h[i].unanswered, h[i].ok, h[i].busy, h[i].why);
+        total_ok += h[i].ok, total_busy += h[i].busy;
+    }
+    /* the idle connection is closed, not left to the end */
+    char b;
+    ck_assert_msg(read(idle.fd, &b, 1) == 0, "the idle connection was not closed");
+    ck_assert_msg(srv_clock() - t_term < 5, "closed %.2f s after SIGTERM", srv_clock() - t_term);
+    hc_close(&idle);
+    int ws;
+    ck_assert(waitpid(sv.pid, &ws, 0) == sv.pid);
+    close(sv.out);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "status %d: %s", ws, server_stderr(&sv));
+    unsigned long long req = 0, q = 0, b2 = 0, err = 0, cut = 9;
+    const char *line = strstr(server_stderr(&sv), "stopped: ");
+    ck_assert_msg(line && sscanf(line, "stopped: %llu search requests answered, %llu queries in %llu batches, %llu "
+                                 "error responses, %llu responses cut off", &req, &q, &b2, &err, &cut) == 5,
+                  "%s", server_stderr(&sv));
+    ck_assert_msg(req == (unsigned long long)total_ok && err == (unsigned long long)total_busy && cut == 0,
+                  "the server counted %llu answers 200, %llu errors, %llu cut off; the clients received %d and %d: %s",
+                  req, err, cut, total_ok, total_busy, line);
+    ck_assert_msg(total_ok > 10, "only %d searches before SIGTERM", total_ok);
+    remove(idx), remove(tp), remove(sv.err_path);
+    free(idx), free(tp);
+}
+END_TEST
+
 /* CACM's 64 topics, concurrently: OR at k 100 one a request, AND-OR at k 20 three a request. */
 START_TEST(serve_cacm)
 {
@@ -645,6 +1001,9 @@ static Suite *plain(void)
     tcase_add_test(tc, serve_answers_equal_search);
     tcase_add_test(tc, serve_refuses_bad_requests);
     tcase_add_test(tc, serve_sigterm_answers_the_queue);
+    tcase_add_test(tc, serve_text_is_utf8);
+    tcase_add_test(tc, serve_slow_clients);
+    tcase_add_test(tc, serve_sigterm_graceful);
     suite_add_tcase(s, tc);
     return s;
 }

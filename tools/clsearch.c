@@ -612,7 +612,8 @@ static double run_score(float score)
 }
 
 /* --json: one object a hit, {"qid", "rank", "docno", "score"}, and "fields" when fields are
- * printed: {"name": value, ...}, null for an absent value. */
+ * printed: {"name": value, ...}, null for an absent value. Every string valid UTF-8 (utf8_json's
+ * rule, as the server and the Python bindings apply it). */
 static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, field_sel *sel)
 {
     for (size_t q = 0; q < cls_results_count(r); q++) {
@@ -621,10 +622,13 @@ static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const c
         const float *scores;
         cls_results_get(r, q, &n, &docs, &scores);
         for (size_t j = 0; j < n; j++) {
+            /* qids come from topics files and docnos from the collection, as any bytes: each is
+             * copied into the object before the buffer json_text reuses is written again */
+            const char *qid = cls_batch_qid(b, q), *docno = cls_index_docno(idx, docs[j]), *u;
             cJSON *o = cJSON_CreateObject();
-            if (!o || !cJSON_AddStringToObject(o, "qid", cls_batch_qid(b, q)) ||
+            if (!o || !(u = json_text(sel, qid, strlen(qid))) || !cJSON_AddStringToObject(o, "qid", u) ||
                 !cJSON_AddNumberToObject(o, "rank", (double)(j + 1)) ||
-                !cJSON_AddStringToObject(o, "docno", cls_index_docno(idx, docs[j])) ||
+                !(u = json_text(sel, docno, strlen(docno))) || !cJSON_AddStringToObject(o, "docno", u) ||
                 !cJSON_AddNumberToObject(o, "score", run_score(scores[j]))) {
                 cJSON_Delete(o);
                 return 0;
@@ -1521,7 +1525,9 @@ static int cmd_serve(int argc, char **argv)
                                        {"max-wait-ms", required_argument, 0, 3}, {"threads", required_argument, 0, 4},
                                        {"max-queue", required_argument, 0, 5}, {"max-k", required_argument, 0, 6},
                                        {"timeout", required_argument, 0, 7}, {"device-mem", required_argument, 0, 8},
-                                       {0, 0, 0, 0}};
+                                       {"request-timeout", required_argument, 0, 9},
+                                       {"max-conns", required_argument, 0, 10},
+                                       {"max-conns-per-ip", required_argument, 0, 11}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":x:d:", lo, NULL)) != -1) {
         switch (opt) {
         case 'x': index_path = optarg; break;
@@ -1556,6 +1562,20 @@ static int cmd_serve(int argc, char **argv)
             if (cls_parse_bytes(optarg, &eo.device_mem) != CLS_OK || eo.device_mem == 0)
                 return usage_error("serve: --device-mem takes a byte count above 0 (digits, then optionally K, M, G "
                                    "or T), not '%s'", optarg);
+            break;
+        case 9:
+            if (!parse_u64(optarg, 1, 3600, &v))
+                return usage_error("serve: --request-timeout takes 1 to 3600 seconds, not '%s'", optarg);
+            so.request_timeout_s = (unsigned)v;
+            break;
+        case 10:
+            if (!parse_u64(optarg, 1, 65536, &v)) return usage_error("serve: --max-conns takes 1 to 65536, not '%s'", optarg);
+            so.max_conns = (unsigned)v;
+            break;
+        case 11:
+            if (!parse_u64(optarg, 1, 65536, &v))
+                return usage_error("serve: --max-conns-per-ip takes 1 to 65536, not '%s'", optarg);
+            so.max_conns_per_ip = (unsigned)v;
             break;
         default: return bad_option(argc, argv, opt);
         }
@@ -1594,8 +1614,9 @@ static int cmd_serve(int argc, char **argv)
             sig == SIGTERM ? "SIGTERM" : "SIGINT", (unsigned long long)st.queued);
     srv_stop(server, &st);
     fprintf(stderr, "%s: serve: stopped: %llu search requests answered, %llu queries in %llu batches, %llu error "
-            "responses\n", prog, (unsigned long long)st.requests, (unsigned long long)st.queries,
-            (unsigned long long)st.batches, (unsigned long long)st.errors);
+            "responses, %llu responses cut off by their client\n", prog, (unsigned long long)st.requests,
+            (unsigned long long)st.queries, (unsigned long long)st.batches, (unsigned long long)st.errors,
+            (unsigned long long)st.aborted);
     rc = 0;
 done:
     cls_engine_free(eng);
@@ -1709,18 +1730,25 @@ static const usage_entry usages[] = {
     {"compare", "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"},
     {"serve",
      "  clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T]\n"
-     "                  [--threads N] [--max-queue N] [--max-k K] [--timeout S] [--device-mem BYTES]\n"
+     "                  [--threads N] [--max-queue N] [--max-k K] [--timeout S] [--request-timeout S]\n"
+     "                  [--max-conns N] [--max-conns-per-ip N] [--device-mem BYTES]\n"
      "                  the query server: HTTP and JSON, concurrent requests searched together in\n"
      "                  device batches of up to N queries (default 128), the first waiting at most T ms\n"
      "                  (default 5); prints 'listening on URL' (--listen default 127.0.0.1:8080, port 0:\n"
-     "                  any free one); SIGTERM or SIGINT: stops accepting, answers the queued queries, exits 0;\n"
+     "                  any free one); SIGTERM or SIGINT: stops accepting, answers every request received\n"
+     "                  (503 to those not yet queued), closes idle connections, exits 0;\n"
      "                  POST /search {\"query\": \"text\", \"k\": 10, \"mode\": \"or\"} or\n"
      "                  {\"queries\": [{\"qid\": \"1\", \"query\": \"text\"}, ...], ...}; GET /search?q=text&k=10;\n"
      "                  GET /health; GET /metrics (Prometheus text); bad requests get a 4xx JSON error;\n"
      "                  --threads: HTTP threads (default the cores, at most 4); --max-queue: queries waiting\n"
      "                  at most, more get 503 (default 4096); --max-k: the largest k asked (default 1000);\n"
-     "                  --timeout: idle connections closed after S s (default 30), and the longest wait\n"
-     "                  for answers to leave at shutdown\n"},
+     "                  --timeout: a connection without a request line for S s is closed, bytes trickled\n"
+     "                  or not (default 30), and the longest wait for requests to finish at shutdown;\n"
+     "                  --request-timeout: a request must arrive whole within S s of its request line, and\n"
+     "                  its answer be taken within S s (default 10); --max-conns: connections at most\n"
+     "                  (default 1024), --max-conns-per-ip: from one address (default 256); a connection\n"
+     "                  past either closes the oldest of its scope without a whole request, or is answered\n"
+     "                  503 when every one has a request being answered\n"},
     {"bench copy",
      "  clsearch bench copy [-d DEVICES] [-r N] [--mib N] [--json FILE]\n"
      "                  the devices' memory-bandwidth ceiling (copy kernel, bytes read + written)\n"},
