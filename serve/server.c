@@ -403,13 +403,15 @@ static cls_status room_for_files(const srv_opts *o)
     struct rlimit rl;
     rlim_t need = (rlim_t)hard_limit(o) + 256; /* the index, the device runtime, the standard streams */
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) return CLS_OK;
-    rlim_t cur = rl.rlim_cur;
-    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
-    if (rl.rlim_cur > cur && setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = cur;
-    if (rl.rlim_cur < need)
-        return err_set(CLS_E_ARG, "--max-conns %u needs %llu open files; the limit is %llu (ulimit -n): lower "
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        return err_set(CLS_E_ARG, "--max-conns %u needs %llu open files; the hard limit is %llu (ulimit -Hn): lower "
                        "--max-conns or raise the limit", o->max_conns, (unsigned long long)need,
-                       (unsigned long long)rl.rlim_cur);
+                       (unsigned long long)rl.rlim_max);
+    rlim_t cur = rl.rlim_cur;
+    rl.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return err_set(CLS_E_IO, "--max-conns %u needs %llu open files; raising the limit from %llu: %s", o->max_conns,
+                       (unsigned long long)need, (unsigned long long)cur, strerror(errno));
     return CLS_OK;
 }
 
