@@ -8,10 +8,10 @@
  * pos_i (positions are distinct, so no two work-items write the same slot). Positions and
  * high parts sit at arbitrary bit offsets: bits_at (common.cl) reads them. A forged e is
  * held to n and a forged position to n - 1 (a valid stream has e <= n and positions < n). With
- * check, every rule of the strict decoder is tested too (decode.cl: decode_block_at). */
+ * DECODE_CHECK, every rule of the strict decoder is tested too (decode.cl: decode_block_at). */
 #define DECODE_SCRATCH 1
 inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
-                          __local uint *scratch, uint check, uint avail, uint *bad)
+                          __local uint *scratch, uint avail, uint *bad)
 {
     uint lid = get_local_id(0);
     uint b = param & 63u, hb = (param >> 6) & 63u, e0 = (param >> 12) & 0x3FFu, e = min(e0, n);
@@ -26,9 +26,9 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
         uint p = bits_at(w, last, pbase + i * pw, pw), h = bits_at(w, last, hbase + i * hb, hb);
         vals[min(p, n - 1)] |= h << b;
         /* positions increasing and below n, high parts not 0 */
-        if (check) wrong |= p >= n || h == 0 || (i > 0 && p <= bits_at(w, last, pbase + (i - 1) * pw, pw));
+        if (DECODE_CHECK) wrong |= p >= n || h == 0 || (i > 0 && p <= bits_at(w, last, pbase + (i - 1) * pw, pw));
     }
-    if (check) { /* the shape, as codec_optpfd.c's strict decoder requires it */
+    if (DECODE_CHECK) { /* the shape, as codec_optpfd.c's strict decoder requires it */
         ulong bits = (ulong)n * b + (ulong)e0 * pw + (ulong)e0 * hb;
         wrong |= (param >> 22) != 0 || b > 32 || hb > 32 || e0 > n || (e0 == 0 ? hb != 0 : (hb == 0 || b + hb > 32));
         wrong |= (ulong)avail != (bits + 31) / 32;

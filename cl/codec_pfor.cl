@@ -22,17 +22,17 @@
  * exceptions at depth 0, children within 3n values, positions below m); a forged one is held
  * to it by the walk (e to m, e to 0 at depth 0, a child that would overflow `kids` empties its
  * parent's exceptions) and the patch (a position to m - 1), and every word is read through the
- * clamp to w[last]. With check, the walk and the patch also test every rule of the strict
+ * clamp to w[last]. With DECODE_CHECK, the walk and the patch also test every rule of the strict
  * decoder (decode.cl: decode_block_at). */
 #if PFOR_DEPTH == 0
 /* No exceptions at depth 0: the top node is plain bit-packing at width b. */
 #define DECODE_SCRATCH 1
 inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
-                          __local uint *scratch, uint check, uint avail, uint *bad)
+                          __local uint *scratch, uint avail, uint *bad)
 {
     uint b = param & 0xFFu;
     for (uint j = get_local_id(0); j < n; j += BLOCK_SIZE) vals[j] = bits_get(w, last, j, b);
-    if (check) { /* codec_pfor.c at depth 0: no exceptions, the reserved bits zero, zero padding */
+    if (DECODE_CHECK) { /* codec_pfor.c at depth 0: no exceptions, the reserved bits zero, zero padding */
         uint nw = (n * b + 31) >> 5, wrong = (param >> 8) != 0 || b > 32 || avail != nw;
         if (!wrong && ((n * b) & 31)) wrong |= (w[min(nw - 1, last)] >> ((n * b) & 31)) != 0;
         *bad |= wrong;
@@ -68,7 +68,7 @@ inline uint pfor_node_bad(__global const uint *w, uint last, uint avail, uint at
     return tail && (w[min(at + nw - 1, last)] >> tail) != 0;
 }
 inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
-                          __local uint *scratch, uint check, uint avail, uint *bad)
+                          __local uint *scratch, uint avail, uint *bad)
 {
     uint lid = get_local_id(0), wrong = 0;
     __local uint *tab = scratch + BLOCK_SIZE;
@@ -84,13 +84,13 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
         PF_TAB(PF_BASE, 0) = 0; PF_TAB(PF_PC, 0) = 0; PF_TAB(PF_HC, 0) = 0;
         dep[0] = PFOR_DEPTH;
         uint at = (n * b + 31) >> 5;
-        if (check) wrong = pfor_node_bad(w, last, avail, 0, param, n, b, e0, PFOR_DEPTH);
+        if (DECODE_CHECK) wrong = pfor_node_bad(w, last, avail, 0, param, n, b, e0, PFOR_DEPTH);
         if (e) { stk[sp++] = 1; stk[sp++] = 0; }
         while (sp > 0 && cnt < PFOR_NODES) {
             uint it = stk[--sp], par = it >> 1, k = cnt++;
             uint hdr = w[min(at, last)], m = PF_TAB(PF_E, par);
             /* codec_pfor.c's child_decode: the header inside the stream, the 3n budget */
-            if (check) wrong |= at >= avail || base + m > 3 * n;
+            if (DECODE_CHECK) wrong |= at >= avail || base + m > 3 * n;
             at++;
             if (base + m > PF_KIDS) { /* forged: the children would overflow kids */
                 PF_TAB(PF_E, par) = 0;
@@ -100,7 +100,7 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
             b = hdr & 0xFFu;
             e0 = (hdr >> 8) & 0x3FFu;
             e = dep[k] > 0 ? min(e0, m) : 0;
-            if (check && !wrong) wrong = pfor_node_bad(w, last, avail, at, hdr, m, b, e0, dep[k]);
+            if (DECODE_CHECK && !wrong) wrong = pfor_node_bad(w, last, avail, at, hdr, m, b, e0, dep[k]);
             PF_TAB(PF_WOFF, k) = at; PF_TAB(PF_M, k) = m; PF_TAB(PF_B, k) = b; PF_TAB(PF_E, k) = e;
             PF_TAB(PF_BASE, k) = base; PF_TAB(PF_PC, k) = 0; PF_TAB(PF_HC, k) = 0;
             PF_TAB((it & 1) ? PF_HC : PF_PC, par) = k;
@@ -109,7 +109,7 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
             if (e) { stk[sp++] = k << 1 | 1; stk[sp++] = k << 1; }
         }
         PF_TAB(PF_FIELDS, 0) = cnt; /* the slot after the table */
-        if (check) wrong |= at != avail; /* the stream ends at its last word */
+        if (DECODE_CHECK) wrong |= at != avail; /* the stream ends at its last word */
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     uint cnt = PF_TAB(PF_FIELDS, 0);
@@ -131,9 +131,9 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
         if (lid < e) dst[min(p, m - 1)] |= (hp[lid] + 1) << b; /* e > 0: m >= e, and b < 32 */
         /* positions below m (each gap below m, so the sum cannot wrap), and (H + 1) << b within
          * 32 bits; b < 32 on a node the walk passed */
-        if (check && lid < e) wrong |= g >= m || p >= m || (b < 32 && (((ulong)hp[lid] + 1) >> (32 - b)) != 0);
+        if (DECODE_CHECK && lid < e) wrong |= g >= m || p >= m || (b < 32 && (((ulong)hp[lid] + 1) >> (32 - b)) != 0);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (check) *bad |= wrong;
+    if (DECODE_CHECK) *bad |= wrong;
 }
 #endif

@@ -13,8 +13,8 @@ inline uint decode_at(__global const uint *w, uint last, uint j, uint param)
     return w[min(j, last)];
 }
 inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
-                          __local uint *scratch, uint check, uint avail, uint *bad)
+                          __local uint *scratch, uint avail, uint *bad)
 {
     for (uint j = get_local_id(0); j < n; j += BLOCK_SIZE) vals[j] = w[min(j, last)];
-    if (check) *bad |= stream_shape_bad(n, param, avail);
+    if (DECODE_CHECK) *bad |= stream_shape_bad(n, param, avail);
 }

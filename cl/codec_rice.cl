@@ -10,11 +10,11 @@
  * q_r = pos_r - pos_{r-1} - 1, value r = q_r << k | low_r.
  * A valid unary part has exactly n ones; a forged one may hold more (up to 2^24 bits), so a
  * rank is held to BLOCK_SIZE - 1 (the extra ones land on pos's last slot), and unary words are
- * read through the same clamp as every other word (w[last] at most). With check, every rule
- * of the strict decoder is tested too (decode.cl: decode_block_at). */
+ * read through the same clamp as every other word (w[last] at most). With DECODE_CHECK, every
+ * rule of the strict decoder is tested too (decode.cl: decode_block_at). */
 #define DECODE_SCRATCH (2 * BLOCK_SIZE) /* scan buffer | pos */
 inline void decode_stream(__global const uint *w, uint last, uint n, uint param, __local uint *vals,
-                          __local uint *scratch, uint check, uint avail, uint *bad)
+                          __local uint *scratch, uint avail, uint *bad)
 {
     uint lid = get_local_id(0);
     uint k = param & 0xFFu, U = param >> 8;
@@ -38,9 +38,9 @@ inline void decode_stream(__global const uint *w, uint last, uint n, uint param,
     for (uint j = lid; j < n; j += BLOCK_SIZE) {
         uint q = U ? pos[j] - (j ? pos[j - 1] + 1 : 0) : 0, low = bits_get(w, last, j, k); /* U = 0: all q 0 */
         vals[j] = k < 32 ? q << k | low : low; /* k = 32: q is 0, and a 32-bit shift undefined */
-        if (check) wrong |= k == 32 ? q != 0 : (k > 0 && (q >> (32 - k)) != 0); /* q << k would overflow */
+        if (DECODE_CHECK) wrong |= k == 32 ? q != 0 : (k > 0 && (q >> (32 - k)) != 0); /* q << k would overflow */
     }
-    if (check) { /* the shape, as codec_rice.c's strict decoder requires it */
+    if (DECODE_CHECK) { /* the shape, as codec_rice.c's strict decoder requires it */
         ulong bbits = (ulong)n * k;
         wrong |= k > 32 || (ulong)avail != (bbits + 31) / 32 + nw;
         if (!wrong && (bbits & 31)) wrong |= (w[min(nb - 1, last)] >> (uint)(bbits & 31)) != 0; /* binary padding */

@@ -223,6 +223,12 @@ inline uint lower_bound(__global const uint *a, uint n, uint key)
 #ifndef SCORE_IMPACT
 #define SCORE_IMPACT 0
 #endif
+
+/* 1 in the engine's check program only (cl/decode.cl: check_blocks): the decoders then also test
+ * every rule of their host twins' strict decoders. */
+#ifndef DECODE_CHECK
+#define DECODE_CHECK 0
+#endif
 inline float bm25_contrib(float w, uint tf, float norm)
 {
     float f = (float)tf;

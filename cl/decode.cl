@@ -14,15 +14,16 @@
  *   - it defines
  *       void decode_stream(__global const uint *w, uint last, uint n, uint param,
  *                          __local uint *vals, __local uint *scratch,
- *                          uint check, uint avail, uint *bad)
+ *                          uint avail, uint *bad)
  *     which decodes the stream at w of n values (n <= BLOCK_SIZE) with the parameter word the
  *     encoder chose (the block's dparam or fparam) and leaves value j in vals[j] for j < n.
  *     Every work-item of the group calls it, so it may hold barriers (uniformly). It may
  *     write vals from its start (the caller's earlier reads are behind a barrier); the caller
  *     puts a barrier after it before reading vals; scratch[0..DECODE_SCRATCH) is its own for
- *     the call; with check (a constant at each call site), it also tests every rule its
- *     host twin's strict decoder has for a stream of avail words and ORs 1 into *bad on a
- *     work-item that found one broken (any work-item; the caller combines them);
+ *     the call; where the program is built with -DDECODE_CHECK=1 (the engine's check program,
+ *     below), it also tests every rule its host twin's strict decoder has for a stream of
+ *     avail words and ORs 1 into *bad on a work-item that found one broken (any work-item; the
+ *     caller combines them); otherwise avail and bad are unused;
  *   - whatever the stream and param hold, it reads no word past w[last] (the words buffer's
  *     last) and writes no local memory outside vals[0..BLOCK_SIZE) and its scratch: cheap
  *     clamps (min) where a value from the stream becomes an index or a count;
@@ -59,13 +60,14 @@
  * words start at its record's offset less base (the words buffer may hold a stretch of the index
  * that starts at word base) and are bwords long.
  *
- * With check (a constant at every call, so the search's decoders compile without it), every rule
- * of the host's strict decoders (src/index/index_file.c: decode_strict, src/codec/codec_*.c) is
- * tested as well, and *bad is nonzero on a work-item that found one broken: the streams' shapes
- * and values (each fragment's decode_stream or stream_shape_bad), docIDs that increase from first
- * and end exactly at last, frequencies below 2^32 - 1. Without check *bad is untouched. */
+ * Built with DECODE_CHECK 1, every rule of the host's strict decoders (src/index/index_file.c:
+ * decode_strict, src/codec/codec_*.c) is tested as well, and *bad is nonzero on a work-item that
+ * found one broken: the streams' shapes and values (each fragment's decode_stream or
+ * stream_shape_bad), docIDs that increase from first and end exactly at last, frequencies below
+ * 2^32 - 1. The checks are a separate program rather than an argument so that the search's
+ * decoders hold none of their code whether or not a compiler inlines this function. */
 inline uint decode_block_at(__global const uint *words, uint nwords, __global const idx_block *m, uint base,
-                            uint bwords, uint check, __local uint *vals, __local uint *scan, __local uint *scratch,
+                            uint bwords, __local uint *vals, __local uint *scan, __local uint *scratch,
                             uint *doc, uint *tf, uint *bad)
 {
     uint i = get_local_id(0);
@@ -74,7 +76,7 @@ inline uint decode_block_at(__global const uint *words, uint nwords, __global co
     uint n = min(IDX_INFO_COUNT(info), (uint)BLOCK_SIZE), fofs = IDX_INFO_FOFS(info);
     /* each stream's start and the last word it may read (nwords >= 1: buffers are never empty) */
     uint wl = nwords - 1, d0 = min(offset, wl), f0 = min(offset + fofs, wl);
-    uint wrong = check && fofs > bwords, favail = bwords - fofs;
+    uint wrong = DECODE_CHECK && fofs > bwords, favail = bwords - fofs;
 #ifdef DECODE_AT
     (void)vals;
     (void)scratch;
@@ -82,15 +84,15 @@ inline uint decode_block_at(__global const uint *words, uint nwords, __global co
     uint x = (i > 0 && i < n) ? gap + 1 : 0;
     uint total, s = wg_scan_incl(scan, x, &total); /* ends with a barrier: scan is free again */
     uint f = i < n ? decode_at(words + f0, wl - f0, i, fparam) : 0;
-    if (check) wrong |= stream_shape_bad(n - 1, dparam, fofs) | stream_shape_bad(n, fparam, favail);
+    if (DECODE_CHECK) wrong |= stream_shape_bad(n - 1, dparam, fofs) | stream_shape_bad(n, fparam, favail);
 #else
-    decode_stream(words + d0, wl - d0, n - 1, dparam, vals, scratch, check, fofs, &wrong);
+    decode_stream(words + d0, wl - d0, n - 1, dparam, vals, scratch, fofs, &wrong);
     barrier(CLK_LOCAL_MEM_FENCE);
     uint x = (i > 0 && i < n) ? vals[i - 1] + 1 : 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     uint total;
     uint s = wg_scan_incl(scan, x, &total);
-    decode_stream(words + f0, wl - f0, n, fparam, vals, scratch, check, favail, &wrong);
+    decode_stream(words + f0, wl - f0, n, fparam, vals, scratch, favail, &wrong);
     barrier(CLK_LOCAL_MEM_FENCE);
     uint f = i < n ? vals[i] : 0;
     barrier(CLK_LOCAL_MEM_FENCE); /* vals is free again for the caller's next block */
@@ -98,20 +100,20 @@ inline uint decode_block_at(__global const uint *words, uint nwords, __global co
     uint d = first + s;
     /* a docID no larger than the one before (x is 0 or the sum wrapped: past 2^32, so past last),
      * the last one not at last, a frequency of 2^32 */
-    if (check) wrong |= (i > 0 && i < n && d <= d - x) || (i + 1 == n && d != last) || (i < n && f == 0xFFFFFFFFu);
-    if (check) *bad = wrong;
+    if (DECODE_CHECK) wrong |= (i > 0 && i < n && d <= d - x) || (i + 1 == n && d != last) || (i < n && f == 0xFFFFFFFFu);
+    if (DECODE_CHECK) *bad = wrong;
     *doc = min(d, last); /* first + s <= last on a valid block */
     *tf = i < n ? f + 1 : 0;
     return n;
 }
 
-/* decode_block_at for the search's kernels: the whole words buffer, no checks (the engine checked
- * every block as it put it on the device: check_blocks below). */
+/* decode_block_at over the whole words buffer: what the search's kernels decode with (the engine
+ * checked every block before its first search: check_blocks below). */
 inline uint decode_block(__global const uint *words, uint nwords, __global const idx_block *m, __local uint *vals,
                          __local uint *scan, __local uint *scratch, uint *doc, uint *tf)
 {
     uint bad = 0;
-    return decode_block_at(words, nwords, m, 0, 0, 0, vals, scan, scratch, doc, tf, &bad);
+    return decode_block_at(words, nwords, m, 0, 0, vals, scan, scratch, doc, tf, &bad);
 }
 
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
@@ -153,7 +155,9 @@ void expand_lists(__global const abi_list *lists, __global abi_task *tasks)
  *
  * blocks holds nblocks records whose words are words[0..): word_base is the index word at
  * words[0] (0 when the whole index is there) and word_end the index word just after the last
- * block's. The engine runs this once over the whole index before any search (clx_create). */
+ * block's. The engine runs this once over the whole index before any search (clx_create), from
+ * the program built with -DDECODE_CHECK=1. */
+#if DECODE_CHECK
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void check_blocks(__global const uint *words, uint nwords, __global const idx_block *blocks, uint nblocks,
                   uint word_base, uint word_end, __global const float *norms, __global const float *weights,
@@ -164,8 +168,8 @@ void check_blocks(__global const uint *words, uint nwords, __global const idx_bl
     __local uint scratch[DECODE_SCRATCH];
     uint g = get_group_id(0), lid = get_local_id(0), b = block0 + g;
     uint start = blocks[b].offset, end = b + 1 < nblocks ? blocks[b + 1].offset : word_end;
-    uint doc, tf, bad, n = decode_block_at(words, nwords, blocks + b, word_base, end > start ? end - start : 0, 1,
-                                           vals, scan, scratch, &doc, &tf, &bad);
+    uint doc, tf, bad, n = decode_block_at(words, nwords, blocks + b, word_base, end > start ? end - start : 0, vals,
+                                           scan, scratch, &doc, &tf, &bad);
     /* the largest contribution, 0 at least, as check_block folds it; non-negative floats order as
      * their bits */
     float c = lid < n ? bm25_contrib(weights[g], tf, norms[doc]) : 0.0f;
@@ -181,3 +185,4 @@ void check_blocks(__global const uint *words, uint nwords, __global const idx_bl
     }
     if (bad) atomic_min(first_bad, index_base + b);
 }
+#endif

@@ -7,7 +7,8 @@
  * "NN-family.cl<TAB>options". Exit 0 on success, 1 (with a message) on a failed check.
  *
  * DIR/NN-codec-decoding.cl is the program of the kernels that decode blocks themselves (OR's
- * or_parts.cl).
+ * or_parts.cl); DIR/NN-codec-check.cl the engine's check program (decode.cl's check_blocks, built
+ * with -DDECODE_CHECK=1).
  *
  * Variants cover each value of each parameter at least once, not the full cross product (which
  * would be thousands of compilations): decode, every codec at every block size, the scan
@@ -173,6 +174,22 @@ int main(int argc, char **argv)
             snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u", blocks[b],
                      depth, algos[k % nalgos]);
             ok = ok && emit(cls_codec_name((cls_codec)c), files, opts);
+        }
+    }
+
+    /* the check program: the decode program's files with -DDECODE_CHECK=1 (check_blocks), every
+     * codec at every block size and depth, with the options build_programs() adds to dopts (the
+     * correctly rounded division, an impact index's scoring) alternating */
+    for (unsigned c = 0, i = 0; c < CLS_NUM_CODECS; c++) {
+        for (unsigned b = 0; b < 4; b++, i++) {
+            unsigned depth = cdc_get((cls_codec)c)->uses_depth ? b : 1;
+            const char *files[] = {cdc_kernel_file((cls_codec)c), "decode.cl", NULL};
+            snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u%s%s -DDECODE_CHECK=1",
+                     blocks[b], depth, algos[i % nalgos], i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
+                     i % 3 == 1 ? " -DSCORE_IMPACT=1" : "");
+            char family[64];
+            snprintf(family, sizeof family, "%s-check", cls_codec_name((cls_codec)c));
+            ok = ok && emit(family, files, opts);
         }
     }
 

@@ -984,7 +984,7 @@ START_TEST(program_cache_by_driver)
     ck_assert_int_eq(glob(pat, 0, NULL, &g), GLOB_NOMATCH);
     snprintf(pat, sizeof pat, "%s/*.built", dir);
     ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
-    ck_assert_uint_eq(g.gl_pathc, 2); /* the decode and the query program */
+    ck_assert_uint_eq(g.gl_pathc, 3); /* the decode, the query and the check program */
     globfree(&g);
     ck_assert_int_eq(engine_from_cache(idx), 1);
     /* a crashing compiler (CLSEARCH_FAULT=compiler-crash: the helper aborts) in a fresh folder */

@@ -80,6 +80,7 @@ typedef struct clx_engine {
     cl_context ctx;
     cl_command_queue queue;
     cl_program prog, prog_dec; /* query kernels (every algorithm's file and topk.cl); the index's decoder */
+    cl_program prog_check;     /* the decoder with -DDECODE_CHECK=1: check_blocks, run at the start */
     cl_program prog_algo;      /* kernels that decode blocks themselves (algo->decode_file), built when
                                 * a search first needs them on the decoder's options (dopts) */
     char dopts[320];

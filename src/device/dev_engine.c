@@ -272,15 +272,23 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     if (s != CLS_OK) return s;
     e->build_secs += qsecs;
     e->from_cache = e->from_cache && qcache;
+    /* the check program: the decoder again, with its checks (cl/decode.cl: check_blocks) */
+    char copts[sizeof e->dopts + 32], cnote[4400];
+    snprintf(copts, sizeof copts, "%s -DDECODE_CHECK=1", dopts);
+    if ((s = clx_build(e->ctx, &e->dev, dec_files, copts, &e->prog_check, &qsecs, &qcache, cnote, sizeof cnote)) != CLS_OK)
+        return s;
+    e->build_secs += qsecs;
+    e->from_cache = e->from_cache && qcache;
     if ((s = add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK ||
-        (s = add_kernel(e, e->prog_dec, "check_blocks")) != CLS_OK ||
+        (s = add_kernel(e, e->prog_check, "check_blocks")) != CLS_OK ||
         (s = add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK ||
         (s = add_kernel(e, e->prog, "place_lists")) != CLS_OK)
         return s;
     for (size_t i = 0; i < nalgo; i++)
         for (const char *const *k = algos[i]->kernels; *k; k++)
             if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog, *k)) != CLS_OK) return s;
-    snprintf(notes, notes_len, "programs: decode (%s) %s; query (%s) %s", dopts, dnote, qopts, qnote);
+    snprintf(notes, notes_len, "programs: decode (%s) %s; query (%s) %s; check (decode's with -DDECODE_CHECK=1) %s",
+             dopts, dnote, qopts, qnote, cnote);
     return CLS_OK;
 }
 
@@ -535,7 +543,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
         goto fail;
     }
     int cdiv = clx_correct_div(e->dev.device);
-    char notes[9800];
+    char notes[14400];
     if ((s = build_programs(e, cdiv, notes, sizeof notes)) != CLS_OK) goto fail;
 
     size_t wbytes = (size_t)idx->num_words * 4, bbytes = (size_t)idx->num_blocks * sizeof(idx_block);
@@ -637,6 +645,7 @@ void clx_free(clx_engine *e)
     for (unsigned i = 0; i < e->nkernels; i++) clx_release_kernel(e->kernels[i]);
     if (e->prog) clReleaseProgram(e->prog);
     if (e->prog_dec) clReleaseProgram(e->prog_dec);
+    if (e->prog_check) clReleaseProgram(e->prog_check);
     if (e->prog_algo) clReleaseProgram(e->prog_algo);
     if (e->queue) clReleaseCommandQueue(e->queue);
     if (e->ctx) clReleaseContext(e->ctx);
