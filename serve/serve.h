@@ -90,6 +90,9 @@ typedef struct srv_opts {
 } srv_opts;
 
 void srv_defaults(srv_opts *o);
+/* The largest max_conns the hard limit on open files leaves room for (65536 where it is higher):
+ * the command lowers its default to it, with a note, rather than refuse to start. */
+unsigned srv_conns_fit(void);
 
 typedef struct srv srv;
 

@@ -398,6 +398,17 @@ static unsigned hard_limit(const srv_opts *o) { return o->max_conns + o->max_con
 /* Every connection is a descriptor: the soft limit on open files is raised to what the
  * connection limit needs (the hard limit allows as much as the system lets this process have);
  * a server that hit the limit would stop accepting, answering nobody. */
+unsigned srv_conns_fit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= (rlim_t)1 << 20)
+        return 65536;
+    /* the largest c with hard_limit(c) + 256 <= the hard limit */
+    uint64_t room = rl.rlim_max > 272 ? (uint64_t)rl.rlim_max - 272 : 0, c = room * 8 / 9;
+    while (c > 0 && c + c / 8 + 16 + 256 > (uint64_t)rl.rlim_max) c--;
+    return c > 65536 ? 65536 : (unsigned)c;
+}
+
 static cls_status room_for_files(const srv_opts *o)
 {
     struct rlimit rl;

@@ -57,6 +57,12 @@ for v in 'write:-1' ',,,' 'write:99999999999999999999' 'write:1,' 'write: 1' 'wr
   rm -f "$tmp/out/"*
 done
 
+# a command that counts no operation (--help) is stopped as well: the value is read at the start
+CLSEARCH_FAULT=',,,' "$bin" --help >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc != 2 ] || ! grep -qF "CLSEARCH_FAULT=',,,': " "$tmp/err"; then bad "CLSEARCH_FAULT=',,,' clsearch --help: exit $rc: $(tail -c 300 "$tmp/err")"
+else say "CLSEARCH_FAULT=',,,' clsearch --help: exit 2"; fi
+
 # ---- index build (one analysis thread, so that the Nth operation is the same one each run) ----
 build() { "$bin" index -q -c jsonl --threads 1 --block 64 --store none -o "$1" "$tmp/c.jsonl"; }
 build "$tmp/clean.idx" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }

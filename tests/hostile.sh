@@ -219,6 +219,19 @@ for dev in $devs; do
   done
 done
 
+# ---- serve under a hard limit of 1,024 open files: the default connection limit is lowered to
+# fit, with a note, and the server answers; an explicit --max-conns that cannot fit is refused
+( ulimit -Sn 1024 && ulimit -Hn 1024 && exec timeout -s TERM 3 "$cls" serve -x s.idx -d ref --listen 127.0.0.1:0 ) \
+  >out.txt 2>err.txt
+if grep -q "note: --max-conns [0-9]*, not 1024" err.txt && grep -q "listening on" out.txt; then
+  ok "serve under ulimit -Hn 1024 starts with fewer connections, said"
+else fail "serve under ulimit -Hn 1024: $(head -c 300 err.txt)"; fi
+( ulimit -Sn 1024 && ulimit -Hn 1024 && exec timeout -s TERM 3 "$cls" serve -x s.idx -d ref --listen 127.0.0.1:0 \
+  --max-conns 1024 ) >out.txt 2>err.txt
+rc=$?
+if [ $rc = 1 ] && grep -q "the hard limit is 1024" err.txt; then ok "an explicit --max-conns beyond the hard limit is refused"
+else fail "serve --max-conns 1024 under ulimit -Hn 1024: exit $rc: $(head -c 300 err.txt)"; fi
+
 # ---- a device start under an address-space limit: a clear message, never an abort
 if [ "$sanitized" = 1 ]; then
   echo "SKIP part: ulimit -v under AddressSanitizer (it reserves terabytes of address space)"

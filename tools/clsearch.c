@@ -1515,6 +1515,7 @@ static int cmd_serve(int argc, char **argv)
     const char *index_path = NULL, *device = NULL;
     srv_opts so;
     srv_defaults(&so);
+    int conns_given = 0;
     cls_engine_opts eo;
     cls_engine_opts_init(&eo);
     unsigned long long v;
@@ -1571,6 +1572,7 @@ static int cmd_serve(int argc, char **argv)
         case 10:
             if (!parse_u64(optarg, 1, 65536, &v)) return usage_error("serve: --max-conns takes 1 to 65536, not '%s'", optarg);
             so.max_conns = (unsigned)v;
+            conns_given = 1;
             break;
         case 11:
             if (!parse_u64(optarg, 1, 65536, &v))
@@ -1582,6 +1584,16 @@ static int cmd_serve(int argc, char **argv)
     }
     if (optind < argc) return usage_error("serve: unexpected argument '%s'", argv[optind]);
     if (!index_path) return usage_error("serve: -x INDEX is required%s", "");
+    unsigned fit = srv_conns_fit();
+    if (!conns_given && fit < so.max_conns) {
+        if (fit < 16) {
+            fprintf(stderr, "%s: serve: the hard limit on open files (ulimit -Hn) leaves room for %u connections\n", prog, fit);
+            return 1;
+        }
+        fprintf(stderr, "%s: serve: note: --max-conns %u, not %u: the most the hard limit on open files (ulimit -Hn) "
+                "leaves room for\n", prog, fit, so.max_conns);
+        so.max_conns = fit;
+    }
     cls_index *idx = NULL;
     cls_engine *eng = NULL;
     srv *server = NULL;
@@ -2032,6 +2044,7 @@ static int dispatch(int argc, char **argv)
  * /dev/full, a closed pipe) is an error and exit 1, whatever the command printed. */
 int main(int argc, char **argv)
 {
+    fault_setup(); /* a malformed CLSEARCH_FAULT stops every command, not only those that count */
     int rc = dispatch(argc, argv);
     int bad = fflush(stdout) != 0 || ferror(stdout);
     int e = errno;

@@ -75,6 +75,8 @@ static void parse(void)
     }
 }
 
+void fault_setup(void) { pthread_once(&once, parse); }
+
 int fault_hit(fault_kind k)
 {
     pthread_once(&once, parse);

@@ -31,6 +31,9 @@ typedef enum fault_kind {
 } fault_kind;
 #define FAULT_MAX_AT 8
 
+/* Reads CLSEARCH_FAULT now (else at the first fault_hit): a program calls it at its start, so a
+ * malformed value stops it whatever it goes on to do. */
+void fault_setup(void);
 /* Counts one operation of kind k; 1 when it is to fail. */
 int fault_hit(fault_kind k);
 /* malloc and calloc that fail as host-alloc faults. */
