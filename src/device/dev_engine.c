@@ -456,7 +456,8 @@ static cls_status check_index(clx_engine *e, int exact)
             index_base = (cl_uint)b0;
         }
         for (uint64_t b = b0; b < b1; b++) {
-            while (b >= (uint64_t)idx->terms[t].first_block + idx->terms[t].num_blocks) t++;
+            /* bounded: a file cut under its mapping reads as zeros (idx_intact says so after) */
+            while (t + 1 < idx->num_terms && b >= (uint64_t)idx->terms[t].first_block + idx->terms[t].num_blocks) t++;
             weights[b - b0] = bm25_block_weight(idx->scoring, N, idx->terms[t].df);
         }
         /* blocking: the launch before may still read the weights, and the queue runs in order */
