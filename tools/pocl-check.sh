@@ -5,8 +5,9 @@
 # built, then:
 #  1. every program variant the parameters can select (tests/kernel_variants) is compiled on the
 #     POCL device with every kernel of it (tests/kernel_build, each in the compiler process);
-#  2. the device comparisons run there: test_kernels, test_query, test_concurrency, test_cli,
-#     test_serve, bench_kernels and fault, and the *_data cases where ../shared is beside the tree.
+#  2. the device comparisons run there: test_kernels, test_query, test_index (the device's check
+#     of forged indexes among them), test_concurrency, test_cli, test_serve, bench_kernels and
+#     fault, and the *_data cases where ../shared is beside the tree.
 #   tools/pocl-check.sh [WORKDIR]     in the Ubuntu root (root, debootstrap; default build-pocl/)
 #   tools/pocl-check.sh --here        on this machine as it is (the GPU host is Ubuntu 24.04), in
 #                                     build-pocl/ of the tree, on the first CPU device
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
-tests='^(test_kernels|test_query|test_concurrency|test_cli|test_serve|bench_kernels|fault)(_data)?$'
+tests='^(test_kernels|test_query|test_index|test_concurrency|test_cli|test_serve|bench_kernels|fault)(_data)?$'
 
 check_here() { # BUILD_DIR: configure, build, compile every variant, run the device tests
   local build=$1 t0=$SECONDS
