@@ -24,9 +24,30 @@
 #define DEV_MAX_KERNELS 32u
 #define DEV_MAX_STEPS 24u   /* named steps of a profile */
 #define DEV_MAX_EVENTS 64u  /* commands profiled of the batches in flight (two, of at most 32) */
-#define DEV_COUNTERS 23u
-/* counters[DEV_CTR_TOPK + i]: launches of the i-th top-k kernel (dev_launch.c: topk_names) */
-#define DEV_CTR_TOPK 10u
+/* The counters of the last search (clx_counters, -v), by id; dev_engine.c's table names them.
+ * The list cache's come last: an engine without the cache reports the ids before DEV_C_LISTS_FOUND. */
+enum dev_counter {
+    DEV_C_QUERIES,                 /* queries */
+    DEV_C_BLOCKS_IN_LISTS,         /* blocks in their lists */
+    DEV_C_BLOCKS_DECODED,          /* blocks decoded */
+    DEV_C_COST_RATE,               /* the cost model's rate */
+    DEV_C_QUERIES_PRUNED,          /* queries pruned by block maxima */
+    DEV_C_POSTINGS_IN_LISTS,       /* postings in their lists */
+    DEV_C_POSTINGS_DECODED,        /* postings decoded */
+    DEV_C_PARTITIONS_SCORED,       /* OR partitions scored */
+    DEV_C_QUERIES_RERUN,           /* OR queries run again with a larger pool */
+    DEV_C_OR_BOUNDS_FROM,          /* where OR's block bounds came from (ABI_BOUND_*) */
+    DEV_C_TOPK,                    /* launches of each top-k kernel, in dev_launch.c's topk_names order */
+    DEV_C_TOPK_LAST = DEV_C_TOPK + 3,
+    DEV_C_QUERIES_HASHED,          /* OR queries hashed */
+    DEV_C_PARTITION_TERMS_SKIPPED, /* OR (partition, term) pairs not essential */
+    DEV_C_BATCHES_CUT,             /* batches closed at each planner limit: + PLAN_CUT_* - PLAN_CUT_QUERIES */
+    DEV_C_BATCHES_CUT_LAST = DEV_C_BATCHES_CUT + PLAN_CUT_ALLOC - PLAN_CUT_QUERIES,
+    DEV_C_LISTS_FOUND,             /* with the list cache: lists found, */
+    DEV_C_LISTS_LOADED,            /* lists loaded, */
+    DEV_C_BYTES_LOADED,            /* bytes loaded */
+    DEV_COUNTERS
+};
 /* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
  * enough that a unit's fixed costs (its descriptors, the driving term's choice) stay small, short
  * enough that a long query spreads over every compute unit. */
@@ -148,16 +169,7 @@ typedef struct clx_engine {
     cls_profile_step steps[DEV_MAX_STEPS];
     unsigned nsteps;
     uint32_t batches;
-    cls_counter counters[DEV_COUNTERS]; /* queries, blocks in their lists, blocks decoded, the cost
-                                         * model's rate, queries pruned by block maxima, postings in
-                                         * their lists, postings decoded, OR partitions scored, OR
-                                         * queries run again with a larger pool, where OR's block
-                                         * bounds came from (ABI_BOUND_*), launches of each
-                                         * top-k kernel, OR queries hashed, OR (partition, term)
-                                         * pairs not essential, batches closed at each
-                                         * planner limit (PLAN_CUT_*); with the list
-                                         * cache: lists found,
-                                         * lists loaded, bytes loaded */
+    cls_counter counters[DEV_COUNTERS]; /* by enum dev_counter */
     dev_event events[DEV_MAX_EVENTS];
     unsigned nevents;
 } clx_engine;

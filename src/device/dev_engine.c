@@ -844,19 +844,20 @@ static cls_status batch_complete(clx_engine *e, dev_flight *f, cls_results *r)
     if (st < 0) return clx_fail("clEnqueueReadBuffer(results)", st);
     if (f->fail) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", nq);
     const uint32_t *h_out = f->res.host;
-    e->counters[0].value += nq;
-    e->counters[1].value += pl->blocks_in_lists;
-    e->counters[2].value += pl->ntasks + (pl->nskips && !pl->parts ? h_out[ABI_OUT_NSEL((size_t)nq, kk)] : 0);
-    e->counters[4].value += pl->npruned;
-    e->counters[5].value += pl->postings_in_lists;
+    e->counters[DEV_C_QUERIES].value += nq;
+    e->counters[DEV_C_BLOCKS_IN_LISTS].value += pl->blocks_in_lists;
+    e->counters[DEV_C_BLOCKS_DECODED].value +=
+        pl->ntasks + (pl->nskips && !pl->parts ? h_out[ABI_OUT_NSEL((size_t)nq, kk)] : 0);
+    e->counters[DEV_C_QUERIES_PRUNED].value += pl->npruned;
+    e->counters[DEV_C_POSTINGS_IN_LISTS].value += pl->postings_in_lists;
     if (pl->parts) { /* the lists decoded ahead (or_decode); or_finish's words: overflowed pools, then
                       * partitions scored, then (partition, term) pairs left unread */
         const size_t or_at = ABI_OUT_OR((size_t)nq, kk);
-        e->counters[2].value += pl->otasks;
-        e->counters[6].value += pl->opostings;
-        e->counters[7].value += h_out[or_at + nq];
-        e->counters[15].value += h_out[or_at + nq + 1];
-        e->counters[14].value += pl->nhash;
+        e->counters[DEV_C_BLOCKS_DECODED].value += pl->otasks;
+        e->counters[DEV_C_POSTINGS_DECODED].value += pl->opostings;
+        e->counters[DEV_C_PARTITIONS_SCORED].value += h_out[or_at + nq];
+        e->counters[DEV_C_PARTITION_TERMS_SKIPPED].value += h_out[or_at + nq + 1];
+        e->counters[DEV_C_QUERIES_HASHED].value += pl->nhash;
         for (uint32_t i = 0; i < nq; i++) {
             uint32_t offered = h_out[or_at + i];
             if (!offered) continue;
@@ -944,7 +945,8 @@ static cls_status batch_plan_next(clx_engine *e, dev_flight *f, const cls_batch 
     cls_status s;
     while (added && q0 + f->plan.nq < n)
         if ((s = plan_add(&f->plan, bt, &added)) != CLS_OK) return s;
-    if (!added && f->plan.cut != PLAN_CUT_NONE) e->counters[15 + f->plan.cut].value++; /* batches_cut_* */
+    if (!added && f->plan.cut != PLAN_CUT_NONE) /* batches_cut_* */
+        e->counters[DEV_C_BATCHES_CUT + f->plan.cut - PLAN_CUT_QUERIES].value++;
     return CLS_OK;
 }
 
@@ -1046,15 +1048,33 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
 cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {
     dev_profile_reset(e);
-    static const char *const names[DEV_COUNTERS] = {"queries", "blocks_in_lists", "blocks_decoded", "cost_rate",
-                                                    "queries_pruned", "postings_in_lists", "postings_decoded",
-                                                    "partitions_scored", "queries_rerun", "or_bounds_from",
-                                                    "topk_select", "topk_rows", "topk_team", "topk_wide",
-                                                    "queries_hashed", "partition_terms_skipped", "batches_cut_queries", "batches_cut_bytes",
-                                                    "batches_cut_cost", "batches_cut_alloc", "lists_found",
-                                                    "lists_loaded", "bytes_loaded"};
+    static const char *const names[DEV_COUNTERS] = {
+        [DEV_C_QUERIES] = "queries",
+        [DEV_C_BLOCKS_IN_LISTS] = "blocks_in_lists",
+        [DEV_C_BLOCKS_DECODED] = "blocks_decoded",
+        [DEV_C_COST_RATE] = "cost_rate",
+        [DEV_C_QUERIES_PRUNED] = "queries_pruned",
+        [DEV_C_POSTINGS_IN_LISTS] = "postings_in_lists",
+        [DEV_C_POSTINGS_DECODED] = "postings_decoded",
+        [DEV_C_PARTITIONS_SCORED] = "partitions_scored",
+        [DEV_C_QUERIES_RERUN] = "queries_rerun",
+        [DEV_C_OR_BOUNDS_FROM] = "or_bounds_from",
+        [DEV_C_TOPK + 0] = "topk_select", /* dev_launch.c: topk_names */
+        [DEV_C_TOPK + 1] = "topk_rows",
+        [DEV_C_TOPK + 2] = "topk_team",
+        [DEV_C_TOPK + 3] = "topk_wide",
+        [DEV_C_QUERIES_HASHED] = "queries_hashed",
+        [DEV_C_PARTITION_TERMS_SKIPPED] = "partition_terms_skipped",
+        [DEV_C_BATCHES_CUT + PLAN_CUT_QUERIES - PLAN_CUT_QUERIES] = "batches_cut_queries",
+        [DEV_C_BATCHES_CUT + PLAN_CUT_BYTES - PLAN_CUT_QUERIES] = "batches_cut_bytes",
+        [DEV_C_BATCHES_CUT + PLAN_CUT_COST - PLAN_CUT_QUERIES] = "batches_cut_cost",
+        [DEV_C_BATCHES_CUT + PLAN_CUT_ALLOC - PLAN_CUT_QUERIES] = "batches_cut_alloc",
+        [DEV_C_LISTS_FOUND] = "lists_found",
+        [DEV_C_LISTS_LOADED] = "lists_loaded",
+        [DEV_C_BYTES_LOADED] = "bytes_loaded",
+    };
     for (unsigned i = 0; i < DEV_COUNTERS; i++) e->counters[i] = (cls_counter){names[i], 0};
-    e->counters[3].value = (uint64_t)e->rate;
+    e->counters[DEV_C_COST_RATE].value = (uint64_t)e->rate;
     const cls_index *idx = e->idx;
     const query_algo *algo = query_algo_for(p->mode);
     uint32_t N = idx->num_docs;
@@ -1121,7 +1141,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
                    loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
     e->nretry = 0;
     e->retry_pool = 0;
-    if (probe.parts) e->counters[9].value = e->or_bsrc;
+    if (probe.parts) e->counters[DEV_C_OR_BOUNDS_FROM].value = e->or_bsrc;
     if ((s = search_batches(e, bt, algo, &lim, e->order, bt->nq, kk, r)) != CLS_OK) return s;
     /* OR queries whose partitions offered more candidates than their pool held: again, with a
      * pool of what they offered (twice, as the threshold's timing varies), until none overflow;
@@ -1131,18 +1151,19 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         if (!vec_reserve(&e->order, &e->order_cap, n, sizeof *e->order))
             return err_set(CLS_E_NOMEM, "out of memory for the query order");
         memcpy(e->order, e->retry, n * sizeof *e->order);
-        e->counters[8].value += n;
+        e->counters[DEV_C_QUERIES_RERUN].value += n;
         if (lim.pool >= pool_max) return err_set(CLS_E_OPENCL, "or_score offered more candidates than partitions hold");
         lim.pool = (uint32_t)(want > pool_max ? pool_max : want < 2 * (uint64_t)lim.pool ? 2 * (uint64_t)lim.pool : want);
         e->nretry = 0;
         e->retry_pool = 0;
         if ((s = search_batches(e, bt, algo, &lim, e->order, n, kk, r)) != CLS_OK) return s;
     }
-    e->counters[3].value = (uint64_t)e->rate;
+    e->counters[DEV_C_COST_RATE].value = (uint64_t)e->rate;
     if (e->cached) {
-        e->counters[20].value = e->cache.hits - hits0;
-        e->counters[21].value = e->cache.misses - misses0;
-        e->counters[22].value = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
+        e->counters[DEV_C_LISTS_FOUND].value = e->cache.hits - hits0;
+        e->counters[DEV_C_LISTS_LOADED].value = e->cache.misses - misses0;
+        e->counters[DEV_C_BYTES_LOADED].value =
+            e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
     for (uint64_t i = 0; i < bt->nq; i++) {
@@ -1160,7 +1181,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {
     *counters = e->counters;
-    return e->counters[0].name ? (e->cached ? DEV_COUNTERS : DEV_COUNTERS - 3) : 0;
+    return e->counters[DEV_C_QUERIES].name ? (e->cached ? DEV_COUNTERS : DEV_C_LISTS_FOUND) : 0;
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }

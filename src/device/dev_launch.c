@@ -275,7 +275,7 @@ int dev_topk_team_fits(const clx_engine *e, uint32_t num_docs, uint32_t kk)
     return kk <= ABI_TOPK_TEAM_K && num_docs <= ABI_TOPK_TEAM(e->prm.wg_topk) * ABI_TOPK_TEAM_KEYS;
 }
 
-/* The top-k kernels, in the order of their counters (counters[DEV_CTR_TOPK + i]: launches in the
+/* The top-k kernels, in the order of their counters (counters[DEV_C_TOPK + i]: launches in the
  * last search, which -v prints); topk_ran names the last that ranked dense rows (tests,
  * benchmarks: topk_wide's survivors ranked by topk_select leave it topk_wide). */
 enum { TK_SELECT, TK_ROWS, TK_TEAM, TK_WIDE };
@@ -284,7 +284,7 @@ static const char *const topk_names[] = {"topk_select", "topk_rows", "topk_team"
 static void topk_mark(clx_engine *e, unsigned i, int dense)
 {
     if (dense) e->topk_ran = topk_names[i];
-    if (e->counters[DEV_CTR_TOPK + i].name) e->counters[DEV_CTR_TOPK + i].value++;
+    if (e->counters[DEV_C_TOPK + i].name) e->counters[DEV_C_TOPK + i].value++;
 }
 
 static cls_status topk_team(clx_engine *e, const dev_batch *b, cl_uint rows, cl_mem out, const char *step)
@@ -322,6 +322,8 @@ cl_uint dev_topk_rows_cap(const clx_engine *e, uint32_t num_docs, uint32_t kk)
     return want >= least ? (cl_uint)want : 0;
 }
 
+_Static_assert(sizeof topk_names / sizeof topk_names[0] == DEV_C_TOPK_LAST - DEV_C_TOPK + 1,
+               "a counter for each top-k kernel (dev.h: enum dev_counter)");
 /* topk_rows over rows dense rows with a buffer of cap entries a row. */
 static cls_status topk_rows(clx_engine *e, const dev_batch *b, cl_uint rows, cl_uint cap, cl_mem out, const char *step)
 {
