@@ -655,7 +655,7 @@ static void check_or_pool_theta(cls_engine *e)
                      CL_SUCCESS);
     cl_uint k = K, pool = P;
     dev_arg a[] = {DEV_U32(k), DEV_U32(pool), DEV_MEM(x->or_ctl.mem), DEV_MEM(x->cscore.mem)};
-    ck_assert_msg(dev_run(x, "or_pool_theta", a, 4, Q, x->idx->block_size, "score") == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(dev_run(x, "or_pool_theta", a, Q, x->idx->block_size, "score") == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->or_ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
     dev_profile_collect(x, 1);
     for (uint32_t q = 0; q < Q; q++)

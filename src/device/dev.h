@@ -107,6 +107,7 @@ typedef struct clx_engine {
     char dopts[320];
     cl_kernel kernels[DEV_MAX_KERNELS];
     const char *kernel_names[DEV_MAX_KERNELS];
+    cl_uint kernel_nargs[DEV_MAX_KERNELS]; /* the parameters each declares (dev_run_n checks) */
     unsigned nkernels;
     /* The index on the device: its postings words and block records whole, where they fit (see
      * clx_create), else arenas of the list cache, which the planner fills batch by batch. */
@@ -217,17 +218,27 @@ typedef struct dev_arg {
 #define DEV_U32(v) ((dev_arg){sizeof(cl_uint), &(v)})
 
 /* Sets kernel's arguments and enqueues groups work-groups of wg items; the command's device
- * time counts toward the profile step called step. Errors name the kernel (and the argument). */
-cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
-                   const char *step);
+ * time counts toward the profile step called step. Errors name the kernel (and the argument);
+ * nargs must be the number of parameters the kernel declares. groups 0: the arguments alone. */
+cls_status dev_run_n(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
+                     const char *step);
+/* The elements of an array of dev_arg. */
+#define DEV_NARGS(args) ((unsigned)(sizeof(args) / sizeof((args)[0])))
+/* dev_run_n over an array (not a pointer) of arguments, counted from the array itself, so the
+ * count cannot disagree with what the array holds; dev_run_n checks it against the kernel's. */
+#define dev_run(e, kernel, args, groups, wg, step)                                                                    \
+    dev_run_n((e), (kernel), (args), DEV_NARGS(args), (groups), (wg), (step))
+/* Creates the kernel called name from prog into the engine's table (name must be a static string). */
+cls_status dev_add_kernel(clx_engine *e, cl_program prog, const char *name);
 /* The kernel called name (created with the programs), or NULL. */
 cl_kernel dev_kernel(const clx_engine *e, const char *name);
-/* Counts a transfer's event toward step (the event is kept until the batch's profile is taken). */
-void dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes);
+/* Counts a transfer's event toward step (the event is kept until the batch's profile is taken).
+ * Past DEV_MAX_EVENTS or DEV_MAX_STEPS, an error naming the limit (the event released). */
+cls_status dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes);
 /* Counts a clEnqueueFillBuffer's event toward the kernel step it prepares: device work, not a
  * transfer (a fill moves nothing between host and device; counted as a transfer, `bench e2e`'s
  * H2D column held or_bounds' kernels). */
-void dev_record_fill(clx_engine *e, cl_event ev, const char *step);
+cls_status dev_record_fill(clx_engine *e, cl_event ev, const char *step);
 /* Adds the batch's finished commands to the profile (when ok) and releases their events. */
 void dev_profile_collect(clx_engine *e, int ok);
 /* The same for the first n of them (a batch that completed while the next was enqueued). */

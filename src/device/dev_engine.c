@@ -42,17 +42,6 @@ int clx_correct_div(cl_device_id d)
     return (cfg & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
 }
 
-static cls_status add_kernel(clx_engine *e, cl_program prog, const char *name)
-{
-    if (e->nkernels == DEV_MAX_KERNELS) return err_set(CLS_E_ARG, "more than %u kernels", DEV_MAX_KERNELS);
-    cl_int err;
-    cl_kernel k = clx_create_kernel(prog, name, &err);
-    if (!k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
-    e->kernels[e->nkernels] = k;
-    e->kernel_names[e->nkernels++] = name;
-    return CLS_OK;
-}
-
 /* Staging for resident(). A chunk of the upload is one chunk of the file's checksum
  * (IDX_CHUNK), so the digest of a staged chunk is one of the section's chunk digests. Up to
  * RESIDENT_FILLERS threads copy chunks into pinned staging buffers, in slices of RESIDENT_SLICE
@@ -279,14 +268,15 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
         return s;
     e->build_secs += qsecs;
     e->from_cache = e->from_cache && qcache;
-    if ((s = add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK ||
-        (s = add_kernel(e, e->prog_check, "check_blocks")) != CLS_OK ||
-        (s = add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK || (s = add_kernel(e, e->prog, "topk_select")) != CLS_OK ||
-        (s = add_kernel(e, e->prog, "place_lists")) != CLS_OK)
+    if ((s = dev_add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK ||
+        (s = dev_add_kernel(e, e->prog_check, "check_blocks")) != CLS_OK ||
+        (s = dev_add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK ||
+        (s = dev_add_kernel(e, e->prog, "topk_select")) != CLS_OK ||
+        (s = dev_add_kernel(e, e->prog, "place_lists")) != CLS_OK)
         return s;
     for (size_t i = 0; i < nalgo; i++)
         for (const char *const *k = algos[i]->kernels; *k; k++)
-            if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog, *k)) != CLS_OK) return s;
+            if (!dev_kernel(e, *k) && (s = dev_add_kernel(e, e->prog, *k)) != CLS_OK) return s;
     snprintf(notes, notes_len, "programs: decode (%s) %s; query (%s) %s; check (decode's with -DDECODE_CHECK=1) %s",
              dopts, dnote, qopts, qnote, cnote);
     return CLS_OK;
@@ -315,7 +305,7 @@ static cls_status build_decoding_kernels(clx_engine *e)
     e->from_cache = e->from_cache && cached;
     for (size_t i = 0; i < nalgo; i++)
         for (const char *const *k = algos[i]->decode_kernels; k && *k; k++)
-            if (!dev_kernel(e, *k) && (s = add_kernel(e, e->prog_algo, *k)) != CLS_OK) return s;
+            if (!dev_kernel(e, *k) && (s = dev_add_kernel(e, e->prog_algo, *k)) != CLS_OK) return s;
     return CLS_OK;
 }
 
@@ -469,7 +459,7 @@ static cls_status check_index(clx_engine *e, int exact)
         dev_arg args[] = {DEV_MEM(e->d_words), DEV_U32(nwords),    DEV_MEM(e->d_blocks), DEV_U32(nblocks),
                           DEV_U32(word_base),  DEV_U32(word_end),  DEV_MEM(e->d_norms),  DEV_MEM(d_weights),
                           DEV_U32(block0),     DEV_U32(index_base), DEV_U32(exact_u),    DEV_MEM(d_bad)};
-        s = dev_run(e, "check_blocks", args, 12, (size_t)(b1 - b0), idx->block_size, "check blocks");
+        s = dev_run(e, "check_blocks", args, (size_t)(b1 - b0), idx->block_size, "check blocks");
         if (s == CLS_OK) dev_profile_collect(e, 0); /* start-up work, not a search's */
         b0 = b1;
     }
@@ -684,10 +674,11 @@ static cls_status flush_stage(clx_engine *e, size_t ndata, size_t nword_places, 
     size_t bytes = ndata * 4 + nplaces * sizeof(abi_place);
     cl_event ev;
     CLX_TRY(clEnqueueWriteBuffer(e->queue, e->stage.mem, CL_FALSE, 0, bytes, e->stage_host.host, 0, NULL, &ev));
-    dev_record(e, ev, "lists up", bytes);
+    cls_status s = dev_record(e, ev, "lists up", bytes);
+    if (s != CLS_OK) return s;
     cl_uint at = (cl_uint)ndata, nw = (cl_uint)nword_places;
     dev_arg a[] = {DEV_MEM(e->stage.mem), DEV_U32(at), DEV_U32(nw), DEV_MEM(e->d_words), DEV_MEM(e->d_blocks)};
-    cls_status s = dev_run(e, "place_lists", a, 5, nplaces, e->prm.wg_score, "lists place");
+    s = dev_run(e, "place_lists", a, nplaces, e->prm.wg_score, "lists place");
     if (s != CLS_OK || !wait) return s;
     CLX_TRY(clFinish(e->queue));
     dev_profile_collect(e, 1);
@@ -801,15 +792,15 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, const query_algo *
     if (e->cached && e->cache.nloads && (s = upload_loads(e)) != CLS_OK) return s;
     cl_event ev;
     CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, lay.words * 4, f->up.host, 0, NULL, &ev));
-    dev_record(e, ev, "upload", lay.words * 4);
+    if ((s = dev_record(e, ev, "upload", lay.words * 4)) != CLS_OK) return s;
     if (pl->nskips) { /* select_blocks counts into the word after the results */
         cl_uint zero = 0;
         CLX_TRY(clEnqueueFillBuffer(e->queue, e->out.mem, &zero, 4, (size_t)b.nsel_at * 4, 4, 0, NULL, &ev));
-        dev_record_fill(e, ev, "select");
+        if ((s = dev_record_fill(e, ev, "select")) != CLS_OK) return s;
     }
     if (pl->nlists) { /* the whole lists' tasks, made on the device from one record a list */
         dev_arg a[] = {DEV_MEM(e->in.mem), DEV_MEM(e->tasks.mem)};
-        if ((s = dev_run(e, "expand_lists", a, 2, pl->nlists, e->idx->block_size, "decode")) != CLS_OK) return s;
+        if ((s = dev_run(e, "expand_lists", a, pl->nlists, e->idx->block_size, "decode")) != CLS_OK) return s;
     }
     if ((s = dev_decode(e, e->d_words, e->d_blocks, e->tasks.mem, 0, pl->ntasks, "decode")) != CLS_OK) return s;
     if ((s = algo->launch(&b)) != CLS_OK) return s;
@@ -819,7 +810,7 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, const query_algo *
      * AND query alone: p50 0.205 against 0.179 ms). */
     CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, last ? CL_TRUE : CL_FALSE, 0, f->read_len * 4, f->res.host, 0,
                                 NULL, &ev));
-    dev_record(e, ev, "download", f->read_len * 4);
+    if ((s = dev_record(e, ev, "download", f->read_len * 4)) != CLS_OK) return s;
     CLX_TRY(clRetainEvent(ev));
     f->read = ev;
     f->nevents = e->nevents - before;
@@ -909,7 +900,7 @@ static cls_status block_maxima(clx_engine *e, float k1, float b)
         size_t n = idx->num_blocks - b0 < BMAX_GROUPS ? (size_t)(idx->num_blocks - b0) : BMAX_GROUPS;
         dev_arg a[] = {DEV_MEM(e->d_words), DEV_U32(nwords), DEV_MEM(e->d_blocks), DEV_MEM(e->d_norms),
                        DEV_U32(first),      DEV_MEM(e->d_bmax)};
-        cls_status s = dev_run(e, "block_maxima", a, 6, n, idx->block_size, "block maxima");
+        cls_status s = dev_run(e, "block_maxima", a, n, idx->block_size, "block maxima");
         if (s != CLS_OK) return s;
     }
     CLX_TRY(clFinish(e->queue));
@@ -1088,7 +1079,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         cl_int err = clEnqueueWriteBuffer(e->queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0,
                                           NULL, &ev);
         if (err != CL_SUCCESS) return clx_fail("clEnqueueWriteBuffer(norms)", err);
-        dev_record(e, ev, "upload", (size_t)N * 4);
+        if ((s = dev_record(e, ev, "upload", (size_t)N * 4)) != CLS_OK) return s;
         dev_profile_collect(e, 1);
         e->norm_k1 = p->k1;
         e->norm_b = p->b;

@@ -77,55 +77,103 @@ void dev_buf_release(dbuf *b)
     b->mem = NULL;
 }
 
+/* The index of the kernel called name in e's table, or e->nkernels. */
+static unsigned kernel_at(const clx_engine *e, const char *name)
+{
+    unsigned i = 0;
+    while (i < e->nkernels && strcmp(e->kernel_names[i], name) != 0) i++;
+    return i;
+}
+
 cl_kernel dev_kernel(const clx_engine *e, const char *name)
 {
-    for (unsigned i = 0; i < e->nkernels; i++)
-        if (strcmp(e->kernel_names[i], name) == 0) return e->kernels[i];
-    return NULL;
+    unsigned i = kernel_at(e, name);
+    return i < e->nkernels ? e->kernels[i] : NULL;
 }
 
-/* The profile step called name (added on first use; the names are static strings). */
-static unsigned step_of(clx_engine *e, const char *name, int transfer)
+cls_status dev_add_kernel(clx_engine *e, cl_program prog, const char *name)
 {
+    if (e->nkernels == DEV_MAX_KERNELS) return err_set(CLS_E_ARG, "more than %u kernels", DEV_MAX_KERNELS);
+    cl_int err;
+    cl_kernel k = clx_create_kernel(prog, name, &err);
+    if (!k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
+    cl_uint nargs = 0;
+    err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
+    if (err != CL_SUCCESS) {
+        clx_release_kernel(k);
+        return err_wrap(clx_fail("clGetKernelInfo(CL_KERNEL_NUM_ARGS)", err), "kernel %s: ", name);
+    }
+    e->kernels[e->nkernels] = k;
+    e->kernel_nargs[e->nkernels] = nargs;
+    e->kernel_names[e->nkernels++] = name;
+    return CLS_OK;
+}
+
+/* A slot for one more profiled command, counted toward the step called name (added on first
+ * use; the names are static strings): *step. Checked before a command is enqueued where it can
+ * be, so a batch that would pass the tables' sizes fails with the limit named instead of
+ * writing past them. */
+static cls_status profile_slot(clx_engine *e, const char *name, int transfer, unsigned *step)
+{
+    if (e->nevents == DEV_MAX_EVENTS)
+        return err_set(CLS_E_ARG, "more than %u profiled commands in the batches in flight (step %s)", DEV_MAX_EVENTS,
+                       name);
     for (unsigned i = 0; i < e->nsteps; i++)
         if (strcmp(e->steps[i].name, name) == 0) {
-            assert(e->steps[i].transfer == transfer); /* a step is transfers or device work, never both */
-            return i;
+            if (e->steps[i].transfer != transfer) /* a step is transfers or device work, never both */
+                return err_set(CLS_E_ARG, "profile step %s counts both transfers and device work", name);
+            *step = i;
+            return CLS_OK;
         }
-    assert(e->nsteps < DEV_MAX_STEPS);
+    if (e->nsteps == DEV_MAX_STEPS)
+        return err_set(CLS_E_ARG, "more than %u profile steps (adding %s)", DEV_MAX_STEPS, name);
     e->steps[e->nsteps] = (cls_profile_step){.name = name, .transfer = transfer};
-    return e->nsteps++;
+    *step = e->nsteps++;
+    return CLS_OK;
 }
 
-void dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes)
+/* Keeps ev for the profile, or releases it where no slot is left (its command still runs). */
+static cls_status record(clx_engine *e, cl_event ev, const char *name, int transfer, uint64_t bytes)
 {
-    assert(e->nevents < DEV_MAX_EVENTS);
-    e->events[e->nevents++] = (dev_event){.ev = ev, .step = step_of(e, step, 1), .bytes = bytes};
+    unsigned step;
+    cls_status s = profile_slot(e, name, transfer, &step);
+    if (s != CLS_OK) {
+        clReleaseEvent(ev);
+        return s;
+    }
+    e->events[e->nevents++] = (dev_event){.ev = ev, .step = step, .bytes = bytes};
+    return CLS_OK;
 }
 
-void dev_record_fill(clx_engine *e, cl_event ev, const char *step)
+cls_status dev_record(clx_engine *e, cl_event ev, const char *step, uint64_t bytes)
 {
-    assert(e->nevents < DEV_MAX_EVENTS);
-    e->events[e->nevents++] = (dev_event){.ev = ev, .step = step_of(e, step, 0)};
+    return record(e, ev, step, 1, bytes);
 }
 
-cls_status dev_run(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
-                   const char *step)
+cls_status dev_record_fill(clx_engine *e, cl_event ev, const char *step) { return record(e, ev, step, 0, 0); }
+
+cls_status dev_run_n(clx_engine *e, const char *kernel, const dev_arg *args, unsigned nargs, size_t groups, size_t wg,
+                     const char *step)
 {
-    cl_kernel k = dev_kernel(e, kernel);
-    if (!k) return err_set(CLS_E_ARG, "no kernel called %s in the engine's programs", kernel);
+    unsigned at = kernel_at(e, kernel);
+    if (at == e->nkernels) return err_set(CLS_E_ARG, "no kernel called %s in the engine's programs", kernel);
+    if (nargs != e->kernel_nargs[at])
+        return err_set(CLS_E_ARG, "kernel %s takes %u arguments, given %u", kernel, e->kernel_nargs[at], nargs);
+    cl_kernel k = e->kernels[at];
     for (unsigned i = 0; i < nargs; i++) {
         cl_int err = clSetKernelArg(k, i, args[i].size, args[i].ptr);
         if (err != CL_SUCCESS) return err_wrap(clx_fail("clSetKernelArg", err), "kernel %s, argument %u: ", kernel, i);
     }
     if (groups == 0) return CLS_OK;
+    unsigned st;
+    cls_status s = profile_slot(e, step, 0, &st);
+    if (s != CLS_OK) return err_wrap(s, "kernel %s: ", kernel);
     size_t global = groups * wg;
     cl_event ev = NULL;
     cl_int err = fault_hit(FAULT_ENQUEUE) ? CL_OUT_OF_RESOURCES
                                           : clEnqueueNDRangeKernel(e->queue, k, 1, NULL, &global, &wg, 0, NULL, &ev);
     if (err != CL_SUCCESS) return err_wrap(clx_fail("clEnqueueNDRangeKernel", err), "kernel %s: ", kernel);
-    assert(e->nevents < DEV_MAX_EVENTS);
-    e->events[e->nevents++] = (dev_event){.ev = ev, .step = step_of(e, step, 0)};
+    e->events[e->nevents++] = (dev_event){.ev = ev, .step = st};
     return CLS_OK;
 }
 
@@ -172,7 +220,7 @@ cls_status dev_decode(clx_engine *e, cl_mem words, cl_mem blocks, cl_mem tasks, 
     if (s != CLS_OK) return s;
     dev_arg a[] = {DEV_MEM(words), DEV_U32(nwords), DEV_MEM(blocks), DEV_MEM(tasks), DEV_U32(task_base),
                    DEV_MEM(e->docs.mem), DEV_MEM(e->freqs.mem)};
-    return dev_run(e, "decode_blocks", a, 7, ntasks, e->idx->block_size, step);
+    return dev_run(e, "decode_blocks", a, ntasks, e->idx->block_size, step);
 }
 
 /* Few long dense rows (cl/topk_wide.cl). One work-group a row fills the device once there are
@@ -210,13 +258,7 @@ static cl_uint wide_slices(const clx_engine *e, const dev_batch *b, cl_uint rows
 static cls_status query_kernel(clx_engine *e, const char *name)
 {
     if (dev_kernel(e, name)) return CLS_OK;
-    if (e->nkernels == DEV_MAX_KERNELS) return err_set(CLS_E_ARG, "more than %u kernels", DEV_MAX_KERNELS);
-    cl_int err;
-    cl_kernel k = clx_create_kernel(e->prog, name, &err);
-    if (!k || err != CL_SUCCESS) return err_wrap(clx_fail("clCreateKernel", err), "kernel %s: ", name);
-    e->kernels[e->nkernels] = k;
-    e->kernel_names[e->nkernels++] = name;
-    return CLS_OK;
+    return dev_add_kernel(e, e->prog, name);
 }
 
 /* The many-group top-k of rows dense rows, G slices each: survivors (at most k a row) into
@@ -245,26 +287,26 @@ static cls_status topk_wide(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
         return s;
     dev_arg ai[] = {DEV_U32(n), DEV_U32(k), DEV_U32(G), DEV_U32(R), DEV_U32(ranks), DEV_MEM(e->useg.mem),
                     DEV_MEM(e->qseg.mem)};
-    if ((s = dev_run(e, "topk_wide_init", ai, 7, rows, wg, step)) != CLS_OK) return s;
+    if ((s = dev_run(e, "topk_wide_init", ai, rows, wg, step)) != CLS_OK) return s;
     for (cl_uint pass = 0; pass < 3; pass++) { /* 11 + 11 + 10 bits */
         dev_arg ah[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(G), DEV_U32(pass), DEV_U32(R),
                         DEV_MEM(e->useg.mem)};
-        if ((s = dev_run(e, "topk_wide_hist", ah, 7, slices, wg, step)) != CLS_OK) return s;
+        if ((s = dev_run(e, "topk_wide_hist", ah, slices, wg, step)) != CLS_OK) return s;
     }
     dev_arg ak[] = {DEV_MEM(b->scores), DEV_U32(shift),        DEV_U32(n),           DEV_U32(G),
                     DEV_U32(k),         DEV_U32(R),            DEV_MEM(e->useg.mem), DEV_MEM(e->qseg.mem),
                     DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem)};
     dev_arg ar[] = {DEV_U32(k),          DEV_U32(R),           DEV_U32(G),             DEV_U32(B),  DEV_MEM(e->useg.mem),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->cand.mem), DEV_MEM(e->cscore.mem), DEV_MEM(out)};
-    if ((s = dev_run(e, "topk_wide_keep", ak, 10, slices, wg, step)) != CLS_OK) return s;
+    if ((s = dev_run(e, "topk_wide_keep", ak, slices, wg, step)) != CLS_OK) return s;
     if (!count) {
         dev_batch sb = *b;
         dev_segments(&sb, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
         return dev_topk(e, &sb, rows, out, step);
     }
-    if ((s = dev_run(e, "topk_wide_rank", ar, 9, (size_t)rows * B * B, wg, step)) != CLS_OK) return s;
+    if ((s = dev_run(e, "topk_wide_rank", ar, (size_t)rows * B * B, wg, step)) != CLS_OK) return s;
     if (!ranks) return CLS_OK;
-    return dev_run(e, "topk_wide_place", ar, 9, (size_t)rows * B, wg, step); /* the same arguments */
+    return dev_run(e, "topk_wide_place", ar, (size_t)rows * B, wg, step); /* the same arguments */
 }
 
 /* Short dense rows (cl/topk.cl: topk_team), a team of ABI_TOPK_TEAM(WG_TOPK) work-items a row,
@@ -280,6 +322,8 @@ int dev_topk_team_fits(const clx_engine *e, uint32_t num_docs, uint32_t kk)
  * benchmarks: topk_wide's survivors ranked by topk_select leave it topk_wide). */
 enum { TK_SELECT, TK_ROWS, TK_TEAM, TK_WIDE };
 static const char *const topk_names[] = {"topk_select", "topk_rows", "topk_team", "topk_wide"};
+_Static_assert(sizeof topk_names / sizeof topk_names[0] == DEV_C_TOPK_LAST - DEV_C_TOPK + 1,
+               "a counter for each top-k kernel (dev.h: enum dev_counter)");
 
 static void topk_mark(clx_engine *e, unsigned i, int dense)
 {
@@ -294,7 +338,7 @@ static cls_status topk_team(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     cl_uint n = b->num_docs, k = b->kk, shift = b->key_shift, wg = e->prm.wg_topk, teams = wg / ABI_TOPK_TEAM(wg);
     dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n), DEV_U32(k), DEV_U32(rows), DEV_MEM(out)};
     topk_mark(e, TK_TEAM, 1);
-    return dev_run(e, "topk_team", a, 6, (rows + teams - 1) / teams, wg, step);
+    return dev_run(e, "topk_team", a, (rows + teams - 1) / teams, wg, step);
 }
 
 /* Dense rows read once (cl/topk.cl: topk_rows), one work-group a row with a buffer of candidates
@@ -322,8 +366,6 @@ cl_uint dev_topk_rows_cap(const clx_engine *e, uint32_t num_docs, uint32_t kk)
     return want >= least ? (cl_uint)want : 0;
 }
 
-_Static_assert(sizeof topk_names / sizeof topk_names[0] == DEV_C_TOPK_LAST - DEV_C_TOPK + 1,
-               "a counter for each top-k kernel (dev.h: enum dev_counter)");
 /* topk_rows over rows dense rows with a buffer of cap entries a row. */
 static cls_status topk_rows(clx_engine *e, const dev_batch *b, cl_uint rows, cl_uint cap, cl_mem out, const char *step)
 {
@@ -334,7 +376,7 @@ static cls_status topk_rows(clx_engine *e, const dev_batch *b, cl_uint rows, cl_
     dev_arg a[] = {DEV_MEM(b->scores), DEV_U32(shift), DEV_U32(n),   DEV_U32(k),
                    DEV_U32(cap),       DEV_U32(rows),  DEV_MEM(out), {((size_t)2 * cap + TR_BINS + wg + TR_SH) * 4, NULL}};
     topk_mark(e, TK_ROWS, 1);
-    return dev_run(e, "topk_rows", a, 8, rows, wg, step);
+    return dev_run(e, "topk_rows", a, rows, wg, step);
 }
 
 cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem out, const char *step)
@@ -356,7 +398,7 @@ cls_status dev_topk(clx_engine *e, const dev_batch *b, cl_uint groups, cl_mem ou
     dev_arg a[] = {DEV_MEM(b->scores), DEV_MEM(b->cand_docs), DEV_MEM(seg),        DEV_U32(b->key_shift),
                    DEV_U32(b->dense),  DEV_U32(num_docs),     DEV_U32(b->kk),      DEV_U32(b->P),
                    DEV_U32(groups),    DEV_MEM(e->sdoc.mem),  DEV_MEM(e->sscore.mem), DEV_MEM(out)};
-    return dev_run(e, "topk_select", a, 12, groups, e->prm.wg_topk, step);
+    return dev_run(e, "topk_select", a, groups, e->prm.wg_topk, step);
 }
 
 cls_status dev_upload(clx_engine *e, dbuf *b, const void *data, size_t bytes, const char *what)

@@ -26,7 +26,7 @@ cls_status algo_and_units(dev_batch *b)
                    DEV_U32(b->units_base), DEV_U32(b->nunits),     DEV_MEM(e->d_blocks),   DEV_MEM(e->stasks.mem),
                    DEV_MEM(e->nsel.mem), DEV_U32(bs),              DEV_U32(chunk)};
     size_t wg = e->prm.wg_intersect;
-    return dev_run(e, "plan_units", a, 11, (b->nunits + wg - 1) / wg, wg, "plan");
+    return dev_run(e, "plan_units", a, (b->nunits + wg - 1) / wg, wg, "plan");
 }
 
 cls_status algo_and_intersect(dev_batch *b)
@@ -37,7 +37,7 @@ cls_status algo_and_intersect(dev_batch *b)
     dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
                    DEV_MEM(e->cand.mem),   DEV_MEM(e->ucount.mem),   DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),
                    DEV_MEM(e->stasks.mem), DEV_MEM(e->nsel.mem),     DEV_U32(b->units_base)};
-    return dev_run(e, "intersect_and", a, 11, b->nunits, e->prm.wg_intersect, "intersect");
+    return dev_run(e, "intersect_and", a, b->nunits, e->prm.wg_intersect, "intersect");
 }
 
 /* Block skipping: choose the blocks of the skipped lists, then decode them. */
@@ -48,7 +48,7 @@ static cls_status skip_and_decode(dev_batch *b)
     dev_arg a[] = {DEV_MEM(b->in),     DEV_U32(b->queries_base), DEV_U32(b->terms_base),  DEV_U32(b->skips_base),
                    DEV_MEM(e->d_blocks), DEV_MEM(e->docs.mem),   DEV_U32(bs),             DEV_MEM(e->stasks.mem),
                    DEV_MEM(e->nsel.mem), DEV_MEM(e->out.mem),    DEV_U32(b->nsel_at)};
-    cls_status s = dev_run(e, "select_blocks", a, 11, b->nskips, e->prm.wg_intersect, "select");
+    cls_status s = dev_run(e, "select_blocks", a, b->nskips, e->prm.wg_intersect, "select");
     if (s == CLS_OK) s = dev_decode(e, e->d_words, e->d_blocks, e->stasks.mem, 0, b->nstasks, "decode");
     return s;
 }
@@ -64,7 +64,7 @@ static cls_status launch(dev_batch *b)
                    DEV_U32(b->skips_base), DEV_MEM(e->d_blocks),     DEV_MEM(e->stasks.mem), DEV_MEM(e->nsel.mem),
                    DEV_U32(b->units_base), DEV_U32(b->nunits),       DEV_MEM(e->useg.mem),   DEV_MEM(e->qseg.mem),
                    DEV_U32(b->kk)};
-    if ((s = dev_run(e, "match_and", a, 17, b->nunits, e->prm.wg_intersect, "match")) != CLS_OK) return s;
+    if ((s = dev_run(e, "match_and", a, b->nunits, e->prm.wg_intersect, "match")) != CLS_OK) return s;
     /* Top-k in two levels (topk.cl): each unit's candidates into the first level's output (key 0
      * past a unit's hits); then the engine ranks each query over its units' results. */
     dev_batch units = *b;

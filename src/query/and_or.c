@@ -26,7 +26,7 @@ static cls_status launch(dev_batch *b)
     b->scores = e->acc.mem;
     b->cand_docs = e->cand.mem; /* unused for dense rows */
     b->dense = 1;
-    return dev_run(e, "mark_and", a, 7, b->nunits, e->prm.wg_score, "mark");
+    return dev_run(e, "mark_and", a, b->nunits, e->prm.wg_score, "mark");
 }
 
 static uint32_t ref(const ref_query *rq, ref_hit *out)

@@ -62,7 +62,7 @@ cls_status algo_or_accumulate(dev_batch *b)
     clx_engine *e = b->e;
     dev_arg a[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_MEM(e->docs.mem),
                    DEV_MEM(e->freqs.mem), DEV_MEM(e->d_norms),      DEV_U32(b->num_docs),   DEV_MEM(e->acc.mem)};
-    return dev_run(e, "score_or", a, 8, b->nq, e->prm.wg_score, "score");
+    return dev_run(e, "score_or", a, b->nq, e->prm.wg_score, "score");
 }
 
 /* Persistent work-groups of or_score's queue pass, per compute unit: enough resident groups to
@@ -79,6 +79,15 @@ cls_status algo_or_accumulate(dev_batch *b)
  * (or_parts.cl: or_pool_theta) offers a few thousand candidates a round instead of nearly every
  * document it matches: on gov2 at k 1000 the largest pool went from 5.6 million candidates to
  * 33,181, and 4,096 topics from 9,427 to 12,217 q/s on the H100 (docs/PERFORMANCE.md). */
+
+/* or_score's arguments, in the order of the kernel's parameters (cl/or_parts.cl: or_score): the
+ * seeds' launch sets them all, the queue pass's rounds patch some by name. */
+enum {
+    ORS_IN, ORS_QINFO_BASE, ORS_QTERM_BASE, ORS_SKIPS_BASE, ORS_BLOCKS, ORS_BMAX, ORS_BSRC, ORS_NP, ORS_K, ORS_POOL,
+    ORS_M, ORS_UB, ORS_ITEMS, ORS_SEEDS, ORS_PERSISTENT, ORS_NQ, ORS_CTL, ORS_GBASE, ORS_PDOC, ORS_PKEY, ORS_HIST,
+    ORS_C, ORS_O, ORS_S, ORS_FROM, ORS_TO, ORS_ACT, ORS_ROUND,
+    ORS_NARGS
+};
 
 static cls_status launch(dev_batch *b)
 {
@@ -111,20 +120,20 @@ static cls_status launch(dev_batch *b)
         return s;
     cl_event ev;
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_m.mem, &zero, 4, 0, (size_t)pl->nterms * np * 4, 0, NULL, &ev));
-    dev_record_fill(e, ev, "bounds");
+    if ((s = dev_record_fill(e, ev, "bounds")) != CLS_OK) return s;
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, (size_t)gbase * 4, 8 * 4, 0, NULL, &ev));
-    dev_record_fill(e, ev, "bounds");
+    if ((s = dev_record_fill(e, ev, "bounds")) != CLS_OK) return s;
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_hist.mem, &zero, 4, 0, (size_t)nq * OR_HIST_BINS * 4, 0, NULL, &ev));
-    dev_record_fill(e, ev, "bounds");
+    if ((s = dev_record_fill(e, ev, "bounds")) != CLS_OK) return s;
     cl_uint nwords;
     if ((s = dev_words_count(e->d_words, &nwords)) != CLS_OK) return s;
     /* the batch's lists, each decoded once into contributions at its weight (or_decode) */
     dev_arg ax[] = {DEV_MEM(b->in), DEV_U32(b->olists_base), DEV_MEM(e->or_tasks.mem)};
-    if ((s = dev_run(e, "or_expand", ax, 3, b->nolists, bs, "decode")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_expand", ax, b->nolists, bs, "decode")) != CLS_OK) return s;
     dev_arg ad[] = {DEV_MEM(e->d_words), DEV_U32(nwords),          DEV_MEM(e->d_blocks),   DEV_MEM(e->d_norms),
                     DEV_MEM(b->in),      DEV_U32(b->olists_base),  DEV_MEM(e->or_tasks.mem), DEV_U32(np),
                     DEV_MEM(e->or_c.mem), DEV_MEM(e->or_o.mem),    DEV_MEM(e->or_s.mem)};
-    if ((s = dev_run(e, "or_decode", ad, 11, b->otasks, bs, "decode")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_decode", ad, b->otasks, bs, "decode")) != CLS_OK) return s;
     /* or_bounds' groups per term: a batch of few terms still gives the device OR_BOUND_GROUPS_PER_CU
      * groups a compute unit (a query alone on gov2 has a few lists of up to 195,000 blocks), none
      * with fewer than a group's width of blocks to take */
@@ -139,58 +148,81 @@ static cls_status launch(dev_batch *b)
     dev_arg ab[] = {DEV_MEM(b->in),       DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
                     DEV_MEM(e->d_blocks), DEV_MEM(e->d_bmax),       DEV_U32(bsrc),          DEV_U32(np),
                     DEV_U32(ways),        DEV_MEM(e->or_m.mem)};
-    if ((s = dev_run(e, "or_bounds", ab, 10, (size_t)b->nskips * ways, bs, "bounds")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_bounds", ab, (size_t)b->nskips * ways, bs, "bounds")) != CLS_OK) return s;
     dev_arg ap[] = {DEV_MEM(b->in),      DEV_U32(b->queries_base), DEV_U32(np),           DEV_U32(seeds),
                     DEV_MEM(e->or_m.mem), DEV_MEM(e->or_ub.mem),   DEV_MEM(e->or_seed.mem), DEV_MEM(e->or_ctl.mem)};
-    if ((s = dev_run(e, "or_plan", ap, 8, nq, bs, "bounds")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_plan", ap, nq, bs, "bounds")) != CLS_OK) return s;
     if (pl->nhash) { /* the queries of few postings: each in a hash table of its own (the rule above),
                       * a group a unit (a share of its partitions), then their k best to the pool */
         if ((s = dev_buf_need(e, &e->or_htab, (size_t)pl->hwords * 4, "hash tables")) != CLS_OK) return s;
         cl_uint hw = (cl_uint)pl->hwords; /* a multiple of 512: tables of 2^8 entries and more */
         dev_arg ac[] = {DEV_U32(hw), DEV_MEM(e->or_htab.mem)};
-        if ((s = dev_run(e, "or_hash_clear", ac, 2, (hw / 4 + 255) / 256, 256, "hash")) != CLS_OK) return s;
+        if ((s = dev_run(e, "or_hash_clear", ac, (hw / 4 + 255) / 256, 256, "hash")) != CLS_OK) return s;
         dev_arg ah[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->skips_base), DEV_U32(b->units_base),
                         DEV_MEM(e->d_blocks),   DEV_U32(np),              DEV_MEM(e->or_c.mem),   DEV_MEM(e->or_o.mem),
                         DEV_MEM(e->or_s.mem),   DEV_MEM(e->or_htab.mem)};
-        if ((s = dev_run(e, "or_hash", ah, 10, b->nunits, e->or_hash_wg, "hash")) != CLS_OK) return s;
+        if ((s = dev_run(e, "or_hash", ah, b->nunits, e->or_hash_wg, "hash")) != CLS_OK) return s;
         dev_arg ao[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(kk),          DEV_U32(pool),
                         DEV_MEM(e->or_ctl.mem), DEV_MEM(e->cand.mem),    DEV_MEM(e->cscore.mem), DEV_MEM(e->or_htab.mem)};
-        if ((s = dev_run(e, "or_hash_offer", ao, 8, nq, e->or_hash_wg, "hash")) != CLS_OK) return s;
+        if ((s = dev_run(e, "or_hash_offer", ao, nq, e->or_hash_wg, "hash")) != CLS_OK) return s;
     }
-    dev_arg as[] = {DEV_MEM(b->in),        DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
-                    DEV_MEM(e->d_blocks),  DEV_MEM(e->d_bmax),       DEV_U32(bsrc),          DEV_U32(np),
-                    DEV_U32(kk),           DEV_U32(pool),            DEV_MEM(e->or_m.mem),   DEV_MEM(e->or_ub.mem),
-                    DEV_MEM(e->or_seed.mem), DEV_U32(seeds),         DEV_U32(zero),          DEV_U32(nq),
-                    DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),          DEV_MEM(e->cand.mem),   DEV_MEM(e->cscore.mem),
-                    DEV_MEM(e->or_hist.mem), DEV_MEM(e->or_c.mem),   DEV_MEM(e->or_o.mem),   DEV_MEM(e->or_s.mem),
-                    DEV_U32(zero),         DEV_U32(zero),            DEV_MEM(e->or_act.mem), DEV_U32(zero)};
-    if ((s = dev_run(e, "or_score", as, 28, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
+    dev_arg as[ORS_NARGS] = {
+        [ORS_IN] = DEV_MEM(b->in),
+        [ORS_QINFO_BASE] = DEV_U32(b->queries_base),
+        [ORS_QTERM_BASE] = DEV_U32(b->terms_base),
+        [ORS_SKIPS_BASE] = DEV_U32(b->skips_base),
+        [ORS_BLOCKS] = DEV_MEM(e->d_blocks),
+        [ORS_BMAX] = DEV_MEM(e->d_bmax),
+        [ORS_BSRC] = DEV_U32(bsrc),
+        [ORS_NP] = DEV_U32(np),
+        [ORS_K] = DEV_U32(kk),
+        [ORS_POOL] = DEV_U32(pool),
+        [ORS_M] = DEV_MEM(e->or_m.mem),
+        [ORS_UB] = DEV_MEM(e->or_ub.mem),
+        [ORS_ITEMS] = DEV_MEM(e->or_seed.mem), /* the seed table first, then the queues */
+        [ORS_SEEDS] = DEV_U32(seeds),
+        [ORS_PERSISTENT] = DEV_U32(zero),
+        [ORS_NQ] = DEV_U32(nq),
+        [ORS_CTL] = DEV_MEM(e->or_ctl.mem),
+        [ORS_GBASE] = DEV_U32(gbase),
+        [ORS_PDOC] = DEV_MEM(e->cand.mem),
+        [ORS_PKEY] = DEV_MEM(e->cscore.mem),
+        [ORS_HIST] = DEV_MEM(e->or_hist.mem),
+        [ORS_C] = DEV_MEM(e->or_c.mem),
+        [ORS_O] = DEV_MEM(e->or_o.mem),
+        [ORS_S] = DEV_MEM(e->or_s.mem),
+        [ORS_FROM] = DEV_U32(zero),
+        [ORS_TO] = DEV_U32(zero),
+        [ORS_ACT] = DEV_MEM(e->or_act.mem),
+        [ORS_ROUND] = DEV_U32(zero),
+    };
+    if ((s = dev_run(e, "or_score", as, (size_t)nq * seeds, bs, "seeds")) != CLS_OK) return s;
     dev_arg at[] = {DEV_U32(kk), DEV_U32(pool), DEV_MEM(e->or_ctl.mem), DEV_MEM(e->cscore.mem)};
-    if ((s = dev_run(e, "or_pool_theta", at, 4, nq, bs, "seeds")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_pool_theta", at, nq, bs, "seeds")) != CLS_OK) return s;
     dev_arg ar[] = {DEV_U32(np),    DEV_MEM(e->or_ub.mem),    DEV_MEM(e->or_ctl.mem),
                     DEV_U32(gbase), DEV_MEM(e->or_items.mem), DEV_MEM(e->or_act.mem)};
-    if ((s = dev_run(e, "or_rest", ar, 6, nq, bs, "bounds")) != CLS_OK) return s;
-    as[12] = DEV_MEM(e->or_items.mem);
-    as[14] = DEV_U32(one);
+    if ((s = dev_run(e, "or_rest", ar, nq, bs, "bounds")) != CLS_OK) return s;
+    as[ORS_ITEMS] = DEV_MEM(e->or_items.mem);
+    as[ORS_PERSISTENT] = DEV_U32(one);
     size_t groups = (size_t)e->dev.info.compute_units * OR_GROUPS_PER_CU;
     cl_uint from = 0;
     for (cl_uint r = 0; r < ABI_OR_ROUNDS && from < np; r++) {
         cl_uint to = ABI_OR_ROUND_FROM(r + 1);
         if (r) { /* the ticket counter, for this round */
             CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, ((size_t)gbase + 1) * 4, 4, 0, NULL, &ev));
-            dev_record_fill(e, ev, "score");
+            if ((s = dev_record_fill(e, ev, "score")) != CLS_OK) return s;
         }
-        as[24] = DEV_U32(from);
-        as[25] = DEV_U32(to);
-        as[27] = DEV_U32(r);
-        if ((s = dev_run(e, "or_score", as, 28, groups, bs, "score")) != CLS_OK) return s;
-        if (to < np && (s = dev_run(e, "or_pool_theta", at, 4, nq, bs, "score")) != CLS_OK) return s;
+        as[ORS_FROM] = DEV_U32(from);
+        as[ORS_TO] = DEV_U32(to);
+        as[ORS_ROUND] = DEV_U32(r);
+        if ((s = dev_run(e, "or_score", as, groups, bs, "score")) != CLS_OK) return s;
+        if (to < np && (s = dev_run(e, "or_pool_theta", at, nq, bs, "score")) != CLS_OK) return s;
         from = to;
     }
     cl_uint or_at = (cl_uint)ABI_OUT_OR((size_t)nq, kk);
     dev_arg af[] = {DEV_U32(nq),        DEV_U32(pool),       DEV_MEM(e->or_ctl.mem), DEV_U32(gbase),
                     DEV_MEM(e->qseg.mem), DEV_MEM(e->out.mem), DEV_U32(or_at)};
-    if ((s = dev_run(e, "or_finish", af, 7, (nq + 63) / 64, 64, "score")) != CLS_OK) return s;
+    if ((s = dev_run(e, "or_finish", af, (nq + 63) / 64, 64, "score")) != CLS_OK) return s;
     dev_segments(b, e->cscore.mem, e->cand.mem, e->qseg.mem, 0);
     return CLS_OK;
 }
