@@ -160,6 +160,32 @@ typedef struct abi_olist {
  * rest); or_rest lists, per round, the queries whose queue reaches into it. */
 #define ABI_OR_ROUNDS 4u
 #define ABI_OR_ROUND_FROM(r) ((r) == 0 ? 0u : (r) >= ABI_OR_ROUNDS ? 0xFFFFFFFFu : 8u << (3u * (r)))
+/* OR by partitions' control words (or_parts.cl's ctl, src/query/or.c sizes and clears it):
+ * ABI_OR_CTL_Q words a query, word ABI_OR_CTL_AT(q, w) for query q, then from
+ * ABI_OR_CTL_BATCH(nq) the batch's ABI_OR_CTL_BATCH_WORDS words. */
+#define ABI_OR_CTL_Q 4u
+#define ABI_OR_CTL_THETA 0u   /* theta's bits (raised by atomic_max: non-negative floats order as uints) */
+#define ABI_OR_CTL_OFFERED 1u /* candidates offered to the query's pool */
+#define ABI_OR_CTL_QUEUE 2u   /* its queue's length (or_rest) */
+#define ABI_OR_CTL_UBMAX 3u   /* its largest partition bound: the scale of its histogram of offers */
+#define ABI_OR_CTL_AT(q, w) (ABI_OR_CTL_Q * (q) + (w))
+#define ABI_OR_CTL_BATCH(nq) (ABI_OR_CTL_Q * (nq))
+/* the batch's words, after ABI_OR_CTL_BATCH(nq) */
+#define ABI_OR_CTL_LONGEST 0u        /* the longest queue */
+#define ABI_OR_CTL_TICKET 1u         /* the queue pass's ticket counter, cleared before each round */
+#define ABI_OR_CTL_PARTS 2u          /* partitions scored */
+#define ABI_OR_CTL_SKIPPED 3u        /* (partition, term) pairs not essential */
+#define ABI_OR_CTL_ROUND(r) (4u + (r)) /* the queries or_rest listed for round r */
+#define ABI_OR_CTL_BATCH_WORDS (4u + ABI_OR_ROUNDS)
+/* Bins of a query's histogram of the scores its partitions offered (or_parts.cl: or_hist_theta),
+ * ABI_OR_HIST words a query in global memory. */
+#define ABI_OR_HIST 256u
+/* Query terms whose records an or_score group holds in local memory at once: the kernel's
+ * arrays, and the local memory the host sets aside for them (clx_params.c). */
+#define ABI_OR_TT 32u
+/* Bins of the radix select's histogram of 8-bit digits (common.cl: wg_kth_key), in local memory
+ * of every kernel that calls it. */
+#define ABI_KTH_BINS 256u
 
 /* A share of one query's candidate work: postings [begin, end) of its driving list as the
  * device decoded it (match_and and intersect_and run one work-group per unit), so a long query

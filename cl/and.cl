@@ -83,7 +83,7 @@ void select_blocks(__global const uint *in, uint qinfo_base, uint qterm_base, ui
                    __global abi_task *stasks, __global uint *nsel, __global uint *out, uint nsel_at)
 {
     __local uint scan[WG_INTERSECT], pick[WG_INTERSECT];
-    __local uint hist[256], sh[3]; /* ABI_SKIP_TOP's radix select */
+    __local uint hist[ABI_KTH_BINS], sh[3]; /* ABI_SKIP_TOP's radix select */
     uint r = get_group_id(0), lid = get_local_id(0);
     __global const abi_skip *sk = SKIPS_AT(in, skips_base, r);
     __global const abi_query *qi = QUERY_AT(in, qinfo_base, sk->query);

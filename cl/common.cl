@@ -153,7 +153,7 @@ inline uint wg_scan_incl(__local uint *buf, uint x, uint *total)
  * the keys that share the prefix chosen so far. It sets *T to the k-th largest key and *need to
  * how many keys equal to T are among the k largest; with at most k keys (count <= k, or fewer
  * than k nonzero ones) every key is among them: *T = 1, *need = 0xFFFFFFFF. Every work-item of
- * the group calls it (it holds barriers); hist holds 256 uints, sh 3. topk_select ranks
+ * the group calls it (it holds barriers); hist holds ABI_KTH_BINS uints, sh 3. topk_select ranks
  * candidates' scores with it; select_blocks (ABI_SKIP_TOP) blocks' max_score. wg_kth_key_local is
  * the same for keys in local memory (or_score: a partition's accumulators); one body, made for each
  * address space by DEFINE_WG_KTH_KEY, since OpenCL C 1.2 has no generic pointers. */
@@ -170,7 +170,7 @@ inline void NAME(SPACE const uint *keys, uint stride, uint count, uint k, __loca
     uint mask = 0;                                                                             \
     /* uniform trip count: count and k are the group's */                                      \
     for (int shift = count <= k ? -8 : 24; shift >= 0; shift -= 8) {                           \
-        for (uint j = lid; j < 256; j += n) hist[j] = 0;                                       \
+        for (uint j = lid; j < ABI_KTH_BINS; j += n) hist[j] = 0;                              \
         barrier(CLK_LOCAL_MEM_FENCE);                                                          \
         uint prefix = sh[0];                                                                   \
         for (uint i = lid; i < count; i += n) {                                                \

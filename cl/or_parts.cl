@@ -76,11 +76,11 @@
  * Candidates go to a pool of `pool` slots per query, reserved by atomic_add; a query whose
  * partitions offer more is reported (its count) and run again by the engine with a larger pool.
  *
- * ctl: per query q, ctl[4q] theta's bits, ctl[4q + 1] the candidates offered, ctl[4q + 2] its
- * queue's length, ctl[4q + 3] its largest UB (the scale of its histogram of offered scores, which
- * raises theta too: or_hist_theta); from gbase = 4 nq on, the batch's longest queue, the ticket,
- * the partitions scored, the (partition, term) pairs not essential, and at gbase + 4 + r the
- * queries listed for round r.
+ * ctl: per query its theta's bits, the candidates offered, its queue's length and its largest
+ * UB (the scale of its histogram of offered scores, which raises theta too: or_hist_theta); from
+ * gbase = ABI_OR_CTL_BATCH(nq) on, the batch's longest queue, the ticket, the partitions scored,
+ * the (partition, term) pairs not essential, and the queries listed for each round: cl/abi.h's
+ * ABI_OR_CTL_* words.
  *
  * block_maxima: the table ABI_BOUND_TABLE reads, one work-group per block of the index: the
  * block's largest contribution at weight 1 under the norms in force. */
@@ -92,12 +92,8 @@
 #if OR_PART_LOG > 15
 #error "OR_PART_LOG must be at most 15: or_decode keeps a document's place in its partition in 16 bits, 0xFFFF for none"
 #endif
-#ifndef OR_TT
-#define OR_TT 32 /* query terms whose records a scoring group holds in local memory at once */
-#endif
-#ifndef OR_REGS
+#define OR_TT ABI_OR_TT /* query terms whose records a scoring group holds in local memory at once */
 #define OR_REGS 4 /* slots a work-item loads ahead in one round of a partition's postings */
-#endif
 #ifndef OR_SEARCH_COST
 #define OR_SEARCH_COST 4 /* a binary search's step against a place read in order (see or_score) */
 #endif
@@ -144,7 +140,7 @@ __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void or_plan(__global const uint *in, uint qinfo_base, uint np, uint seeds, __global const uint *M,
              __global uint *ub, __global uint *seed, __global uint *ctl)
 {
-    __local uint hist[256], sh[3], scan[BLOCK_SIZE];
+    __local uint hist[ABI_KTH_BINS], sh[3], scan[BLOCK_SIZE];
     uint q = get_group_id(0), lid = get_local_id(0);
     __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
     /* a hashed query's bounds are 0 (or_bounds skips its terms): its UB row is written 0 without
@@ -184,10 +180,10 @@ void or_plan(__global const uint *in, uint qinfo_base, uint np, uint seeds, __gl
     }
     for (uint i = m + lid; i < seeds; i += BLOCK_SIZE) seed[(ulong)q * seeds + i] = ABI_NO_BLOCK;
     if (lid == 0) {
-        ctl[4 * q] = 0;     /* theta: 0.0f */
-        ctl[4 * q + 1] = 0; /* candidates offered */
-        ctl[4 * q + 2] = 0; /* queue */
-        ctl[4 * q + 3] = as_uint(top[0]); /* the largest UB: the scale of the offers' histogram */
+        ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA)] = 0; /* 0.0f */
+        ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_OFFERED)] = 0;
+        ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_QUEUE)] = 0;
+        ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_UBMAX)] = as_uint(top[0]);
     }
 }
 
@@ -198,7 +194,7 @@ void or_plan(__global const uint *in, uint qinfo_base, uint np, uint seeds, __gl
  * It rises as partitions finish, toward the k-th best of all the query's candidates, where a
  * partition's own k-th best is the best of one partition's. One work-item reads the bins, 16
  * at a time, from the top. */
-#define OR_HIST 256u
+#define OR_HIST ABI_OR_HIST
 inline uint or_hist_theta(__global const uint *qh, uint k, float scale)
 {
     uint c = 0;
@@ -268,7 +264,7 @@ inline void or_clear_untouched(__local float *acc, uint bits, uint i)
     for (uint free = ~bits; free; free &= free - 1) acc[32 * i + or_low_bit(free)] = 0.0f;
 }
 
-/* Reads theta (ctl[4q]) once for the whole group. */
+/* Reads theta (its ctl word) once for the whole group. */
 inline float or_theta(__global volatile uint *at, __local uint *sh)
 {
     if (get_local_id(0) == 0) sh[0] = *at;
@@ -313,7 +309,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
 {
     __local float acc[OR_PART];
     __local uint touched[OR_WORDS]; /* bit d: accumulator d holds a sum (see or_add) */
-    __local uint scan[BLOCK_SIZE], hist[256], sh[3], next_ticket;
+    __local uint scan[BLOCK_SIZE], hist[ABI_KTH_BINS], sh[3], next_ticket;
     /* the records of up to OR_TT terms of the partition's query: their first slot and slot count
      * in the partition, their list's first task and first block, their weight and scale, the
      * other terms' M (for the bound of a block) */
@@ -326,22 +322,23 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
     __local float ne_sum; /* the non-essential terms' M, summed */
     __local uint ne_any, n_cand;
     uint lid = get_local_id(0);
-    const uint longest = ctl[gbase]; /* queues are complete before */
+    const uint longest = ctl[gbase + ABI_OR_CTL_LONGEST]; /* queues are complete before */
     /* the queries whose queue reaches into the round (or_rest's list): no ticket for a query
      * whose queue ends before it (a hashed query's is empty) */
-    const uint nact = persistent ? ctl[gbase + 4 + round] : 0u;
+    const uint nact = persistent ? ctl[gbase + ABI_OR_CTL_ROUND(round)] : 0u;
     const uint tickets = persistent ? nact * (min(to, longest) - min(from, longest)) : get_num_groups(0);
     /* the group's partitions scored, added to the batch's counter once, at the end */
     uint all_parts = 0, all_skipped = 0; /* and (partition, term) pairs left unread, likewise */
-    for (uint ticket = or_ticket(persistent, ctl + gbase + 1, sh); ticket < tickets; ticket = next_ticket) {
+    for (uint ticket = or_ticket(persistent, ctl + gbase + ABI_OR_CTL_TICKET, sh); ticket < tickets;
+         ticket = next_ticket) {
         /* the next ticket is taken now: the atomic's latency passes while this one is scored */
         uint next = tickets;
-        if (persistent && lid == 0) next = atomic_inc(ctl + gbase + 1);
+        if (persistent && lid == 0) next = atomic_inc(ctl + gbase + ABI_OR_CTL_TICKET);
         uint q, p, live;
         if (persistent) {
             q = act[(ulong)round * nq + ticket % nact];
             uint i = from + ticket / nact;
-            live = i < ctl[4 * q + 2];
+            live = i < ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_QUEUE)];
             p = live ? items[(ulong)q * np + i] : 0;
         } else {
             q = ticket / seeds;
@@ -351,7 +348,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         }
         __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
         __global const abi_term *qt = TERMS_AT(in, qterm_base, qi->term_start);
-        __global volatile uint *theta_at = ctl + 4 * q;
+        __global volatile uint *theta_at = ctl + ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA);
         uint t0 = qi->term_start;
         float theta = or_theta(theta_at, sh);
         live = live && !or_below(as_float(ub[(ulong)q * np + p] & ~OR_SEED_BIT), theta);
@@ -535,8 +532,9 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         const float least = cap ? as_float(T) : theta;
         const uint m = cap ? k : total;
         if (lid == 0) {
-            if (over) atomic_max(ctl + 4 * q, T); /* a lower bound on the query's k-th best */
-            sh[0] = m ? atomic_add(ctl + 4 * q + 1, m) : 0;
+            if (over) /* a lower bound on the query's k-th best */
+                atomic_max(ctl + ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA), T);
+            sh[0] = m ? atomic_add(ctl + ABI_OR_CTL_AT(q, ABI_OR_CTL_OFFERED), m) : 0;
             sh[1] = 0;
         }
         all_parts += live;
@@ -546,7 +544,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         const uint wspan = m && base + m <= pool ? wspan0 : 0;
         __global uint *od = pdoc + (ulong)q * pool + base, *ok = pkey + (ulong)q * pool + base;
         __global uint *qh = hist_all + (ulong)q * OR_HIST;
-        const float ubmax = as_float(ctl[4 * q + 3]);
+        const float ubmax = as_float(ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_UBMAX)]);
         const float scale = ubmax > 0.0f && !isinf(ubmax) ? (float)OR_HIST / ubmax : 0.0f;
         const uint tie = cap ? T : 0xFFFFFFFFu; /* no score has those bits (a NaN's) */
         uint tbase = 0;
@@ -567,12 +565,13 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             }
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
-        if (lid == 0 && wspan && scale > 0.0f) atomic_max(ctl + 4 * q, or_hist_theta(qh, k, scale));
+        if (lid == 0 && wspan && scale > 0.0f)
+            atomic_max(ctl + ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA), or_hist_theta(qh, k, scale));
         if (lid == 0) next_ticket = next;
         barrier(CLK_LOCAL_MEM_FENCE); /* sh, acc and next_ticket are reused by the next ticket */
     }
-    if (lid == 0 && all_parts) atomic_add(ctl + gbase + 2, all_parts);
-    if (lid == 0 && all_skipped) atomic_add(ctl + gbase + 3, all_skipped);
+    if (lid == 0 && all_parts) atomic_add(ctl + gbase + ABI_OR_CTL_PARTS, all_parts);
+    if (lid == 0 && all_skipped) atomic_add(ctl + gbase + ABI_OR_CTL_SKIPPED, all_skipped);
 }
 
 /* One work-group per query, between or_score's launches: theta raised to the k-th largest key of
@@ -585,12 +584,12 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void or_pool_theta(uint k, uint pool, __global uint *ctl, __global const uint *pkey)
 {
-    __local uint hist[256], sh[3];
-    uint q = get_group_id(0), c = ctl[4 * q + 1];
+    __local uint hist[ABI_KTH_BINS], sh[3];
+    uint q = get_group_id(0), c = ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_OFFERED)];
     /* an overflowing pool may hold slots nobody wrote: nothing to select (the query runs again) */
     uint count = c <= pool ? c : 0, T, need;
     wg_kth_key(pkey + (ulong)q * pool, 1, count, k, hist, sh, &T, &need);
-    if (get_local_id(0) == 0 && need != 0xFFFFFFFFu) atomic_max(ctl + 4 * q, T);
+    if (get_local_id(0) == 0 && need != 0xFFFFFFFFu) atomic_max(ctl + ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA), T);
 }
 
 /* One work-group per query: its partitions that are not seeds and whose UB reaches theta, into
@@ -603,7 +602,8 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
     uint q = get_group_id(0), lid = get_local_id(0);
     __global const uint *u = ub + (ulong)q * np;
     __global uint *dst = items + (ulong)q * np;
-    float theta = as_float(ctl[4 * q]), mx = as_float(ctl[4 * q + 3]); /* or_plan's largest UB */
+    float theta = as_float(ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA)]);
+    float mx = as_float(ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_UBMAX)]); /* or_plan's largest UB */
     /* no partition to queue where the largest bound is 0 (a hashed query's, an empty one's) */
     const uint span = mx == 0.0f ? 0u : np;
     uint at = 0;
@@ -619,11 +619,12 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
         }
     }
     if (lid == 0) {
-        ctl[4 * q + 2] = at;
-        if (at) atomic_max(ctl + gbase, at);
+        ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_QUEUE)] = at;
+        if (at) atomic_max(ctl + gbase + ABI_OR_CTL_LONGEST, at);
         /* the rounds its queue reaches into: or_score takes tickets only for the queries listed */
         for (uint r = 0; r < ABI_OR_ROUNDS; r++)
-            if (at > ABI_OR_ROUND_FROM(r)) act[r * get_num_groups(0) + atomic_inc(ctl + gbase + 4 + r)] = q;
+            if (at > ABI_OR_ROUND_FROM(r))
+                act[r * get_num_groups(0) + atomic_inc(ctl + gbase + ABI_OR_CTL_ROUND(r))] = q;
     }
 }
 
@@ -723,7 +724,7 @@ __kernel __attribute__((reqd_work_group_size(OR_HASH_WG, 1, 1)))
 void or_hash_offer(__global const uint *in, uint qinfo_base, uint k, uint pool, __global uint *ctl,
                    __global uint *pdoc, __global uint *pkey, __global const uint *htab)
 {
-    __local uint hist[256], sh[3];
+    __local uint hist[ABI_KTH_BINS], sh[3];
     const uint q = get_group_id(0), lid = get_local_id(0);
     __global const abi_query *qi = QUERY_AT(in, qinfo_base, q);
     const uint flags = qi->flags, hashed = (flags & ABI_QF_HASH) != 0;
@@ -748,7 +749,8 @@ void or_hash_offer(__global const uint *in, uint qinfo_base, uint k, uint pool, 
     const uint m = sh[0], span = m <= pool ? E : 0u; /* a pool too small takes nothing */
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {
-        if (hashed) ctl[4 * q + 1] = m; /* or_plan cleared it; no partition of the query adds to it */
+        /* or_plan cleared it; no partition of the query adds to it */
+        if (hashed) ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_OFFERED)] = m;
         sh[1] = 0;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -769,13 +771,13 @@ __kernel void or_finish(uint nq, uint pool, __global const uint *ctl, uint gbase
 {
     uint q = get_global_id(0);
     if (q >= nq) return;
-    uint c = ctl[4 * q + 1];
+    uint c = ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_OFFERED)];
     seg[2 * q] = q * pool;
     seg[2 * q + 1] = min(c, pool);
     out[or_at + q] = c > pool ? c : 0u;
     if (q == 0) {
-        out[or_at + nq] = ctl[gbase + 2];
-        out[or_at + nq + 1] = ctl[gbase + 3];
+        out[or_at + nq] = ctl[gbase + ABI_OR_CTL_PARTS];
+        out[or_at + nq + 1] = ctl[gbase + ABI_OR_CTL_SKIPPED];
     }
 }
 

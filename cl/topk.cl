@@ -37,7 +37,7 @@ inline bool topk_before(uint ka, uint da, uint kb, uint db)
  * lowest bin that reaches the count still wanted. *needD is how many entries with docID *D are
  * taken (1 where docIDs are distinct; a duplicate docID keeps its first copies in segment
  * order). Every work-item of the group calls it (barriers), with run 0 where there is nothing
- * to do; hist holds 256 uints, sh 2. */
+ * to do; hist holds ABI_KTH_BINS uints, sh 2. */
 inline void topk_tie_doc(__global const uint *sc, __global const uint *docs, uint count, uint T, uint need,
                          uint run, __local uint *hist, __local uint *sh, uint *D, uint *needD)
 {
@@ -49,7 +49,7 @@ inline void topk_tie_doc(__global const uint *sc, __global const uint *docs, uin
     uint mask = 0;
     barrier(CLK_LOCAL_MEM_FENCE); /* uniform trip count: no passes unless run */
     for (int shift = run ? 24 : -8; shift >= 0; shift -= 8) {
-        for (uint j = lid; j < 256; j += n) hist[j] = 0;
+        for (uint j = lid; j < ABI_KTH_BINS; j += n) hist[j] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         uint prefix = sh[0];
         for (uint i = lid; i < count; i += n) {
@@ -82,7 +82,7 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
                  uint dense, uint num_docs, uint k, uint P, uint Q,
                  __global uint *sdoc, __global uint *skey, __global uint *out)
 {
-    __local uint hist[256];
+    __local uint hist[ABI_KTH_BINS];
     __local uint scan[WG_TOPK];
     __local uint sh[3];
     uint q = get_group_id(0), lid = get_local_id(0);
@@ -223,9 +223,7 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
 #endif
 #define TR_VEC ABI_TOPK_VEC(WG_ROWS)
 #define TR_STEP (WG_ROWS * 4u * TR_VEC)
-#ifndef TR_E
 #define TR_E 8u /* buffer entries a work-item looks at in one iteration of a cut's compaction */
-#endif
 #define TR_BINS ABI_TOPK_BINS
 #define TR_SH ABI_TOPK_ROWS_SH
 /* sh's words: 0..2 the radix pick's (prefix, count left, bin taken whole); the operation across

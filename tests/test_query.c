@@ -632,9 +632,9 @@ static void check_or_pool_theta(cls_engine *e)
 {
     enum { Q = 4, P = 64, K = 10 };
     clx_engine *x = engine_clx(e);
-    ck_assert_uint_ge(x->or_ctl.cap, 4 * Q * 4);
+    ck_assert_uint_ge(x->or_ctl.cap, ABI_OR_CTL_BATCH(Q) * 4);
     ck_assert_uint_ge(x->cscore.cap, Q * P * 4);
-    uint32_t keys[Q * P], ctl[4 * Q] = {0}, want[Q], sorted[P];
+    uint32_t keys[Q * P], ctl[ABI_OR_CTL_BATCH(Q)] = {0}, want[Q], sorted[P];
     uint64_t r = 12345;
     for (uint32_t i = 0; i < Q * P; i++) { /* scores of a few values: ties at the k-th */
         r = r * 6364136223846793005ull + 1442695040888963407ull;
@@ -642,8 +642,8 @@ static void check_or_pool_theta(cls_engine *e)
     }
     const uint32_t count[Q] = {50, K, P + 1, P}, theta0[Q] = {0, t_as_uint(0.5f), 0, t_as_uint(100.0f)};
     for (uint32_t q = 0; q < Q; q++) {
-        ctl[4 * q] = theta0[q];
-        ctl[4 * q + 1] = count[q];
+        ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA)] = theta0[q];
+        ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_OFFERED)] = count[q];
         want[q] = theta0[q];
         if (count[q] <= K || count[q] > P) continue;
         memcpy(sorted, keys + q * P, count[q] * 4);
@@ -659,8 +659,9 @@ static void check_or_pool_theta(cls_engine *e)
     ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->or_ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
     dev_profile_collect(x, 1);
     for (uint32_t q = 0; q < Q; q++)
-        ck_assert_msg(ctl[4 * q] == want[q], "or_pool_theta: query %u (%u keys): theta %08x, plain C %08x", q, count[q],
-                      ctl[4 * q], want[q]);
+        ck_assert_msg(ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA)] == want[q],
+                      "or_pool_theta: query %u (%u keys): theta %08x, plain C %08x", q, count[q],
+                      ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA)], want[q]);
     ck_assert_uint_gt(want[0], 0); /* the first query's theta rose */
 }
 

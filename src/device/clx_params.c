@@ -20,17 +20,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cl/abi.h"
 #include "device/clx.h"
+#include "index/index.h"
 #include "util/err.h"
 #include "util/vec.h"
 
 /* ---- The registry ----------------------------------------------------------------------- */
 
 #define PARAM_FIELD(f) offsetof(clx_params, f)
-/* local memory or_score takes besides its accumulators, at most: the candidate scan (a block's
- * size, up to 512 words), the radix select's 256-bin histogram and OR_TT (32) terms' 9-word
- * records, and a few words */
-#define OR_LOCAL_EXTRA 4608u
+/* local memory or_score takes besides its accumulators, at most (cl/or_parts.cl: or_score's
+ * __local arrays): the candidate scan (a block's size, up to IDX_MAX_BLOCK words), the radix
+ * select's histogram, ABI_OR_TT terms' 9-word records, and its few shared words with room to
+ * spare (96) */
+#define OR_LOCAL_EXTRA ((IDX_MAX_BLOCK + ABI_KTH_BINS + 9u * ABI_OR_TT + 96u) * 4u)
 /* or_score's accumulators (4 bytes a document) and their bitmap (a bit a document) */
 #define OR_LOCAL(log) (((uint64_t)4 << (log)) + ((uint64_t)1 << (log)) / 8)
 

@@ -68,8 +68,6 @@ cls_status algo_or_accumulate(dev_batch *b)
 /* Persistent work-groups of or_score's queue pass, per compute unit: enough resident groups to
  * hide a group's barriers and loads. */
 #define OR_GROUPS_PER_CU 16u
-/* or_parts.cl's OR_HIST: bins of a query's histogram of offered scores */
-#define OR_HIST_BINS 256u
 /* or_bounds' work-groups per compute unit where a batch has few terms */
 #define OR_BOUND_GROUPS_PER_CU 8u
 /* The queue pass's rounds (cl/abi.h: ABI_OR_ROUND_FROM, 64, 512, 4096): where each launch of
@@ -102,7 +100,7 @@ static cls_status launch(dev_batch *b)
     cl_uint nq = b->nq, np = pl->lim.parts, seeds = pl->lim.seeds, pool = pl->lim.pool, kk = b->kk;
     /* or_score reads term i's abi_skip at index i: every term of a parts batch has one, in order */
     assert(b->nskips == pl->nterms);
-    cl_uint gbase = 4 * nq, bsrc = e->or_bsrc, bs = e->idx->block_size, zero = 0, one = 1;
+    cl_uint gbase = ABI_OR_CTL_BATCH(nq), bsrc = e->or_bsrc, bs = e->idx->block_size, zero = 0, one = 1;
     cls_status s;
     if ((s = dev_buf_need(e, &e->or_m, (size_t)pl->nterms * np * 4, "partition bounds")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_tasks, (size_t)b->otasks * sizeof(abi_task), "decode tasks")) != CLS_OK ||
@@ -112,18 +110,19 @@ static cls_status launch(dev_batch *b)
         (s = dev_buf_need(e, &e->or_ub, (size_t)nq * np * 4, "partition bounds")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_items, (size_t)nq * np * 4, "partition queue")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_seed, (size_t)nq * seeds * 4, "seed partitions")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->or_ctl, ((size_t)gbase + 8) * 4, "partition counters")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_ctl, ((size_t)gbase + ABI_OR_CTL_BATCH_WORDS) * 4, "partition counters")) != CLS_OK ||
         (s = dev_buf_need(e, &e->or_act, (size_t)nq * ABI_OR_ROUNDS * 4, "queries of each round")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->or_hist, (size_t)nq * OR_HIST_BINS * 4, "candidate histograms")) != CLS_OK ||
+        (s = dev_buf_need(e, &e->or_hist, (size_t)nq * ABI_OR_HIST * 4, "candidate histograms")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cand, (size_t)nq * pool * 4, "candidates")) != CLS_OK ||
         (s = dev_buf_need(e, &e->cscore, (size_t)nq * pool * 4, "candidate scores")) != CLS_OK)
         return s;
     cl_event ev;
     CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_m.mem, &zero, 4, 0, (size_t)pl->nterms * np * 4, 0, NULL, &ev));
     if ((s = dev_record_fill(e, ev, "bounds")) != CLS_OK) return s;
-    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, (size_t)gbase * 4, 8 * 4, 0, NULL, &ev));
+    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, (size_t)gbase * 4, ABI_OR_CTL_BATCH_WORDS * 4, 0, NULL,
+                                &ev));
     if ((s = dev_record_fill(e, ev, "bounds")) != CLS_OK) return s;
-    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_hist.mem, &zero, 4, 0, (size_t)nq * OR_HIST_BINS * 4, 0, NULL, &ev));
+    CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_hist.mem, &zero, 4, 0, (size_t)nq * ABI_OR_HIST * 4, 0, NULL, &ev));
     if ((s = dev_record_fill(e, ev, "bounds")) != CLS_OK) return s;
     cl_uint nwords;
     if ((s = dev_words_count(e->d_words, &nwords)) != CLS_OK) return s;
@@ -209,7 +208,8 @@ static cls_status launch(dev_batch *b)
     for (cl_uint r = 0; r < ABI_OR_ROUNDS && from < np; r++) {
         cl_uint to = ABI_OR_ROUND_FROM(r + 1);
         if (r) { /* the ticket counter, for this round */
-            CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, ((size_t)gbase + 1) * 4, 4, 0, NULL, &ev));
+            CLX_TRY(clEnqueueFillBuffer(e->queue, e->or_ctl.mem, &zero, 4, ((size_t)gbase + ABI_OR_CTL_TICKET) * 4, 4, 0,
+                                    NULL, &ev));
             if ((s = dev_record_fill(e, ev, "score")) != CLS_OK) return s;
         }
         as[ORS_FROM] = DEV_U32(from);
