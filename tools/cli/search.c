@@ -1,0 +1,484 @@
+/* The search command: queries from a topics file or the command line, searched on an engine,
+ * written as a TREC run or as JSON lines, to standard output or to a file. */
+#define _DEFAULT_SOURCE /* getopt_long */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "util/err.h"
+#include "util/fault.h"
+#include "util/strset.h"
+#include "util/tmpfile.h"
+#include "util/utf8.h"
+
+/* The topics file's queries into the batch, each qid once. */
+typedef struct topics_ctx {
+    cls_batch *b;
+    cls_status err;
+    strset qids; /* a qid given twice would repeat its results under one name in the run */
+} topics_ctx;
+
+static int on_topic(void *user, const char *qid, const char *text)
+{
+    topics_ctx *c = user;
+    if (strset_find(&c->qids, qid, strlen(qid), NULL)) {
+        c->err = err_set(CLS_E_FORMAT, "query id '%s' is given twice: query ids must be unique", qid);
+        return 1;
+    }
+    if (strset_add(&c->qids, qid, strlen(qid), NULL) < 0) {
+        c->err = err_set(CLS_E_NOMEM, "reading topics: out of memory");
+        return 1;
+    }
+    c->err = cls_batch_add(c->b, qid, text);
+    return c->err != CLS_OK;
+}
+
+/* The stored fields a search prints with each hit (--fields, or with --json all of them). */
+typedef struct field_sel {
+    uint32_t id[CLS_MAX_FIELDS];
+    size_t n;
+    char *utf8;   /* a value made valid UTF-8 for JSON, reused from hit to hit */
+    size_t cap;
+} field_sel;
+
+/* A value in a tab-separated column: tab, newline, carriage return and backslash escaped as
+ * \t, \n, \r and \\, so that a line stays one line of columns. */
+static int put_column(FILE *f, const char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        const char *esc = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\\' ? "\\\\" : NULL;
+        if (esc ? fputs(esc, f) < 0 : fputc(c, f) == EOF) return 0;
+    }
+    return 1;
+}
+
+/* v[0..n) as JSON can hold it (util/utf8.h), in sel's buffer where it must be mended. */
+static const char *json_text(field_sel *sel, const char *v, size_t n) { return utf8_json(v, n, &sel->utf8, &sel->cap); }
+
+static int write_run(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, const char *tag,
+                     const field_sel *sel)
+{
+    for (size_t q = 0; q < cls_results_count(r); q++) {
+        size_t n;
+        const uint32_t *docs;
+        const float *scores;
+        cls_results_get(r, q, &n, &docs, &scores);
+        if (fault_hit(FAULT_WRITE)) { /* CLSEARCH_FAULT's write faults: a full disk */
+            errno = ENOSPC;
+            return 0;
+        }
+        for (size_t j = 0; j < n; j++) {
+            if (fprintf(f, "%s Q0 %s %zu %.6f %s", cls_batch_qid(b, q), cls_index_docno(idx, docs[j]), j + 1,
+                        (double)scores[j], tag) < 0)
+                return 0;
+            /* --fields: after the run's six columns, a tab and the values, tab-separated */
+            for (size_t k = 0; k < sel->n; k++) {
+                size_t len;
+                const char *v = cls_index_field(idx, docs[j], sel->id[k], &len);
+                if (fputc('\t', f) == EOF || (v && !put_column(f, v, len))) return 0;
+            }
+            if (fputc('\n', f) == EOF) return 0;
+        }
+    }
+    return 1;
+}
+
+/* A score as the run file writes it (six decimals), so both outputs agree. */
+static double run_score(float score)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.6f", (double)score);
+    return strtod(buf, NULL);
+}
+
+/* --json: one object a hit, {"qid", "rank", "docno", "score"}, and "fields" when fields are
+ * printed: {"name": value, ...}, null for an absent value. Every string valid UTF-8 (utf8_json's
+ * rule, as the server and the Python bindings apply it). */
+static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, field_sel *sel)
+{
+    for (size_t q = 0; q < cls_results_count(r); q++) {
+        size_t n;
+        const uint32_t *docs;
+        const float *scores;
+        cls_results_get(r, q, &n, &docs, &scores);
+        for (size_t j = 0; j < n; j++) {
+            /* qids come from topics files and docnos from the collection, as any bytes: each is
+             * copied into the object before the buffer json_text reuses is written again */
+            const char *qid = cls_batch_qid(b, q), *docno = cls_index_docno(idx, docs[j]), *u;
+            cJSON *o = cJSON_CreateObject();
+            if (!o || !(u = json_text(sel, qid, strlen(qid))) || !cJSON_AddStringToObject(o, "qid", u) ||
+                !cJSON_AddNumberToObject(o, "rank", (double)(j + 1)) ||
+                !(u = json_text(sel, docno, strlen(docno))) || !cJSON_AddStringToObject(o, "docno", u) ||
+                !cJSON_AddNumberToObject(o, "score", run_score(scores[j]))) {
+                cJSON_Delete(o);
+                return 0;
+            }
+            cJSON *fo = sel->n ? cJSON_AddObjectToObject(o, "fields") : NULL;
+            int ok = !sel->n || fo;
+            for (size_t k = 0; ok && k < sel->n; k++) {
+                size_t len;
+                const char *name = cls_index_field_name(idx, sel->id[k]);
+                const char *v = cls_index_field(idx, docs[j], sel->id[k], &len), *t = v ? json_text(sel, v, len) : NULL;
+                ok = v ? t && cJSON_AddStringToObject(fo, name, t) : cJSON_AddNullToObject(fo, name) != NULL;
+            }
+            if (!ok) {
+                cJSON_Delete(o);
+                return 0;
+            }
+            if (!put_json_line(f, o)) return 0;
+        }
+    }
+    return 1;
+}
+
+static int write_results(FILE *f, int json, const cls_index *idx, const cls_batch *b, const cls_results *r,
+                         const char *tag, field_sel *sel)
+{
+    return json ? write_json(f, idx, b, r, sel) : write_run(f, idx, b, r, tag, sel);
+}
+
+/* What `search` was asked. */
+typedef struct search_args {
+    const char *index_path, *topics, *fmt, *device, *out, *tag, *qid, *fields_opt;
+    const char *topics_path; /* topics, "/dev/stdin" for '-' */
+    int verbose, json;
+    cls_topics_format tf;
+    cls_search_params p;
+    cls_engine_opts eo;
+    char *query; /* QUERY... joined, or NULL */
+} search_args;
+
+/* What a search holds while it runs, released by search_free. */
+typedef struct search_state {
+    cls_index *idx;
+    cls_batch *batch;
+    cls_engine *eng;
+    cls_results *res;
+    char *fields_buf;
+    field_sel sel;
+    double t_search;
+} search_state;
+
+static const name_value topics_formats[] = {
+    {"auto", CLS_TOPICS_AUTO}, {"tsv", CLS_TOPICS_TSV},     {"anserini", CLS_TOPICS_ANSERINI},
+    {"trec", CLS_TOPICS_TREC}, {"smart", CLS_TOPICS_SMART}, {"mq", CLS_TOPICS_MQ},
+};
+
+/* search's options into a; 0, or the exit status of a refusal. */
+static int search_options(int argc, char **argv, search_args *a)
+{
+    unsigned long long v;
+    float batch_ms = 0;
+    int opt, rc;
+    static const struct option lo[] = {{"index", required_argument, 0, 'x'}, {"topics", required_argument, 0, 'q'},
+                                       {"format", required_argument, 0, 'f'}, {"k", required_argument, 0, 'k'},
+                                       {"mode", required_argument, 0, 'm'}, {"k1", required_argument, 0, 1},
+                                       {"b", required_argument, 0, 2}, {"device", required_argument, 0, 'd'},
+                                       {"output", required_argument, 0, 'o'}, {"tag", required_argument, 0, 3},
+                                       {"json", no_argument, 0, 4}, {"qid", required_argument, 0, 5},
+                                       {"device-mem", required_argument, 0, 6}, {"batch-ms", required_argument, 0, 7},
+                                       {"fields", required_argument, 0, 8},
+                                       {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
+    while ((opt = getopt_long(argc, argv, ":x:q:f:k:m:d:o:v", lo, NULL)) != -1) {
+        switch (opt) {
+        case 'x': a->index_path = optarg; break;
+        case 'q': a->topics = optarg; break;
+        case 'f': a->fmt = optarg; break;
+        case 'k':
+            if (!parse_u64(optarg, 1, CLS_MAX_K, &v))
+                return usage_error("search: k must be a whole number from 1 to 100000, not '%s'", optarg);
+            a->p.k = (uint32_t)v;
+            break;
+        case 'm':
+            if (cls_mode_parse(optarg, &a->p.mode) != CLS_OK) return usage_error("search: %s", cls_last_error());
+            break;
+        case 1:
+            if (!parse_float(optarg, &a->p.k1) || !(a->p.k1 >= 0 && a->p.k1 <= 100))
+                return usage_error("search: --k1 takes a number from 0 to 100, not '%s'", optarg);
+            break;
+        case 2:
+            if (!parse_float(optarg, &a->p.b) || !(a->p.b >= 0 && a->p.b <= 1))
+                return usage_error("search: --b takes a number from 0 to 1, not '%s'", optarg);
+            break;
+        case 'd': a->device = optarg; break;
+        case 'o': a->out = optarg; break;
+        case 3: a->tag = optarg; break;
+        case 4: a->json = 1; break;
+        case 5: a->qid = optarg; break;
+        case 6:
+            if ((rc = device_mem_option("search", optarg, &a->eo)) != 0) return rc;
+            break;
+        case 7:
+            if (!parse_float(optarg, &batch_ms) || !(batch_ms > 0 && batch_ms <= 60000))
+                return usage_error("search: --batch-ms takes a number of milliseconds above 0, up to 60000, not '%s'",
+                                   optarg);
+            a->eo.batch_ms = batch_ms;
+            break;
+        case 8: a->fields_opt = optarg; break;
+        case 'v': a->verbose = 1; break;
+        default: return bad_option(argc, argv, opt);
+        }
+    }
+    return 0;
+}
+
+/* search's arguments into a, checked, and the output guarded; 0, or the exit status of a
+ * refusal. a->query is the caller's to free. */
+static int search_parse(int argc, char **argv, search_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->tag = "clsearch";
+    cls_search_defaults(&a->p);
+    cls_engine_opts_init(&a->eo);
+    int rc = search_options(argc, argv, a), tf;
+    if (rc != 0) return rc;
+    /* QUERY...: the words after the options, one query */
+    if (optind < argc) {
+        if (a->topics)
+            return usage_error("search: give -q TOPICS or a query, not both (the query starts at '%s')", argv[optind]);
+        if (a->fmt) return usage_error("search: -f %s goes with -q TOPICS, not with a query", a->fmt);
+    } else if (a->qid) {
+        return usage_error("search: --qid %s names a query given on the command line; there is none", a->qid);
+    }
+    if (!a->index_path || (!a->topics && optind >= argc))
+        return usage_error("search: -x INDEX and -q TOPICS (or a query) are required%s", "");
+    if (strpbrk(a->tag, " \t\n")) return usage_error("search: the tag '%s' holds white space", a->tag);
+    if (a->qid && (!*a->qid || strpbrk(a->qid, " \t\n")))
+        return usage_error("search: the qid '%s' is empty or holds white space", a->qid);
+    if (!name_lookup(topics_formats, sizeof topics_formats / sizeof topics_formats[0], a->fmt ? a->fmt : "auto", &tf))
+        return usage_error("search: unknown topics format '%s' (auto, tsv, anserini, trec, smart, mq)", a->fmt);
+    a->tf = (cls_topics_format)tf;
+    /* '-' is standard input: read once, in any format (the format is told from the first line
+     * as it goes by) */
+    a->topics_path = a->topics && strcmp(a->topics, "-") == 0 ? "/dev/stdin" : a->topics;
+    char *search_in[2] = {(char *)a->index_path, (char *)a->topics_path};
+    if (a->out && guard_output("search", a->out, OF_RUN, search_in, 2)) return 1;
+    if (optind < argc) {
+        size_t len = 1;
+        for (int i = optind; i < argc; i++) len += strlen(argv[i]) + 1;
+        if (!(a->query = malloc(len))) return fail(CLS_E_NOMEM, "search");
+        a->query[0] = '\0';
+        for (int i = optind; i < argc; i++) {
+            if (i > optind) strcat(a->query, " ");
+            strcat(a->query, argv[i]);
+        }
+    }
+    return 0;
+}
+
+/* The fields to print: those named (each one the index stores), or with --json all. 0, or the
+ * exit status of a refusal. */
+static int search_fields(const search_args *a, search_state *st)
+{
+    if (a->fields_opt) {
+        const char *names[CLS_MAX_FIELDS];
+        size_t n;
+        int rc = split_fields("search: --fields", a->fields_opt, &st->fields_buf, names, &n);
+        if (rc != 0) return rc;
+        for (size_t k = 0; k < n; k++)
+            if (cls_index_field_find(st->idx, names[k], &st->sel.id[st->sel.n++]) != CLS_OK)
+                return usage_error("search: --fields: %s", cls_last_error());
+    } else if (a->json) {
+        for (uint32_t k = 0; k < cls_index_field_count(st->idx); k++) st->sel.id[st->sel.n++] = k;
+    }
+    return 0;
+}
+
+/* The batch of queries: the one of the command line, or the topics file's. 0, or 1 after the
+ * message. */
+static int search_queries(const search_args *a, search_state *st)
+{
+    cls_status s;
+    if ((s = cls_batch_create(st->idx, &st->batch)) != CLS_OK) return fail(s, "search");
+    if (a->query) {
+        if ((s = cls_batch_add(st->batch, a->qid ? a->qid : "1", a->query)) != CLS_OK) return fail(s, "search");
+        return 0;
+    }
+    topics_ctx tc = {st->batch, CLS_OK, {0}};
+    s = cls_topics_read(a->tf, a->topics_path, on_topic, &tc);
+    strset_free(&tc.qids);
+    if (tc.err != CLS_OK) s = tc.err;
+    if (s != CLS_OK) return fail(s, "reading topics");
+    if (cls_batch_count(st->batch) == 0) {
+        fprintf(stderr, "%s: reading topics: %s holds no topic (it is empty or all blank lines)\n", prog,
+                strcmp(a->topics, "-") == 0 ? "standard input" : a->topics);
+        return 1;
+    }
+    return 0;
+}
+
+/* The engine started and the batch searched, the time it took in st->t_search. 0, or 1 after
+ * the message. */
+static int search_engine(search_args *a, search_state *st)
+{
+    cls_status s;
+    double t0 = now();
+    a->eo.device = a->device;
+    if ((s = cls_engine_create_opts(st->idx, &a->eo, &st->eng)) != CLS_OK)
+        return fail_reading(st->idx, s, "starting the engine");
+    double t_start = now() - t0;
+    if (a->verbose) {
+        double bs;
+        int cached;
+        cls_engine_build_times(st->eng, &bs, &cached);
+        fprintf(stderr, "%s\n", cls_engine_describe(st->eng));
+        fprintf(stderr, "engine start-up %.3f s (%s)\n", t_start,
+                bs > 0 ? (cached ? "warm: program from cache" : "cold: program built") : "no kernels");
+    }
+    if ((s = cls_results_create(&st->res)) != CLS_OK) return fail(s, "search");
+    double t1 = now();
+    s = cls_engine_search(st->eng, st->batch, &a->p, st->res);
+    st->t_search = now() - t1;
+    if (s != CLS_OK) return fail_reading(st->idx, s, "searching");
+    /* an OpenCL engine may search without reading the file again: a shrunk one is found here */
+    return index_whole(st->idx, "searching") ? 0 : 1;
+}
+
+/* The results to -o's file through a temporary file renamed over it when whole, or straight
+ * through a device, a pipe or a link; to standard output without -o. 0, or 1 after the
+ * message. The docnos and fields written come from the mapping: no run from a shrunk file. */
+static int search_write(const search_args *a, search_state *st)
+{
+    const char *out = a->out;
+    struct stat ost;
+    FILE *f;
+    int ok;
+    if (!out) {
+        if (!write_results(stdout, a->json, st->idx, st->batch, st->res, a->tag, &st->sel) || fflush(stdout) != 0) {
+            fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
+            return 1;
+        }
+        return index_whole(st->idx, "writing the run") ? 0 : 1;
+    }
+    if (lstat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+        /* a device, a pipe or a link (/dev/null, /dev/stdout, a FIFO): write straight through
+         * it; renaming a temporary file over it would replace the node or the link itself */
+        f = fopen(out, "w");
+        ok = f && write_results(f, a->json, st->idx, st->batch, st->res, a->tag, &st->sel);
+        if (f) ok = (fclose(f) == 0) && ok;
+        if (!ok) {
+            fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
+            return 1;
+        }
+        return index_whole(st->idx, "writing the run") ? 0 : 1;
+    }
+    /* mode 0666 less the umask like any new file; removed on SIGINT/SIGTERM/SIGHUP */
+    char *tmp = NULL;
+    int fd = tmp_create(out, &tmp);
+    f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "%s: cannot create a temporary file beside %s: %s\n", prog, out, strerror(errno));
+        if (fd >= 0) close(fd);
+        tmp_discard(tmp);
+        return 1;
+    }
+    ok = write_results(f, a->json, st->idx, st->batch, st->res, a->tag, &st->sel);
+    ok = (fclose(f) == 0) && ok;
+    if (ok && !index_whole(st->idx, "writing the run")) {
+        tmp_discard(tmp);
+        return 1;
+    }
+    if (!ok || rename(tmp, out) != 0) {
+        fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
+        tmp_discard(tmp);
+        return 1;
+    }
+    tmp_release(tmp);
+    return 0;
+}
+
+/* -v: the device's steps and counters. */
+static void search_profile(const search_state *st)
+{
+    const cls_profile_step *steps;
+    uint32_t batches;
+    size_t nsteps = cls_engine_profile(st->eng, &steps, &batches);
+    if (!batches) return;
+    fprintf(stderr, "device time in %u batch(es):", batches);
+    for (size_t i = 0; i < nsteps; i++) {
+        fprintf(stderr, "%s %s %.3f ms", i ? "," : "", steps[i].name, steps[i].seconds * 1e3);
+        if (steps[i].transfer) fprintf(stderr, " (%.2f MB)", (double)steps[i].bytes / 1e6);
+    }
+    fputc('\n', stderr);
+    const cls_counter *cn;
+    size_t ncn = cls_engine_counters(st->eng, &cn);
+    uint64_t in_lists = 0, decoded = 0;
+    for (size_t i = 0; i < ncn; i++) {
+        if (strcmp(cn[i].name, "blocks_in_lists") == 0) in_lists = cn[i].value;
+        if (strcmp(cn[i].name, "blocks_decoded") == 0) decoded = cn[i].value;
+    }
+    if (in_lists)
+        fprintf(stderr, "blocks decoded: %llu of the %llu in the queries' lists (%.1f%%)\n",
+                (unsigned long long)decoded, (unsigned long long)in_lists, 100.0 * (double)decoded / (double)in_lists);
+    fprintf(stderr, "counters:");
+    for (size_t i = 0; i < ncn; i++) fprintf(stderr, " %s %llu", cn[i].name, (unsigned long long)cn[i].value);
+    fputc('\n', stderr);
+}
+
+/* The queries without results, each named with -v; the hits in *hits. */
+static size_t search_empty(const search_args *a, const search_state *st, size_t *hits)
+{
+    size_t nq = cls_batch_count(st->batch), empty = 0;
+    *hits = 0;
+    for (size_t q = 0; q < nq; q++) {
+        size_t n;
+        cls_results_get(st->res, q, &n, NULL, NULL);
+        *hits += n;
+        if (n == 0) {
+            empty++;
+            if (a->verbose)
+                fprintf(stderr, "query %s: no results (%s)\n", cls_batch_qid(st->batch, q),
+                        cls_batch_terms(st->batch, q) == 0 ? "empty, all stopwords or only unknown terms"
+                                                           : "no document matches");
+        }
+    }
+    return empty;
+}
+
+static void search_free(search_state *st)
+{
+    free(st->fields_buf);
+    free(st->sel.utf8);
+    cls_results_free(st->res);
+    cls_engine_free(st->eng);
+    cls_batch_free(st->batch);
+    cls_index_close(st->idx);
+}
+
+/* The search itself once its arguments are checked: 0, or 1 or 2 after the message. */
+static int search_run(search_args *a)
+{
+    search_state st = {.sel = {.n = 0}};
+    cls_status s = cls_index_open(a->index_path, &st.idx);
+    int rc = s != CLS_OK ? fail(s, "opening the index") : search_fields(a, &st);
+    if (rc == 0) rc = search_queries(a, &st);
+    if (rc == 0) rc = search_engine(a, &st);
+    size_t hits = 0, empty = rc == 0 ? search_empty(a, &st, &hits) : 0;
+    if (rc == 0) rc = search_write(a, &st);
+    if (rc == 0) {
+        size_t nq = cls_batch_count(st.batch);
+        if (a->verbose) search_profile(&st);
+        if (a->verbose)
+            fprintf(stderr, "searched %zu queries (%s, k %u) in %.3f s: %.1f queries/s, %zu hits, %zu queries without "
+                    "results\n", nq, cls_mode_name(a->p.mode), a->p.k, st.t_search,
+                    st.t_search > 0 ? (double)nq / st.t_search : 0.0, hits, empty);
+        else if (empty) /* a run without those queries' lines would look like a dropped input */
+            fprintf(stderr, "%s: note: %zu of %zu %s matched no document (%s): no lines for %s\n", prog, empty, nq,
+                    nq == 1 ? "query" : "queries", cls_mode_name(a->p.mode), empty == 1 ? "it" : "them");
+    }
+    search_free(&st);
+    return rc;
+}
+
+int cmd_search(int argc, char **argv)
+{
+    search_args a;
+    int rc = search_parse(argc, argv, &a);
+    if (rc == 0) rc = search_run(&a);
+    free(a.query);
+    return rc;
+}
