@@ -102,13 +102,16 @@ static srv_conn *victim(srv *s, const srv_conn *c, int per_ip)
 static void conn_started(srv *s, struct MHD_Connection *mc, void **ctx)
 {
     srv_conn *c = calloc(1, sizeof *c);
-    const union MHD_ConnectionInfo *fd = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
-    const union MHD_ConnectionInfo *ad = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    /* each answer is read before the next question: libmicrohttpd 1.0 answers them all in one union
+     * of the connection's, so a second call overwrites the first's value (0.9 kept them apart) */
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int fd = info ? (int)info->connect_fd : -1;
+    info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = info ? info->client_addr : NULL;
     *ctx = c;
     if (!c) return; /* out of memory: the connection goes untracked, under libmicrohttpd's limits alone */
     c->list = -1;
-    c->fd = fd ? fd->connect_fd : -1;
-    const struct sockaddr *sa = ad ? ad->client_addr : NULL;
+    c->fd = fd;
     if (sa && sa->sa_family == AF_INET) {
         c->family = AF_INET;
         memcpy(c->addr, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
