@@ -656,6 +656,9 @@ static void check_or_pool_theta(cls_engine *e)
     cl_uint k = K, pool = P;
     dev_arg a[] = {DEV_U32(k), DEV_U32(pool), DEV_MEM(x->or_ctl.mem), DEV_MEM(x->cscore.mem)};
     ck_assert_msg(dev_run(x, "or_pool_theta", a, Q, x->idx->block_size, "score") == CLS_OK, "%s", cls_last_error());
+    /* a count that disagrees with the kernel's parameters is refused before anything is set */
+    ck_assert_int_eq(dev_run_n(x, "or_pool_theta", a, DEV_NARGS(a) - 1, 0, x->idx->block_size, "score"), CLS_E_ARG);
+    ck_assert_msg(strstr(cls_last_error(), "or_pool_theta takes 4 arguments, given 3"), "%s", cls_last_error());
     ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->or_ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
     dev_profile_collect(x, 1);
     for (uint32_t q = 0; q < Q; q++)
