@@ -32,7 +32,7 @@ for n, build in enumerate([a, b, a, b], 1):
     for line in open(f"{build}/bench/ab-{n}.jsonl"):
         r = json.loads(line)
         key = (r.get("mode"), r.get("k"), r.get("batch"))
-        q = r.get("qps") or r.get("queries_per_s")
+        q = r.get("qps")
         if q is None or None in key:
             continue
         rows.setdefault(key, {}).setdefault("A" if build == a else "B", []).append(q)

@@ -415,7 +415,8 @@ static cls_status check_index(clx_engine *e, int exact)
         if (!d_bad || err != CL_SUCCESS) s = err_wrap(clx_fail("clCreateBuffer", err), "the block check's result: ");
     }
     if (s == CLS_OK) s = dev_words_count(e->d_words, &nwords);
-    uint32_t t = 0; /* the term of block b0: terms tile the blocks in order */
+    uint32_t t = 0, wt = UINT32_MAX; /* the term of block b0 (terms tile the blocks in order); whose weight w is */
+    float w = 0.0f;
     for (uint64_t b0 = 0; b0 < NB && s == CLS_OK;) {
         uint64_t b1 = b0 + per < NB ? b0 + per : NB;
         cl_uint nblocks = (cl_uint)NB, word_base = 0, word_end = (cl_uint)idx->num_words, block0 = (cl_uint)b0,
@@ -448,7 +449,11 @@ static cls_status check_index(clx_engine *e, int exact)
         for (uint64_t b = b0; b < b1; b++) {
             /* bounded: a file cut under its mapping reads as zeros (idx_intact says so after) */
             while (t + 1 < idx->num_terms && b >= (uint64_t)idx->terms[t].first_block + idx->terms[t].num_blocks) t++;
-            weights[b - b0] = bm25_block_weight(idx->scoring, N, idx->terms[t].df);
+            if (t != wt) { /* a term's weight once, not once a block: an idf is a logarithm */
+                w = bm25_block_weight(idx->scoring, N, idx->terms[t].df);
+                wt = t;
+            }
+            weights[b - b0] = w;
         }
         /* blocking: the launch before may still read the weights, and the queue runs in order */
         if ((err = clEnqueueWriteBuffer(e->queue, d_weights, CL_TRUE, 0, (b1 - b0) * sizeof *weights, weights, 0, NULL,
