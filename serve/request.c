@@ -36,6 +36,15 @@ static int qid_ok(const char *q, char *err, size_t errlen)
     return 1;
 }
 
+/* "mode" must be one of "or", "and", ...: the names as the library gives them, so that a mode
+ * added there is named here without an edit. */
+static void mode_error(char *err, size_t errlen)
+{
+    size_t at = (size_t)snprintf(err, errlen, "\"mode\" must be one of ");
+    for (cls_mode m = 0; cls_mode_name(m) && at < errlen; m++)
+        at += (size_t)snprintf(err + at, errlen - at, "%s\"%s\"", m ? ", " : "", cls_mode_name(m));
+}
+
 long json_nul_string(const char *text, size_t len)
 {
     /* cJSON has accepted text, so a double quote outside a string opens one, and a backslash
@@ -159,7 +168,7 @@ int req_from_json(srv_req *r, cJSON *doc, long nul_at, const srv_opts *o, char *
             r->p.k = (uint32_t)v;
         } else if (strcmp(n, "mode") == 0) {
             if (!cJSON_IsString(f) || cls_mode_parse(f->valuestring, &r->p.mode) != CLS_OK) {
-                snprintf(err, errlen, "\"mode\" must be one of \"or\", \"and\", \"and-or\"");
+                mode_error(err, errlen);
                 return 400;
             }
         } else if (strcmp(n, "k1") == 0) {

@@ -285,12 +285,12 @@ END_TEST
 
 /* ---- processes ----------------------------------------------------------------------------------- */
 
-/* PROCESSES commands started at once on an empty program cache, in the six combinations of mode
- * and k in turn; each run equals, byte for byte, the reference engine's run of its combination
- * (the same tag, so the same text). */
-#define COMBOS 6
-static const char *combo_mode(int c) { return c % 3 == 0 ? "or" : c % 3 == 1 ? "and" : "and-or"; }
-static int combo_k(int c) { return c < 3 ? 1000 : 10; }
+/* PROCESSES commands started at once on an empty program cache, in the combinations of mode (each
+ * the library names) and k in turn; each run equals, byte for byte, the reference engine's run of
+ * its combination (the same tag, so the same text). */
+#define COMBOS (2 * CLS_NUM_MODES)
+static const char *combo_mode(int c) { return cls_mode_name((cls_mode)(c % CLS_NUM_MODES)); }
+static int combo_k(int c) { return c < CLS_NUM_MODES ? 1000 : 10; }
 
 START_TEST(processes_share_the_program_cache)
 {

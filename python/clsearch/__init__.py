@@ -40,7 +40,20 @@ __all__ = ["Error", "Index", "Engine", "Hit", "ProfileStep", "devices", "read_to
 _lib, LIBRARY, LIBRARY_FOUND_BY = _capi.load()  # what dlopen was given, and how it was found
 
 MAX_K = 100000  # clsearch.h's CLS_MAX_K
-MODES = ("or", "and", "and-or")
+
+
+def _mode_names():
+    # cls_mode's values in order, named as the library names them (cls_mode_name, NULL past the
+    # last): a mode added in C is here without a Python edit
+    names = []
+    while True:
+        name = _lib.cls_mode_name(len(names))
+        if name is None:
+            return tuple(names)
+        names.append(name.decode("ascii"))
+
+
+MODES = _mode_names()  # "or", ...: the names search's mode takes, from the library
 
 # cls_status values, by the names clsearch.h gives them.
 STATUS_NAMES = ("CLS_OK", "CLS_E_ARG", "CLS_E_NOMEM", "CLS_E_IO", "CLS_E_FORMAT", "CLS_E_CORRUPT",
@@ -375,7 +388,7 @@ class Engine(_Closable):
 
         queries: a str (one query, qid "1"), a list of str (qids "1", "2", ...), a list of
         (qid, text) pairs, a dict qid -> text, or a pandas DataFrame with columns qid and query.
-        mode: "or", "and" or "and-or"; k1, b: BM25's.
+        mode: one of MODES (cls_mode_parse refuses any other); k1, b: BM25's.
         Returns a list of Hit(qid, docno, rank, score, docid), rank from 0; or, with as_frame
         (the default when queries is a DataFrame), a pandas DataFrame with columns qid, docid,
         docno, rank, score (and query, when queries was a DataFrame).

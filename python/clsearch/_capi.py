@@ -148,6 +148,7 @@ def _prototype(lib):
         "cls_batch_count": (size, [vp]),
         "cls_batch_qid": (cp, [vp, size]),
         "cls_batch_free": (None, [vp]),
+        "cls_mode_name": (cp, [ctypes.c_int]),
         "cls_mode_parse": (st, [cp, P(ctypes.c_int)]),
         "cls_search_defaults": (None, [P(SearchParams)]),
         "cls_engine_opts_init": (None, [P(EngineOpts)]),
