@@ -35,8 +35,9 @@
  *       uint stream_shape_bad(uint n, uint param, uint avail)
  *     testing the strict decoder's rules (all about the shape, for such codecs); decode_block
  *     then has each work-item decode its own gap and frequency in registers. That saves the
- *     two trips through vals and four of the block's seven barriers, which on the H100 are
- *     most of a block's cost in or_score (docs/PERFORMANCE.md, "Ranked OR").
+ *     two trips through vals and four of the block's seven barriers, which are most of what a
+ *     block costs to decode for ranked OR (docs/PERFORMANCE.md, "Ranked OR by docID-range
+ *     partitions, decoding in the partitions").
  * src/codec/codec_<name>.c holds each decoder's plain-C twin; docs/FORMAT.md the layouts.
  *
  * Trust: cls_index_open checked every block record (counts, extents inside the words, first <=

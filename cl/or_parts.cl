@@ -12,16 +12,16 @@
  * engine's additions in the reference engine's order, so sums are bit-identical, and nothing the
  * size of the collection exists per query (the accumulation is on chip; only candidates leave it).
  *
- * Why decode ahead. Decoding inside the partition's work-group (as this file did up to 2a876b4)
- * put a chain of dependent loads and barriers before every block's postings, and decoded a block
- * once for every partition it meets: a list of fewer postings than partitions, once a posting. On
- * gov2, 4,096 topics at k 10, or_score spent 227 ms decoding 136.6 M blocks for the lists' 94.3 M.
- * Decoded ahead, every block of the batch's lists is decoded once (all of them: the bounds then
- * prune what is read, not what is decoded), at full occupancy; a batch's queries share their
- * common lists (the long ones, which hold most postings: 1.47 G postings decoded for that batch's
- * 12.07 G); and a partition's work is loads and local additions (docs/PERFORMANCE.md, "Ranked
- * OR"). The price: 6 bytes a posting of device memory for the batch's lists, which the batch
- * planner counts (src/query/plan.c).
+ * Why decode ahead. Decoding inside the partition's work-group puts a chain of dependent loads
+ * and barriers before every block's postings, and decodes a block once for every partition it
+ * meets (a list of fewer postings than partitions, once a posting), so more blocks are decoded
+ * than the lists hold. Decoded ahead, every block of the batch's lists is decoded once (all of
+ * them: the bounds then prune what is read, not what is decoded), at full occupancy; a batch's
+ * queries share their common lists (the long ones, which hold most postings, so a large batch
+ * decodes a small share of its queries' postings); and a partition's work is loads and local
+ * additions (docs/PERFORMANCE.md, "Ranked OR: each list decoded once per batch"). The price:
+ * 6 bytes a posting of device memory for the batch's lists, which the batch planner counts
+ * (src/query/plan.c).
  *
  * Bounds. bound(t, block) bounds what any posting of the block adds at the term's weight
  * (cl/abi.h: ABI_BOUND_*); M[t][p] is the largest bound of t's blocks that meet partition p, and
@@ -229,9 +229,10 @@ inline __global const uint *or_term_slots(__global const abi_skip *sk, __global 
     return st;
 }
 
-/* The accumulators are sparse: a scored partition's postings reach a few hundred of its OR_PART
- * documents, and clearing, then reading, all OR_PART of them cost as much as decoding (on the H100
- * a second clearing and counting pass added 31% to or_score). So a bitmap says which accumulators
+/* The accumulators are sparse: a scored partition's postings reach a small share of its OR_PART
+ * documents, and clearing, then reading, all OR_PART of them cost as much as decoding
+ * (docs/PERFORMANCE.md, "Ranked OR by docID-range partitions, decoding in the partitions", and
+ * "Figures moved from code comments"). So a bitmap says which accumulators
  * hold a sum: only the bitmap is cleared, the first posting of a document writes its contribution
  * (0 + c is c: the reference's sum, bit for bit) and later ones add to it, and the passes that
  * look for candidates visit the set bits. Within one term a document has at most one posting, so
@@ -289,9 +290,10 @@ inline uint or_ticket(uint persistent, __global uint *next, __local uint *sh)
  * np entries a query, q * np + i) are done, for the nact queries or_rest listed for the round
  * (act: nq entries a round), ticket t standing for entry from + t / nact of the query at
  * t % nact of the list. Listing them matters: a batch's hashed queries have empty queues, and
- * with tickets for every query (on gov2, where 3,115 of 4,096 queries are hashed) more than three
- * tickets in four found no entry, each a pass of the group's barriers and an atomic on the one
- * ticket counter.
+ * where most of a batch's queries are hashed, tickets for every query would mostly find no entry,
+ * each a pass of the group's barriers and an atomic on the one ticket counter
+ * (docs/PERFORMANCE.md, "Ranked OR: essential terms within a partition, tickets for listed
+ * queries").
  *
  * A ticket's partition is scored (see the header) unless it is empty or its UB is below theta.
  * Every loop that holds a barrier has a trip count the whole group shares, and no barrier sits
@@ -424,8 +426,9 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                 for (uint r = 0; r < OR_REGS; r++) {
                     /* a work-item's slots are consecutive, so the lanes of a warp add to documents
                      * OR_REGS postings apart: where a term holds most documents, fewer of them share
-                     * a bitmap word, whose atomic_or the lanes that share it take in turn (on the
-                     * H100, 8 ms of 132 at k 10 against slots a group's width apart) */
+                     * a bitmap word, whose atomic_or the lanes that share it take in turn (faster
+                     * than slots a group's width apart: docs/PERFORMANCE.md, "Ranked OR: each list
+                     * decoded once per batch") */
                     uint f = f0 + lid * OR_REGS + r;
                     while (j < nc && f - cum >= t_n1[j]) cum += t_n1[j++];
                     off[r] = ABI_OR_NO_SLOT;
@@ -526,7 +529,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         /* where the partition's k-th best T reaches theta it offers exactly k: every score above
          * T (k - need of them) and the need ties at T with the smallest docIDs, since no other
          * document of the partition can be among the query's k best (a partition of many equal
-         * scores, a one-term query's, offered all of them and filled the pool); where T is below
+         * scores, a one-term query's, would offer all of them and fill the pool); where T is below
          * theta, the total counted at theta */
         const uint cap = over && as_float(T) >= theta;
         const float least = cap ? as_float(T) : theta;
@@ -578,9 +581,10 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
  * its pool. The pool's entries are exact scores of distinct documents, and the k-th best of any k
  * documents bounds the query's k-th best from below. or_hist_theta raises theta within a launch,
  * but its bins are fractions of the query's largest partition bound: where the k-th best lies far
- * below that (a rare term beside one in a fifth of the documents, whose scores are a hundredth of
- * the rare term's), it stayed in the lowest bin, theta near 0, and every partition offered nearly
- * all of its documents (5.6 million candidates a query on gov2 at k 1000). */
+ * below that (a rare term beside a common one, whose scores are a small fraction of the rare
+ * term's), it falls in the lowest bin, theta stays near 0, and every partition offers nearly all
+ * of its documents (docs/PERFORMANCE.md, "Ranked OR by docID-range partitions, decoding in the
+ * partitions": or_pool_theta). */
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
 void or_pool_theta(uint k, uint pool, __global uint *ctl, __global const uint *pkey)
 {
@@ -632,7 +636,8 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
  * no bounds (or_bounds skips them), so they have no partitions to score. A partition costs a
  * group's pass however few postings it holds, and a query whose lists hold few postings together
  * meets about as many partitions as it has postings: scored by partitions, it is all passes and
- * no additions (src/query/or.c: the rule, and what it was measured on). Its documents go into a
+ * no additions (src/query/or.c: the rule; docs/PERFORMANCE.md, "Ranked OR: hashing or
+ * partitions, chosen per query": the evidence). Its documents go into a
  * hash table of its own instead, 2^ABI_QF_HASH_LOG entries of a docID and a sum in global memory
  * (at least twice its postings, so a probe ends), emptied first (or_hash_clear).
  *
@@ -672,7 +677,8 @@ inline uint or_slot_part(__global const uint *S, __global const idx_block *blk, 
 }
 
 /* The hash tables emptied, four words (two entries) a work-item: words the host rounds to a
- * multiple of four (clEnqueueFillBuffer's 8-byte pattern ran at a tenth of this on the H100) */
+ * multiple of four (wide stores of a kernel, where clEnqueueFillBuffer's 8-byte pattern is far
+ * slower: docs/PERFORMANCE.md, "Figures moved from code comments") */
 __kernel void or_hash_clear(uint words, __global uint4 *htab)
 {
     uint i = get_global_id(0);
@@ -730,10 +736,10 @@ void or_hash_offer(__global const uint *in, uint qinfo_base, uint k, uint pool, 
     const uint flags = qi->flags, hashed = (flags & ABI_QF_HASH) != 0;
     const uint E = hashed ? 1u << ABI_QF_HASH_LOG(flags) : 0u; /* 0: every loop runs zero times */
     __global const uint *ent = htab + (hashed ? qi->cand_offset : 0u);
-    /* the k-th best, even where the pool would hold every document: offering them all saved
-     * or_hash the select's passes, but cost more in or_pool_theta and topk_select, which then
-     * read pools of up to E / 2 (on the H100, gov2 at k 1000: or_hash 14.8 -> 9.4 ms, the rest
-     * 122.2 -> 131.1) */
+    /* the k-th best, even where the pool would hold every document: offering them all would
+     * save or_hash the select's passes but cost more in or_pool_theta and topk_select, which
+     * would then read pools of up to E / 2 (docs/PERFORMANCE.md, "Figures moved from code
+     * comments") */
     uint T, need;
     wg_kth_key(ent + 1, 2, E, k, hist, sh, &T, &need);
     const float least = need == 0xFFFFFFFFu ? 0.0f : as_float(T);

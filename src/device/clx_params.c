@@ -139,18 +139,22 @@ typedef struct entry {
 } entry;
 
 static const entry db[] = {
-    /* NVIDIA: WG_INTERSECT 1024 and the warp-shuffle scan from the H100's gov2-scale AND
-     * (docs/PERFORMANCE.md, 2026-11-24): select_blocks and match_and run on WG_INTERSECT, and
-     * 1024 items walk a long list's blocks in a quarter of the steps of 256 (121,178 against
-     * 85,485 queries/s at batch 1,024, identical runs). */
-    /* WG_TOPK 512 and WG_ROWS 256 on the H100 (docs/PERFORMANCE.md, "Ranked OR"): topk_rows
-     * ranks 1,024 dense rows of 100,000 in 0.51 ms at k 1000 with 256 work-items, 0.91 with 512,
-     * while AND at k 1000, whose work units topk_select ranks, takes 36.0 ms of kernels a batch
-     * of 4,096 gov2 topics with WG_TOPK 512 and 43.9 with 256. */
-    /* OR_HASH_RATIO 32 from the H100's OR on gov2 and the 1M collection (src/query/or.c: the
-     * rule; docs/PERFORMANCE.md, "OR by hashing"); the other devices take it unmeasured. */
-    /* OR_SEARCH_COST 4: 1, 4 and 16 gave or_score 28.2, 27.9 and 27.7 ms on the H100 (gov2, k 10;
-     * docs/PERFORMANCE.md, "Essential terms"): the choice hardly matters there. */
+    /* NVIDIA: WG_INTERSECT 1024 and the warp-shuffle scan, from gov2-scale AND
+     * (docs/PERFORMANCE.md, "Conjunctive queries at scale: fused matching, block-max pruning,
+     * device-planned units"): select_blocks and match_and run on WG_INTERSECT, and 1024 items
+     * walk a long list's blocks in a quarter of the steps of 256, which the whole AND path's
+     * throughput shows. */
+    /* WG_TOPK 512 and WG_ROWS 256: dense rows and segments want different widths. topk_rows
+     * ranks dense rows faster with 256 work-items than with 512, while AND at k 1000, whose work
+     * units topk_select ranks, takes less kernel time with WG_TOPK 512 than with 256
+     * (docs/PERFORMANCE.md, "Ranked OR by docID-range partitions, decoding in the partitions",
+     * and "Figures moved from code comments"). */
+    /* OR_HASH_RATIO 32 from OR on gov2 and the 1M collection (src/query/or.c: the rule;
+     * docs/PERFORMANCE.md, "Ranked OR: hashing or partitions, chosen per query"); the other
+     * entries take it without a sweep of their own. */
+    /* OR_SEARCH_COST 4: the choice hardly matters on gov2 at k 10, so 4, the middle of the values
+     * tried, stays (docs/PERFORMANCE.md, "Ranked OR: essential terms within a partition, tickets
+     * for listed queries"). */
     {.vendor = "NVIDIA",
      .gpu = 1,
      .p = {.wg_intersect = 1024, .wg_score = 256, .wg_topk = 512, .wg_scan_algo = 2, .scan_wg = 256, .scan_items = 8,
