@@ -40,7 +40,7 @@
 #include "clsearch.h"
 #include "clx_scan.h"
 #include "bench_hooks.h"
-#include "query/engine.h"
+#include "engine/engine.h"
 #include "index/index.h"
 #include "util/vec.h"
 

@@ -5,17 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/dev.h"
+#include "algo/decode.h"
+#include "algo/topk.h"
+#include "engine/dev_engine.h"
+#include "engine/plan.h"
 #include "util/err.h"
+#include "util/vec.h"
 
 /* Waits for the batch's last command, takes the time from its first command's start to the last
- * one's end (top-k of a few long rows is several kernels: dev_topk), and releases the events. */
+ * one's end (top-k of a few long rows is several kernels: topk_run), and releases the events. */
 static cls_status last_time(clx_engine *e, double *t)
 {
-    cl_event ev = e->events[e->nevents - 1].ev;
+    cl_event ev = e->dc.events[e->dc.nevents - 1].ev;
     cl_int err = clWaitForEvents(1, &ev);
-    if (err == CL_SUCCESS && t) *t = clx_event_span(e->events[0].ev, ev);
-    dev_profile_collect(e, 0);
+    if (err == CL_SUCCESS && t) *t = clx_event_span(e->dc.events[0].ev, ev);
+    dev_profile_collect(&e->dc, 0);
     return err == CL_SUCCESS ? CLS_OK : clx_fail("clWaitForEvents", err);
 }
 
@@ -32,12 +36,12 @@ cls_status clx_bench_decode(clx_engine *e, const uint32_t *sel, uint64_t b0, uin
     /* the index upload, timed: words and block records, as clx_create sends them */
     size_t wbytes = (size_t)x->num_words * 4, bbytes = (size_t)x->num_blocks * sizeof(idx_block);
     if (wbytes) {
-        CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_words, CL_TRUE, 0, wbytes, x->words, 0, NULL, &ev));
+        CLX_TRY(clEnqueueWriteBuffer(e->dc.queue, e->d_words, CL_TRUE, 0, wbytes, x->words, 0, NULL, &ev));
         *upload_s += clx_event_span(ev, ev);
         clReleaseEvent(ev);
     }
     if (bbytes) {
-        CLX_TRY(clEnqueueWriteBuffer(e->queue, e->d_blocks, CL_TRUE, 0, bbytes, x->blocks, 0, NULL, &ev));
+        CLX_TRY(clEnqueueWriteBuffer(e->dc.queue, e->d_blocks, CL_TRUE, 0, bbytes, x->blocks, 0, NULL, &ev));
         *upload_s += clx_event_span(ev, ev);
         clReleaseEvent(ev);
     }
@@ -47,15 +51,18 @@ cls_status clx_bench_decode(clx_engine *e, const uint32_t *sel, uint64_t b0, uin
     dbuf tk = {0};
     size_t outb = (size_t)nb * B * 4;
     cls_status s;
-    if ((s = dev_upload(e, &tk, tasks, (size_t)nb * sizeof *tasks, "tasks")) == CLS_OK &&
-        (s = dev_buf_need(e, &e->docs, outb, "docs")) == CLS_OK && (s = dev_buf_need(e, &e->freqs, outb, "freqs")) == CLS_OK) {
+    if ((s = dev_upload(&e->dc, &tk, tasks, (size_t)nb * sizeof *tasks, "tasks")) == CLS_OK &&
+        (s = dev_buf_need(&e->dc, &e->docs, outb, "docs")) == CLS_OK &&
+        (s = dev_buf_need(&e->dc, &e->freqs, outb, "freqs")) == CLS_OK) {
         for (unsigned r = 0; r <= reps && s == CLS_OK; r++) { /* r = 0: warm-up */
-            if ((s = dev_decode(e, e->d_words, e->d_blocks, tk.mem, 0, nb, "decode")) != CLS_OK) break;
+            if ((s = decode_run(&e->dc, B, e->d_words, e->d_blocks, tk.mem, 0, nb, e->docs.mem, e->freqs.mem, "decode")) !=
+                CLS_OK)
+                break;
             if (nb) s = last_time(e, r > 0 ? &kernel_s[r - 1] : NULL);
             else if (r > 0) kernel_s[r - 1] = 0;
         }
     }
-    dev_profile_collect(e, 0);
+    dev_profile_collect(&e->dc, 0);
     dev_buf_release(&tk);
     free(tasks);
     return s;
@@ -64,8 +71,8 @@ cls_status clx_bench_decode(clx_engine *e, const uint32_t *sel, uint64_t b0, uin
 cls_status clx_bench_decoded(clx_engine *e, uint32_t nb, uint32_t *docs, uint32_t *freqs)
 {
     size_t outb = (size_t)nb * e->idx->block_size * 4;
-    CLX_TRY(clEnqueueReadBuffer(e->queue, e->docs.mem, CL_TRUE, 0, outb, docs, 0, NULL, NULL));
-    CLX_TRY(clEnqueueReadBuffer(e->queue, e->freqs.mem, CL_TRUE, 0, outb, freqs, 0, NULL, NULL));
+    CLX_TRY(clEnqueueReadBuffer(e->dc.queue, e->docs.mem, CL_TRUE, 0, outb, docs, 0, NULL, NULL));
+    CLX_TRY(clEnqueueReadBuffer(e->dc.queue, e->freqs.mem, CL_TRUE, 0, outb, freqs, 0, NULL, NULL));
     return CLS_OK;
 }
 
@@ -73,24 +80,35 @@ cls_status clx_bench_topk(clx_engine *e, const float *scores, uint32_t nq, uint3
                           double *kernel_s, double *upload_s, uint32_t *counts, uint32_t *docs, float *out_scores,
                           const char **kernel)
 {
-    dev_batch b;
-    cls_status s = dev_topk_rows(e, nq, N, k, &b);
-    if (s != CLS_OK) return s;
-    cl_event ev;
-    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->acc.mem, CL_TRUE, 0, (size_t)nq * N * 4, scores, 0, NULL, &ev));
-    *upload_s = clx_event_span(ev, ev);
-    clReleaseEvent(ev);
-    for (unsigned r = 0; r <= reps; r++) { /* r = 0: warm-up */
-        if ((s = dev_topk(e, &b, nq, e->out.mem, "topk")) != CLS_OK || (s = last_time(e, r > 0 ? &kernel_s[r - 1] : NULL)) != CLS_OK) {
-            dev_profile_collect(e, 0);
-            return s;
-        }
-    }
+    dbuf rows = {0};
     size_t out_len = ABI_OUT_WORDS((size_t)nq, k);
-    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL));
+    topk_input in = {.dense = 1, .num_docs = N, .kk = k, .P = plan_scratch(k)};
+    cls_status s = dev_buf_need(&e->dc, &rows, (size_t)nq * N * 4, "score rows");
+    if (s == CLS_OK) s = dev_buf_need(&e->dc, &e->out, out_len * 4, "results");
+    if (s == CLS_OK && !vec_reserve(&e->h_out, &e->h_out_cap, out_len + 1, 4)) s = err_set(CLS_E_NOMEM, "out of memory");
+    cl_event ev;
+    cl_int err = s == CLS_OK ? clEnqueueWriteBuffer(e->dc.queue, rows.mem, CL_TRUE, 0, (size_t)nq * N * 4, scores, 0,
+                                                    NULL, &ev)
+                             : CL_SUCCESS;
+    if (s == CLS_OK && err != CL_SUCCESS) s = clx_fail("clEnqueueWriteBuffer", err);
+    if (s == CLS_OK) {
+        *upload_s = clx_event_span(ev, ev);
+        clReleaseEvent(ev);
+    }
+    in.scores = in.cand_docs = rows.mem;
+    for (unsigned r = 0; r <= reps && s == CLS_OK; r++) /* r = 0: warm-up */
+        if ((s = topk_run(&e->topk, &in, nq, e->out.mem, "topk")) == CLS_OK)
+            s = last_time(e, r > 0 ? &kernel_s[r - 1] : NULL);
+    dev_profile_collect(&e->dc, 0);
+    if (s == CLS_OK) {
+        err = clEnqueueReadBuffer(e->dc.queue, e->out.mem, CL_TRUE, 0, out_len * 4, e->h_out, 0, NULL, NULL);
+        if (err != CL_SUCCESS) s = clx_fail("clEnqueueReadBuffer", err);
+    }
+    dev_buf_release(&rows);
+    if (s != CLS_OK) return s;
     memcpy(counts, e->h_out, (size_t)nq * 4);
     memcpy(docs, e->h_out + ABI_OUT_DOC((size_t)nq, k, 0, 0), (size_t)nq * k * 4);
     memcpy(out_scores, e->h_out + ABI_OUT_SCORE((size_t)nq, k, 0, 0), (size_t)nq * k * 4);
-    *kernel = e->topk_ran;
+    *kernel = e->topk.ran;
     return CLS_OK;
 }

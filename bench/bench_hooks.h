@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "query/engine.h"
+#include "engine/engine.h"
 
 /* Uploads the index again, timed (*upload_s: words and block records, from profiling events),
  * then decodes nb blocks reps times after one warm-up run: blocks sel[0..nb) (scattered, as a

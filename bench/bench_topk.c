@@ -27,7 +27,7 @@
 #include "bench.h"
 #include "clsearch.h"
 #include "bench_hooks.h"
-#include "query/engine.h"
+#include "engine/engine.h"
 #include "util/err.h"
 
 static int failed(cls_status s, const char *what)

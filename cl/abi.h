@@ -119,12 +119,22 @@ typedef struct abi_skip {
 
 #define ABI_SKIP_DRIVEN 0u
 #define ABI_SKIP_TOP 1u
-/* A list of an OR query scored by partitions (src/query/or.c, cl/or_parts.cl). The record then
- * holds: query, first_block, num_blocks; task_base the batch's abi_olist that decodes the list
- * (several queries may share one), max_tasks that abi_olist's own task_base; dst_base the batch's
- * index of its abi_term; k the float bits of the scale that turns the block's max_score into a
- * bound at the term's weight (weight / idf: max_score was computed at qtf 1). */
-#define ABI_SKIP_BOUND 2u
+/* A list of a query whose lists are decoded ahead (src/algo/algo.h: algo_need.ahead; OR by
+ * partitions, cl/or_parts.cl), one record a query term, in term order: the list's blocks in the
+ * blocks section, the batch's abi_olist that decodes it (several queries may share one) and that
+ * abi_olist's task_base, the batch's index of its abi_term, and the scale that turns a block's
+ * max_score into a bound at the term's weight (weight / idf: max_score was computed at qtf 1).
+ * 32 bytes, as abi_skip. */
+typedef struct abi_bound {
+    ABI_U32 query;       /* the batch's query this term belongs to */
+    ABI_U32 first_block;
+    ABI_U32 num_blocks;
+    ABI_U32 olist;       /* the abi_olist that decodes the list */
+    ABI_U32 olist_task;  /* its task_base: the list's first decoded block */
+    ABI_U32 term;        /* its abi_term */
+    float scale;
+    ABI_U32 reserved;    /* zero */
+} abi_bound;
 
 /* A list an OR batch decodes once for every query that gives its term the same weight
  * (cl/or_parts.cl: or_expand, or_decode): block b of the list is task task_base + b, and its
@@ -269,6 +279,7 @@ _Static_assert(sizeof(abi_unit) == 16, "abi_unit is 4 words");
 _Static_assert(sizeof(abi_list) == 16, "abi_list is 4 words");
 _Static_assert(sizeof(abi_olist) == 16 && offsetof(abi_olist, weight) == 12, "abi_olist is 4 words");
 _Static_assert(sizeof(abi_place) == 16, "abi_place is 4 words");
+_Static_assert(sizeof(abi_bound) == 32 && offsetof(abi_bound, term) == 20 && offsetof(abi_bound, scale) == 24, "abi_bound is 8 words");
 _Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20 && offsetof(abi_skip, k) == 28,
                "abi_skip is 8 words");
 #endif

@@ -53,7 +53,7 @@
  * The kernels of a batch, in order (src/query/or.c launches them):
  *   or_expand  one work-group per abi_olist (a list to decode, cl/abi.h): its blocks' tasks;
  *   or_decode  one work-group per block: contributions, places, and the partitions' first slots;
- *   or_bounds  `ways` work-groups per query term (abi_skip ABI_SKIP_BOUND): M[t][p] by atomic_max;
+ *   or_bounds  `ways` work-groups per query term (its abi_bound): M[t][p] by atomic_max;
  *   or_plan    one work-group per query: UB[p]; the OR_SEEDS-style seed partitions (the `seeds`
  *              highest UB: where the top k most likely lie), marked in UB's top bit;
  *   or_hash    one work-group per abi_unit of a query flagged ABI_QF_HASH (a query of few
@@ -114,16 +114,16 @@ inline float or_block_bound(__global const idx_block *blocks, __global const flo
 }
 
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
-void or_bounds(__global const uint *in, uint qinfo_base, uint qterm_base, uint skips_base, __global const idx_block *blocks,
+void or_bounds(__global const uint *in, uint qinfo_base, uint qterm_base, uint bounds_base, __global const idx_block *blocks,
                __global const float *bmax, uint bsrc, uint np, uint ways, __global uint *M)
 {
     /* `ways` groups share a term, taking its blocks BLOCK_SIZE at a time in turn: a small batch's
      * few long lists are not each walked by one group while the device idles */
     uint g = get_group_id(0), way = g % ways;
-    __global const abi_skip *sk = SKIPS_AT(in, skips_base, g / ways);
-    __global const abi_term *t = TERMS_AT(in, qterm_base, sk->dst_base);
-    float w = t->weight, scale = as_float(sk->k);
-    __global uint *row = M + (ulong)sk->dst_base * np;
+    __global const abi_bound *sk = BOUNDS_AT(in, bounds_base, g / ways);
+    __global const abi_term *t = TERMS_AT(in, qterm_base, sk->term);
+    float w = t->weight, scale = sk->scale;
+    __global uint *row = M + (ulong)sk->term * np;
     /* a hashed query's terms keep M at 0: its partitions' UB is 0, none is a seed or queued */
     uint nb = QUERY_AT(in, qinfo_base, sk->query)->flags & ABI_QF_HASH ? 0u : sk->num_blocks;
     for (uint b = way * BLOCK_SIZE + get_local_id(0); b < nb; b += ways * BLOCK_SIZE) {
@@ -214,15 +214,15 @@ inline uint or_hist_theta(__global const uint *qh, uint k, float scale)
     return 0u;
 }
 
-/* A query term's decoded list (its abi_skip: ABI_SKIP_BOUND, cl/abi.h), whose first task is
+/* A query term's decoded list (its abi_bound, cl/abi.h), whose first task is
  * *first: the list's row of first slots S (returned), and its slots of partitions [p0, p1),
  * [*s0, *s1), kept inside the list (a forged list's docIDs may leave S unwritten: then wrong
  * sums, never a read outside). p0 <= p1 <= np. */
-inline __global const uint *or_term_slots(__global const abi_skip *sk, __global const uint *S, uint np, uint p0, uint p1,
+inline __global const uint *or_term_slots(__global const abi_bound *sk, __global const uint *S, uint np, uint p0, uint p1,
                                           uint *first, uint *s0, uint *s1)
 {
-    const uint f = sk->max_tasks, lb = f * BLOCK_SIZE, le = lb + sk->num_blocks * BLOCK_SIZE;
-    __global const uint *st = S + (ulong)sk->task_base * (np + 1);
+    const uint f = sk->olist_task, lb = f * BLOCK_SIZE, le = lb + sk->num_blocks * BLOCK_SIZE;
+    __global const uint *st = S + (ulong)sk->olist * (np + 1);
     *first = f;
     *s0 = clamp(st[p0], lb, le);
     *s1 = clamp(st[p1], *s0, le);
@@ -302,7 +302,7 @@ inline uint or_ticket(uint persistent, __global uint *next, __local uint *sh)
  * turns the code between barriers into loops over work-items, copies the code after a barrier
  * under a condition, and its time grows with those copies (minutes for a kernel like this one). */
 __kernel __attribute__((reqd_work_group_size(BLOCK_SIZE, 1, 1)))
-void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint skips_base,
+void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint bounds_base,
               __global const idx_block *blocks, __global const float *bmax, uint bsrc, uint np, uint k, uint pool,
               __global const uint *M, __global const uint *ub, __global const uint *items, uint seeds,
               uint persistent, uint nq, __global uint *ctl, uint gbase, __global uint *pdoc, __global uint *pkey,
@@ -360,7 +360,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
         barrier(CLK_LOCAL_MEM_FENCE);
         uint lo = p << OR_PART_LOG;
         /* The terms, OR_TT at a time: their records in one round of loads (one work-item a term;
-         * parts batches give term t0 + t the abi_skip of the same index: or.c asserts it), then
+         * batches give term t0 + t the abi_bound of the same index: or.c asserts it), then
          * their slots in the partition as one sequence, OR_REGS slots a work-item a round, all
          * loaded before any is added, then added term by term in query order. Loading a term's
          * slots only after the last term's were added made a chain of dependent loads per term
@@ -369,7 +369,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
             const uint nc = min(nt - c0, (uint)OR_TT);
             for (uint j = lid; j < nc; j += BLOCK_SIZE) {
                 uint t = c0 + j;
-                __global const abi_skip *sk = SKIPS_AT(in, skips_base, t0 + t);
+                __global const abi_bound *sk = BOUNDS_AT(in, bounds_base, t0 + t);
                 uint first, s0, s1; /* the term's slots in the partition */
                 or_term_slots(sk, S, np, p, p + 1, &first, &s0, &s1);
                 t_s0[j] = s0;
@@ -377,7 +377,7 @@ void or_score(__global const uint *in, uint qinfo_base, uint qterm_base, uint sk
                 t_first[j] = first;
                 t_fb[j] = sk->first_block;
                 t_w[j] = qt[t].weight;
-                t_scale[j] = as_float(sk->k);
+                t_scale[j] = sk->scale;
                 t_m[j] = as_float(M[(ulong)(t0 + t) * np + p]);
             }
             /* the other terms' M, in query order: from the records of a round where the query's
@@ -686,7 +686,7 @@ __kernel void or_hash_clear(uint words, __global uint4 *htab)
 }
 
 __kernel __attribute__((reqd_work_group_size(OR_HASH_WG, 1, 1)))
-void or_hash(__global const uint *in, uint qinfo_base, uint skips_base, uint units_base,
+void or_hash(__global const uint *in, uint qinfo_base, uint bounds_base, uint units_base,
              __global const idx_block *blocks, uint np, __global const float *C, __global const ushort *O,
              __global const uint *S, __global uint *htab)
 {
@@ -701,7 +701,7 @@ void or_hash(__global const uint *in, uint qinfo_base, uint skips_base, uint uni
      * atomic_cmpxchg just brought */
     __global uint *ent = htab + (hashed ? qi->cand_offset : 0u);
     for (uint t = 0; t < nt; t++) { /* uniform: a term's additions before the next's */
-        __global const abi_skip *sk = SKIPS_AT(in, skips_base, t0 + t);
+        __global const abi_bound *sk = BOUNDS_AT(in, bounds_base, t0 + t);
         uint first, s0, s1; /* the unit's slots of the list */
         __global const uint *st = or_term_slots(sk, S, np, p0, p1, &first, &s0, &s1);
         /* within a term a document has one posting: no two work-items add to one entry */

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "index/index.h"
-#include "query/engine.h"
+#include "engine/engine.h"
 
 /* Decodes n blocks described by blocks[] over words[] with decode_blocks; block i's postings
  * land at docs/freqs + i * (the engine index's block size); the program is built for that

@@ -24,7 +24,7 @@
 #include "clx_scan.h" /* bench_kernels: the benchmarks' own sources (bench/cl) */
 #include "codec/codec.h"
 #include "device/clx.h"
-#include "query/algo.h"
+#include "algo/algo.h"
 
 extern const clx_source cls_embedded_kernels[]; /* the library's own (cl/), tools/embed_cl.cmake */
 
@@ -193,32 +193,32 @@ int main(int argc, char **argv)
         }
     }
 
-    /* the decoding kernels' program (an algorithm's decode_file after its codec and decode.cl: OR's
-     * or_parts.cl), on the decode program's options as build_programs() writes them in full: each
-     * codec once, each OR_PART_LOG and OR_SEARCH_COST candidate, OR_HASH_WG as the engine sizes it
-     * for the block (eight blocks' postings where the device takes groups that large) */
+    /* each algorithm's decoding kernels' program (its decode_file after its codec and decode.cl:
+     * OR's or_parts.cl), on the decode program's options as build_programs() writes them and the
+     * algorithm's own (query_algo.decode_options): each codec once, each candidate of the tunables
+     * it names (OR_PART_LOG, OR_SEARCH_COST) */
     const clx_tunable *pl = tun("OR_PART_LOG"), *sc = tun("OR_SEARCH_COST");
     size_t nalgo_d;
     const query_algo *const *qd = query_algos(&nalgo_d);
     unsigned nor = CLS_NUM_CODECS > pl->ncandidates ? CLS_NUM_CODECS : pl->ncandidates;
-    for (unsigned i = 0; i < nor; i++) {
-        cls_codec c = (cls_codec)(i % CLS_NUM_CODECS);
-        unsigned block = blocks[i % 4], hash_wg = block;
-        while (hash_wg < 8 * block && hash_wg * 2 <= amd.max_work_group) hash_wg *= 2;
-        const char *files[8] = {cdc_kernel_file(c), "decode.cl"};
-        size_t nf = 2;
-        for (size_t a = 0; a < nalgo_d && nf < 7; a++)
-            if (qd[a]->decode_file) files[nf++] = qd[a]->decode_file;
-        files[nf] = NULL;
-        snprintf(opts, sizeof opts,
-                 "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_HASH_WG=%u "
-                 "-DOR_SEARCH_COST=%u%s%s",
-                 block, cdc_get(c)->uses_depth ? i % 4 : 1u, algos[i % nalgos], pl->candidates[i % pl->ncandidates],
-                 hash_wg, sc->candidates[i % sc->ncandidates], i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
-                 i % 3 == 1 ? " -DSCORE_IMPACT=1" : "");
-        char family[64];
-        snprintf(family, sizeof family, "%s-decoding", cls_codec_name(c));
-        ok = ok && emit(family, files, opts);
+    for (size_t a = 0; a < nalgo_d; a++) {
+        if (!qd[a]->decode_file) continue;
+        for (unsigned i = 0; i < nor; i++) {
+            cls_codec c = (cls_codec)(i % CLS_NUM_CODECS);
+            unsigned block = blocks[i % 4];
+            clx_params p = def;
+            p.or_part_log = pl->candidates[i % pl->ncandidates];
+            p.or_search_cost = sc->candidates[i % sc->ncandidates];
+            const char *files[] = {cdc_kernel_file(c), "decode.cl", qd[a]->decode_file, NULL};
+            char own[256] = "";
+            if (qd[a]->decode_options) qd[a]->decode_options(NULL, &p, block, amd.max_work_group, own, sizeof own);
+            snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u%s%s%s", block,
+                     cdc_get(c)->uses_depth ? i % 4 : 1u, algos[i % nalgos], i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
+                     i % 3 == 1 ? " -DSCORE_IMPACT=1" : "", own);
+            char family[64];
+            snprintf(family, sizeof family, "%s-%s", cls_codec_name(c), qd[a]->name);
+            ok = ok && emit(family, files, opts);
+        }
     }
 
     /* query: every algorithm's file, topk.cl, topk_wide.cl, cache.cl; options as build_programs() writes qopts

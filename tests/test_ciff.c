@@ -17,7 +17,8 @@
 
 #include "device/clx.h"
 #include "index/index.h"
-#include "query/engine.h"
+#include "algo/or.h"
+#include "engine/engine.h"
 #include "util/vec.h"
 #include "testutil.h"
 
@@ -461,7 +462,7 @@ START_TEST(impact_scored)
             }
     /* (c) OR by partitions (forced: the collection is small) bounds blocks by their largest impact
      * at any k1 and b, and equals the reference */
-    clx_set_or_partitions(engine_clx(dev), 1);
+    or_force_partitions(clx_algo_state(engine_clx(dev), CLS_MODE_OR), 1);
     for (size_t p = 0; p < 2; p++)
         for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
             cls_results *rr = run_search(ref, bt, CLS_MODE_OR, ks[i], kb[p][0], kb[p][1]);

@@ -21,7 +21,7 @@
 #include "codec/codec.h"
 #include "generate.h"
 #include "kernel_hooks.h"
-#include "query/engine.h"
+#include "engine/engine.h"
 #include "index/index.h"
 #include "testutil.h"
 

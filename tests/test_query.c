@@ -12,9 +12,11 @@
 #include "device/dev.h"
 #include "index/bm25.h"
 #include "index/index.h"
-#include "query/algo.h"
-#include "query/engine.h"
-#include "query/plan.h"
+#include "algo/algo.h"
+#include "algo/or.h"
+#include "engine/dev_engine.h"
+#include "engine/engine.h"
+#include "engine/plan.h"
 #include "testutil.h"
 
 static const char *device(void)
@@ -341,12 +343,13 @@ END_TEST
 static void check_block_maxima(cls_engine *e, const cls_index *idx, float k1, float b)
 {
     clx_engine *x = engine_clx(e);
-    ck_assert(x->bmax_k1 == k1 && x->bmax_b == b);
+    const or_state *os = clx_algo_state(x, CLS_MODE_OR);
+    ck_assert(os->bmax_k1 == k1 && os->bmax_b == b);
     uint64_t nb = idx->num_blocks;
     float *dev = malloc(nb * sizeof *dev), *norms = malloc(((size_t)idx->num_docs + 1) * sizeof *norms);
     uint32_t *docs = malloc(idx->block_size * sizeof *docs), *tfs = malloc(idx->block_size * sizeof *tfs);
     ck_assert(dev && norms && docs && tfs);
-    ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->d_bmax, CL_TRUE, 0, nb * sizeof *dev, dev, 0, NULL, NULL),
+    ck_assert_int_eq(clEnqueueReadBuffer(x->dc.queue, os->bmax, CL_TRUE, 0, nb * sizeof *dev, dev, 0, NULL, NULL),
                      CL_SUCCESS);
     bm25_norms(idx, k1, b, norms);
     for (uint64_t i = 0; i < nb; i++) {
@@ -394,10 +397,11 @@ static uint32_t t_as_uint(float f)
 static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
 {
     clx_engine *x = engine_clx(e);
+    const or_state *os = clx_algo_state(x, CLS_MODE_OR);
     const batch_plan *pl = x->plan;
-    const uint32_t nq = pl->nq, nt = pl->nterms, np = pl->lim.parts, seeds = pl->lim.seeds,
+    const uint32_t nq = pl->nq, nt = pl->nterms, np = os->parts, seeds = os->seeds,
                    L = clx_engine_params(x)->or_part_log;
-    ck_assert(pl->parts && np > 1 && nq > 0 && x->or_bsrc != ABI_BOUND_NONE);
+    ck_assert(pl->ahead && np > 1 && nq > 0 && os->bsrc != ABI_BOUND_NONE);
     const uint32_t B = idx->block_size, nol = pl->nolists;
     const size_t slots = (size_t)pl->otasks * B;
     uint32_t *M = malloc((size_t)nt * np * 4), *ub = malloc((size_t)nq * np * 4),
@@ -409,28 +413,28 @@ static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
     uint16_t *O = malloc(slots * 2);
     ck_assert(M && ub && seed && ctl && act && in_round && items && rM && S && rS && docs && tfs && bmax && C && O);
     struct { cl_mem m; size_t bytes; void *to; } rd[] = {
-        {x->or_m.mem, (size_t)nt * np * 4, M},    {x->or_c.mem, slots * 4, C}, {x->or_o.mem, slots * 2, O},
-        {x->or_s.mem, (size_t)nol * (np + 1) * 4, S},
-        {x->or_ub.mem, (size_t)nq * np * 4, ub},  {x->or_seed.mem, (size_t)nq * seeds * 4, seed},
-        {x->or_ctl.mem, ((size_t)nq * 4 + 8) * 4, ctl}, {x->or_items.mem, (size_t)nq * np * 4, items},
-        {x->or_act.mem, (size_t)nq * ABI_OR_ROUNDS * 4, act}};
+        {os->m.mem, (size_t)nt * np * 4, M},    {os->c.mem, slots * 4, C}, {os->o.mem, slots * 2, O},
+        {os->s.mem, (size_t)nol * (np + 1) * 4, S},
+        {os->ub.mem, (size_t)nq * np * 4, ub},  {os->seed.mem, (size_t)nq * seeds * 4, seed},
+        {os->ctl.mem, ((size_t)nq * 4 + 8) * 4, ctl}, {os->items.mem, (size_t)nq * np * 4, items},
+        {os->act.mem, (size_t)nq * ABI_OR_ROUNDS * 4, act}};
     for (size_t i = 0; i < sizeof rd / sizeof *rd; i++)
-        ck_assert_int_eq(clEnqueueReadBuffer(x->queue, rd[i].m, CL_TRUE, 0, rd[i].bytes, rd[i].to, 0, NULL, NULL),
+        ck_assert_int_eq(clEnqueueReadBuffer(x->dc.queue, rd[i].m, CL_TRUE, 0, rd[i].bytes, rd[i].to, 0, NULL, NULL),
                          CL_SUCCESS);
-    if (x->or_bsrc == ABI_BOUND_TABLE)
-        ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->d_bmax, CL_TRUE, 0, idx->num_blocks * sizeof *bmax, bmax, 0,
+    if (os->bsrc == ABI_BOUND_TABLE)
+        ck_assert_int_eq(clEnqueueReadBuffer(x->dc.queue, os->bmax, CL_TRUE, 0, idx->num_blocks * sizeof *bmax, bmax, 0,
                                              NULL, NULL), CL_SUCCESS);
     /* or_decode; each list once for its weight (the batch's queries share some), and every
      * term's record naming its list */
     ck_assert(nol > 0 && x->norm_k1 >= 0.0f);
-    ck_assert_msg(nol < pl->nskips, "or_decode: %u lists for %u query terms: none shared", nol, pl->nskips);
+    ck_assert_msg(nol < pl->nbounds, "or_decode: %u lists for %u query terms: none shared", nol, pl->nbounds);
     for (uint32_t l = 0; l < nol; l++)
         for (uint32_t m = l + 1; m < nol; m++)
             ck_assert(pl->olists[l].first_block != pl->olists[m].first_block || pl->olists[l].weight != pl->olists[m].weight);
-    for (uint32_t i = 0; i < pl->nskips; i++) {
-        const abi_olist *ol = &pl->olists[pl->skips[i].task_base];
-        ck_assert(pl->skips[i].task_base < nol && ol->first_block == pl->skips[i].first_block &&
-                  ol->weight == pl->terms[pl->skips[i].dst_base].weight && pl->skips[i].max_tasks == ol->task_base);
+    for (uint32_t i = 0; i < pl->nbounds; i++) {
+        const abi_olist *ol = &pl->olists[pl->bounds[i].olist];
+        ck_assert(pl->bounds[i].olist < nol && ol->first_block == pl->bounds[i].first_block &&
+                  ol->weight == pl->terms[pl->bounds[i].term].weight && pl->bounds[i].olist_task == ol->task_base);
     }
     for (uint32_t l = 0; l < nol; l++) {
         const abi_olist *ol = &pl->olists[l];
@@ -459,17 +463,17 @@ static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
                           l, p, S[(size_t)l * (np + 1) + p], rS[p]);
     }
     /* or_bounds */
-    for (uint32_t i = 0; i < pl->nskips; i++) {
-        const abi_skip *sk = &pl->skips[i];
-        ck_assert_uint_eq(sk->kind, ABI_SKIP_BOUND);
-        float w = pl->terms[sk->dst_base].weight, scale = t_as_float(sk->k);
+    for (uint32_t i = 0; i < pl->nbounds; i++) {
+        const abi_bound *sk = &pl->bounds[i];
+        ck_assert_uint_eq(sk->reserved, 0);
+        float w = pl->terms[sk->term].weight, scale = sk->scale;
         if (pl->queries[sk->query].flags & ABI_QF_HASH) continue; /* a hashed query's M stays 0 */
         for (uint32_t b = 0; b < sk->num_blocks; b++) {
             const idx_block *blk = &idx->blocks[sk->first_block + b];
-            float bound = x->or_bsrc == ABI_BOUND_MAXSCORE ? blk->max_score * scale : bmax[sk->first_block + b] * w;
+            float bound = os->bsrc == ABI_BOUND_MAXSCORE ? blk->max_score * scale : bmax[sk->first_block + b] * w;
             uint32_t key = t_as_uint(bound), p1 = blk->last >> L < np - 1 ? blk->last >> L : np - 1;
             for (uint32_t p = blk->first >> L; p <= p1; p++) {
-                size_t at = (size_t)sk->dst_base * np + p;
+                size_t at = (size_t)sk->term * np + p;
                 if (rM[at] < key) rM[at] = key;
             }
         }
@@ -571,12 +575,12 @@ static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
                   (!last || un->end == np));
         split += first && !last;
     }
-    if (pl->nhash) {
-        uint32_t *tab = malloc((size_t)pl->hwords * 4), N = idx->num_docs;
+    if (pl->ntables) {
+        uint32_t *tab = malloc((size_t)pl->table_words * 4), N = idx->num_docs;
         float *acc = malloc((size_t)N * 4);
         uint8_t *seen = malloc(N);
         ck_assert(tab && acc && seen);
-        ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->or_htab.mem, CL_TRUE, 0, (size_t)pl->hwords * 4, tab, 0, NULL, NULL),
+        ck_assert_int_eq(clEnqueueReadBuffer(x->dc.queue, os->htab.mem, CL_TRUE, 0, (size_t)pl->table_words * 4, tab, 0, NULL, NULL),
                          CL_SUCCESS);
         for (uint32_t q = 0; q < nq; q++) {
             const abi_query *aq = &pl->queries[q];
@@ -584,7 +588,7 @@ static uint32_t check_or_plan(cls_engine *e, const cls_index *idx)
             memset(seen, 0, N);
             uint32_t ndocs = 0, E = 1u << ABI_QF_HASH_LOG(aq->flags), found = 0;
             for (uint32_t t = 0; t < aq->num_terms; t++) {
-                const abi_skip *sk = &pl->skips[aq->term_start + t];
+                const abi_bound *sk = &pl->bounds[aq->term_start + t];
                 float w = pl->terms[aq->term_start + t].weight;
                 for (uint32_t b = 0; b < sk->num_blocks; b++) {
                     ck_assert_int_eq(idx_decode_block(idx, sk->first_block + b, docs, tfs), CLS_OK);
@@ -632,8 +636,9 @@ static void check_or_pool_theta(cls_engine *e)
 {
     enum { Q = 4, P = 64, K = 10 };
     clx_engine *x = engine_clx(e);
-    ck_assert_uint_ge(x->or_ctl.cap, ABI_OR_CTL_BATCH(Q) * 4);
-    ck_assert_uint_ge(x->cscore.cap, Q * P * 4);
+    const or_state *os = clx_algo_state(x, CLS_MODE_OR);
+    ck_assert_uint_ge(os->ctl.cap, ABI_OR_CTL_BATCH(Q) * 4);
+    ck_assert_uint_ge(os->cscore.cap, Q * P * 4);
     uint32_t keys[Q * P], ctl[ABI_OR_CTL_BATCH(Q)] = {0}, want[Q], sorted[P];
     uint64_t r = 12345;
     for (uint32_t i = 0; i < Q * P; i++) { /* scores of a few values: ties at the k-th */
@@ -650,17 +655,17 @@ static void check_or_pool_theta(cls_engine *e)
         qsort(sorted, count[q], 4, t_key_desc);
         if (sorted[K - 1] > want[q]) want[q] = sorted[K - 1];
     }
-    ck_assert_int_eq(clEnqueueWriteBuffer(x->queue, x->or_ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
-    ck_assert_int_eq(clEnqueueWriteBuffer(x->queue, x->cscore.mem, CL_TRUE, 0, sizeof keys, keys, 0, NULL, NULL),
+    ck_assert_int_eq(clEnqueueWriteBuffer(x->dc.queue, os->ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueWriteBuffer(x->dc.queue, os->cscore.mem, CL_TRUE, 0, sizeof keys, keys, 0, NULL, NULL),
                      CL_SUCCESS);
     cl_uint k = K, pool = P;
-    dev_arg a[] = {DEV_U32(k), DEV_U32(pool), DEV_MEM(x->or_ctl.mem), DEV_MEM(x->cscore.mem)};
-    ck_assert_msg(dev_run(x, "or_pool_theta", a, Q, x->idx->block_size, "score") == CLS_OK, "%s", cls_last_error());
+    dev_arg a[] = {DEV_U32(k), DEV_U32(pool), DEV_MEM(os->ctl.mem), DEV_MEM(os->cscore.mem)};
+    ck_assert_msg(dev_run(&x->dc, "or_pool_theta", a, Q, x->idx->block_size, "score") == CLS_OK, "%s", cls_last_error());
     /* a count that disagrees with the kernel's parameters is refused before anything is set */
-    ck_assert_int_eq(dev_run_n(x, "or_pool_theta", a, DEV_NARGS(a) - 1, 0, x->idx->block_size, "score"), CLS_E_ARG);
+    ck_assert_int_eq(dev_run_n(&x->dc, "or_pool_theta", a, DEV_NARGS(a) - 1, 0, x->idx->block_size, "score"), CLS_E_ARG);
     ck_assert_msg(strstr(cls_last_error(), "or_pool_theta takes 4 arguments, given 3"), "%s", cls_last_error());
-    ck_assert_int_eq(clEnqueueReadBuffer(x->queue, x->or_ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
-    dev_profile_collect(x, 1);
+    ck_assert_int_eq(clEnqueueReadBuffer(x->dc.queue, os->ctl.mem, CL_TRUE, 0, sizeof ctl, ctl, 0, NULL, NULL), CL_SUCCESS);
+    dev_profile_collect(&x->dc, 1);
     for (uint32_t q = 0; q < Q; q++)
         ck_assert_msg(ctl[ABI_OR_CTL_AT(q, ABI_OR_CTL_THETA)] == want[q],
                       "or_pool_theta: query %u (%u keys): theta %08x, plain C %08x", q, count[q],
@@ -693,8 +698,8 @@ START_TEST(or_prunes_by_partitions)
     clx_params prm = or_params(6, 0);
     cls_engine *small;
     ck_assert_msg(engine_create_with(f.idx, device(), &prm, &small) == CLS_OK, "%s", cls_last_error());
-    clx_set_or_partitions(engine_clx(f.dev), 1); /* 9,000 documents would keep the dense row */
-    clx_set_or_partitions(engine_clx(small), 1);
+    or_force_partitions(clx_algo_state(engine_clx(f.dev), CLS_MODE_OR), 1); /* 9,000 documents would keep the dense row */
+    or_force_partitions(clx_algo_state(engine_clx(small), CLS_MODE_OR), 1);
     const uint32_t ks[] = {1, 10, 100, 10000};
     cls_engine *engines[] = {f.dev, small};
     for (size_t e = 0; e < 2; e++)
@@ -718,13 +723,13 @@ START_TEST(or_prunes_by_partitions)
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.5f, 1.0f);
     check_or_plan(small, f.idx); /* bounds from the block maxima table */
     check_or_pool_theta(small);
-    clx_set_or_bound_ways(engine_clx(small), 5); /* or_bounds: five groups a term, some with no blocks */
+    or_set_bound_ways(clx_algo_state(engine_clx(small), CLS_MODE_OR), 5); /* or_bounds: five groups a term, some with no blocks */
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
     check_or_plan(small, f.idx);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
     check_or_plan(small, f.idx);
-    clx_set_or_bound_ways(engine_clx(small), 0);
-    clx_set_or_pool(engine_clx(small), 3);
+    or_set_bound_ways(clx_algo_state(engine_clx(small), CLS_MODE_OR), 0);
+    or_set_pool(clx_algo_state(engine_clx(small), CLS_MODE_OR), 3);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
     ck_assert_uint_gt(counter(small, "queries_rerun"), 10);
     same_as_ref_mode(small, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
@@ -736,7 +741,7 @@ START_TEST(or_prunes_by_partitions)
         prm.or_search_cost = costs[c];
         cls_engine *cx;
         ck_assert_msg(engine_create_with(f.idx, device(), &prm, &cx) == CLS_OK, "%s", cls_last_error());
-        clx_set_or_partitions(engine_clx(cx), 1);
+        or_force_partitions(clx_algo_state(engine_clx(cx), CLS_MODE_OR), 1);
         for (size_t i = 1; i < 3; i++) { /* k 10 and 100 */
             same_as_ref_mode(cx, f.ref, f.b, CLS_MODE_OR, ks[i], 0.9f, 0.4f);
             ck_assert_uint_gt(counter(cx, "partition_terms_skipped"), 0); /* so the exact sums ran */
@@ -760,8 +765,8 @@ START_TEST(or_hashes_queries_of_few_postings)
     cls_engine *mixed, *all;
     ck_assert_msg(engine_create_with(f.idx, device(), &some, &mixed) == CLS_OK, "%s", cls_last_error());
     ck_assert_msg(engine_create_with(f.idx, device(), &every, &all) == CLS_OK, "%s", cls_last_error());
-    clx_set_or_partitions(engine_clx(mixed), 1);
-    clx_set_or_partitions(engine_clx(all), 1);
+    or_force_partitions(clx_algo_state(engine_clx(mixed), CLS_MODE_OR), 1);
+    or_force_partitions(clx_algo_state(engine_clx(all), CLS_MODE_OR), 1);
     const uint64_t nq = cls_batch_count(f.b);
     uint64_t matching = 0; /* queries of a term the index holds: the others are empty, never hashed */
     for (uint64_t q = 0; q < nq; q++) matching += f.b->q[q].num_terms > 0;
@@ -779,8 +784,8 @@ START_TEST(or_hashes_queries_of_few_postings)
     ck_assert_uint_gt(check_or_plan(all, f.idx), 0); /* some query hashed by several groups */
     same_as_ref_mode(mixed, f.ref, f.b, CLS_MODE_OR, 10, 1.2f, 0.75f);
     check_or_plan(mixed, f.idx);
-    clx_set_or_pool(engine_clx(mixed), 3);
-    clx_set_or_pool(engine_clx(all), 3);
+    or_set_pool(clx_algo_state(engine_clx(mixed), CLS_MODE_OR), 3);
+    or_set_pool(clx_algo_state(engine_clx(all), CLS_MODE_OR), 3);
     same_as_ref_mode(mixed, f.ref, f.b, CLS_MODE_OR, 10, 0.9f, 0.4f);
     ck_assert_uint_gt(counter(mixed, "queries_rerun"), 10);
     same_as_ref_mode(all, f.ref, f.b, CLS_MODE_OR, 100, 1.2f, 0.75f);
@@ -818,8 +823,8 @@ START_TEST(or_pool_theta_keeps_pools_small)
     cls_engine *dev, *ref;
     ck_assert_msg(engine_create_with(idx, device(), &prm, &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
-    clx_set_or_partitions(engine_clx(dev), 1);
-    clx_set_or_pool(engine_clx(dev), 6144);
+    or_force_partitions(clx_algo_state(engine_clx(dev), CLS_MODE_OR), 1);
+    or_set_pool(clx_algo_state(engine_clx(dev), CLS_MODE_OR), 6144);
     cls_batch *b;
     ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
     ck_assert_int_eq(cls_batch_add(b, "q", "rare common"), CLS_OK);
@@ -1035,7 +1040,7 @@ START_TEST(budget_splits_batches)
     }
     /* OR by partitions, whose batches share decoded lists (abi_olist): a query that does not fit
      * takes back its lists and their links, and every batch decodes its own */
-    clx_set_or_partitions(cx, 1);
+    or_force_partitions(clx_algo_state(cx, CLS_MODE_OR), 1);
     for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++) {
         clx_set_budget(cx, budgets[i]);
         same_as_ref(f.dev, f.ref, f.b, CLS_MODE_OR, 100);
@@ -1160,18 +1165,27 @@ START_TEST(plan_respects_limits)
     cls_batch *b = random_queries(idx, 6, 300, 200);
     batch_plan pl;
     ck_assert_int_eq(plan_init(&pl, idx), CLS_OK);
-#define OR_LIMITS .parts = 24, .seeds = 2, .pool = 1024
-    const plan_limits lims[] = {{.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 7, OR_LIMITS},
-                                {.budget = 200 << 10, .max_alloc = UINT64_MAX, .max_queries = 1024, OR_LIMITS},
-                                {.budget = UINT64_MAX, .max_alloc = 64 << 10, .max_queries = 1024, OR_LIMITS},
+    const plan_limits lims[] = {{.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 7},
+                                {.budget = 200 << 10, .max_alloc = UINT64_MAX, .max_queries = 1024},
+                                {.budget = UINT64_MAX, .max_alloc = 64 << 10, .max_queries = 1024},
                                 {.budget = UINT64_MAX, .max_alloc = UINT64_MAX, .max_queries = 1024, .max_cost = 3000,
-                                 .cost_floor = 1, OR_LIMITS}};
+                                 .cost_floor = 1}};
+    /* each algorithm's state for planning alone (no device); OR by partitions, as a search of a
+     * collection cut into 24 partitions would prepare it */
+    void *states[CLS_NUM_MODES] = {NULL};
+    const algo_env env = {.idx = idx};
+    for (int m = 0; m < CLS_NUM_MODES; m++)
+        if (query_algo_for(m)->create) ck_assert_int_eq(query_algo_for(m)->create(&env, &states[m]), CLS_OK);
+    or_state *os = states[CLS_MODE_OR];
+    os->parts = 24;
+    os->seeds = 2;
+    os->pool = 1024;
     for (int m = 0; m < CLS_NUM_MODES; m++)
         for (size_t l = 0; l < sizeof lims / sizeof *lims; l++) {
             uint64_t q0 = 0;
             unsigned nbatches = 0;
             while (q0 < cls_batch_count(b)) {
-                plan_begin(&pl, query_algo_for(m), 10, &lims[l], NULL, q0);
+                plan_begin(&pl, query_algo_for(m), states[m], 10, &lims[l], NULL, q0);
                 int added = 1;
                 while (added && q0 + pl.nq < cls_batch_count(b)) ck_assert_int_eq(plan_add(&pl, b, &added), CLS_OK);
                 ck_assert_uint_ge(pl.nq, 1);
@@ -1214,6 +1228,8 @@ START_TEST(plan_respects_limits)
             if (l == 0) ck_assert_uint_eq(nbatches, (cls_batch_count(b) + 6) / 7);
             else ck_assert_uint_gt(nbatches, 1);
         }
+    for (int m = 0; m < CLS_NUM_MODES; m++)
+        if (query_algo_for(m)->free) query_algo_for(m)->free(states[m]);
     plan_free(&pl);
     cls_batch_free(b);
     cls_index_close(idx);

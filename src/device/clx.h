@@ -40,10 +40,10 @@ typedef struct clx_params {
     unsigned scan_wg, scan_items;             /* the device-wide scan (cl/scan.cl) */
     unsigned copy_vec;                        /* vector width of the copy kernels (cl/copy.cl) */
     unsigned or_part_log;                     /* log2 documents per OR partition (cl/or_parts.cl) */
-    unsigned or_dense_log;                    /* OR keeps a dense row up to 2^this documents (src/query/or.c) */
+    unsigned or_dense_log;                    /* OR keeps a dense row up to 2^this documents (src/algo/or.c) */
     unsigned wg_rows;                         /* work-items per dense row in topk_rows */
     unsigned or_hash_ratio;                   /* OR by partitions hashes a query of at most this many
-                                               * postings a partition instead (src/query/or.c); 0: none */
+                                               * postings a partition instead (src/algo/or.c); 0: none */
     unsigned or_search_cost;                  /* or_score's exact sums: a binary search's step against a
                                                * place read in order (cl/or_parts.cl) */
     char source[512];                         /* database entry, tuning file, override */

@@ -9,14 +9,14 @@
  *
  * Per query: decode every block of every term with the reference decoder; add each term's
  * contributions into a dense per-document accumulator in query-term order and count how many
- * terms hold each document; the query algorithm's reference twin (src/query/<mode>.c) picks the
+ * terms hold each document; the query algorithm's reference twin (src/algo/<mode>.c) picks the
  * matches from that; sort (tier desc, score desc, docID asc) and keep k. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "index/bm25.h"
-#include "query/algo.h"
-#include "query/engine.h"
+#include "algo/algo.h"
+#include "engine/engine.h"
 #include "util/err.h"
 
 struct ref_engine {
@@ -88,7 +88,7 @@ cls_status ref_search(ref_engine *e, const cls_batch *bt, const cls_search_param
         const batch_query *q = &bt->q[qi];
         const batch_term *qt = bt->terms + q->term_start;
         algo_need need;
-        algo->need(q, 0, &need);
+        algo->need(NULL, &(algo_query){.q = q}, &need);
         uint32_t nmatch = 0;
         if (!(need.flags & ABI_QF_EMPTY)) {
             memset(e->acc, 0, (size_t)N * sizeof *e->acc);

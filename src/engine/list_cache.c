@@ -1,5 +1,5 @@
 /* The device's list cache (list_cache.h). */
-#include "query/list_cache.h"
+#include "engine/list_cache.h"
 
 #include <assert.h>
 #include <stdlib.h>

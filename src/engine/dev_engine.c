@@ -1,17 +1,21 @@
-/* The OpenCL engine: the index's words and block records live on the device; a search is cut
- * into batches, and each batch goes through the same loop whatever the query algorithm (the
+/* The device executor: the index's words and block records live on the device; a search is cut
+ * into batches, and each batch goes through the same stages whatever the query algorithm (the
  * next batch planned and enqueued while one runs: search_batches):
  *
- *   plan      the batch planner (src/query/plan.c) picks the queries, the blocks to decode and
- *             writes the descriptors of cl/abi.h into one host buffer
- *   upload    one transfer: tasks | queries | terms
- *   decode    decode_blocks: one work-group per block (cl/decode.cl)
- *   launch    the algorithm's kernels (src/query/<name>.c, cl/<name>.cl): decoded lists to
- *             dense score rows or scored candidates
- *   top-k     cl/topk.cl: topk_select (segments; one work-group a query), topk_rows (many dense
- *             rows, each read once), cl/topk_wide.cl (few long dense rows, many groups a row)
- *   collect   one read back (into pinned host memory): counts | docIDs | scores, copied into
- *             the cls_results
+ *   plan       the batch planner (src/engine/plan.c) picks the queries, the blocks to decode and
+ *              writes the descriptors of cl/abi.h into one host buffer
+ *   upload     the lists the list cache lacks, then one transfer of the descriptors
+ *   decode     expand_lists and decode_blocks: one work-group per block (cl/decode.cl)
+ *   algorithm  the algorithm's kernels (src/algo/<name>.c, cl/<name>.cl): decoded lists to dense
+ *              score rows or scored candidates
+ *   top-k      the top-k stage (src/algo/topk.c): the k best of each query
+ *   read       one read back (into pinned host memory): counts | docIDs | scores, and the
+ *              algorithm's words; each stage then collects what the batch left
+ *
+ * A search is prepared (clx_search_prepare: norms, the algorithm's rules, the limits), ordered by
+ * cost (clx_search_order), run over ranges of its queries (clx_search_run, with the re-runs the
+ * algorithm asks for) and finished (clx_search_finish: counters, packing), so a scheduler may
+ * hand ranges to several executors.
  *
  * Before any batch, clx_create runs check_blocks over every block of the index (check_index):
  * the search's decoders then trust what they decode.
@@ -30,8 +34,9 @@
 #include "index/bm25.h"
 #include "index/checksum.h"
 #include "device/clx_guard.h"
+#include "algo/decode.h"
 #include "device/dev.h"
-#include "query/engine.h"
+#include "engine/dev_engine.h"
 #include "util/err.h"
 #include "util/vec.h"
 
@@ -128,7 +133,7 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
 {
     cl_int err;
     cls_status s = CLS_OK;
-    *out = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY, bytes > DEV_MIN_BUF ? bytes : DEV_MIN_BUF, NULL, &err);
+    *out = dev_create_buffer(e->dc.ctx, CL_MEM_READ_ONLY, bytes > DEV_MIN_BUF ? bytes : DEV_MIN_BUF, NULL, &err);
     if (!*out || err != CL_SUCCESS) {
         *out = NULL;
         return err_wrap(clx_fail("clCreateBuffer", err), "uploading %s (%zu bytes): ", what, bytes);
@@ -159,7 +164,7 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     for (unsigned i = 0; xxh && i < (fillers ? fillers : 1) && s == CLS_OK; i++)
         if (!(hs[i] = XXH3_createState())) s = err_set(CLS_E_NOMEM, "out of memory");
     for (unsigned k = 0; k < stages && s == CLS_OK; k++)
-        if ((s = dev_pinned_need(e, &stage[k], chunk, "a staging buffer")) == CLS_OK) host[k] = stage[k].host;
+        if ((s = dev_pinned_need(&e->dc, &stage[k], chunk, "a staging buffer")) == CLS_OK) host[k] = stage[k].host;
     for (; s == CLS_OK && started < fillers; started++) { /* a thread that cannot start leaves fewer */
         args[started] = (resident_filler_arg){&f, hs[started]};
         if (pthread_create(&th[started], NULL, resident_filler, &args[started]) != 0) break;
@@ -188,9 +193,9 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
             pthread_mutex_unlock(&f.mu);
         }
         size_t off = (size_t)i * RESIDENT_CHUNK;
-        err = clEnqueueWriteBuffer(e->queue, *out, CL_FALSE, off, bytes - off < chunk ? bytes - off : chunk, host[k],
+        err = clEnqueueWriteBuffer(e->dc.queue, *out, CL_FALSE, off, bytes - off < chunk ? bytes - off : chunk, host[k],
                                    0, NULL, &ev[k]);
-        if (err == CL_SUCCESS) err = clFlush(e->queue);
+        if (err == CL_SUCCESS) err = clFlush(e->dc.queue);
         if (err != CL_SUCCESS) s = clx_fail("clEnqueueWriteBuffer", err);
     }
     pthread_mutex_lock(&f.mu); /* fillers waiting for a buffer give up; the others finish a chunk */
@@ -198,13 +203,13 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     pthread_cond_broadcast(&f.granted_cv);
     pthread_mutex_unlock(&f.mu);
     for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
-    cl_int ferr = clFinish(e->queue);
+    cl_int ferr = clFinish(e->dc.queue);
     if (s == CLS_OK && ferr != CL_SUCCESS) s = clx_fail("clFinish(upload)", ferr);
     for (unsigned k = 0; k < RESIDENT_STAGES; k++) {
         if (ev[k]) clReleaseEvent(ev[k]);
-        dev_pinned_release(e, &stage[k]);
+        dev_pinned_release(&e->dc, &stage[k]);
     }
-    clFinish(e->queue);
+    clFinish(e->dc.queue);
     if (s == CLS_OK && f.failed) s = err_set(CLS_E_NOMEM, "hashing a chunk failed");
     if (s != CLS_OK) s = err_wrap(s, "uploading %s (%zu bytes): ", what, bytes);
     else if (xxh && ck_combine(f.digests, nchunks) != *xxh) s = idx_words_corrupt(e->idx);
@@ -221,15 +226,17 @@ static cls_status resident(clx_engine *e, const void *data, size_t bytes, const 
     return s;
 }
 
-/* Builds the two programs and creates every kernel. The decoder depends on the index (codec,
- * block size, pfor depth), the query kernels only on the device's parameters, so each caches on
- * its own and another codec costs only the small decode build. */
-static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t notes_len)
+/* Builds the three programs and creates the kernels every search may run. The decoder depends on
+ * the index (codec, block size, pfor depth), the query kernels only on the device's parameters, so
+ * each caches on its own and another codec costs only the small decode builds. An algorithm's
+ * kernels that decode blocks themselves (query_algo.decode_file) are its own to build. */
+static cls_status build_programs(clx_engine *e, int cdiv)
 {
     const cls_index *idx = e->idx;
     size_t nalgo;
     const query_algo *const *algos = query_algos(&nalgo);
-    const char *qfiles[DEV_MAX_KERNELS + 3];
+    const char **qfiles = calloc(nalgo + 4, sizeof *qfiles);
+    if (!qfiles) return err_set(CLS_E_NOMEM, "out of memory");
     size_t nf = 0;
     for (size_t i = 0; i < nalgo; i++) qfiles[nf++] = algos[i]->kernel_file;
     qfiles[nf++] = "topk.cl";
@@ -237,75 +244,33 @@ static cls_status build_programs(clx_engine *e, int cdiv, char *notes, size_t no
     qfiles[nf++] = "cache.cl";
     qfiles[nf] = NULL;
     const char *const dec_files[] = {cdc_kernel_file(idx->codec), "decode.cl", NULL}; /* the codec's fragment first */
-    char *dopts = e->dopts, qopts[512], dnote[4400], qnote[4400];
-    /* or_hash: eight blocks' postings a round where the device takes groups that large (on the
-     * H100, gov2 at k 10: or_hash 21.7 ms with groups of 256, 15.0 with 512, 13.0 with 1,024;
-     * docs/PERFORMANCE.md) */
-    e->or_hash_wg = idx->block_size;
-    while (e->or_hash_wg < 8 * idx->block_size && e->or_hash_wg * 2 <= e->dev.info.max_work_group) e->or_hash_wg *= 2;
-    snprintf(dopts, sizeof e->dopts,
-             "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u -DOR_PART_LOG=%u -DOR_HASH_WG=%u "
-             "-DOR_SEARCH_COST=%u%s%s%s",
-             idx->block_size, idx->pfor_depth, e->prm.wg_scan_algo, e->prm.or_part_log, e->or_hash_wg, e->prm.or_search_cost,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx), clx_compiler_defines(&e->dev.info));
+    char *dopts = e->dopts, qopts[512], copts[sizeof e->dopts + 32], dnote[4400], qnote[4400], cnote[4400];
+    snprintf(dopts, sizeof e->dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u%s%s%s",
+             idx->block_size, idx->pfor_depth, e->dc.prm.wg_scan_algo, cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+             idx_score_option(idx), clx_compiler_defines(&e->dc.dev.info));
     snprintf(qopts, sizeof qopts,
              "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u%s%s%s",
-             e->prm.wg_intersect, e->prm.wg_score, e->prm.wg_topk, e->prm.wg_rows, e->prm.wg_scan_algo,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx), clx_compiler_defines(&e->dev.info));
-    double qsecs = 0;
-    int qcache = 0;
-    cls_status s = clx_build(e->ctx, &e->dev, dec_files, dopts, &e->prog_dec, &e->build_secs, &e->from_cache, dnote,
-                             sizeof dnote);
-    if (s != CLS_OK) return s;
-    s = clx_build(e->ctx, &e->dev, qfiles, qopts, &e->prog, &qsecs, &qcache, qnote, sizeof qnote);
-    if (s != CLS_OK) return s;
-    e->build_secs += qsecs;
-    e->from_cache = e->from_cache && qcache;
+             e->dc.prm.wg_intersect, e->dc.prm.wg_score, e->dc.prm.wg_topk, e->dc.prm.wg_rows, e->dc.prm.wg_scan_algo,
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx), clx_compiler_defines(&e->dc.dev.info));
     /* the check program: the decoder again, with its checks (cl/decode.cl: check_blocks) */
-    char copts[sizeof e->dopts + 32], cnote[4400];
     snprintf(copts, sizeof copts, "%s -DDECODE_CHECK=1", dopts);
-    if ((s = clx_build(e->ctx, &e->dev, dec_files, copts, &e->prog_check, &qsecs, &qcache, cnote, sizeof cnote)) != CLS_OK)
-        return s;
-    e->build_secs += qsecs;
-    e->from_cache = e->from_cache && qcache;
-    if ((s = dev_add_kernel(e, e->prog_dec, "decode_blocks")) != CLS_OK ||
-        (s = dev_add_kernel(e, e->prog_check, "check_blocks")) != CLS_OK ||
-        (s = dev_add_kernel(e, e->prog_dec, "expand_lists")) != CLS_OK ||
-        (s = dev_add_kernel(e, e->prog, "topk_select")) != CLS_OK ||
-        (s = dev_add_kernel(e, e->prog, "place_lists")) != CLS_OK)
+    cls_status s = dev_build(&e->dc, dec_files, dopts, &e->prog_dec, dnote, sizeof dnote);
+    if (s == CLS_OK) s = dev_build(&e->dc, qfiles, qopts, &e->prog, qnote, sizeof qnote);
+    free(qfiles);
+    if (s == CLS_OK) s = dev_build(&e->dc, dec_files, copts, &e->prog_check, cnote, sizeof cnote);
+    if (s != CLS_OK) return s;
+    if ((s = dev_add_kernel(&e->dc, e->prog_dec, "decode_blocks")) != CLS_OK ||
+        (s = dev_add_kernel(&e->dc, e->prog_check, "check_blocks")) != CLS_OK ||
+        (s = dev_add_kernel(&e->dc, e->prog_dec, "expand_lists")) != CLS_OK ||
+        (s = dev_add_kernel(&e->dc, e->prog, "topk_select")) != CLS_OK ||
+        (s = dev_add_kernel(&e->dc, e->prog, "place_lists")) != CLS_OK)
         return s;
     for (size_t i = 0; i < nalgo; i++)
         for (const char *const *k = algos[i]->kernels; *k; k++)
-            if (!dev_kernel(e, *k) && (s = dev_add_kernel(e, e->prog, *k)) != CLS_OK) return s;
-    snprintf(notes, notes_len, "programs: decode (%s) %s; query (%s) %s; check (decode's with -DDECODE_CHECK=1) %s",
-             dopts, dnote, qopts, qnote, cnote);
-    return CLS_OK;
-}
-
-/* The third program, of the algorithms' kernels that decode blocks themselves (algo->decode_file:
- * OR's or_score), on the decode program's options: built when a search first needs it, since on
- * POCL it takes tens of seconds to compile where the other two take a few, and an engine that
- * never runs such an algorithm need not wait for it. */
-static cls_status build_decoding_kernels(clx_engine *e)
-{
-    if (e->prog_algo) return CLS_OK;
-    size_t nalgo;
-    const query_algo *const *algos = query_algos(&nalgo);
-    const char *files[DEV_MAX_KERNELS + 3] = {cdc_kernel_file(e->idx->codec), "decode.cl"};
-    size_t nf = 2;
-    for (size_t i = 0; i < nalgo; i++)
-        if (algos[i]->decode_file) files[nf++] = algos[i]->decode_file;
-    files[nf] = NULL;
-    char note[4400];
-    double secs = 0;
-    int cached = 0;
-    cls_status s = clx_build(e->ctx, &e->dev, files, e->dopts, &e->prog_algo, &secs, &cached, note, sizeof note);
-    if (s != CLS_OK) return s;
-    e->build_secs += secs;
-    e->from_cache = e->from_cache && cached;
-    for (size_t i = 0; i < nalgo; i++)
-        for (const char *const *k = algos[i]->decode_kernels; k && *k; k++)
-            if (!dev_kernel(e, *k) && (s = dev_add_kernel(e, e->prog_algo, *k)) != CLS_OK) return s;
+            if ((s = dev_need_kernel(&e->dc, e->prog, *k)) != CLS_OK) return s;
+    snprintf(e->notes, sizeof e->notes,
+             "programs: decode (%s) %s; query (%s) %s; check (decode's with -DDECODE_CHECK=1) %s", dopts, dnote, qopts,
+             qnote, cnote);
     return CLS_OK;
 }
 
@@ -321,9 +286,9 @@ static cls_status build_decoding_kernels(clx_engine *e)
 static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes, size_t bbytes, size_t nbytes)
 {
     const cls_index *idx = e->idx;
-    const uint64_t max_alloc = e->dev.info.max_alloc;
+    const uint64_t max_alloc = e->dc.dev.info.max_alloc;
     /* never more than the device has: a larger figure would only defer its refusal to a batch */
-    e->dev_mem = device_mem && device_mem < e->dev.info.global_mem ? device_mem : e->dev.info.global_mem;
+    e->dev_mem = device_mem && device_mem < e->dc.dev.info.global_mem ? device_mem : e->dc.dev.info.global_mem;
     uint64_t half = e->dev_mem / 2;
     if (wbytes + bbytes + nbytes <= half && wbytes <= max_alloc && bbytes <= max_alloc) {
         /* the postings are hashed on their way up unless this process already verified them */
@@ -353,20 +318,20 @@ static cls_status place_index(clx_engine *e, uint64_t device_mem, size_t wbytes,
     e->cached = 1;
     e->stage_words = stage / 4;
     cl_int err;
-    e->d_words = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE, nw * 4, NULL, &err);
+    e->d_words = dev_create_buffer(e->dc.ctx, CL_MEM_READ_WRITE, nw * 4, NULL, &err);
     if (!e->d_words || err != CL_SUCCESS) {
         e->d_words = NULL;
         return err_wrap(clx_fail("clCreateBuffer", err), "the list cache's words (%llu bytes): ", (unsigned long long)nw * 4);
     }
-    e->d_blocks = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE, nb * sizeof(idx_block), NULL, &err);
+    e->d_blocks = dev_create_buffer(e->dc.ctx, CL_MEM_READ_WRITE, nb * sizeof(idx_block), NULL, &err);
     if (!e->d_blocks || err != CL_SUCCESS) {
         e->d_blocks = NULL;
         return err_wrap(clx_fail("clCreateBuffer", err), "the list cache's block records (%llu bytes): ",
                         (unsigned long long)nb * sizeof(idx_block));
     }
-    if ((s = dev_buf_need(e, &e->stage, stage, "the list cache's staging buffer")) != CLS_OK) return s;
+    if ((s = dev_buf_need(&e->dc, &e->stage, stage, "the list cache's staging buffer")) != CLS_OK) return s;
     /* its host side pinned, so a staging load travels at the link's speed */
-    return dev_pinned_need(e, &e->stage_host, stage, "the list cache's staging buffer");
+    return dev_pinned_need(&e->dc, &e->stage_host, stage, "the list cache's staging buffer");
 }
 
 /* Every block of the index through check_blocks (cl/decode.cl) before any search: the host's
@@ -394,7 +359,7 @@ static cls_status check_index(clx_engine *e, int exact)
     double t0 = clx_now();
     if (NB == 0) return CLS_OK;
     bm25_norms(idx, idx->score_k1, idx->score_b, e->h_norms);
-    cl_int err = clEnqueueWriteBuffer(e->queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0,
+    cl_int err = clEnqueueWriteBuffer(e->dc.queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0,
                                       NULL, NULL);
     if (err != CL_SUCCESS) return clx_fail("clEnqueueWriteBuffer(norms)", err);
     e->norm_k1 = idx->score_k1;
@@ -407,11 +372,11 @@ static cls_status check_index(clx_engine *e, int exact)
     cl_mem d_weights = NULL, d_bad = NULL;
     cls_status s = weights ? CLS_OK : err_set(CLS_E_NOMEM, "out of memory for %zu block weights", per);
     if (s == CLS_OK) {
-        d_weights = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY, per * sizeof *weights, NULL, &err);
+        d_weights = dev_create_buffer(e->dc.ctx, CL_MEM_READ_ONLY, per * sizeof *weights, NULL, &err);
         if (!d_weights || err != CL_SUCCESS) s = err_wrap(clx_fail("clCreateBuffer", err), "block weights: ");
     }
     if (s == CLS_OK) {
-        d_bad = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, 4, &none, &err);
+        d_bad = dev_create_buffer(e->dc.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, 4, &none, &err);
         if (!d_bad || err != CL_SUCCESS) s = err_wrap(clx_fail("clCreateBuffer", err), "the block check's result: ");
     }
     if (s == CLS_OK) s = dev_words_count(e->d_words, &nwords);
@@ -435,9 +400,9 @@ static cls_status check_index(clx_engine *e, int exact)
                             (unsigned long long)e->cache.words.size);
                 break;
             }
-            if ((err = clEnqueueWriteBuffer(e->queue, e->d_blocks, CL_FALSE, 0, (b1 - b0) * sizeof(idx_block),
+            if ((err = clEnqueueWriteBuffer(e->dc.queue, e->d_blocks, CL_FALSE, 0, (b1 - b0) * sizeof(idx_block),
                                             idx->blocks + b0, 0, NULL, NULL)) != CL_SUCCESS ||
-                (err = clEnqueueWriteBuffer(e->queue, e->d_words, CL_FALSE, 0, (w1 - w0) * 4, idx->words + w0, 0,
+                (err = clEnqueueWriteBuffer(e->dc.queue, e->d_words, CL_FALSE, 0, (w1 - w0) * 4, idx->words + w0, 0,
                                             NULL, NULL)) != CL_SUCCESS) {
                 s = err_wrap(clx_fail("clEnqueueWriteBuffer", err), "checking the index, blocks %llu to %llu: ",
                              (unsigned long long)b0, (unsigned long long)b1 - 1);
@@ -456,7 +421,7 @@ static cls_status check_index(clx_engine *e, int exact)
             weights[b - b0] = w;
         }
         /* blocking: the launch before may still read the weights, and the queue runs in order */
-        if ((err = clEnqueueWriteBuffer(e->queue, d_weights, CL_TRUE, 0, (b1 - b0) * sizeof *weights, weights, 0, NULL,
+        if ((err = clEnqueueWriteBuffer(e->dc.queue, d_weights, CL_TRUE, 0, (b1 - b0) * sizeof *weights, weights, 0, NULL,
                                         NULL)) != CL_SUCCESS) {
             s = clx_fail("clEnqueueWriteBuffer(block weights)", err);
             break;
@@ -464,15 +429,15 @@ static cls_status check_index(clx_engine *e, int exact)
         dev_arg args[] = {DEV_MEM(e->d_words), DEV_U32(nwords),    DEV_MEM(e->d_blocks), DEV_U32(nblocks),
                           DEV_U32(word_base),  DEV_U32(word_end),  DEV_MEM(e->d_norms),  DEV_MEM(d_weights),
                           DEV_U32(block0),     DEV_U32(index_base), DEV_U32(exact_u),    DEV_MEM(d_bad)};
-        s = dev_run(e, "check_blocks", args, (size_t)(b1 - b0), idx->block_size, "check blocks");
-        if (s == CLS_OK) dev_profile_collect(e, 0); /* start-up work, not a search's */
+        s = dev_run(&e->dc, "check_blocks", args, (size_t)(b1 - b0), idx->block_size, "check blocks");
+        if (s == CLS_OK) dev_profile_collect(&e->dc, 0); /* start-up work, not a search's */
         b0 = b1;
     }
     cl_uint bad = UINT32_MAX;
-    if (s == CLS_OK && (err = clEnqueueReadBuffer(e->queue, d_bad, CL_TRUE, 0, 4, &bad, 0, NULL, NULL)) != CL_SUCCESS)
+    if (s == CLS_OK && (err = clEnqueueReadBuffer(e->dc.queue, d_bad, CL_TRUE, 0, 4, &bad, 0, NULL, NULL)) != CL_SUCCESS)
         s = clx_fail("clEnqueueReadBuffer(the block check's result)", err);
-    if (s != CLS_OK) clFinish(e->queue);
-    dev_profile_collect(e, 0);
+    if (s != CLS_OK) clFinish(e->dc.queue);
+    dev_profile_collect(&e->dc, 0);
     if (d_weights) clReleaseMemObject(d_weights);
     if (d_bad) clReleaseMemObject(d_bad);
     free(weights);
@@ -480,27 +445,10 @@ static cls_status check_index(clx_engine *e, int exact)
         s = idx_check_block(idx, e->h_norms, bad);
         if (s == CLS_OK)
             s = err_set(CLS_E_OPENCL, "%s: the device's check refused block %u of %s, which the host's strict decoder "
-                        "accepts: the device's decoder and its host twin disagree", e->dev.info.name, bad, idx->path);
+                        "accepts: the device's decoder and its host twin disagree", e->dc.dev.info.name, bad, idx->path);
     }
     e->check_secs = clx_now() - t0;
     return s == CLS_OK ? cls_index_intact(idx) : idx_intact(idx, s);
-}
-
-/* OR's rule (src/query/or.c): partitions on a collection of more than 2^OR_DENSE_LOG documents
- * (or where a test forces them), else one dense row a query. The search applies it and the
- * engine's description names it. */
-static int or_by_partitions(const clx_engine *e, uint32_t num_docs)
-{
-    return (uint64_t)num_docs > ((uint64_t)1 << e->prm.or_dense_log) || e->or_force_parts;
-}
-
-/* OR by partitions hashes a query whose lists hold at most OR_HASH_RATIO postings a partition of the
- * collection together (or.c: the rule), up to 2^28 */
-static uint32_t or_hash_max(const clx_engine *e, uint32_t num_docs)
-{
-    uint64_t W = (uint64_t)1 << e->prm.or_part_log, np = num_docs ? (num_docs + W - 1) / W : 1;
-    uint64_t m = np * e->prm.or_hash_ratio;
-    return m > ((uint64_t)1 << 28) ? (uint32_t)1 << 28 : (uint32_t)m;
 }
 
 cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *prm, const cls_engine_opts *o,
@@ -510,42 +458,32 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     clx_engine *e = calloc(1, sizeof *e);
     if (!e) return err_set(CLS_E_NOMEM, "out of memory");
     e->idx = idx;
-    e->norm_k1 = e->norm_b = e->bmax_k1 = e->bmax_b = -1;
+    e->norm_k1 = e->norm_b = -1;
     uint64_t device_mem = o->device_mem;
     e->batch_secs = o->batch_ms > 0 ? o->batch_ms / 1000.0 : DEV_BATCH_SECONDS;
     e->batch_floor = DEV_FIRST_BATCH;
-    cls_status s = clx_select(spec, &e->dev);
+    cls_status s = clx_select(spec, &e->dc.dev);
     if (s != CLS_OK) goto fail;
     if (prm) {
-        e->prm = *prm;
-        if ((s = clx_params_check(&e->dev.info, &e->prm, e->prm.source)) != CLS_OK) goto fail;
-    } else if ((s = clx_params_for(&e->dev.info, &e->prm)) != CLS_OK) {
+        e->dc.prm = *prm;
+        if ((s = clx_params_check(&e->dc.dev.info, &e->dc.prm, e->dc.prm.source)) != CLS_OK) goto fail;
+    } else if ((s = clx_params_for(&e->dc.dev.info, &e->dc.prm)) != CLS_OK) {
         goto fail;
     }
-    if (e->dev.info.max_work_group < idx->block_size) {
+    if (e->dc.dev.info.max_work_group < idx->block_size) {
         s = err_set(CLS_E_NODEVICE, "%s: work-groups of %zu, the decoder needs %u (the index's block size; "
-                    "rebuild with a smaller --block)", e->dev.info.name, e->dev.info.max_work_group, idx->block_size);
+                    "rebuild with a smaller --block)", e->dc.dev.info.name, e->dc.dev.info.max_work_group, idx->block_size);
         goto fail;
     }
-    cl_int err;
-    e->ctx = clx_create_context(e->dev.device, &err); /* POCL may throw: clx_guard.cpp */
-    if (!e->ctx || err != CL_SUCCESS) {
-        s = clx_fail("clCreateContext", err);
-        goto fail;
-    }
-    e->queue = clCreateCommandQueue(e->ctx, e->dev.device, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (!e->queue || err != CL_SUCCESS) {
-        s = clx_fail("clCreateCommandQueue", err);
-        goto fail;
-    }
-    int cdiv = clx_correct_div(e->dev.device);
-    char notes[14400];
-    if ((s = build_programs(e, cdiv, notes, sizeof notes)) != CLS_OK) goto fail;
+    if ((s = dev_open(&e->dc)) != CLS_OK) goto fail;
+    int cdiv = clx_correct_div(e->dc.dev.device);
+    if ((s = build_programs(e, cdiv)) != CLS_OK) goto fail;
 
     size_t wbytes = (size_t)idx->num_words * 4, bbytes = (size_t)idx->num_blocks * sizeof(idx_block);
     size_t nbytes = ((size_t)idx->num_docs + 1) * sizeof(float);
     if ((s = place_index(e, device_mem, wbytes, bbytes, nbytes)) != CLS_OK) goto fail;
-    e->d_norms = dev_create_buffer(e->ctx, CL_MEM_READ_ONLY, nbytes, NULL, &err);
+    cl_int err;
+    e->d_norms = dev_create_buffer(e->dc.ctx, CL_MEM_READ_ONLY, nbytes, NULL, &err);
     if (!e->d_norms || err != CL_SUCCESS) {
         e->d_norms = NULL;
         s = clx_fail("clCreateBuffer", err);
@@ -559,31 +497,32 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     if ((s = check_index(e, cdiv)) != CLS_OK) goto fail;
     if ((s = plan_init(&e->flight[0].plan, idx)) != CLS_OK || (s = plan_init(&e->flight[1].plan, idx)) != CLS_OK)
         goto fail;
-    e->chunk = DEV_CHUNK_STEPS * e->prm.wg_intersect;
+    e->chunk = DEV_CHUNK_STEPS * e->dc.prm.wg_intersect;
     /* the per-batch buffers take half of what the index and the norms leave: the rest is the
      * driver's and other programs' */
     uint64_t fixed = nbytes + (e->cached ? (e->cache.words.size * 4 + e->cache.blocks.size * sizeof(idx_block) +
                                             e->stage_words * 4) : wbytes + bbytes);
     e->budget = e->dev_mem > fixed ? (e->dev_mem - fixed) / 2 : 0;
+    e->topk = (topk_state){.dc = &e->dc, .prog = e->prog};
 
+    /* each algorithm's state, and its kernels in a few words (and how it runs here, if it says) */
     size_t nalgo;
     const query_algo *const *algos = query_algos(&nalgo);
-    char alg[1024];
+    const algo_env env = {.dc = &e->dc, .idx = idx, .decode_opts = e->dopts, .words = e->d_words,
+                          .blocks = e->d_blocks, .norms = e->d_norms, .cached = e->cached};
+    char alg[1024], how[512];
     size_t at = 0;
-    for (size_t i = 0; i < nalgo && at < sizeof alg; i++)
-        at += (size_t)snprintf(alg + at, sizeof alg - at, "%s%s=%s", i ? ", " : "", algos[i]->name, algos[i]->describe);
-    /* which of OR's two ways this collection gets (clx_search applies the rule, or.c states it) */
-    if (at < sizeof alg) {
-        int dense = !or_by_partitions(e, idx->num_docs);
-        char hash[160] = "";
-        if (!dense && e->prm.or_hash_ratio)
-            snprintf(hash, sizeof hash, ", a query of at most %llu postings by hashing (or_hash, OR_HASH_RATIO %u a partition)",
-                     (unsigned long long)or_hash_max(e, idx->num_docs), e->prm.or_hash_ratio);
-        at += (size_t)snprintf(alg + at, sizeof alg - at, "; or on this collection: %s (%u documents, OR_DENSE_LOG %u)%s",
-                               dense ? "one dense row a query (score_or) ranked by topk_rows or topk_select" : "partitions",
-                               idx->num_docs, e->prm.or_dense_log, hash);
+    for (size_t i = 0; i < nalgo; i++) {
+        if (algos[i]->create && (s = algos[i]->create(&env, &e->algo_state[i])) != CLS_OK) goto fail;
+        if (at < sizeof alg)
+            at += (size_t)snprintf(alg + at, sizeof alg - at, "%s%s=%s", i ? ", " : "", algos[i]->name, algos[i]->describe);
     }
-    uint64_t gmib = e->dev.info.global_mem;
+    for (size_t i = 0; i < nalgo; i++)
+        if (algos[i]->explain && at < sizeof alg) {
+            algos[i]->explain(e->algo_state[i], how, sizeof how);
+            at += (size_t)snprintf(alg + at, sizeof alg - at, "; %s", how);
+        }
+    uint64_t gmib = e->dc.dev.info.global_mem;
     char lists[400];
     if (e->cached)
         snprintf(lists, sizeof lists,
@@ -603,13 +542,13 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
              "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_team / topk_wide by shape, the counters of a search say which ran (WG %u, topk_rows %u); "
              "WG intersect %u, score %u; parameters from %s; division %s\n%s\n%s",
-             e->dev.info.platform, e->dev.info.device, e->dev.info.name, e->dev.info.platform_name,
-             e->dev.info.platform_version, e->dev.info.driver_version, e->dev.info.opencl_c_version,
-             e->dev.info.compute_units, (double)gmib / (1u << 30), e->dev.reason, cls_codec_name(idx->codec),
-             clx_scan_algo_name(e->prm.wg_scan_algo), idx->block_size, alg, e->prm.wg_topk, e->prm.wg_rows, e->prm.wg_intersect,
-             e->prm.wg_score, e->prm.source,
+             e->dc.dev.info.platform, e->dc.dev.info.device, e->dc.dev.info.name, e->dc.dev.info.platform_name,
+             e->dc.dev.info.platform_version, e->dc.dev.info.driver_version, e->dc.dev.info.opencl_c_version,
+             e->dc.dev.info.compute_units, (double)gmib / (1u << 30), e->dc.dev.reason, cls_codec_name(idx->codec),
+             clx_scan_algo_name(e->dc.prm.wg_scan_algo), idx->block_size, alg, e->dc.prm.wg_topk, e->dc.prm.wg_rows,
+             e->dc.prm.wg_intersect, e->dc.prm.wg_score, e->dc.prm.source,
              cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", lists,
-             notes);
+             e->notes);
     *out = e;
     return CLS_OK;
 fail:
@@ -620,37 +559,36 @@ fail:
 void clx_free(clx_engine *e)
 {
     if (!e) return;
-    dev_profile_collect(e, 0);
-    dbuf *bufs[] = {&e->in,     &e->tasks, &e->docs,   &e->freqs, &e->cand,   &e->cscore, &e->acc,
-                    &e->sdoc,   &e->sscore, &e->out,   &e->stasks, &e->nsel,  &e->ucount, &e->useg,
-                    &e->qseg,   &e->l1,    &e->or_m,   &e->or_ub, &e->or_items, &e->or_seed, &e->or_ctl, &e->or_hist,
-                    &e->or_tasks, &e->or_c,  &e->or_o,  &e->or_s, &e->or_htab, &e->or_act};
+    dev_profile_collect(&e->dc, 0);
+    size_t nalgo;
+    const query_algo *const *algos = query_algos(&nalgo);
+    for (size_t i = 0; i < nalgo; i++)
+        if (algos[i]->free) algos[i]->free(e->algo_state[i]);
+    topk_free(&e->topk);
+    dbuf *bufs[] = {&e->in, &e->tasks, &e->docs, &e->freqs, &e->out, &e->stage};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_buf_release(bufs[i]);
-    dev_buf_release(&e->stage);
     for (unsigned i = 0; i < 2; i++) { /* the pinned copies, unmapped while the queue lives */
         if (e->flight[i].first) clReleaseEvent(e->flight[i].first);
         if (e->flight[i].read) clReleaseEvent(e->flight[i].read);
-        dev_pinned_release(e, &e->flight[i].up);
-        dev_pinned_release(e, &e->flight[i].res);
+        dev_pinned_release(&e->dc, &e->flight[i].up);
+        dev_pinned_release(&e->dc, &e->flight[i].res);
     }
-    dev_pinned_release(e, &e->stage_host);
-    if (e->queue) clFinish(e->queue);
-    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms, e->d_bmax};
+    dev_pinned_release(&e->dc, &e->stage_host);
+    if (e->dc.queue) clFinish(e->dc.queue);
+    cl_mem mems[] = {e->d_words, e->d_blocks, e->d_norms};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i]) clReleaseMemObject(mems[i]);
-    for (unsigned i = 0; i < e->nkernels; i++) clx_release_kernel(e->kernels[i]);
-    if (e->prog) clReleaseProgram(e->prog);
-    if (e->prog_dec) clReleaseProgram(e->prog_dec);
-    if (e->prog_check) clReleaseProgram(e->prog_check);
-    if (e->prog_algo) clReleaseProgram(e->prog_algo);
-    if (e->queue) clReleaseCommandQueue(e->queue);
-    if (e->ctx) clReleaseContext(e->ctx);
+    cl_program progs[] = {e->prog, e->prog_dec, e->prog_check};
+    for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
+        if (progs[i]) clReleaseProgram(progs[i]);
+    dev_close(&e->dc);
     free(e->h_out);
     free(e->h_norms);
     free(e->order);
+    free(e->again);
     free(e->cost);
     free(e->h_places);
-    free(e->retry);
+    free(e->counters);
     if (e->cached) lc_free(&e->cache);
     for (unsigned i = 0; i < 2; i++) plan_free(&e->flight[i].plan);
     free(e);
@@ -658,15 +596,15 @@ void clx_free(clx_engine *e)
 
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache)
 {
-    *seconds = e->build_secs;
-    *from_cache = e->from_cache;
+    *seconds = e->dc.build_secs;
+    *from_cache = e->dc.from_cache;
 }
 
 size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches)
 {
-    *steps = e->steps;
+    *steps = e->dc.steps;
     if (batches) *batches = e->batches;
-    return e->nsteps;
+    return e->dc.nsteps;
 }
 
 /* Sends one staging load up: the data packed so far, then its abi_place records after it; then
@@ -678,15 +616,15 @@ static cls_status flush_stage(clx_engine *e, size_t ndata, size_t nword_places, 
     memcpy((uint32_t *)e->stage_host.host + ndata, e->h_places, nplaces * sizeof(abi_place));
     size_t bytes = ndata * 4 + nplaces * sizeof(abi_place);
     cl_event ev;
-    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->stage.mem, CL_FALSE, 0, bytes, e->stage_host.host, 0, NULL, &ev));
-    cls_status s = dev_record(e, ev, "lists up", bytes);
+    CLX_TRY(clEnqueueWriteBuffer(e->dc.queue, e->stage.mem, CL_FALSE, 0, bytes, e->stage_host.host, 0, NULL, &ev));
+    cls_status s = dev_record(&e->dc, ev, "lists up", bytes);
     if (s != CLS_OK) return s;
     cl_uint at = (cl_uint)ndata, nw = (cl_uint)nword_places;
     dev_arg a[] = {DEV_MEM(e->stage.mem), DEV_U32(at), DEV_U32(nw), DEV_MEM(e->d_words), DEV_MEM(e->d_blocks)};
-    s = dev_run(e, "place_lists", a, nplaces, e->prm.wg_score, "lists place");
+    s = dev_run(&e->dc, "place_lists", a, nplaces, e->dc.prm.wg_score, "lists place");
     if (s != CLS_OK || !wait) return s;
-    CLX_TRY(clFinish(e->queue));
-    dev_profile_collect(e, 1);
+    CLX_TRY(clFinish(e->dc.queue));
+    dev_profile_collect(&e->dc, 1);
     return CLS_OK;
 }
 
@@ -742,136 +680,208 @@ static cls_status upload_loads(clx_engine *e)
     return CLS_OK;
 }
 
-/* The planned batch f through upload, decode, the algorithm and top-k, and the read of its
- * results into f->res, enqueued without waiting (but for the search's last batch): the device may still run the batch before
- * (search_batches). Every buffer the batches share is written by the device in queue order, and
- * one that grows is released while the batch before may still use it, which OpenCL defers until
- * its commands are done; the upload reads f's own plan, which stays untouched until f is done. */
-static cls_status batch_enqueue(clx_engine *e, dev_flight *f, const query_algo *algo, int last)
+/* The counters an algorithm names. */
+static size_t algo_ncounters(const query_algo *a)
 {
-    batch_plan *pl = &f->plan;
-    const uint32_t nq = pl->nq, kk = pl->kk, P = pl->P, N = e->idx->num_docs;
-    const unsigned before = e->nevents; /* the batch before may still have its commands there */
-    plan_layout lay;
-    cls_status s = plan_finish(pl, &lay);
-    if (s != CLS_OK) return s;
-    e->plan = pl;
-    f->fail = 0;
-    if (e->fail_in && --e->fail_in == 0) {
-        if (!e->fail_late) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", nq);
-        f->fail = 1;
-    }
-    dev_batch b = {.e = e, .pl = pl, .nq = nq, .num_docs = N, .kk = kk, .P = P, .queries_base = lay.queries_base,
-                   .terms_base = lay.terms_base, .skips_base = lay.skips_base, .nskips = pl->nskips,
-                   .nstasks = (cl_uint)pl->stasks, .units_base = lay.units_base, .nunits = pl->nunits,
-                   .olists_base = lay.olists_base, .nolists = pl->nolists, .otasks = (cl_uint)pl->otasks};
-    f->read_len = ABI_OUT_WORDS((size_t)nq, kk) + (pl->nskips ? 1 : 0);
-    if (pl->parts) f->read_len = ABI_OUT_OR((size_t)nq, kk) + ABI_OUT_OR_WORDS((size_t)nq);
-    b.nsel_at = (cl_uint)ABI_OUT_NSEL((size_t)nq, kk);
-    /* top-k segments: a query's pool each for OR by partitions (whose units are shares of hashed
-     * queries), else up to a unit each */
-    const size_t segs = pl->parts || pl->nunits < nq ? nq : pl->nunits;
-    if ((s = dev_buf_need(e, &e->in, lay.words * 4, "the batch input")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->tasks, (size_t)pl->ntasks * sizeof(abi_task), "decode tasks")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->docs, (size_t)pl->dec * 4, "decoded docIDs")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->freqs, (size_t)pl->dec * 4, "decoded frequencies")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->stasks, (size_t)pl->stasks * sizeof(abi_task), "selected blocks")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->nsel, (size_t)pl->nskips * 4, "selected block counts")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->cand, (size_t)pl->cand * 4, "candidates")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->cscore, (size_t)pl->cand * 4, "candidate scores")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->ucount, (size_t)pl->nunits * 4, "candidates per work unit")) != CLS_OK ||
-        (pl->dense && (s = dev_buf_need(e, &e->acc, (size_t)nq * N * 4, "accumulator rows")) != CLS_OK) ||
-        (s = dev_buf_need(e, &e->useg, (size_t)pl->nunits * 8, "top-k segments")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->qseg, (size_t)nq * 8, "top-k segments")) != CLS_OK ||
-        (pl->two_level && (s = dev_buf_need(e, &e->l1, ABI_OUT_WORDS((size_t)pl->nunits, kk) * 4, "first-level top-k")) != CLS_OK) ||
-        (s = dev_buf_need(e, &e->sdoc, (size_t)segs * P * 4, "top-k scratch")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->sscore, (size_t)segs * P * 4, "top-k scratch")) != CLS_OK ||
-        (s = dev_buf_need(e, &e->out, f->read_len * 4 + 4, "results")) != CLS_OK)
-        return s;
-    if ((s = dev_pinned_need(e, &f->up, lay.words * 4, "the batch input's host copy")) != CLS_OK ||
-        (s = dev_pinned_need(e, &f->res, f->read_len * 4, "the results' host copy")) != CLS_OK)
-        return s;
-    plan_pack(pl, &lay, f->up.host);
-    b.in = e->in.mem;
+    size_t n = 0;
+    while (a->counters && a->counters[n]) n++;
+    return n;
+}
 
+/* ---- A batch as a list of stages ---------------------------------------------------------
+
+ * Every batch goes through the same stages in order: each first sizes what it needs (buffers
+ * that grow, shared with the batch before, which OpenCL keeps alive until its commands are done),
+ * then enqueues its commands without waiting (but for the read of the search's last batch); after
+ * the read, each collects what the batch left. A stage after top-k (a second ranking stage) is
+ * one more row before the read. */
+typedef struct batch_stage {
+    const char *name;
+    cls_status (*size)(clx_engine *e, dev_flight *f);    /* NULL: nothing to size */
+    cls_status (*enqueue)(clx_engine *e, dev_flight *f);
+    cls_status (*collect)(clx_engine *e, dev_flight *f, cls_results *r); /* NULL: nothing to collect */
+} batch_stage;
+
+/* upload: one transfer of the plan's descriptors (plan_pack), after the lists the device's list
+ * cache lacks */
+static cls_status upload_size(clx_engine *e, dev_flight *f)
+{
+    cls_status s = dev_buf_need(&e->dc, &e->in, f->lay.words * 4, "the batch input");
+    if (s == CLS_OK) s = dev_pinned_need(&e->dc, &f->up, f->lay.words * 4, "the batch input's host copy");
+    return s;
+}
+
+static cls_status upload_enqueue(clx_engine *e, dev_flight *f)
+{
+    plan_pack(&f->plan, &f->lay, f->up.host);
+    cls_status s;
     if (e->cached && e->cache.nloads && (s = upload_loads(e)) != CLS_OK) return s;
     cl_event ev;
-    CLX_TRY(clEnqueueWriteBuffer(e->queue, e->in.mem, CL_FALSE, 0, lay.words * 4, f->up.host, 0, NULL, &ev));
-    if ((s = dev_record(e, ev, "upload", lay.words * 4)) != CLS_OK) return s;
-    if (pl->nskips) { /* select_blocks counts into the word after the results */
-        cl_uint zero = 0;
-        CLX_TRY(clEnqueueFillBuffer(e->queue, e->out.mem, &zero, 4, (size_t)b.nsel_at * 4, 4, 0, NULL, &ev));
-        if ((s = dev_record_fill(e, ev, "select")) != CLS_OK) return s;
-    }
-    if (pl->nlists) { /* the whole lists' tasks, made on the device from one record a list */
-        dev_arg a[] = {DEV_MEM(e->in.mem), DEV_MEM(e->tasks.mem)};
-        if ((s = dev_run(e, "expand_lists", a, pl->nlists, e->idx->block_size, "decode")) != CLS_OK) return s;
-    }
-    if ((s = dev_decode(e, e->d_words, e->d_blocks, e->tasks.mem, 0, pl->ntasks, "decode")) != CLS_OK) return s;
-    if ((s = algo->launch(&b)) != CLS_OK) return s;
-    if ((s = dev_topk(e, &b, nq, e->out.mem, "topk")) != CLS_OK) return s;
-    /* The search's last batch is waited for here, by a blocking read: no batch is left to plan
-     * meanwhile, and on the H100 clWaitForEvents woke later than a blocking read returned (a 1M
-     * AND query alone: p50 0.205 against 0.179 ms). */
-    CLX_TRY(clEnqueueReadBuffer(e->queue, e->out.mem, last ? CL_TRUE : CL_FALSE, 0, f->read_len * 4, f->res.host, 0,
-                                NULL, &ev));
-    if ((s = dev_record(e, ev, "download", f->read_len * 4)) != CLS_OK) return s;
-    CLX_TRY(clRetainEvent(ev));
-    f->read = ev;
-    f->nevents = e->nevents - before;
-    assert(f->nevents > 1);
-    CLX_TRY(clRetainEvent(e->events[before].ev));
-    f->first = e->events[before].ev;
-    if (!last) CLX_TRY(clFlush(e->queue)); /* to the device now: the host goes on to plan the next batch */
+    CLX_TRY(clEnqueueWriteBuffer(e->dc.queue, e->in.mem, CL_FALSE, 0, f->lay.words * 4, f->up.host, 0, NULL, &ev));
+    return dev_record(&e->dc, ev, "upload", f->lay.words * 4);
+}
+
+/* decode: the whole lists' tasks, made on the device from one record a list (expand_lists), then
+ * decode_blocks */
+static cls_status decode_size(clx_engine *e, dev_flight *f)
+{
+    const batch_plan *pl = &f->plan;
+    cls_status s;
+    if ((s = dev_buf_need(&e->dc, &e->tasks, (size_t)pl->ntasks * sizeof(abi_task), "decode tasks")) != CLS_OK ||
+        (s = dev_buf_need(&e->dc, &e->docs, (size_t)pl->dec * 4, "decoded docIDs")) != CLS_OK ||
+        (s = dev_buf_need(&e->dc, &e->freqs, (size_t)pl->dec * 4, "decoded frequencies")) != CLS_OK)
+        return s;
+    f->b.docs = e->docs.mem;
+    f->b.freqs = e->freqs.mem;
     return CLS_OK;
 }
 
-/* Waits for batch f (batch_enqueue) and takes its results: query qi's hits land at r->docs + qi *
- * kk (every query has room for kk) with their count in r->start[qi + 1]; clx_search packs them
- * once every batch has run. */
-static cls_status batch_complete(clx_engine *e, dev_flight *f, cls_results *r)
+static cls_status decode_enqueue(clx_engine *e, dev_flight *f)
 {
     const batch_plan *pl = &f->plan;
-    const uint32_t nq = pl->nq, kk = pl->kk;
-    cl_int err = clWaitForEvents(1, &f->read), st = CL_COMPLETE;
-    if (err == CL_SUCCESS)
-        err = clGetEventInfo(f->read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
-    if (err != CL_SUCCESS) return clx_fail("clWaitForEvents(results)", err);
-    if (st < 0) return clx_fail("clEnqueueReadBuffer(results)", st);
-    if (f->fail) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", nq);
-    const uint32_t *h_out = f->res.host;
-    e->counters[DEV_C_QUERIES].value += nq;
-    e->counters[DEV_C_BLOCKS_IN_LISTS].value += pl->blocks_in_lists;
-    e->counters[DEV_C_BLOCKS_DECODED].value +=
-        pl->ntasks + (pl->nskips && !pl->parts ? h_out[ABI_OUT_NSEL((size_t)nq, kk)] : 0);
-    e->counters[DEV_C_QUERIES_PRUNED].value += pl->npruned;
-    e->counters[DEV_C_POSTINGS_IN_LISTS].value += pl->postings_in_lists;
-    if (pl->parts) { /* the lists decoded ahead (or_decode); or_finish's words: overflowed pools, then
-                      * partitions scored, then (partition, term) pairs left unread */
-        const size_t or_at = ABI_OUT_OR((size_t)nq, kk);
-        e->counters[DEV_C_BLOCKS_DECODED].value += pl->otasks;
-        e->counters[DEV_C_POSTINGS_DECODED].value += pl->opostings;
-        e->counters[DEV_C_PARTITIONS_SCORED].value += h_out[or_at + nq];
-        e->counters[DEV_C_PARTITION_TERMS_SKIPPED].value += h_out[or_at + nq + 1];
-        e->counters[DEV_C_QUERIES_HASHED].value += pl->nhash;
-        for (uint32_t i = 0; i < nq; i++) {
-            uint32_t offered = h_out[or_at + i];
-            if (!offered) continue;
-            if (!vec_reserve(&e->retry, &e->retry_cap, e->nretry + 1, sizeof *e->retry))
-                return err_set(CLS_E_NOMEM, "out of memory for the queries to run again");
-            e->retry[e->nretry++] = (uint32_t)plan_query(pl, i);
-            if (offered > e->retry_pool) e->retry_pool = offered;
-        }
+    cls_status s;
+    if (pl->nlists) {
+        dev_arg a[] = {DEV_MEM(e->in.mem), DEV_MEM(e->tasks.mem)};
+        if ((s = dev_run(&e->dc, "expand_lists", a, pl->nlists, e->idx->block_size, "decode")) != CLS_OK) return s;
     }
+    return decode_run(&e->dc, e->idx->block_size, e->d_words, e->d_blocks, e->tasks.mem, 0, pl->ntasks, e->docs.mem,
+                      e->freqs.mem, "decode");
+}
+
+/* the algorithm: its kernels, from the decoded lists to what top-k ranks; after the read, its
+ * result words and counters */
+static cls_status algo_enqueue(clx_engine *e, dev_flight *f) { return e->search.algo->launch(e->search.state, &f->b); }
+
+static cls_status algo_collect(clx_engine *e, dev_flight *f, cls_results *r)
+{
+    (void)r;
+    const dev_search *sr = &e->search;
+    if (!sr->algo->collect) return CLS_OK;
+    const uint32_t *extra = (const uint32_t *)f->res.host + ABI_OUT_WORDS((size_t)f->b.nq, f->b.kk);
+    uint64_t blocks = 0;
+    cls_status s = sr->algo->collect(sr->state, &f->b, extra, &blocks, e->counters + e->ncounters - algo_ncounters(sr->algo));
+    e->counters[DEV_C_BLOCKS_DECODED].value += blocks;
+    return s;
+}
+
+/* top-k: the k best of each query, into the results */
+static cls_status topk_enqueue(clx_engine *e, dev_flight *f)
+{
+    return topk_run(&e->topk, &f->b.rank, f->b.nq, e->out.mem, "topk");
+}
+
+/* read: the results (and the algorithm's words after them) into pinned host memory; the search's
+ * last batch is waited for here, by a blocking read: no batch is left to plan meanwhile, and a
+ * blocking read returned sooner than clWaitForEvents woke (docs/PERFORMANCE.md, "Figures moved
+ * from code comments"). After it, query qi's hits land at r->docs + qi * kk (every query has room
+ * for kk) with their count in r->start[qi + 1]; clx_search_finish packs them. */
+static cls_status read_size(clx_engine *e, dev_flight *f)
+{
+    cls_status s = dev_buf_need(&e->dc, &e->out, f->read_len * 4 + 4, "results");
+    if (s == CLS_OK) s = dev_pinned_need(&e->dc, &f->res, f->read_len * 4, "the results' host copy");
+    f->b.out = e->out.mem;
+    return s;
+}
+
+static cls_status read_enqueue(clx_engine *e, dev_flight *f)
+{
+    cl_event ev;
+    CLX_TRY(clEnqueueReadBuffer(e->dc.queue, e->out.mem, f->last ? CL_TRUE : CL_FALSE, 0, f->read_len * 4, f->res.host,
+                                0, NULL, &ev));
+    cls_status s = dev_record(&e->dc, ev, "download", f->read_len * 4);
+    if (s != CLS_OK) return s;
+    CLX_TRY(clRetainEvent(ev));
+    f->read = ev;
+    return CLS_OK;
+}
+
+static cls_status read_collect(clx_engine *e, dev_flight *f, cls_results *r)
+{
+    const uint32_t nq = f->b.nq, kk = f->b.kk, *h_out = f->res.host;
     for (uint32_t i = 0; i < nq; i++) {
         uint32_t m = h_out[i];
         if (m > kk) return err_set(CLS_E_OPENCL, "topk_select returned %u hits for k = %u", m, kk);
-        uint64_t qi = plan_query(pl, i);
+        uint64_t qi = algo_batch_query(&f->b, i);
         memcpy(r->docs + qi * kk, h_out + ABI_OUT_DOC((size_t)nq, kk, i, 0), (size_t)m * 4);
         memcpy(r->scores + qi * kk, h_out + ABI_OUT_SCORE((size_t)nq, kk, i, 0), (size_t)m * 4);
         r->start[qi + 1] = m;
     }
     return CLS_OK;
+}
+
+static const batch_stage stages[] = {
+    {"upload", upload_size, upload_enqueue, NULL},
+    {"decode", decode_size, decode_enqueue, NULL},
+    {"algorithm", NULL, algo_enqueue, algo_collect},
+    {"top-k", NULL, topk_enqueue, NULL},
+    {"read", read_size, read_enqueue, read_collect},
+};
+#define NSTAGES (sizeof stages / sizeof stages[0])
+
+/* The planned batch f through every stage, enqueued without waiting (but for the search's last
+ * batch): the device may still run the batch before (search_batches); the upload reads f's own
+ * plan, which stays untouched until f is done. */
+static cls_status batch_enqueue(clx_engine *e, dev_flight *f, int last)
+{
+    batch_plan *pl = &f->plan;
+    const dev_search *sr = &e->search;
+    const uint32_t nq = pl->nq, kk = pl->kk;
+    const unsigned before = e->dc.nevents; /* the batch before may still have its commands there */
+    cls_status s = plan_finish(pl, &f->lay);
+    if (s != CLS_OK) return s;
+    e->plan = pl;
+    f->fail = 0;
+    f->last = last;
+    if (e->fail_in && --e->fail_in == 0) {
+        if (!e->fail_late) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", nq);
+        f->fail = 1;
+    }
+    const plan_layout *lay = &f->lay;
+    f->b = (algo_batch){.dc = &e->dc, .topk = &e->topk, .idx = e->idx, .nq = nq, .num_docs = e->idx->num_docs,
+                        .kk = kk, .P = pl->P, .chunk = e->chunk, .words = e->d_words, .blocks = e->d_blocks,
+                        .norms = e->d_norms, .in = NULL, .queries_base = lay->queries_base,
+                        .terms_base = lay->terms_base, .skips_base = lay->skips_base, .bounds_base = lay->bounds_base,
+                        .units_base = lay->units_base, .olists_base = lay->olists_base, .nterms = pl->nterms,
+                        .nskips = pl->nskips, .nbounds = pl->nbounds, .nunits = pl->nunits, .nolists = pl->nolists,
+                        .otasks = (cl_uint)pl->otasks, .nstasks = (cl_uint)pl->stasks, .cand = pl->cand,
+                        .dense = pl->dense, .two_level = pl->two_level, .ntables = pl->ntables,
+                        .table_words = pl->table_words, .bounds = pl->bounds,
+                        .extra_at = (cl_uint)ABI_OUT_WORDS((size_t)nq, kk), .order = pl->order, .q0 = pl->q0,
+                        .rank = {.kk = kk, .P = pl->P, .num_docs = e->idx->num_docs}};
+    f->read_len = ABI_OUT_WORDS((size_t)nq, kk) + (sr->algo->extra_words ? sr->algo->extra_words(sr->state, &f->b) : 0);
+    for (size_t i = 0; i < NSTAGES; i++)
+        if (stages[i].size && (s = stages[i].size(e, f)) != CLS_OK) return s;
+    f->b.in = e->in.mem;
+    for (size_t i = 0; i < NSTAGES; i++)
+        if ((s = stages[i].enqueue(e, f)) != CLS_OK) return s;
+    f->nevents = e->dc.nevents - before;
+    assert(f->nevents > 1 && f->read);
+    CLX_TRY(clRetainEvent(e->dc.events[before].ev));
+    f->first = e->dc.events[before].ev;
+    if (!last) CLX_TRY(clFlush(e->dc.queue)); /* to the device now: the host goes on to plan the next batch */
+    return CLS_OK;
+}
+
+/* Waits for batch f (batch_enqueue) and lets each stage collect what it left. */
+static cls_status batch_complete(clx_engine *e, dev_flight *f, cls_results *r)
+{
+    const batch_plan *pl = &f->plan;
+    cl_int err = clWaitForEvents(1, &f->read), st = CL_COMPLETE;
+    if (err == CL_SUCCESS)
+        err = clGetEventInfo(f->read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+    if (err != CL_SUCCESS) return clx_fail("clWaitForEvents(results)", err);
+    if (st < 0) return clx_fail("clEnqueueReadBuffer(results)", st);
+    if (f->fail) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", pl->nq);
+    e->counters[DEV_C_QUERIES].value += pl->nq;
+    e->counters[DEV_C_BLOCKS_IN_LISTS].value += pl->blocks_in_lists;
+    e->counters[DEV_C_BLOCKS_DECODED].value += pl->ntasks + pl->otasks;
+    e->counters[DEV_C_QUERIES_PRUNED].value += pl->npruned;
+    e->counters[DEV_C_POSTINGS_IN_LISTS].value += pl->postings_in_lists;
+    e->counters[DEV_C_POSTINGS_DECODED].value += pl->opostings;
+    cls_status s = CLS_OK;
+    for (size_t i = 0; i < NSTAGES && s == CLS_OK; i++)
+        if (stages[i].collect) s = stages[i].collect(e, f, r);
+    return s;
 }
 
 static int cmp_cost(const void *a, const void *b)
@@ -881,48 +891,14 @@ static int cmp_cost(const void *a, const void *b)
     return (x->q > y->q) - (x->q < y->q); /* stable: batch order among equals */
 }
 
-/* Block maxima at weight 1 for the norms in force (ABI_BOUND_TABLE): block_maxima over every block
- * of the resident index, in launches of at most BMAX_GROUPS work-groups. */
-#define BMAX_GROUPS ((size_t)1 << 22)
-
-static cls_status block_maxima(clx_engine *e, float k1, float b)
-{
-    const cls_index *idx = e->idx;
-    cl_int err;
-    if (!e->d_bmax) {
-        size_t bytes = (size_t)idx->num_blocks * 4;
-        e->d_bmax = dev_create_buffer(e->ctx, CL_MEM_READ_WRITE, bytes > DEV_MIN_BUF ? bytes : DEV_MIN_BUF, NULL, &err);
-        if (!e->d_bmax || err != CL_SUCCESS) {
-            e->d_bmax = NULL;
-            return err_wrap(clx_fail("clCreateBuffer", err), "block maxima (%zu bytes): ", bytes);
-        }
-    }
-    cl_uint nwords;
-    cls_status s0 = dev_words_count(e->d_words, &nwords);
-    if (s0 != CLS_OK) return s0;
-    for (uint64_t b0 = 0; b0 < idx->num_blocks; b0 += BMAX_GROUPS) {
-        cl_uint first = (cl_uint)b0;
-        size_t n = idx->num_blocks - b0 < BMAX_GROUPS ? (size_t)(idx->num_blocks - b0) : BMAX_GROUPS;
-        dev_arg a[] = {DEV_MEM(e->d_words), DEV_U32(nwords), DEV_MEM(e->d_blocks), DEV_MEM(e->d_norms),
-                       DEV_U32(first),      DEV_MEM(e->d_bmax)};
-        cls_status s = dev_run(e, "block_maxima", a, n, idx->block_size, "block maxima");
-        if (s != CLS_OK) return s;
-    }
-    CLX_TRY(clFinish(e->queue));
-    dev_profile_collect(e, 1);
-    e->bmax_k1 = k1;
-    e->bmax_b = b;
-    return CLS_OK;
-}
-
 /* After a failure: waits for what the device still has of the search, forgets the events and
  * the batches in flight (their plans' slots cleared), and what the list cache holds, whose loads
  * may not all have happened. */
 static void batches_abandon(clx_engine *e)
 {
-    clFinish(e->queue);
+    clFinish(e->dc.queue);
     if (e->cached) lc_reset(&e->cache);
-    dev_profile_collect(e, 0);
+    dev_profile_collect(&e->dc, 0);
     for (unsigned i = 0; i < 2; i++) {
         dev_flight *f = &e->flight[i];
         plan_abandon(&f->plan);
@@ -932,11 +908,12 @@ static void batches_abandon(clx_engine *e)
     }
 }
 
-/* Plans into f the next batch of order[q0..n) (each query added while the batch fits lim). */
-static cls_status batch_plan_next(clx_engine *e, dev_flight *f, const cls_batch *bt, const query_algo *algo,
-                                  const plan_limits *lim, const uint32_t *order, uint64_t q0, uint64_t n, uint32_t kk)
+/* Plans into f the next batch of order[q0..n) (each query added while the batch fits the limits). */
+static cls_status batch_plan_next(clx_engine *e, dev_flight *f, const cls_batch *bt, const uint32_t *order, uint64_t q0,
+                                  uint64_t n)
 {
-    plan_begin(&f->plan, algo, kk, lim, order, q0);
+    dev_search *sr = &e->search;
+    plan_begin(&f->plan, sr->algo, sr->state, sr->kk, &sr->lim, order, q0);
     int added = 1;
     cls_status s;
     while (added && q0 + f->plan.nq < n)
@@ -959,14 +936,14 @@ static int split_failed(cls_status s, const batch_plan *pl, plan_limits *lim, un
 }
 
 /* The queries order[0..n) of bt, batch after batch. Each batch is planned and enqueued while the
- * one before runs on the device, so that the host's planning (on gov2, 3.6 ms of a 78 ms call of
- * 4,096 queries in 4 batches) leaves the device no gap; then the one before is waited for and its
- * results taken. Not with the list cache: a batch's plan places its lists in the cache's room,
- * which the batch before may still be reading. A batch that fails for want of device memory runs
- * again in halves (from its first query; the batch after it, already enqueued, is forgotten). */
-static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query_algo *algo, plan_limits *lim,
-                                 const uint32_t *order, uint64_t n, uint32_t kk, cls_results *r)
+ * one before runs on the device, so that the host's planning leaves the device no gap; then the
+ * one before is waited for and its results taken. Not with the list cache: a batch's plan places
+ * its lists in the cache's room, which the batch before may still be reading. A batch that fails
+ * for want of device memory runs again in halves (from its first query; the batch after it,
+ * already enqueued, is forgotten). */
+static cls_status search_batches(clx_engine *e, const cls_batch *bt, const uint32_t *order, uint64_t n, cls_results *r)
 {
+    plan_limits *lim = &e->search.lim;
     const int ahead = !e->cached;
     dev_flight *run = NULL; /* the batch on the device */
     uint64_t next = 0;      /* the first query of order not yet planned */
@@ -976,11 +953,11 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
         cls_status s = CLS_OK, sf = CLS_OK;
         if (next < n && (ahead || !run)) {
             f = &e->flight[run == &e->flight[0]];
-            if ((s = batch_plan_next(e, f, bt, algo, lim, order, next, n, kk)) != CLS_OK) {
+            if ((s = batch_plan_next(e, f, bt, order, next, n)) != CLS_OK) {
                 batches_abandon(e);
                 return s;
             }
-            sf = batch_enqueue(e, f, algo, !ahead || next + f->plan.nq >= n);
+            sf = batch_enqueue(e, f, !ahead || next + f->plan.nq >= n);
             next += f->plan.nq;
         }
         if (run) {
@@ -994,7 +971,7 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
             run->first = run->read = NULL;
             e->batches++;
             if (s == CLS_OK) {
-                dev_profile_collect_first(e, run->nevents, 1);
+                dev_profile_collect_first(&e->dc, run->nevents, 1);
                 if (t > 0 && run->plan.cost > 0) {
                     /* postings per second, smoothed: one odd batch moves the next batch's size a
                      * little */
@@ -1028,140 +1005,133 @@ static cls_status search_batches(clx_engine *e, const cls_batch *bt, const query
     }
 }
 
-/* OR by partitions: seed partitions a query scores first, and its candidate pool. One seed per 64
- * hits kept (a partition offers at most k, and the seeds' k-th best is the first threshold); the
- * pool holds what partitions offer above a threshold that is still rising; a query that offers
- * more runs again with a pool that fits. 256 slots a hit: at 16, k 1000's 16 seeds alone could fill
- * the pool, and 646 of 4,096 gov2 queries ran again; 264 at 64, 191 at 128, 138 at 256 (on the
- * H100, before or_pool_theta; docs/PERFORMANCE.md, "Ranked OR"). Since or_pool_theta none does:
- * the largest pool those queries fill is 33,181 at k 1000 and 487 at k 10. The pool is 8 bytes a
- * slot: 2 MB a query at k 1000, which the batch planner counts like any buffer. */
-#define OR_SEED_HITS 64u
-#define OR_MAX_SEEDS 64u
-#define OR_POOL_MIN 4096u
-#define OR_POOL_PER_HIT 256u
+/* ---- A search: prepare, order, run ranges, finish ----------------------------------------- */
 
-cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
+static const char *const own_counter_names[DEV_C_CACHE_END] = {
+    [DEV_C_QUERIES] = "queries",
+    [DEV_C_BLOCKS_IN_LISTS] = "blocks_in_lists",
+    [DEV_C_BLOCKS_DECODED] = "blocks_decoded",
+    [DEV_C_COST_RATE] = "cost_rate",
+    [DEV_C_QUERIES_PRUNED] = "queries_pruned",
+    [DEV_C_POSTINGS_IN_LISTS] = "postings_in_lists",
+    [DEV_C_POSTINGS_DECODED] = "postings_decoded",
+    [DEV_C_QUERIES_RERUN] = "queries_rerun",
+    [DEV_C_BATCHES_CUT + PLAN_CUT_QUERIES - PLAN_CUT_QUERIES] = "batches_cut_queries",
+    [DEV_C_BATCHES_CUT + PLAN_CUT_BYTES - PLAN_CUT_QUERIES] = "batches_cut_bytes",
+    [DEV_C_BATCHES_CUT + PLAN_CUT_COST - PLAN_CUT_QUERIES] = "batches_cut_cost",
+    [DEV_C_BATCHES_CUT + PLAN_CUT_ALLOC - PLAN_CUT_QUERIES] = "batches_cut_alloc",
+    [DEV_C_TOPK + TOPK_SELECT] = "topk_select",
+    [DEV_C_TOPK + TOPK_ROWS] = "topk_rows",
+    [DEV_C_TOPK + TOPK_TEAM] = "topk_team",
+    [DEV_C_TOPK + TOPK_WIDE] = "topk_wide",
+    [DEV_C_LISTS_FOUND] = "lists_found",
+    [DEV_C_LISTS_LOADED] = "lists_loaded",
+    [DEV_C_BYTES_LOADED] = "bytes_loaded",
+};
+
+cls_status clx_search_prepare(clx_engine *e, const cls_search_params *p, uint64_t nq)
 {
-    dev_profile_reset(e);
-    static const char *const names[DEV_COUNTERS] = {
-        [DEV_C_QUERIES] = "queries",
-        [DEV_C_BLOCKS_IN_LISTS] = "blocks_in_lists",
-        [DEV_C_BLOCKS_DECODED] = "blocks_decoded",
-        [DEV_C_COST_RATE] = "cost_rate",
-        [DEV_C_QUERIES_PRUNED] = "queries_pruned",
-        [DEV_C_POSTINGS_IN_LISTS] = "postings_in_lists",
-        [DEV_C_POSTINGS_DECODED] = "postings_decoded",
-        [DEV_C_PARTITIONS_SCORED] = "partitions_scored",
-        [DEV_C_QUERIES_RERUN] = "queries_rerun",
-        [DEV_C_OR_BOUNDS_FROM] = "or_bounds_from",
-        [DEV_C_TOPK + 0] = "topk_select", /* dev_launch.c: topk_names */
-        [DEV_C_TOPK + 1] = "topk_rows",
-        [DEV_C_TOPK + 2] = "topk_team",
-        [DEV_C_TOPK + 3] = "topk_wide",
-        [DEV_C_QUERIES_HASHED] = "queries_hashed",
-        [DEV_C_PARTITION_TERMS_SKIPPED] = "partition_terms_skipped",
-        [DEV_C_BATCHES_CUT + PLAN_CUT_QUERIES - PLAN_CUT_QUERIES] = "batches_cut_queries",
-        [DEV_C_BATCHES_CUT + PLAN_CUT_BYTES - PLAN_CUT_QUERIES] = "batches_cut_bytes",
-        [DEV_C_BATCHES_CUT + PLAN_CUT_COST - PLAN_CUT_QUERIES] = "batches_cut_cost",
-        [DEV_C_BATCHES_CUT + PLAN_CUT_ALLOC - PLAN_CUT_QUERIES] = "batches_cut_alloc",
-        [DEV_C_LISTS_FOUND] = "lists_found",
-        [DEV_C_LISTS_LOADED] = "lists_loaded",
-        [DEV_C_BYTES_LOADED] = "bytes_loaded",
-    };
-    for (unsigned i = 0; i < DEV_COUNTERS; i++) e->counters[i] = (cls_counter){names[i], 0};
-    e->counters[DEV_C_COST_RATE].value = (uint64_t)e->rate;
+    dev_search *sr = &e->search;
     const cls_index *idx = e->idx;
-    const query_algo *algo = query_algo_for(p->mode);
+    dev_profile_reset(&e->dc);
+    e->batches = 0;
+    sr->algo = query_algo_for(p->mode);
+    sr->state = e->algo_state[p->mode];
+    /* the counters: the executor's, the list cache's where it has one, the algorithm's */
+    const size_t own = e->cached ? DEV_C_CACHE_END : DEV_C_OWN, mine = algo_ncounters(sr->algo);
+    if (!vec_reserve(&e->counters, &e->counters_cap, own + mine, sizeof *e->counters))
+        return err_set(CLS_E_NOMEM, "out of memory for the counters");
+    for (size_t i = 0; i < own; i++) e->counters[i] = (cls_counter){own_counter_names[i], 0};
+    for (size_t i = 0; i < mine; i++) e->counters[own + i] = (cls_counter){sr->algo->counters[i], 0};
+    e->ncounters = own + mine;
+    e->counters[DEV_C_COST_RATE].value = (uint64_t)e->rate;
+    memset(e->topk.launches, 0, sizeof e->topk.launches);
     uint32_t N = idx->num_docs;
-    uint32_t kk = p->k < N ? p->k : (N ? N : 1);
-    cls_status s = results_reset(r, bt->nq, bt->nq * (uint64_t)kk);
-    if (s != CLS_OK) return s;
-    if (bt->nq == 0) return CLS_OK;
+    sr->kk = p->k < N ? p->k : (N ? N : 1);
+    if (nq == 0) return CLS_OK;
+    if (nq > UINT32_MAX) return err_set(CLS_E_ARG, "more than 2^32 queries in one search");
     if (e->norm_k1 != p->k1 || e->norm_b != p->b) {
         bm25_norms(idx, p->k1, p->b, e->h_norms);
         cl_event ev;
-        cl_int err = clEnqueueWriteBuffer(e->queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms, 0,
-                                          NULL, &ev);
+        cl_int err = clEnqueueWriteBuffer(e->dc.queue, e->d_norms, CL_TRUE, 0, (size_t)N * 4 + (N ? 0 : 4), e->h_norms,
+                                          0, NULL, &ev);
         if (err != CL_SUCCESS) return clx_fail("clEnqueueWriteBuffer(norms)", err);
-        if ((s = dev_record(e, ev, "upload", (size_t)N * 4)) != CLS_OK) return s;
-        dev_profile_collect(e, 1);
+        cls_status s = dev_record(&e->dc, ev, "upload", (size_t)N * 4);
+        if (s != CLS_OK) return s;
+        dev_profile_collect(&e->dc, 1);
         e->norm_k1 = p->k1;
         e->norm_b = p->b;
     }
     /* Block-max pruning needs the blocks' max_score to bound this search's scores: the same k1 and
      * b (a query's weight scales every posting's score alike, so any weight will do). */
     const uint32_t prune = (uint32_t)idx_bounds_valid(idx, p->k1, p->b);
-    /* OR by partitions bounds blocks by max_score where it holds, else by block maxima computed on
-     * the device for these k1 and b (the whole index resident), else not at all (the list cache
-     * holds only some lists: every block of every partition is decoded; -v says so) */
-    algo_need probe = {0};
-    algo->need(&(batch_query){.num_terms = 1}, 1, &probe);
-    /* OR by partitions on collections of more than 2^OR_DENSE_LOG documents (or.c: the rule) */
-    probe.parts = probe.parts && or_by_partitions(e, N);
-    if (probe.parts && (s = build_decoding_kernels(e)) != CLS_OK) return s;
-    e->or_bsrc = prune ? ABI_BOUND_MAXSCORE : e->cached ? ABI_BOUND_NONE : ABI_BOUND_TABLE;
-    if (probe.parts && e->or_bsrc == ABI_BOUND_TABLE && (e->bmax_k1 != p->k1 || e->bmax_b != p->b) &&
-        (s = block_maxima(e, p->k1, p->b)) != CLS_OK)
-        return s;
-    /* Balanced batches: the queries in order of cost, so batches hold queries of like cost. */
-    if (bt->nq > UINT32_MAX) return err_set(CLS_E_ARG, "more than 2^32 queries in one search");
+    if (sr->algo->prepare) {
+        algo_search as = {.kk = sr->kk, .k1 = p->k1, .b = p->b, .prune = (int)prune, .counters = e->counters + own};
+        cls_status s = sr->algo->prepare(sr->state, &as);
+        if (s != CLS_OK) return s;
+    }
+    /* The cost model: a batch takes at least the floor's queries (fewer leave the device part
+     * idle), and more, up to DEV_MAX_BATCH, while the device gets through them in the target
+     * time at the rate measured so far; until a batch has been measured, the floor. */
+    sr->lim = (plan_limits){.budget = e->budget, .max_alloc = e->dc.dev.info.max_alloc,
+                            .max_queries = e->rate > 0 ? DEV_MAX_BATCH : e->batch_floor,
+                            .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
+                            .cost_floor = e->batch_floor, .chunk = e->chunk,
+                            .cache = e->cached ? &e->cache : NULL, .prune = prune};
+    sr->hits0 = e->cache.hits;
+    sr->misses0 = e->cache.misses;
+    sr->loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
+    return CLS_OK;
+}
+
+/* Balanced batches: the queries in order of cost, so batches hold queries of like cost. */
+cls_status clx_search_order(clx_engine *e, const cls_batch *bt, const uint32_t **order)
+{
+    const dev_search *sr = &e->search;
     if (!vec_reserve(&e->order, &e->order_cap, bt->nq, sizeof *e->order) ||
         !vec_reserve(&e->cost, &e->cost_cap, bt->nq, sizeof *e->cost))
         return err_set(CLS_E_NOMEM, "out of memory for the query order");
     for (uint64_t i = 0; i < bt->nq; i++)
-        e->cost[i] = (dev_qcost){plan_cost(idx, algo, &bt->q[i], bt->terms + bt->q[i].term_start, prune ? kk : 0), (uint32_t)i};
+        e->cost[i] = (dev_qcost){plan_cost(e->idx, sr->algo, sr->state, &bt->q[i], bt->terms + bt->q[i].term_start,
+                                           sr->lim.prune ? sr->kk : 0, sr->lim.max_alloc),
+                                 (uint32_t)i};
     qsort(e->cost, bt->nq, sizeof *e->cost, cmp_cost);
     for (uint64_t i = 0; i < bt->nq; i++) e->order[i] = e->cost[i].q;
-    /* The cost model: a batch takes at least the floor's queries (fewer leave the device part
-     * idle), and more, up to DEV_MAX_BATCH, while the device gets through them in the target
-     * time at the rate measured so far; until a batch has been measured, the floor. */
-    const uint32_t W = 1u << e->prm.or_part_log, np = N ? (uint32_t)(((uint64_t)N + W - 1) / W) : 1;
-    uint32_t seeds = 1 + kk / OR_SEED_HITS;
-    if (seeds > OR_MAX_SEEDS) seeds = OR_MAX_SEEDS;
-    if (seeds > np) seeds = np;
-    /* a partition offers its top k and the ties of the k-th: at most its W documents */
-    uint64_t pool_max = (uint64_t)np * W, pool = (uint64_t)kk * OR_POOL_PER_HIT;
-    if (pool < OR_POOL_MIN) pool = OR_POOL_MIN;
-    if (e->pool_hint) pool = e->pool_hint;
-    if (pool > pool_max) pool = pool_max;
-    plan_limits lim = {.budget = e->budget, .max_alloc = e->dev.info.max_alloc,
-                       .max_queries = e->rate > 0 ? DEV_MAX_BATCH : e->batch_floor,
-                       .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
-                       .cost_floor = e->batch_floor,
-                       .chunk = e->chunk, .cache = e->cached ? &e->cache : NULL, .prune = prune,
-                       .parts = probe.parts ? np : 0, .seeds = seeds, .pool = (uint32_t)pool,
-                       .bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25,
-                       .hash_max = or_hash_max(e, N)};
-    const uint64_t hits0 = e->cache.hits, misses0 = e->cache.misses,
-                   loaded0 = e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block);
-    e->nretry = 0;
-    e->retry_pool = 0;
-    if (probe.parts) e->counters[DEV_C_OR_BOUNDS_FROM].value = e->or_bsrc;
-    if ((s = search_batches(e, bt, algo, &lim, e->order, bt->nq, kk, r)) != CLS_OK) return s;
-    /* OR queries whose partitions offered more candidates than their pool held: again, with a
-     * pool of what they offered (twice, as the threshold's timing varies), until none overflow;
-     * at pool_max (every document of every partition) none can */
-    while (e->nretry) {
-        uint64_t n = e->nretry, want = 2 * (uint64_t)e->retry_pool;
-        if (!vec_reserve(&e->order, &e->order_cap, n, sizeof *e->order))
-            return err_set(CLS_E_NOMEM, "out of memory for the query order");
-        memcpy(e->order, e->retry, n * sizeof *e->order);
-        e->counters[DEV_C_QUERIES_RERUN].value += n;
-        if (lim.pool >= pool_max) return err_set(CLS_E_OPENCL, "or_score offered more candidates than partitions hold");
-        lim.pool = (uint32_t)(want > pool_max ? pool_max : want < 2 * (uint64_t)lim.pool ? 2 * (uint64_t)lim.pool : want);
-        e->nretry = 0;
-        e->retry_pool = 0;
-        if ((s = search_batches(e, bt, algo, &lim, e->order, n, kk, r)) != CLS_OK) return s;
+    *order = e->order;
+    return CLS_OK;
+}
+
+cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *order, uint64_t n, cls_results *r)
+{
+    dev_search *sr = &e->search;
+    cls_status s = search_batches(e, bt, order, n, r);
+    /* the queries the algorithm asks to run again (having raised what they outgrew), until none */
+    while (s == CLS_OK && sr->algo->rerun) {
+        const uint32_t *again;
+        uint64_t m;
+        if ((s = sr->algo->rerun(sr->state, &again, &m)) != CLS_OK || m == 0) break;
+        if (!vec_reserve(&e->again, &e->again_cap, m, sizeof *e->again))
+            return err_set(CLS_E_NOMEM, "out of memory for the queries to run again");
+        memcpy(e->again, again, m * sizeof *e->again);
+        e->counters[DEV_C_QUERIES_RERUN].value += m;
+        s = search_batches(e, bt, e->again, m, r);
     }
+    return s;
+}
+
+cls_status clx_search_finish(clx_engine *e, const cls_batch *bt, cls_results *r)
+{
+    const dev_search *sr = &e->search;
     e->counters[DEV_C_COST_RATE].value = (uint64_t)e->rate;
+    for (unsigned i = 0; i < TOPK_KINDS; i++) e->counters[DEV_C_TOPK + i].value = e->topk.launches[i];
     if (e->cached) {
-        e->counters[DEV_C_LISTS_FOUND].value = e->cache.hits - hits0;
-        e->counters[DEV_C_LISTS_LOADED].value = e->cache.misses - misses0;
+        e->counters[DEV_C_LISTS_FOUND].value = e->cache.hits - sr->hits0;
+        e->counters[DEV_C_LISTS_LOADED].value = e->cache.misses - sr->misses0;
         e->counters[DEV_C_BYTES_LOADED].value =
-            e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - loaded0;
+            e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - sr->loaded0;
     }
     /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
+    const uint32_t kk = sr->kk;
     for (uint64_t i = 0; i < bt->nq; i++) {
         uint64_t m = r->start[i + 1], at = r->start[i];
         if (at != i * kk && m) {
@@ -1174,10 +1144,26 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     return CLS_OK;
 }
 
+cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
+{
+    cls_status s = clx_search_prepare(e, p, bt->nq);
+    if (s == CLS_OK) s = results_reset(r, bt->nq, bt->nq * (uint64_t)e->search.kk);
+    if (s != CLS_OK || bt->nq == 0) return s;
+    const uint32_t *order;
+    if ((s = clx_search_order(e, bt, &order)) != CLS_OK || (s = clx_search_run(e, bt, order, bt->nq, r)) != CLS_OK)
+        return s;
+    return clx_search_finish(e, bt, r);
+}
+
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {
     *counters = e->counters;
-    return e->counters[DEV_C_QUERIES].name ? (e->cached ? DEV_COUNTERS : DEV_C_LISTS_FOUND) : 0;
+    return e->ncounters;
+}
+
+void *clx_algo_state(clx_engine *e, cls_mode mode)
+{
+    return (int)mode >= 0 && mode < CLS_NUM_MODES ? e->algo_state[mode] : NULL;
 }
 
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }
@@ -1186,16 +1172,10 @@ void clx_set_batch_floor(clx_engine *e, uint32_t queries) { e->batch_floor = que
 
 void clx_set_chunk(clx_engine *e, uint32_t candidates) { e->chunk = candidates ? candidates : 1; }
 
-void clx_set_or_pool(clx_engine *e, uint32_t slots) { e->pool_hint = slots; }
-
-void clx_set_or_bound_ways(clx_engine *e, uint32_t ways) { e->bound_ways = ways; }
-
-void clx_set_or_partitions(clx_engine *e, int force) { e->or_force_parts = force != 0; }
-
 void clx_fail_batch(clx_engine *e, uint32_t nth, int late)
 {
     e->fail_in = nth;
     e->fail_late = late != 0;
 }
 
-const clx_params *clx_engine_params(const clx_engine *e) { return &e->prm; }
+const clx_params *clx_engine_params(const clx_engine *e) { return &e->dc.prm; }

@@ -1,9 +1,9 @@
 /* The query algorithms, one row each, in cls_mode order (include/clsearch.h): the only place
- * that lists them. src/query/algo.h says what a row holds and how to add one. */
+ * that lists them. src/algo/algo.h says what a row holds and how to add one. */
 #include <stdio.h>
 #include <string.h>
 
-#include "query/algo.h"
+#include "algo/algo.h"
 #include "util/err.h"
 
 extern const query_algo algo_or, algo_and, algo_and_or;
@@ -23,6 +23,17 @@ const query_algo *const *query_algos(size_t *n)
 }
 
 const query_algo *query_algo_for(int mode) { return mode >= 0 && (size_t)mode < NALGO ? table[mode] : NULL; }
+
+size_t query_algo_max_counters(void)
+{
+    size_t most = 0;
+    for (size_t i = 0; i < NALGO; i++) {
+        size_t n = 0;
+        while (table[i]->counters && table[i]->counters[n]) n++;
+        if (n > most) most = n;
+    }
+    return most;
+}
 
 const char *cls_mode_name(cls_mode m)
 {

@@ -1,8 +1,8 @@
-/* Engines behind cls_engine. engine.c turns a device spec into an engine and forwards every call
- * through its ops table; the two engines are the plain-C reference (ref_engine.c) and the OpenCL
- * engine (src/device/dev_engine.c). Both run the query algorithms of src/query/algos.c. */
-#ifndef CLS_QUERY_ENGINE_H
-#define CLS_QUERY_ENGINE_H
+/* Executors behind cls_engine. engine.c turns a device spec into an executor and forwards every
+ * call through its ops table; the two executors are the plain-C reference (ref_engine.c) and the
+ * OpenCL device (dev_engine.c). Both run the query algorithms of src/algo/algos.c. */
+#ifndef CLS_ENGINE_ENGINE_H
+#define CLS_ENGINE_ENGINE_H
 
 #include "index/index.h"
 #include "query/batch.h"
@@ -33,6 +33,16 @@ cls_status clx_create(const cls_index *idx, const char *spec, const struct clx_p
                       clx_engine **out, char *desc, size_t desc_len);
 void clx_free(clx_engine *e);
 cls_status clx_search(clx_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
+/* clx_search in its parts, for a scheduler that hands ranges of a search's queries to several
+ * executors: prepare a search of nq queries (counters, norms, the algorithm's rules and limits);
+ * order a cls_batch by cost (*order: a permutation of its queries, cheapest first); run the
+ * queries order[0..n) (and the re-runs the algorithm asks for), each query's hits at r->docs +
+ * q * k with their count in r->start[q + 1] (r reset for every query of the batch); finish
+ * (counters, and r packed). */
+cls_status clx_search_prepare(clx_engine *e, const cls_search_params *p, uint64_t nq);
+cls_status clx_search_order(clx_engine *e, const cls_batch *b, const uint32_t **order);
+cls_status clx_search_run(clx_engine *e, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r);
+cls_status clx_search_finish(clx_engine *e, const cls_batch *b, cls_results *r);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches);
 size_t clx_counters(const clx_engine *e, const cls_counter **counters);
@@ -43,14 +53,8 @@ void clx_set_batch_floor(clx_engine *e, uint32_t queries);
 /* The candidates per work unit: a long query's intersection spreads over that many work-groups
  * (tests force small ones). */
 void clx_set_chunk(clx_engine *e, uint32_t candidates);
-/* The candidate slots an OR query's pool starts with (0: the engine's choice); tests force small
- * pools, whose overflow runs the query again. */
-void clx_set_or_pool(clx_engine *e, uint32_t slots);
-/* or_bounds' work-groups per query term (0: the engine's choice, many only where a batch has few
- * terms); tests force several on small lists. */
-void clx_set_or_bound_ways(clx_engine *e, uint32_t ways);
-/* OR by partitions even on a collection small enough for the dense row (tests). */
-void clx_set_or_partitions(clx_engine *e, int force);
+/* An algorithm's own state on the engine (src/algo/<name>.h says what tests may steer), or NULL. */
+void *clx_algo_state(clx_engine *e, cls_mode mode);
 /* The nth batch enqueued from now (1 the next; 0: none) fails for want of device memory, at its
  * enqueue (late 0) or when it is waited for, with the batch after it already enqueued (late 1):
  * tests walk search_batches' recovery, which runs such a batch again in halves. */

@@ -1,7 +1,7 @@
 /* cls_engine: picks the reference engine or the OpenCL engine from a device spec and forwards
  * to it through its ops table. There is no fallback: a spec that names an OpenCL device either
  * gets it or fails. */
-#include "query/engine.h"
+#include "engine/engine.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/algo.h"
+#include "algo/algo.h"
 #include "util/err.h"
 
 struct cls_engine {

@@ -1,0 +1,23 @@
+/* What AND (and.c) lends the algorithms built on its intersection (and-or). */
+#ifndef CLS_ALGO_AND_H
+#define CLS_ALGO_AND_H
+
+#include "algo/algo.h"
+
+/* The buffers of an intersection: the skipped lists' chosen blocks and their counts, each work
+ * unit's candidates (docIDs, scores) and their count, the top-k segments of units and queries,
+ * and the first level of a two-level top-k. Each algorithm that intersects owns one. */
+typedef struct and_bufs {
+    dbuf stasks, nsel, cand, cscore, ucount, useg, qseg, l1;
+} and_bufs;
+
+/* Grows x for batch b. */
+cls_status and_bufs_size(and_bufs *x, const algo_batch *b);
+void and_bufs_free(and_bufs *x);
+/* plan_units: the batch's work units' shares of their driving lists, planned on the device. */
+cls_status and_units(and_bufs *x, algo_batch *b);
+/* plan_units, then intersect_and: each work unit's documents holding every term of its query,
+ * in docID order, at cand_offset + begin of x->cand; their count in x->ucount. */
+cls_status and_intersect(and_bufs *x, algo_batch *b);
+
+#endif
