@@ -12,7 +12,7 @@
  * docID + 1 (never in the long list: the gaps are at least 2). Lists 3.. of a query are copies of
  * its long list (own memory, same values), so each query's intersection is exactly its hits. A
  * seeded PRNG (splitmix64) makes them, so a configuration always gets the same lists. Queries,
- * lists and descriptors are laid out as the engine lays out a batch (src/query/plan.c, cl/abi.h): the
+ * lists and descriptors are laid out as the engine lays out a batch (src/engine/plan.c, cl/abi.h): the
  * docIDs one list after another; per query qinfo {first term, terms, candidate offset, flags},
  * per term qterm {list offset, length, weight bits (unused here), 0}; room for SHORT candidates
  * per query.

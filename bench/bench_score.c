@@ -17,7 +17,7 @@
  * Both: frequencies uniform in 1..16; norms k1 (1 - b + b dl / avgdl) (src/index/bm25.h: bm25_norm,
  * k1 0.9, b 0.4, dl uniform in 10..599, avgdl 300) per docID; weights uniform in 0.5..8 per
  * query term. A seeded PRNG (splitmix64) makes them. The inputs are laid out as the engine lays
- * out a batch (src/query/plan.c, cl/abi.h): per query qinfo {first term, terms, candidate offset, flags},
+ * out a batch (src/engine/plan.c, cl/abi.h): per query qinfo {first term, terms, candidate offset, flags},
  * per term qterm {list offset, length, weight bits, 0}; docIDs and frequencies one list after
  * another; the candidates of query q at its candidate offset, their count in ncand[q].
  *

@@ -165,12 +165,12 @@ typedef struct abi_olist {
  * the partition kernels with the kernels' own constants. */
 #define ABI_OR_SLACK (1.0f + 1.0f / 4096.0f)
 #define ABI_OR_SEED_BIT 0x80000000u
-/* or_score's queue pass runs in rounds (src/query/or.c): round r takes entries
+/* or_score's queue pass runs in rounds (src/algo/or.c): round r takes entries
  * [ABI_OR_ROUND_FROM(r), ABI_OR_ROUND_FROM(r + 1)) of every query's queue (64, 512, 4096, the
  * rest); or_rest lists, per round, the queries whose queue reaches into it. */
 #define ABI_OR_ROUNDS 4u
 #define ABI_OR_ROUND_FROM(r) ((r) == 0 ? 0u : (r) >= ABI_OR_ROUNDS ? 0xFFFFFFFFu : 8u << (3u * (r)))
-/* OR by partitions' control words (or_parts.cl's ctl, src/query/or.c sizes and clears it):
+/* OR by partitions' control words (or_parts.cl's ctl, src/algo/or.c sizes and clears it):
  * ABI_OR_CTL_Q words a query, word ABI_OR_CTL_AT(q, w) for query q, then from
  * ABI_OR_CTL_BATCH(nq) the batch's ABI_OR_CTL_BATCH_WORDS words. */
 #define ABI_OR_CTL_Q 4u
@@ -216,7 +216,7 @@ typedef struct abi_unit {
     ABI_U32 first_unit;
 } abi_unit;
 
-/* One piece of a list the list cache (src/query/list_cache.h) puts on the device: count words,
+/* One piece of a list the list cache (src/engine/list_cache.h) puts on the device: count words,
  * or count block records, from word src of the staging buffer to word (block record) dst of the
  * words (blocks) arena. A block record's offset gets shift added, mod 2^32: where its list's
  * words moved from the file to the arena. place_lists (cl/cache.cl) runs one work-group a

@@ -1,5 +1,5 @@
 /* and.cl: conjunctive queries (-m and): the documents holding every term of the query, scored
- * by BM25. src/query/and.c launches select_blocks, the second decode, plan_units and match_and;
+ * by BM25. src/algo/and.c launches select_blocks, the second decode, plan_units and match_and;
  * and-or reuses plan_units and intersect_and.
  *
  * Block skipping (Ding et al.): a query's driving list (its shortest) is decoded whole; of every

@@ -2,7 +2,7 @@
  * every term come first, ranked by score; when there are fewer than k of them, the best of the
  * other documents that hold any term follow, ranked by score.
  *
- * src/query/and_or.c runs intersect_and (and.cl: the documents holding every term) and score_or
+ * src/algo/and_or.c runs intersect_and (and.cl: the documents holding every term) and score_or
  * (or.cl: every document's BM25 sum in a dense row), then mark_and, one work-group per work unit
  * (abi_unit), which sets ABI_KEY_TIER (cl/abi.h) in the row's key of each document holding every
  * term. topk_select then ranks

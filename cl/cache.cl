@@ -1,4 +1,4 @@
-/* cache.cl: posting lists into the device's list cache (src/query/list_cache.h).
+/* cache.cl: posting lists into the device's list cache (src/engine/list_cache.h).
  *
  * When the index does not live on the device whole, the lists a batch needs and the device
  * lacks are sent up packed, one after another, in one transfer to a staging buffer; then

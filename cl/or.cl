@@ -3,7 +3,7 @@
  * score_or: one work-group per query with a dense accumulator row of num_docs floats. The
  * group zeroes the row, then adds one term's postings at a time; within a term each docID
  * occurs once, so work-items never collide, and a barrier between terms keeps the reference
- * engine's order of additions (hence bit-identical sums) without atomics. src/query/or.c
+ * engine's order of additions (hence bit-identical sums) without atomics. src/algo/or.c
  * launches it; and-or reuses it. */
 __kernel __attribute__((reqd_work_group_size(WG_SCORE, 1, 1)))
 void score_or(__global const uint *in, uint qinfo_base, uint qterm_base,

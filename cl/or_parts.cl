@@ -21,7 +21,7 @@
  * decodes a small share of its queries' postings); and a partition's work is loads and local
  * additions (docs/PERFORMANCE.md, "Ranked OR: each list decoded once per batch"). The price:
  * 6 bytes a posting of device memory for the batch's lists, which the batch planner counts
- * (src/query/plan.c).
+ * (src/engine/plan.c).
  *
  * Bounds. bound(t, block) bounds what any posting of the block adds at the term's weight
  * (cl/abi.h: ABI_BOUND_*); M[t][p] is the largest bound of t's blocks that meet partition p, and
@@ -50,7 +50,7 @@
  *     carries a partial sum.
  * Theta's timing (which work-group raised it first) changes how much is skipped, never the result.
  *
- * The kernels of a batch, in order (src/query/or.c launches them):
+ * The kernels of a batch, in order (src/algo/or.c launches them):
  *   or_expand  one work-group per abi_olist (a list to decode, cl/abi.h): its blocks' tasks;
  *   or_decode  one work-group per block: contributions, places, and the partitions' first slots;
  *   or_bounds  `ways` work-groups per query term (its abi_bound): M[t][p] by atomic_max;
@@ -66,7 +66,7 @@
  *   or_rest    one work-group per query: the other partitions whose UB reaches theta, into the
  *              query's queue, the highest bounds first (eight bands of UB / the query's largest);
  *              and the query into the list of each round its queue reaches (below);
- *   or_score   again, in rounds (src/query/or.c: entries [0, 64) of every queue, then [64, 512),
+ *   or_score   again, in rounds (src/algo/or.c: entries [0, 64) of every queue, then [64, 512),
  *              [512, 4096), the rest), each round persistent work-groups taking entries by an
  *              atomic ticket, round robin over the queries or_rest listed for the round (ticket
  *              t: the query at t % nact of the list, its entry from + t / nact), so every
@@ -636,7 +636,7 @@ void or_rest(uint np, __global const uint *ub, __global uint *ctl, uint gbase, _
  * no bounds (or_bounds skips them), so they have no partitions to score. A partition costs a
  * group's pass however few postings it holds, and a query whose lists hold few postings together
  * meets about as many partitions as it has postings: scored by partitions, it is all passes and
- * no additions (src/query/or.c: the rule; docs/PERFORMANCE.md, "Ranked OR: hashing or
+ * no additions (src/algo/or.c: the rule; docs/PERFORMANCE.md, "Ranked OR: hashing or
  * partitions, chosen per query": the evidence). Its documents go into a
  * hash table of its own instead, 2^ABI_QF_HASH_LOG entries of a docID and a sum in global memory
  * (at least twice its postings, so a probe ends), emptied first (or_hash_clear).

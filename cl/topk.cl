@@ -180,7 +180,7 @@ void topk_select(__global const uint *scores, __global const uint *cand_docs,
 /* ---- Dense rows read once: topk_rows ---------------------------------------------------------
  *
  * topk_select reads a dense row five times (four radix passes and the compaction). topk_rows
- * reads it once, one work-group a row (where the rows fill the device: src/device/dev_launch.c),
+ * reads it once, one work-group a row (where the rows fill the device: src/algo/topk.c),
  * keeping a buffer of candidates (key, position) in local memory:
  *  - the row streams through in steps of TR_STEP keys (TR_VEC 16-byte loads a work-item, each
  *    step's loads issued one step ahead); every key above the threshold t (at first 0: every

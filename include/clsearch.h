@@ -435,7 +435,7 @@ CLS_API void cls_batch_free(cls_batch *b);
 
 /* ---- Engines ---------------------------------------------------------------------------- */
 
-/* Query algorithms (src/query/algos.c holds one module per mode). */
+/* Query algorithms (src/algo/algos.c holds one module per mode). */
 typedef enum cls_mode {
     CLS_MODE_OR = 0,    /* documents holding any query term, ranked by BM25 */
     CLS_MODE_AND = 1,   /* documents holding every query term (none when a term is unknown) */

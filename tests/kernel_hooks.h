@@ -12,7 +12,7 @@
  * index's codec, block size and pfor depth. */
 cls_status clx_test_decode(clx_engine *e, const uint32_t *words, uint64_t nwords, const idx_block *blocks, uint32_t n,
                            uint32_t *docs, uint32_t *freqs);
-/* Ranks nq dense rows of N scores (0 = no match) as the engine does (dev_topk: topk_rows,
+/* Ranks nq dense rows of N scores (0 = no match) as the engine does (topk_run: topk_rows,
  * topk_team, topk_wide.cl's kernels or topk_select); writes per-query counts and the k best (docID, score)
  * pairs at q * k. */
 cls_status clx_test_topk(clx_engine *e, const float *scores, uint32_t nq, uint32_t N, uint32_t k, uint32_t *counts,

@@ -1,4 +1,4 @@
-/* The query algorithms (src/query/algos.c), each on the OpenCL device ($CLS_TEST_DEVICE, default
+/* The query algorithms (src/algo/algos.c), each on the OpenCL device ($CLS_TEST_DEVICE, default
  * POCL's CPU device) against its plain-C reference twin: same docIDs in the same order, same
  * scores bit for bit, never an empty comparison. Then what only some algorithms promise (and-or:
  * AND first, completed by OR), and the batch planner: device batches cut small by the byte
@@ -13,6 +13,7 @@
 #include "index/bm25.h"
 #include "index/index.h"
 #include "algo/algo.h"
+#include "algo/and.h"
 #include "algo/or.h"
 #include "engine/dev_engine.h"
 #include "engine/engine.h"
@@ -163,6 +164,14 @@ static void fixture_close(fixture *f)
 }
 
 /* ---- every algorithm of the table --------------------------------------------------------- */
+
+/* The candidates per work unit of every algorithm that intersects (AND and and-or): a long
+ * query's intersection spread over many work-groups. */
+static void set_chunk(cls_engine *e, uint32_t candidates)
+{
+    and_set_chunk(clx_algo_state(engine_clx(e), CLS_MODE_AND), candidates);
+    and_set_chunk(clx_algo_state(engine_clx(e), CLS_MODE_AND_OR), candidates);
+}
 
 START_TEST(each_algorithm_matches_its_reference)
 {
@@ -315,7 +324,7 @@ START_TEST(and_prunes_one_term_queries)
     const uint32_t ks[] = {1, 3, 10, 27, 64, 200, 5000};
     const uint32_t chunks[] = {0, 5};
     for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
-        if (chunks[c]) clx_set_chunk(engine_clx(dev), chunks[c]);
+        if (chunks[c]) set_chunk(dev, chunks[c]);
         for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
             same_as_ref(dev, ref, b, CLS_MODE_AND, ks[i]);
             uint64_t pruned = counter(dev, "queries_pruned");
@@ -1094,6 +1103,40 @@ START_TEST(cost_model_sizes_batches)
 }
 END_TEST
 
+/* A search in its parts, as a scheduler would run it over several executors: prepared once,
+ * ordered, its queries run in two ranges (each with the re-runs its algorithm asks for), then
+ * finished: every mode gives the whole search's results, and the counters count every query once. */
+START_TEST(search_runs_in_ranges)
+{
+    fixture f = fixture_open(29, 9000, 300, 7, 150);
+    clx_engine *cx = engine_clx(f.dev);
+    or_force_partitions(clx_algo_state(cx, CLS_MODE_OR), 1); /* OR's partitions, pools and re-runs too */
+    or_set_pool(clx_algo_state(cx, CLS_MODE_OR), 3);
+    const uint64_t nq = cls_batch_count(f.b);
+    for (int m = 0; m < CLS_NUM_MODES; m++) {
+        cls_results *whole = search(f.dev, f.b, (cls_mode)m, 10), *parts;
+        ck_assert_int_eq(cls_results_create(&parts), CLS_OK);
+        cls_search_params p;
+        cls_search_defaults(&p);
+        p.k = 10;
+        p.mode = (cls_mode)m;
+        const uint32_t *order;
+        ck_assert_int_eq(clx_search_prepare(cx, &p, nq), CLS_OK);
+        ck_assert_int_eq(results_reset(parts, nq, nq * 10), CLS_OK);
+        ck_assert_int_eq(clx_search_order(cx, f.b, &order), CLS_OK);
+        ck_assert_msg(clx_search_run(cx, f.b, order, nq / 3, parts) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(clx_search_run(cx, f.b, order + nq / 3, nq - nq / 3, parts) == CLS_OK, "%s", cls_last_error());
+        ck_assert_int_eq(clx_search_finish(cx, f.b, parts), CLS_OK);
+        ck_assert_msg(cls_results_compare(whole, parts, 0.0) == CLS_OK, "%s: %s", cls_mode_name((cls_mode)m),
+                      cls_last_error());
+        ck_assert_uint_eq(counter(f.dev, "queries"), nq + counter(f.dev, "queries_rerun"));
+        cls_results_free(whole);
+        cls_results_free(parts);
+    }
+    fixture_close(&f);
+}
+END_TEST
+
 /* Long queries over many work-groups: with tiny work units every query with candidates spreads
  * over many units, and AND and and-or still give the reference's results. */
 START_TEST(work_units_split_queries)
@@ -1101,7 +1144,7 @@ START_TEST(work_units_split_queries)
     fixture f = fixture_open(23, 2500, 300, 5, 120);
     const uint32_t chunks[] = {1, 7, 64, 1000};
     for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
-        clx_set_chunk(engine_clx(f.dev), chunks[i]);
+        set_chunk(f.dev, chunks[i]);
         same_as_ref(f.dev, f.ref, f.b, CLS_MODE_AND, 10);
         same_as_ref(f.dev, f.ref, f.b, CLS_MODE_AND, 1000);
         same_as_ref(f.dev, f.ref, f.b, CLS_MODE_AND_OR, 50);
@@ -1110,9 +1153,6 @@ START_TEST(work_units_split_queries)
 }
 END_TEST
 
-/* The plan, without a device: every batch respects the query limit and the budget (unless it
- * holds one query), batches tile the queries in order, and a term shared by queries of a batch
- * is decoded once. */
 /* A batch that fails for want of device memory runs again in halves, from its first query,
  * whether it fails at its enqueue or when it is waited for (the batch after it, enqueued while it
  * ran, is then forgotten and planned again): the search still gives the reference's results, in
@@ -1159,6 +1199,9 @@ START_TEST(failed_batch_runs_again_in_halves)
 }
 END_TEST
 
+/* The plan, without a device: every batch respects the query limit and the budget (unless it
+ * holds one query), batches tile the queries in order, and a term shared by queries of a batch
+ * is decoded once. */
 START_TEST(plan_respects_limits)
 {
     cls_index *idx = random_index(8, 1500, 200);
@@ -1420,6 +1463,7 @@ static Suite *suite(void)
     tcase_add_test(tc, cost_model_sizes_batches);
     tcase_add_test(tc, failed_batch_runs_again_in_halves);
     tcase_add_test(tc, plan_respects_limits);
+    tcase_add_test(tc, search_runs_in_ranges);
     tcase_add_test(tc, postings_verified_once);
     tcase_add_test(tc, list_cache_matches_reference);
     tcase_add_test(tc, list_cache_too_small_is_an_error);

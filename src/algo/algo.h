@@ -70,8 +70,9 @@ typedef struct algo_need {
                      * (abi_olist, once for every query of the batch giving the term that weight),
                      * and gets an abi_bound record; nothing else of it is decoded (asked of every
                      * query or of none) */
-    uint32_t units; /* work units: 0, one per `chunk` candidates (at least one); else this many,
-                     * splitting [0, unit_span) into ranges of one size, in order */
+    uint32_t units; /* work units (abi_unit): 0 or 1, one; else this many, splitting [0, unit_span)
+                     * into ranges of one size, in order (a span of 0: the device sets their
+                     * shares) */
     uint32_t unit_span;
     uint64_t table_words; /* words of a table of its own its kernels keep at abi_query.cand_offset
                            * (instead of candidates); 0: none */
@@ -117,7 +118,6 @@ typedef struct algo_batch {
     const cls_index *idx;
     uint32_t nq, num_docs;
     uint32_t kk, P;                /* hits kept per query; top-k scratch per group */
-    uint32_t chunk;                /* candidates per work unit (the planner's) */
     cl_mem words, blocks, norms;   /* the index on the device; the search's norms */
     cl_mem in;                     /* the upload: lists | queries | terms | skips | bounds | units | olists */
     cl_uint queries_base, terms_base, skips_base, bounds_base, units_base, olists_base; /* word offsets in `in` */

@@ -15,6 +15,18 @@
 #include "algo/decode.h"
 #include "util/err.h"
 
+void and_bufs_init(and_bufs *x, const algo_env *env)
+{
+    x->chunk = env->dc ? AND_CHUNK_STEPS * env->dc->prm.wg_intersect : UINT32_MAX;
+}
+
+uint32_t and_units_for(const and_bufs *x, uint32_t cand)
+{
+    return cand ? (uint32_t)(((uint64_t)cand + x->chunk - 1) / x->chunk) : 1;
+}
+
+void and_set_chunk(void *state, uint32_t candidates) { ((and_bufs *)state)->chunk = candidates ? candidates : 1; }
+
 cls_status and_bufs_size(and_bufs *x, const algo_batch *b)
 {
     dev_ctx *dc = b->dc;
@@ -40,7 +52,7 @@ void and_bufs_free(and_bufs *x)
 
 cls_status and_units(and_bufs *x, algo_batch *b)
 {
-    cl_uint bs = b->idx->block_size, chunk = b->chunk;
+    cl_uint bs = b->idx->block_size, chunk = x->chunk;
     dev_arg a[] = {DEV_MEM(b->in),         DEV_U32(b->queries_base), DEV_U32(b->terms_base), DEV_U32(b->skips_base),
                    DEV_U32(b->units_base), DEV_U32(b->nunits),       DEV_MEM(b->blocks),     DEV_MEM(x->stasks.mem),
                    DEV_MEM(x->nsel.mem),   DEV_U32(bs),              DEV_U32(chunk)};
@@ -60,9 +72,11 @@ cls_status and_intersect(and_bufs *x, algo_batch *b)
 
 static cls_status create(const algo_env *env, void **state)
 {
-    (void)env;
-    *state = calloc(1, sizeof(and_bufs));
-    return *state ? CLS_OK : err_set(CLS_E_NOMEM, "out of memory for AND's state");
+    and_bufs *x = calloc(1, sizeof *x);
+    if (!x) return err_set(CLS_E_NOMEM, "out of memory for AND's state");
+    and_bufs_init(x, env);
+    *state = x;
+    return CLS_OK;
 }
 
 static void destroy(void *state)
@@ -74,9 +88,10 @@ static void destroy(void *state)
 
 static void need(const void *state, const algo_query *aq, algo_need *n)
 {
-    (void)state;
     int empty = aq->q->num_terms == 0 || aq->q->unknown > 0;
-    *n = (algo_need){.flags = empty ? ABI_QF_EMPTY : 0u, .cand = aq->shortest_df, .skip = 1};
+    uint32_t cand = empty ? 0 : aq->shortest_df;
+    *n = (algo_need){.flags = empty ? ABI_QF_EMPTY : 0u, .cand = cand, .skip = 1,
+                     .units = state ? and_units_for(state, cand) : 1};
 }
 
 /* Block skipping: choose the blocks of the skipped lists (their count into the word after the

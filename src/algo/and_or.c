@@ -7,6 +7,7 @@
  * intersection's documents in the dense row as a higher tier (cl/abi.h: ABI_KEY_TIER); top-k
  * ranks tier, then score, then docID. Reference: every document any term holds, tier 1 when
  * every term holds it. */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "algo/and.h"
@@ -14,15 +15,18 @@
 #include "util/err.h"
 
 typedef struct and_or_state {
-    and_bufs x;  /* the intersection */
+    and_bufs x;  /* the intersection (first: and_set_chunk takes the state as its and_bufs) */
     dbuf acc;    /* a dense row a query */
 } and_or_state;
+_Static_assert(offsetof(and_or_state, x) == 0, "and_set_chunk reads an and-or state as its and_bufs");
 
 static cls_status create(const algo_env *env, void **state)
 {
-    (void)env;
-    *state = calloc(1, sizeof(and_or_state));
-    return *state ? CLS_OK : err_set(CLS_E_NOMEM, "out of memory for AND-OR's state");
+    and_or_state *st = calloc(1, sizeof *st);
+    if (!st) return err_set(CLS_E_NOMEM, "out of memory for AND-OR's state");
+    and_bufs_init(&st->x, env);
+    *state = st;
+    return CLS_OK;
 }
 
 static void destroy(void *state)
@@ -36,10 +40,11 @@ static void destroy(void *state)
 
 static void need(const void *state, const algo_query *aq, algo_need *n)
 {
-    (void)state;
+    const and_or_state *st = state;
     const batch_query *q = aq->q;
     uint32_t flags = q->num_terms == 0 ? ABI_QF_EMPTY : q->unknown > 0 ? ABI_QF_UNKNOWN_TERM : 0u;
-    *n = (algo_need){.flags = flags, .cand = flags ? 0 : aq->shortest_df, .dense = 1};
+    uint32_t cand = flags ? 0 : aq->shortest_df;
+    *n = (algo_need){.flags = flags, .cand = cand, .dense = 1, .units = st ? and_units_for(&st->x, cand) : 1};
 }
 
 static cls_status launch(void *state, algo_batch *b)

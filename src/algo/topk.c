@@ -16,10 +16,10 @@
 #define TW_TIES ABI_TOPK_WIDE_TIES
 /* Ordering the survivors by counting takes rows x k^2 comparisons over the whole device;
  * topk_select's bitonic sort gives each row one work-group, side by side, k log^2 k steps each,
- * so counting wins while rows x k stays small. On an H100 (bench topk, one row of 1,000,000 keys,
- * the whole top-k) k 10,000 took 0.12 ms counting against 0.47 sorting, k 40,000 0.52 against
- * 2.78; from those, the two meet near rows x k = 2 x 10^5 (an estimate: counting grows with the
- * rows, the sort not until they pass the compute units). Past TW_COUNT_MAX the sort ranks them. */
+ * so counting wins while rows x k stays small. The two meet near rows x k = 2 x 10^5, an estimate
+ * from one row at two values of k (docs/PERFORMANCE.md, "Ranked OR by docID-range partitions,
+ * decoding in the partitions", "The fallback"): counting grows with the rows, the sort not until
+ * they pass the compute units. Past TW_COUNT_MAX the sort ranks them. */
 #define TW_COUNT_MAX (1u << 17)
 
 /* Slices a row for the many-group top-k of b's rows; 1: topk_select alone. */

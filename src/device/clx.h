@@ -75,6 +75,8 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
 cls_status clx_params_parse(const char *spec, clx_params *p, const char *from);
 /* "WG_INTERSECT=256 WG_SCORE=..." */
 void clx_params_str(const clx_params *p, char *buf, size_t len);
+/* The query program's work-group options (-DWG_...=), each kernel family's width. */
+void clx_query_options(const clx_params *p, char *buf, size_t len);
 int clx_is_nvidia(const cls_device_info *info);
 /* Whether the device is POCL's (its platform's name). */
 int clx_is_pocl(const cls_device_info *info);

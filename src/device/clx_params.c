@@ -149,7 +149,7 @@ static const entry db[] = {
      * units topk_select ranks, takes less kernel time with WG_TOPK 512 than with 256
      * (docs/PERFORMANCE.md, "Ranked OR by docID-range partitions, decoding in the partitions",
      * and "Figures moved from code comments"). */
-    /* OR_HASH_RATIO 32 from OR on gov2 and the 1M collection (src/query/or.c: the rule;
+    /* OR_HASH_RATIO 32 from OR on gov2 and the 1M collection (src/algo/or.c: the rule;
      * docs/PERFORMANCE.md, "Ranked OR: hashing or partitions, chosen per query"); the other
      * entries take it without a sweep of their own. */
     /* OR_SEARCH_COST 4: the choice hardly matters on gov2 at k 10, so 4, the middle of the values
@@ -365,6 +365,12 @@ void clx_params_str(const clx_params *p, char *buf, size_t len)
         if (w < 0) break;
         n += (size_t)w;
     }
+}
+
+void clx_query_options(const clx_params *p, char *buf, size_t len)
+{
+    snprintf(buf, len, " -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u", p->wg_intersect,
+             p->wg_score, p->wg_topk, p->wg_rows, p->wg_scan_algo);
 }
 
 void cls_device_params(const cls_device_info *d, char *buf, size_t len)

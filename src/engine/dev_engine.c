@@ -248,10 +248,10 @@ static cls_status build_programs(clx_engine *e, int cdiv)
     snprintf(dopts, sizeof e->dopts, "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u%s%s%s",
              idx->block_size, idx->pfor_depth, e->dc.prm.wg_scan_algo, cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
              idx_score_option(idx), clx_compiler_defines(&e->dc.dev.info));
-    snprintf(qopts, sizeof qopts,
-             "-cl-std=CL1.2 -DWG_INTERSECT=%u -DWG_SCORE=%u -DWG_TOPK=%u -DWG_ROWS=%u -DWG_SCAN_ALGO=%u%s%s%s",
-             e->dc.prm.wg_intersect, e->dc.prm.wg_score, e->dc.prm.wg_topk, e->dc.prm.wg_rows, e->dc.prm.wg_scan_algo,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", idx_score_option(idx), clx_compiler_defines(&e->dc.dev.info));
+    char wg[160];
+    clx_query_options(&e->dc.prm, wg, sizeof wg);
+    snprintf(qopts, sizeof qopts, "-cl-std=CL1.2%s%s%s%s", wg, cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+             idx_score_option(idx), clx_compiler_defines(&e->dc.dev.info));
     /* the check program: the decoder again, with its checks (cl/decode.cl: check_blocks) */
     snprintf(copts, sizeof copts, "%s -DDECODE_CHECK=1", dopts);
     cls_status s = dev_build(&e->dc, dec_files, dopts, &e->prog_dec, dnote, sizeof dnote);
@@ -497,7 +497,6 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     if ((s = check_index(e, cdiv)) != CLS_OK) goto fail;
     if ((s = plan_init(&e->flight[0].plan, idx)) != CLS_OK || (s = plan_init(&e->flight[1].plan, idx)) != CLS_OK)
         goto fail;
-    e->chunk = DEV_CHUNK_STEPS * e->dc.prm.wg_intersect;
     /* the per-batch buffers take half of what the index and the norms leave: the rest is the
      * driver's and other programs' */
     uint64_t fixed = nbytes + (e->cached ? (e->cache.words.size * 4 + e->cache.blocks.size * sizeof(idx_block) +
@@ -523,7 +522,8 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
             at += (size_t)snprintf(alg + at, sizeof alg - at, "; %s", how);
         }
     uint64_t gmib = e->dc.dev.info.global_mem;
-    char lists[400];
+    char lists[400], prms[256];
+    clx_params_str(&e->dc.prm, prms, sizeof prms);
     if (e->cached)
         snprintf(lists, sizeof lists,
                  "lists: cached on the device, LRU by bytes (%.1f of the index's %.1f MiB: %llu words, %llu block "
@@ -540,13 +540,12 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
              (unsigned long long)idx->num_blocks, e->check_secs, cdiv ? "to the bit" : "within 4 ulp");
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
-             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_team / topk_wide by shape, the counters of a search say which ran (WG %u, topk_rows %u); "
-             "WG intersect %u, score %u; parameters from %s; division %s\n%s\n%s",
+             "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_team / topk_wide by shape, the counters of a search say which ran; "
+             "parameters (%s) from %s; division %s\n%s\n%s",
              e->dc.dev.info.platform, e->dc.dev.info.device, e->dc.dev.info.name, e->dc.dev.info.platform_name,
              e->dc.dev.info.platform_version, e->dc.dev.info.driver_version, e->dc.dev.info.opencl_c_version,
              e->dc.dev.info.compute_units, (double)gmib / (1u << 30), e->dc.dev.reason, cls_codec_name(idx->codec),
-             clx_scan_algo_name(e->dc.prm.wg_scan_algo), idx->block_size, alg, e->dc.prm.wg_topk, e->dc.prm.wg_rows,
-             e->dc.prm.wg_intersect, e->dc.prm.wg_score, e->dc.prm.source,
+             clx_scan_algo_name(e->dc.prm.wg_scan_algo), idx->block_size, alg, prms, e->dc.prm.source,
              cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", lists,
              e->notes);
     *out = e;
@@ -772,8 +771,8 @@ static cls_status topk_enqueue(clx_engine *e, dev_flight *f)
 
 /* read: the results (and the algorithm's words after them) into pinned host memory; the search's
  * last batch is waited for here, by a blocking read: no batch is left to plan meanwhile, and a
- * blocking read returned sooner than clWaitForEvents woke (docs/PERFORMANCE.md, "Figures moved
- * from code comments"). After it, query qi's hits land at r->docs + qi * kk (every query has room
+ * blocking read returned sooner than clWaitForEvents woke (docs/PERFORMANCE.md, "Search batches
+ * overlap: the next planned and enqueued while one runs"). After it, query qi's hits land at r->docs + qi * kk (every query has room
  * for kk) with their count in r->start[qi + 1]; clx_search_finish packs them. */
 static cls_status read_size(clx_engine *e, dev_flight *f)
 {
@@ -838,7 +837,7 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, int last)
     }
     const plan_layout *lay = &f->lay;
     f->b = (algo_batch){.dc = &e->dc, .topk = &e->topk, .idx = e->idx, .nq = nq, .num_docs = e->idx->num_docs,
-                        .kk = kk, .P = pl->P, .chunk = e->chunk, .words = e->d_words, .blocks = e->d_blocks,
+                        .kk = kk, .P = pl->P, .words = e->d_words, .blocks = e->d_blocks,
                         .norms = e->d_norms, .in = NULL, .queries_base = lay->queries_base,
                         .terms_base = lay->terms_base, .skips_base = lay->skips_base, .bounds_base = lay->bounds_base,
                         .units_base = lay->units_base, .olists_base = lay->olists_base, .nterms = pl->nterms,
@@ -1076,7 +1075,7 @@ cls_status clx_search_prepare(clx_engine *e, const cls_search_params *p, uint64_
     sr->lim = (plan_limits){.budget = e->budget, .max_alloc = e->dc.dev.info.max_alloc,
                             .max_queries = e->rate > 0 ? DEV_MAX_BATCH : e->batch_floor,
                             .max_cost = e->rate > 0 ? (uint64_t)(e->rate * e->batch_secs) + 1 : 0,
-                            .cost_floor = e->batch_floor, .chunk = e->chunk,
+                            .cost_floor = e->batch_floor,
                             .cache = e->cached ? &e->cache : NULL, .prune = prune};
     sr->hits0 = e->cache.hits;
     sr->misses0 = e->cache.misses;
@@ -1169,8 +1168,6 @@ void *clx_algo_state(clx_engine *e, cls_mode mode)
 void clx_set_budget(clx_engine *e, uint64_t bytes) { e->budget = bytes; }
 
 void clx_set_batch_floor(clx_engine *e, uint32_t queries) { e->batch_floor = queries ? queries : 1; }
-
-void clx_set_chunk(clx_engine *e, uint32_t candidates) { e->chunk = candidates ? candidates : 1; }
 
 void clx_fail_batch(clx_engine *e, uint32_t nth, int late)
 {

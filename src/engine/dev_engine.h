@@ -18,10 +18,6 @@
 #define DEV_MAX_BATCH 4096u
 #define DEV_FIRST_BATCH 1024u
 #define DEV_BATCH_SECONDS 0.025
-/* A work unit (abi_unit) is this many steps of an intersect work-group over the driving list: long
- * enough that a unit's fixed costs (its descriptors, the driving term's choice) stay small, short
- * enough that a long query spreads over every compute unit. */
-#define DEV_CHUNK_STEPS 32u
 
 /* The executor's own counters of the last search (clx_counters, -v), by id; dev_engine.c's table
  * names them. Then the list cache's (with the cache only), then the top-k stage's launches, then
@@ -112,7 +108,6 @@ typedef struct clx_engine {
     uint32_t fail_in;  /* tests (clx_fail_batch): batches to enqueue until one fails; 0: none */
     int fail_late;     /* it fails when waited for, not at its enqueue */
     uint64_t budget; /* bytes the per-batch buffers may take together */
-    uint32_t chunk;  /* candidates per work unit (DEV_CHUNK_STEPS steps of an intersect work-group) */
     /* the cost model (clx_search): plan_cost units per second of a batch's wall time, measured
      * and smoothed (0 until a batch ran); the target time of a batch */
     double rate, batch_secs;

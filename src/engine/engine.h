@@ -50,9 +50,6 @@ size_t clx_counters(const clx_engine *e, const cls_counter **counters);
 void clx_set_budget(clx_engine *e, uint64_t bytes);
 /* The queries a batch takes before the cost model's target time can close it (tests force 1). */
 void clx_set_batch_floor(clx_engine *e, uint32_t queries);
-/* The candidates per work unit: a long query's intersection spreads over that many work-groups
- * (tests force small ones). */
-void clx_set_chunk(clx_engine *e, uint32_t candidates);
 /* An algorithm's own state on the engine (src/algo/<name>.h says what tests may steer), or NULL. */
 void *clx_algo_state(clx_engine *e, cls_mode mode);
 /* The nth batch enqueued from now (1 the next; 0: none) fails for want of device memory, at its

@@ -129,7 +129,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     assert(qi < bt->nq);
     const batch_query *q = &bt->q[qi];
     const batch_term *t = bt->terms + q->term_start;
-    /* the driving term: the shortest list, the first of them on a tie (and.cl's rule) */
+    /* the driving term: the shortest list, the first of them on a tie (block skipping's rule) */
     uint32_t drive = 0;
     uint64_t sum = 0; /* postings of all its lists, for its cost */
     for (uint32_t j = 0; j < q->num_terms; j++) {
@@ -145,9 +145,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     int empty = (need.flags & ABI_QF_EMPTY) != 0;
     if (empty) need.cand = 0; /* a dense row is still zeroed and ranked (empty) by the kernels */
     const int table = need.table_words > 0;
-    const uint32_t chunk = pl->lim.chunk ? pl->lim.chunk : UINT32_MAX;
-    uint32_t nunits = need.cand ? (uint32_t)(((uint64_t)need.cand + chunk - 1) / chunk) : 1;
-    if (need.units) nunits = need.units;
+    const uint32_t nunits = need.units ? need.units : 1;
 
     if (!vec_reserve(&pl->queries, &pl->queries_cap, (size_t)pl->nq + 1, sizeof *pl->queries) ||
         !vec_reserve(&pl->terms, &pl->terms_cap, (size_t)pl->nterms + q->num_terms, sizeof *pl->terms) ||
@@ -306,10 +304,10 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             .weight = bm25_weight(idx, t[j].term, t[j].weight),
             .skip = sk};
     }
-    /* as many units as the driving list's df asks for, whose shares the device sets where the
-     * list's length is known once its blocks are chosen; or as many as the algorithm asks for,
-     * splitting its span into ranges of one size, in order */
-    const uint64_t span = need.units ? need.unit_span : 0;
+    /* as many units as the algorithm asks for, splitting its span into ranges of one size, in
+     * order; a span of 0 leaves their shares to the device (where a driving list's length is
+     * known once its blocks are chosen) */
+    const uint64_t span = need.unit_span;
     for (uint32_t u = 0, first = pl->nunits; u < nunits; u++)
         pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .first_unit = first,
                                              .begin = (uint32_t)((uint64_t)u * span / nunits),

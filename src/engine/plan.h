@@ -12,10 +12,9 @@
  * asks for block skipping (algo_need.skip), every list of a query but its driving one (the
  * shortest) that spans more than one block gets a region of its own instead, sized for the most
  * blocks the device can choose in it (abi_skip); so does a one-term query's list where the limits
- * allow block-max pruning (plan_limits.prune). Every query gets one work unit per `chunk`
- * postings of its driving list's df (at least one), whose shares the device sets (plan_units),
- * unless the algorithm asks for units of its own (algo_need.units); a query may have a table of
- * its own (algo_need.table_words), placed where its candidates would be.
+ * allow block-max pruning (plan_limits.prune). Every query gets the work units its algorithm asks
+ * for (algo_need.units, at least one); a query may have a table of its own
+ * (algo_need.table_words), placed where its candidates would be.
  *
  * Queries are added one at a time, in batch order, each costed exactly as it is planned (a term
  * that an earlier query of the batch already decodes costs nothing again), until the next one
@@ -42,7 +41,6 @@ typedef struct plan_limits {
     uint64_t budget;      /* bytes the batch's device buffers may take together */
     uint64_t max_alloc;   /* bytes of the largest single device buffer */
     uint32_t max_queries; /* queries per batch */
-    uint32_t chunk;       /* candidates (driving-list postings) per work unit */
     uint64_t max_cost;    /* plan_cost units a batch may add up to once it holds cost_floor
                            * queries (the engine's cost model: clx_search); 0: no limit */
     uint32_t cost_floor;
