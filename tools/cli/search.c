@@ -4,14 +4,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "util/err.h"
 #include "util/fault.h"
 #include "util/strset.h"
-#include "util/tmpfile.h"
 #include "util/utf8.h"
 
 /* The topics file's queries into the batch, each qid once. */
@@ -338,56 +335,38 @@ static int search_engine(search_args *a, search_state *st)
     return index_whole(st->idx, "searching") ? 0 : 1;
 }
 
-/* The results to -o's file through a temporary file renamed over it when whole, or straight
- * through a device, a pipe or a link; to standard output without -o. 0, or 1 after the
- * message. The docnos and fields written come from the mapping: no run from a shrunk file. */
+/* The results to -o's file through outfile (a temporary file renamed over it when whole; a
+ * device or a pipe written through; a link's target replaced, the link kept); to standard
+ * output without -o. 0, or 1 after the message. The docnos and fields written come from the
+ * mapping: no run from a shrunk file. */
 static int search_write(const search_args *a, search_state *st)
 {
-    const char *out = a->out;
-    struct stat ost;
-    FILE *f;
-    int ok;
-    if (!out) {
+    if (!a->out) {
         if (!write_results(stdout, a->json, st->idx, st->batch, st->res, a->tag, &st->sel) || fflush(stdout) != 0) {
             fprintf(stderr, "%s: writing the run: %s\n", prog, strerror(errno));
             return 1;
         }
         return index_whole(st->idx, "writing the run") ? 0 : 1;
     }
-    if (lstat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
-        /* a device, a pipe or a link (/dev/null, /dev/stdout, a FIFO): write straight through
-         * it; renaming a temporary file over it would replace the node or the link itself */
-        f = fopen(out, "w");
-        ok = f && write_results(f, a->json, st->idx, st->batch, st->res, a->tag, &st->sel);
-        if (f) ok = (fclose(f) == 0) && ok;
-        if (!ok) {
-            fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
-            return 1;
-        }
-        return index_whole(st->idx, "writing the run") ? 0 : 1;
-    }
-    /* mode 0666 less the umask like any new file; removed on SIGINT/SIGTERM/SIGHUP */
-    char *tmp = NULL;
-    int fd = tmp_create(out, &tmp);
-    f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        fprintf(stderr, "%s: cannot create a temporary file beside %s: %s\n", prog, out, strerror(errno));
-        if (fd >= 0) close(fd);
-        tmp_discard(tmp);
+    of_file o;
+    cls_status s = of_open(&o, a->out, 0);
+    if (s != CLS_OK) {
+        fprintf(stderr, "%s: %s\n", prog, cls_last_error());
         return 1;
     }
-    ok = write_results(f, a->json, st->idx, st->batch, st->res, a->tag, &st->sel);
-    ok = (fclose(f) == 0) && ok;
-    if (ok && !index_whole(st->idx, "writing the run")) {
-        tmp_discard(tmp);
+    if (!write_results(o.f, a->json, st->idx, st->batch, st->res, a->tag, &st->sel)) {
+        fprintf(stderr, "%s: writing %s: %s\n", prog, a->out, strerror(errno));
+        of_discard(&o);
         return 1;
     }
-    if (!ok || rename(tmp, out) != 0) {
-        fprintf(stderr, "%s: writing %s: %s\n", prog, out, strerror(errno));
-        tmp_discard(tmp);
+    if (!index_whole(st->idx, "writing the run")) {
+        of_discard(&o);
         return 1;
     }
-    tmp_release(tmp);
+    if ((s = of_commit(&o)) != CLS_OK) {
+        fprintf(stderr, "%s: %s\n", prog, cls_last_error());
+        return 1;
+    }
     return 0;
 }
 
