@@ -259,12 +259,12 @@ typedef struct abi_place {
 #define ABI_OUT_DOC(Q, k, q, r) ((Q) + (q) * (k) + (r))
 #define ABI_OUT_SCORE(Q, k, q, r) ((Q) + (Q) * (k) + (q) * (k) + (r))
 #define ABI_OUT_WORDS(Q, k) ((Q) + 2 * (Q) * (k))
-/* One more word after them counts the blocks block skipping chose to decode in the batch. */
-#define ABI_OUT_NSEL(Q, k) ABI_OUT_WORDS(Q, k)
-/* OR batches (or_finish) add, after that word: per query the candidates its partitions offered when
- * they overflowed its pool (0: they fit), then the batch's partitions scored, then its
- * (partition, term) pairs whose postings or_score's first pass left unread (terms that were not
- * essential there). */
+/* After them, the algorithm's own words (query_algo.extra_words, from ABI_OUT_WORDS): AND's one
+ * word counts the blocks block skipping chose to decode in the batch (select_blocks); OR batches
+ * by partitions (or_finish) leave that word unused and add, after it: per query the candidates
+ * its partitions offered when they overflowed its pool (0: they fit), then the batch's
+ * partitions scored, then its (partition, term) pairs whose postings or_score's first pass left
+ * unread (terms that were not essential there). */
 #define ABI_OUT_OR(Q, k) (ABI_OUT_WORDS(Q, k) + 1)
 #define ABI_OUT_OR_WORDS(Q) ((Q) + 2)
 
