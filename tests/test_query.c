@@ -1126,12 +1126,57 @@ START_TEST(search_runs_in_ranges)
         ck_assert_int_eq(clx_search_order(cx, f.b, &order), CLS_OK);
         ck_assert_msg(clx_search_run(cx, f.b, order, nq / 3, parts) == CLS_OK, "%s", cls_last_error());
         ck_assert_msg(clx_search_run(cx, f.b, order + nq / 3, nq - nq / 3, parts) == CLS_OK, "%s", cls_last_error());
-        ck_assert_int_eq(clx_search_finish(cx, f.b, parts), CLS_OK);
+        clx_search_finish(cx);
+        results_pack(parts, clx_search_k(cx));
         ck_assert_msg(cls_results_compare(whole, parts, 0.0) == CLS_OK, "%s: %s", cls_mode_name((cls_mode)m),
                       cls_last_error());
         ck_assert_uint_eq(counter(f.dev, "queries"), nq + counter(f.dev, "queries_rerun"));
         cls_results_free(whole);
         cls_results_free(parts);
+    }
+    fixture_close(&f);
+}
+END_TEST
+
+/* A device set: three executors on the test device (`-d cpu,cpu,cpu` on POCL) equal the
+ * reference engine in every mode at k 10 and 1,000, OR by partitions with small pools included
+ * (each executor runs its own re-runs); each executor takes a share of the queries, and the
+ * summed counters count each query once. A list with an empty item or the reference engine in it
+ * is refused. */
+START_TEST(device_set_matches_reference)
+{
+    fixture f = fixture_open(31, 9000, 300, 9, 160);
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
+    cls_engine *set;
+    ck_assert_msg(cls_engine_create(f.idx, spec, &set) == CLS_OK, "%s", cls_last_error());
+    multi_engine *m = engine_multi(set);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(multi_executors(m), 3);
+    ck_assert(strstr(cls_engine_describe(set), "3 executors") != NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            for (unsigned i = 0; i < 3; i++) {
+                or_force_partitions(clx_algo_state(multi_executor(m, i), CLS_MODE_OR), 1);
+                or_set_pool(clx_algo_state(multi_executor(m, i), CLS_MODE_OR), 3);
+            }
+        for (int md = 0; md < CLS_NUM_MODES; md++) {
+            same_as_ref(set, f.ref, f.b, (cls_mode)md, 10);
+            same_as_ref(set, f.ref, f.b, (cls_mode)md, 1000);
+            uint64_t nq = cls_batch_count(f.b);
+            ck_assert_uint_eq(counter(set, "device_0_queries") + counter(set, "device_1_queries") +
+                                  counter(set, "device_2_queries"), nq);
+            ck_assert_uint_gt(counter(set, "device_2_queries"), 0);
+            ck_assert_uint_eq(counter(set, "queries"), nq + counter(set, "queries_rerun"));
+            if (pass == 1 && md == CLS_MODE_OR) ck_assert_uint_gt(counter(set, "queries_rerun"), 0); /* pools of 3 overflowed */
+        }
+    }
+    cls_engine_free(set);
+    const char *bad[] = {"cpu,,cpu", "cpu,ref", ",cpu", "cpu,"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cls_engine *e = NULL;
+        ck_assert_int_eq(cls_engine_create(f.idx, bad[i], &e), CLS_E_ARG);
+        ck_assert_ptr_null(e);
     }
     fixture_close(&f);
 }
@@ -1464,6 +1509,7 @@ static Suite *suite(void)
     tcase_add_test(tc, failed_batch_runs_again_in_halves);
     tcase_add_test(tc, plan_respects_limits);
     tcase_add_test(tc, search_runs_in_ranges);
+    tcase_add_test(tc, device_set_matches_reference);
     tcase_add_test(tc, postings_verified_once);
     tcase_add_test(tc, list_cache_matches_reference);
     tcase_add_test(tc, list_cache_too_small_is_an_error);

@@ -1118,7 +1118,7 @@ cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *or
     return s;
 }
 
-cls_status clx_search_finish(clx_engine *e, const cls_batch *bt, cls_results *r)
+void clx_search_finish(clx_engine *e)
 {
     const dev_search *sr = &e->search;
     e->counters[DEV_C_COST_RATE].value = (uint64_t)e->rate;
@@ -1129,19 +1129,9 @@ cls_status clx_search_finish(clx_engine *e, const cls_batch *bt, cls_results *r)
         e->counters[DEV_C_BYTES_LOADED].value =
             e->cache.words_loaded * 4 + e->cache.blocks_loaded * sizeof(idx_block) - sr->loaded0;
     }
-    /* pack: query i's hits sit at i * kk, its count in start[i + 1] */
-    const uint32_t kk = sr->kk;
-    for (uint64_t i = 0; i < bt->nq; i++) {
-        uint64_t m = r->start[i + 1], at = r->start[i];
-        if (at != i * kk && m) {
-            memmove(r->docs + at, r->docs + i * kk, m * 4);
-            memmove(r->scores + at, r->scores + i * kk, m * 4);
-        }
-        r->start[i + 1] = at + m;
-    }
-    r->total = r->start[bt->nq];
-    return CLS_OK;
 }
+
+uint32_t clx_search_k(const clx_engine *e) { return e->search.kk; }
 
 cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {
@@ -1151,7 +1141,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     const uint32_t *order;
     if ((s = clx_search_order(e, bt, &order)) != CLS_OK || (s = clx_search_run(e, bt, order, bt->nq, r)) != CLS_OK)
         return s;
-    return clx_search_finish(e, bt, r);
+    clx_search_finish(e);
+    results_pack(r, e->search.kk);
+    return CLS_OK;
 }
 
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)

@@ -55,6 +55,69 @@ static const engine_ops CLX_OPS = {.search = clx_search_op,
                                    .profile = clx_profile_op,
                                    .counters = clx_counters_op};
 
+static cls_status multi_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
+{
+    return multi_search(impl, b, p, r);
+}
+static void multi_free_op(void *impl) { multi_free(impl); }
+static void multi_build_times_op(const void *impl, double *seconds, int *from_cache)
+{
+    multi_build_times(impl, seconds, from_cache);
+}
+static size_t multi_profile_op(const void *impl, const cls_profile_step **steps, uint32_t *batches)
+{
+    return multi_profile(impl, steps, batches);
+}
+static size_t multi_counters_op(const void *impl, const cls_counter **counters) { return multi_counters(impl, counters); }
+
+static const engine_ops MULTI_OPS = {.search = multi_search_op,
+                                     .free = multi_free_op,
+                                     .build_times = multi_build_times_op,
+                                     .profile = multi_profile_op,
+                                     .counters = multi_counters_op};
+
+/* The executors a device spec names: a list "A,B,..." (each auto, gpu, cpu or P:D; one may come
+ * twice: two executors on it), or "gpu" on a host of several GPUs, every one of them (P:D each);
+ * else the spec itself, one. specs point into buf or at device; *n at most MULTI_MAX. */
+#define MULTI_MAX 64u
+static cls_status device_specs(const char *device, char *buf, size_t len, const char **specs, unsigned *n)
+{
+    *n = 0;
+    if (strchr(device, ',')) {
+        if (strlen(device) >= len) return err_set(CLS_E_ARG, "device list '%.60s...' is too long", device);
+        strcpy(buf, device);
+        for (char *p = buf, *next; p; p = next) {
+            next = strchr(p, ',');
+            if (next) *next++ = '\0';
+            if (!*p || strcmp(p, "ref") == 0 || *n == MULTI_MAX)
+                return err_set(CLS_E_ARG, "device list '%s': %s", device,
+                               *n == MULTI_MAX ? "more than 64 devices"
+                               : *p        ? "the reference engine is not a device of a list"
+                                           : "an empty item");
+            specs[(*n)++] = p;
+        }
+        return CLS_OK;
+    }
+    specs[(*n)++] = device;
+    if (strcmp(device, "gpu") != 0) return CLS_OK;
+    cls_device_info *list = NULL;
+    size_t nd = 0, ngpu = 0, at = 0;
+    cls_status s = cls_devices_list(&list, &nd);
+    if (s != CLS_OK) return s;
+    for (size_t i = 0; i < nd; i++) ngpu += list[i].is_gpu != 0;
+    if (ngpu > 1) {
+        *n = 0;
+        for (size_t i = 0; i < nd && *n < MULTI_MAX && at + 24 < len; i++) {
+            if (!list[i].is_gpu) continue;
+            specs[(*n)++] = buf + at;
+            at += (size_t)snprintf(buf + at, len - at, "%u:%u", list[i].platform, list[i].device) + 1;
+        }
+    }
+    cls_devices_free(list);
+    return CLS_OK;
+}
+
+
 void cls_search_defaults(cls_search_params *p)
 {
     p->k = 1000;
@@ -165,12 +228,22 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         e->impl = re;
         snprintf(e->desc, sizeof e->desc, "device: reference engine (plain C, one query at a time; %s)", why);
     } else {
-        clx_engine *ce = NULL;
-        char d[1900];
+        char buf[1024], d[sizeof e->desc - 96];
+        const char *specs[MULTI_MAX];
+        unsigned n = 0;
         opts.device = device;
-        s = clx_create(idx, device, prm, &opts, &ce, d, sizeof d);
-        e->ops = &CLX_OPS;
-        e->impl = ce;
+        s = device_specs(device, buf, sizeof buf, specs, &n);
+        if (s == CLS_OK && n == 1) {
+            clx_engine *ce = NULL;
+            s = clx_create(idx, specs[0], prm, &opts, &ce, d, sizeof d);
+            e->ops = &CLX_OPS;
+            e->impl = ce;
+        } else if (s == CLS_OK) {
+            multi_engine *me = NULL;
+            s = multi_create(idx, specs, n, prm, &opts, &me, d, sizeof d);
+            e->ops = &MULTI_OPS;
+            e->impl = me;
+        }
         if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);
     }
     if (s != CLS_OK) {
@@ -251,3 +324,5 @@ cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_sea
 }
 
 clx_engine *engine_clx(cls_engine *e) { return e->ops == &CLX_OPS ? e->impl : NULL; }
+
+multi_engine *engine_multi(cls_engine *e) { return e->ops == &MULTI_OPS ? e->impl : NULL; }

@@ -37,12 +37,15 @@ cls_status clx_search(clx_engine *e, const cls_batch *b, const cls_search_params
  * executors: prepare a search of nq queries (counters, norms, the algorithm's rules and limits);
  * order a cls_batch by cost (*order: a permutation of its queries, cheapest first); run the
  * queries order[0..n) (and the re-runs the algorithm asks for), each query's hits at r->docs +
- * q * k with their count in r->start[q + 1] (r reset for every query of the batch); finish
- * (counters, and r packed). */
+ * q * k with their count in r->start[q + 1] (r reset for every query of the batch, results_reset;
+ * executors may run disjoint ranges into one r at once); finish (the counters); then
+ * results_pack(r, clx_search_k(e)). */
 cls_status clx_search_prepare(clx_engine *e, const cls_search_params *p, uint64_t nq);
 cls_status clx_search_order(clx_engine *e, const cls_batch *b, const uint32_t **order);
 cls_status clx_search_run(clx_engine *e, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r);
-cls_status clx_search_finish(clx_engine *e, const cls_batch *b, cls_results *r);
+void clx_search_finish(clx_engine *e);
+/* The hits kept per query of the search prepared (k, at most the documents). */
+uint32_t clx_search_k(const clx_engine *e);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches);
 size_t clx_counters(const clx_engine *e, const cls_counter **counters);
@@ -59,6 +62,20 @@ void clx_fail_batch(clx_engine *e, uint32_t nth, int late);
 /* The kernel parameters the engine's programs were built with. */
 const struct clx_params *clx_engine_params(const clx_engine *e);
 
+/* The device set (multi_engine.c): n device executors (specs as clx_create takes them), one
+ * search split among them. */
+typedef struct multi_engine multi_engine;
+cls_status multi_create(const cls_index *idx, const char *const *specs, unsigned n, const struct clx_params *prm,
+                        const cls_engine_opts *o, multi_engine **out, char *desc, size_t desc_len);
+void multi_free(multi_engine *m);
+cls_status multi_search(multi_engine *m, const cls_batch *b, const cls_search_params *p, cls_results *r);
+size_t multi_counters(const multi_engine *m, const cls_counter **counters);
+size_t multi_profile(const multi_engine *m, const cls_profile_step **steps, uint32_t *batches);
+void multi_build_times(const multi_engine *m, double *seconds, int *from_cache);
+/* Its executors (tests). */
+unsigned multi_executors(const multi_engine *m);
+clx_engine *multi_executor(multi_engine *m, unsigned i);
+
 /* cls_engine_create with explicit kernel parameters for an OpenCL device (NULL: those in force):
  * how the benchmarks and clsearch tune build a variant without touching the environment. */
 cls_status engine_create_with(const cls_index *idx, const char *device, const struct clx_params *prm,
@@ -66,8 +83,11 @@ cls_status engine_create_with(const cls_index *idx, const char *device, const st
 /* The same with every option (o NULL: the defaults). */
 cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, const struct clx_params *prm,
                               cls_engine **out);
-/* The OpenCL engine behind e, or NULL for the reference engine (tests and benchmarks). */
+/* The OpenCL engine behind e, or NULL for the reference engine and a device set (tests and
+ * benchmarks). */
 clx_engine *engine_clx(cls_engine *e);
+/* The device set behind e, or NULL. */
+multi_engine *engine_multi(cls_engine *e);
 
 /* Checks k, mode, k1, b; shared by every engine so they reject the same things. */
 cls_status params_check(const cls_search_params *p);

@@ -221,6 +221,19 @@ cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total)
     return CLS_OK;
 }
 
+void results_pack(cls_results *r, uint32_t kk)
+{
+    for (uint64_t i = 0; i < r->nq; i++) {
+        uint64_t m = r->start[i + 1], at = r->start[i];
+        if (at != i * kk && m) {
+            memmove(r->docs + at, r->docs + i * kk, m * 4);
+            memmove(r->scores + at, r->scores + i * kk, m * 4);
+        }
+        r->start[i + 1] = at + m;
+    }
+    r->total = r->start[r->nq];
+}
+
 size_t cls_results_count(const cls_results *r) { return (size_t)r->nq; }
 
 void cls_results_get(const cls_results *r, size_t i, size_t *n, const uint32_t **docs, const float **scores)

@@ -45,6 +45,8 @@ struct cls_results {
 
 /* Makes room for nq queries with up to total hits; sets nq and start[0] = 0. */
 cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total);
+/* Packs results written a query at a time at q * kk (their counts in start[q + 1]) into order. */
+void results_pack(cls_results *r, uint32_t kk);
 
 /* Order of hits: higher score first, then smaller docID. */
 static inline int hit_before(float sa, uint32_t da, float sb, uint32_t db)
