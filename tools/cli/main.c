@@ -92,6 +92,8 @@ static const command commands[] = {
      "                  each run line's six columns a tab, then the values separated by tabs (\\t,\n"
      "                  \\n, \\r, \\\\ escaped; absent: empty), a file for reading, not trec_eval;\n"
      "                  DEVICE: auto, gpu, cpu, ref, or P:D (default $CLSEARCH_DEVICE, else auto);\n"
+     "                  gpu on a host of several GPUs: every one; a list (1:0,1:2; cpu,cpu): one\n"
+     "                  engine over those devices, the index on each, a search's queries shared out;\n"
      "                  the first search on a device compiles its kernels and says so on stderr;\n"
      "                  --device-mem BYTES (e.g. 8G; default $CLSEARCH_DEVICE_MEM, else the device's):\n"
      "                  the device memory the engine may take; an index taking more than half of it\n"
