@@ -12,7 +12,12 @@
  * are summed by name; `device_N_queries` says each executor's share.
  *
  * Results equal one executor's bit for bit: a query's hits depend on the query alone, never on
- * the batch it shares. */
+ * the batch it shares.
+ *
+ * On POCL the shares run one after another, in the calling thread: POCL 3.1's process-wide cache
+ * of compiled kernels fails an assertion (pocl_release_dlhandle_cache) when executors of one
+ * process launch kernels from several threads at once. The CPU device is parallel within a share
+ * anyway; the split, the shared result set and the sums are the same. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +31,7 @@
 struct multi_engine {
     clx_engine **ex;
     unsigned n;
+    int serial;            /* shares run one after another (POCL), not on threads */
     uint32_t **mine;       /* per executor: its queries of the search, in cost order */
     size_t *mine_cap;
     char (*share)[32];     /* per executor: the name of its queries counter */
@@ -79,7 +85,11 @@ cls_status multi_create(const cls_index *idx, const char *const *specs, unsigned
         if (nl) *nl = '\0';
         if (i == 0 && nl) snprintf(rest, sizeof rest, "%s", nl + 1);
         if (at < desc_len) at += (size_t)snprintf(desc + at, desc_len - at, "[%u] %s\n", i, d);
+        m->serial |= clx_is_pocl(&m->ex[i]->dc.dev.info);
     }
+    if (m->serial && at < desc_len)
+        at += (size_t)snprintf(desc + at, desc_len - at, "shares run one after another (POCL: its kernel cache is not "
+                               "safe against launches from several threads)\n");
     if (at < desc_len) snprintf(desc + at, desc_len - at, "%s", rest);
     *out = m;
     return CLS_OK;
@@ -165,13 +175,14 @@ cls_status multi_search(multi_engine *m, const cls_batch *bt, const cls_search_p
             runs[i] = (multi_run){.e = m->ex[i], .bt = bt, .order = m->mine[i], .n = cnt, .r = r};
         }
         unsigned started = 1;
-        for (; s == CLS_OK && started < n; started++)
+        for (; s == CLS_OK && !m->serial && started < n; started++)
             if (pthread_create(&th[started], NULL, run_share, &runs[started]) != 0) {
                 s = err_set(CLS_E_NOMEM, "cannot start a thread for executor %u", started);
                 break;
             }
         if (s == CLS_OK) run_share(&runs[0]);
         for (unsigned i = 1; i < started; i++) pthread_join(th[i], NULL);
+        for (unsigned i = 1; s == CLS_OK && m->serial && i < n; i++) run_share(&runs[i]);
         for (unsigned i = 0; i < n && s == CLS_OK; i++)
             if (runs[i].s != CLS_OK) s = err_set(runs[i].s, "executor %u: %s", i, runs[i].msg);
     }
