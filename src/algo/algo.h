@@ -125,7 +125,6 @@ typedef struct algo_batch {
     cl_uint otasks;                /* blocks of the abi_olists */
     cl_uint nstasks;               /* selected-task slots of the skip regions */
     uint64_t cand;                 /* candidate slots of the batch */
-    uint32_t dense;                /* accumulator rows */
     uint32_t two_level;            /* some query asked for block skipping */
     uint32_t ntables;              /* queries with a table of their own (algo_need.table_words) */
     uint64_t table_words;          /* their words together */

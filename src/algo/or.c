@@ -94,19 +94,14 @@ static cls_status create(const algo_env *env, void **state)
 {
     or_state *st = calloc(1, sizeof *st);
     if (!st) return err_set(CLS_E_NOMEM, "out of memory for OR's state");
-    st->dc = env->dc;
-    st->idx = env->idx;
-    st->words = env->words;
-    st->blocks = env->blocks;
-    st->norms = env->norms;
-    st->cached = env->cached;
+    st->env = *env;
     st->bmax_k1 = st->bmax_b = -1;
-    if (st->dc) {
-        const cls_device_info *di = &st->dc->dev.info;
+    if (st->env.dc) {
+        const cls_device_info *di = &st->env.dc->dev.info;
         st->hash_wg = hash_wg(env->idx->block_size, di->max_work_group);
         size_t at = (size_t)snprintf(st->opts, sizeof st->opts, "%s", env->decode_opts);
         if (at < sizeof st->opts)
-            decode_options(st, &st->dc->prm, env->idx->block_size, di->max_work_group, st->opts + at, sizeof st->opts - at);
+            decode_options(st, &st->env.dc->prm, env->idx->block_size, di->max_work_group, st->opts + at, sizeof st->opts - at);
     }
     *state = st;
     return CLS_OK;
@@ -129,16 +124,16 @@ static void destroy(void *state)
  * forces them), else one dense row a query. */
 static int by_partitions(const or_state *st)
 {
-    return (uint64_t)st->idx->num_docs > ((uint64_t)1 << st->dc->prm.or_dense_log) || st->force_parts;
+    return (uint64_t)st->env.idx->num_docs > ((uint64_t)1 << st->env.dc->prm.or_dense_log) || st->force_parts;
 }
 
 /* A query whose lists hold at most OR_HASH_RATIO postings a partition of the collection together
  * is hashed (the rule above), up to 2^28 */
 static uint32_t hash_max(const or_state *st)
 {
-    uint32_t num_docs = st->idx->num_docs;
-    uint64_t W = (uint64_t)1 << st->dc->prm.or_part_log, np = num_docs ? (num_docs + W - 1) / W : 1;
-    uint64_t m = np * st->dc->prm.or_hash_ratio;
+    uint32_t num_docs = st->env.idx->num_docs;
+    uint64_t W = (uint64_t)1 << st->env.dc->prm.or_part_log, np = num_docs ? (num_docs + W - 1) / W : 1;
+    uint64_t m = np * st->env.dc->prm.or_hash_ratio;
     return m > ((uint64_t)1 << 28) ? (uint32_t)1 << 28 : (uint32_t)m;
 }
 
@@ -147,12 +142,12 @@ static void explain(const void *state, char *buf, size_t len)
     const or_state *st = state;
     int dense = !by_partitions(st);
     char hash[160] = "";
-    if (!dense && st->dc->prm.or_hash_ratio)
+    if (!dense && st->env.dc->prm.or_hash_ratio)
         snprintf(hash, sizeof hash, ", a query of at most %llu postings by hashing (or_hash, OR_HASH_RATIO %u a partition)",
-                 (unsigned long long)hash_max(st), st->dc->prm.or_hash_ratio);
+                 (unsigned long long)hash_max(st), st->env.dc->prm.or_hash_ratio);
     snprintf(buf, len, "or on this collection: %s (%u documents, OR_DENSE_LOG %u)%s",
              dense ? "one dense row a query (score_or) ranked by topk_rows or topk_select" : "partitions",
-             st->idx->num_docs, st->dc->prm.or_dense_log, hash);
+             st->env.idx->num_docs, st->env.dc->prm.or_dense_log, hash);
 }
 
 /* or_parts.cl's kernels, with the index's decoder: built when a search first needs them, since
@@ -164,10 +159,10 @@ static cls_status build(or_state *st)
                                           "or_hash",       "or_hash_offer", "or_score", "or_pool_theta", "or_rest",
                                           "or_finish",     "block_maxima", NULL};
     if (st->prog) return CLS_OK;
-    const char *files[] = {cdc_kernel_file(st->idx->codec), "decode.cl", "or_parts.cl", NULL};
+    const char *files[] = {cdc_kernel_file(st->env.idx->codec), "decode.cl", "or_parts.cl", NULL};
     char note[4400];
-    cls_status s = dev_build(st->dc, files, st->opts, &st->prog, note, sizeof note);
-    for (const char *const *k = kernels; s == CLS_OK && *k; k++) s = dev_need_kernel(st->dc, st->prog, *k);
+    cls_status s = dev_build(st->env.dc, files, st->opts, &st->prog, note, sizeof note);
+    for (const char *const *k = kernels; s == CLS_OK && *k; k++) s = dev_need_kernel(st->env.dc, st->prog, *k);
     return s;
 }
 
@@ -175,8 +170,8 @@ static cls_status build(or_state *st)
  * of the resident index. */
 static cls_status block_maxima(or_state *st, float k1, float b)
 {
-    const cls_index *idx = st->idx;
-    dev_ctx *dc = st->dc;
+    const cls_index *idx = st->env.idx;
+    dev_ctx *dc = st->env.dc;
     cl_int err;
     if (!st->bmax) {
         size_t bytes = (size_t)idx->num_blocks * 4;
@@ -187,12 +182,12 @@ static cls_status block_maxima(or_state *st, float k1, float b)
         }
     }
     cl_uint nwords;
-    cls_status s0 = dev_words_count(st->words, &nwords);
+    cls_status s0 = dev_words_count(st->env.words, &nwords);
     if (s0 != CLS_OK) return s0;
     for (uint64_t b0 = 0; b0 < idx->num_blocks; b0 += BMAX_GROUPS) {
         cl_uint first = (cl_uint)b0;
         size_t n = idx->num_blocks - b0 < BMAX_GROUPS ? (size_t)(idx->num_blocks - b0) : BMAX_GROUPS;
-        dev_arg a[] = {DEV_MEM(st->words), DEV_U32(nwords), DEV_MEM(st->blocks), DEV_MEM(st->norms),
+        dev_arg a[] = {DEV_MEM(st->env.words), DEV_U32(nwords), DEV_MEM(st->env.blocks), DEV_MEM(st->env.norms),
                        DEV_U32(first),     DEV_MEM(st->bmax)};
         cls_status s = dev_run(dc, "block_maxima", a, n, idx->block_size, "block maxima");
         if (s != CLS_OK) return s;
@@ -207,19 +202,19 @@ static cls_status block_maxima(or_state *st, float k1, float b)
 static cls_status prepare(void *state, const algo_search *sr)
 {
     or_state *st = state;
-    const cls_index *idx = st->idx;
+    const cls_index *idx = st->env.idx;
     const uint32_t N = idx->num_docs, kk = sr->kk;
     const int parts = by_partitions(st);
     cls_status s;
     /* blocks are bounded by max_score where it holds, else by block maxima computed on the device
      * for these k1 and b (the whole index resident), else not at all (the list cache holds only
      * some lists: every block of every partition is decoded; -v says so) */
-    st->bsrc = sr->prune ? ABI_BOUND_MAXSCORE : st->cached ? ABI_BOUND_NONE : ABI_BOUND_TABLE;
+    st->bsrc = sr->prune ? ABI_BOUND_MAXSCORE : st->env.cached ? ABI_BOUND_NONE : ABI_BOUND_TABLE;
     if (parts && (s = build(st)) != CLS_OK) return s;
     if (parts && st->bsrc == ABI_BOUND_TABLE && (st->bmax_k1 != sr->k1 || st->bmax_b != sr->b) &&
         (s = block_maxima(st, sr->k1, sr->b)) != CLS_OK)
         return s;
-    const uint32_t W = 1u << st->dc->prm.or_part_log, np = N ? (uint32_t)(((uint64_t)N + W - 1) / W) : 1;
+    const uint32_t W = 1u << st->env.dc->prm.or_part_log, np = N ? (uint32_t)(((uint64_t)N + W - 1) / W) : 1;
     uint32_t seeds = 1 + kk / OR_SEED_HITS;
     if (seeds > OR_MAX_SEEDS) seeds = OR_MAX_SEEDS;
     if (seeds > np) seeds = np;
@@ -232,9 +227,7 @@ static cls_status prepare(void *state, const algo_search *sr)
     st->seeds = seeds;
     st->pool = (uint32_t)pool;
     st->pool_max = (uint32_t)pool_max;
-    st->bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25;
     st->hash_max = hash_max(st);
-    st->kk = kk;
     st->nretry = 0;
     st->retry_pool = 0;
     if (parts) sr->counters[OR_C_BOUNDS_FROM].value = st->bsrc;
@@ -250,7 +243,7 @@ static void need(const void *state, const algo_query *aq, algo_need *n)
         *n = (algo_need){.flags = empty ? ABI_QF_EMPTY : 0u, .dense = 1};
         return;
     }
-    const uint32_t B = st->idx->block_size, P = st->parts;
+    const uint32_t B = st->env.idx->block_size, P = st->parts;
     /* a query of few postings meets about one partition a posting, a group's pass each: hashed
      * instead (the rule above), in a table of at least twice its postings, at least 256 entries of
      * a key and a sum, by one work-group (a unit) per OR_HASH_SHARE postings, each adding the
@@ -286,7 +279,7 @@ static int fits(const void *state, const algo_totals *t)
     const or_state *st = state;
     if (!st || !st->parts) return 1;
     const uint64_t P = st->parts, pool = st->pool, M = t->max_alloc;
-    return t->nterms * P * 4 <= M && t->ahead_blocks * st->idx->block_size * 4 <= M &&
+    return t->nterms * P * 4 <= M && t->ahead_blocks * st->env.idx->block_size * 4 <= M &&
            t->ahead_lists * (P + 1) * 4 <= M && t->nq * P < UINT32_MAX && t->nq * pool < UINT32_MAX &&
            t->nq * P * 4 <= M && t->nq * pool * 4 <= M;
 }

@@ -8,10 +8,7 @@
 /* OR's state on one engine. The search's rule and limits (prepare), its device buffers, and the
  * queries whose candidate pool overflowed. */
 typedef struct or_state {
-    dev_ctx *dc;                /* NULL: planning only */
-    const cls_index *idx;
-    cl_mem words, blocks, norms; /* the index on the device (algo_env) */
-    int cached;
+    algo_env env;               /* the device (env.dc NULL: planning only) and the index there */
     char opts[448];             /* its decode program's options: the decoder's and its own */
     cl_program prog;            /* or_parts.cl with the decoder, built when a search first needs it */
     unsigned hash_wg;           /* or_hash's work-items a group (OR_HASH_WG) */
@@ -21,8 +18,6 @@ typedef struct or_state {
     uint32_t pool;              /* candidate slots a query's partitions may offer */
     uint32_t pool_max;          /* every document of every partition */
     uint32_t hash_max;          /* a query of at most this many postings is hashed (0: none) */
-    uint32_t bound_idf;         /* 1: a term's bound scale is weight / idf, else weight */
-    uint32_t kk;
     cl_uint bsrc;               /* the bounds the search prunes with (ABI_BOUND_*) */
     /* test knobs */
     uint32_t pool_hint;         /* candidate slots a pool starts with (0: the rule's) */

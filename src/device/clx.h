@@ -80,6 +80,8 @@ void clx_query_options(const clx_params *p, char *buf, size_t len);
 int clx_is_nvidia(const cls_device_info *info);
 /* Whether the device is POCL's (its platform's name). */
 int clx_is_pocl(const cls_device_info *info);
+/* Whether engines of one process may launch kernels on this device from several threads at once. */
+int clx_threaded_launches(const cls_device_info *info);
 /* The build options that name the device's compiler to the kernels where a kernel must take a
  * form that compiler needs (" -DCLS_POCL=1" on POCL: cl/common.cl), "" elsewhere; every program
  * the engine builds gets them. */

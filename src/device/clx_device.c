@@ -245,3 +245,10 @@ cls_status clx_select(const char *spec, clx_device *out)
     pthread_mutex_unlock(&enum_lock);
     return s;
 }
+
+int clx_correct_div(cl_device_id d)
+{
+    cl_device_fp_config cfg = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof cfg, &cfg, NULL) != CL_SUCCESS) return 0;
+    return (cfg & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+}

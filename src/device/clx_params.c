@@ -92,6 +92,10 @@ int clx_is_pocl(const cls_device_info *info) { return strstr(info->platform_name
 
 const char *clx_compiler_defines(const cls_device_info *info) { return clx_is_pocl(info) ? " -DCLS_POCL=1" : ""; }
 
+/* POCL 3.1's process-wide cache of compiled kernels fails an assertion (pocl_release_dlhandle_cache,
+ * "found->ref_count > 0") when engines of one process launch kernels from several threads at once. */
+int clx_threaded_launches(const cls_device_info *info) { return !clx_is_pocl(info); }
+
 cls_status clx_params_check(const cls_device_info *info, const clx_params *p, const char *from)
 {
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++) {

@@ -40,13 +40,6 @@
 #include "util/err.h"
 #include "util/vec.h"
 
-int clx_correct_div(cl_device_id d)
-{
-    cl_device_fp_config cfg = 0;
-    if (clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof cfg, &cfg, NULL) != CL_SUCCESS) return 0;
-    return (cfg & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-}
-
 /* Staging for resident(). A chunk of the upload is one chunk of the file's checksum
  * (IDX_CHUNK), so the digest of a staged chunk is one of the section's chunk digests. Up to
  * RESIDENT_FILLERS threads copy chunks into pinned staging buffers, in slices of RESIDENT_SLICE
@@ -758,7 +751,7 @@ static cls_status algo_collect(clx_engine *e, dev_flight *f, cls_results *r)
     if (!sr->algo->collect) return CLS_OK;
     const uint32_t *extra = (const uint32_t *)f->res.host + ABI_OUT_WORDS((size_t)f->b.nq, f->b.kk);
     uint64_t blocks = 0;
-    cls_status s = sr->algo->collect(sr->state, &f->b, extra, &blocks, e->counters + e->ncounters - algo_ncounters(sr->algo));
+    cls_status s = sr->algo->collect(sr->state, &f->b, extra, &blocks, e->counters + sr->algo_counters);
     e->counters[DEV_C_BLOCKS_DECODED].value += blocks;
     return s;
 }
@@ -843,8 +836,8 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, int last)
                         .units_base = lay->units_base, .olists_base = lay->olists_base, .nterms = pl->nterms,
                         .nskips = pl->nskips, .nbounds = pl->nbounds, .nunits = pl->nunits, .nolists = pl->nolists,
                         .otasks = (cl_uint)pl->otasks, .nstasks = (cl_uint)pl->stasks, .cand = pl->cand,
-                        .dense = pl->dense, .two_level = pl->two_level, .ntables = pl->ntables,
-                        .table_words = pl->table_words, .bounds = pl->bounds,
+                        .two_level = pl->two_level, .ntables = pl->ntables, .table_words = pl->table_words,
+                        .bounds = pl->bounds,
                         .extra_at = (cl_uint)ABI_OUT_WORDS((size_t)nq, kk), .order = pl->order, .q0 = pl->q0,
                         .rank = {.kk = kk, .P = pl->P, .num_docs = e->idx->num_docs}};
     f->read_len = ABI_OUT_WORDS((size_t)nq, kk) + (sr->algo->extra_words ? sr->algo->extra_words(sr->state, &f->b) : 0);
@@ -1043,6 +1036,7 @@ cls_status clx_search_prepare(clx_engine *e, const cls_search_params *p, uint64_
     for (size_t i = 0; i < own; i++) e->counters[i] = (cls_counter){own_counter_names[i], 0};
     for (size_t i = 0; i < mine; i++) e->counters[own + i] = (cls_counter){sr->algo->counters[i], 0};
     e->ncounters = own + mine;
+    sr->algo_counters = own;
     e->counters[DEV_C_COST_RATE].value = (uint64_t)e->rate;
     memset(e->topk.launches, 0, sizeof e->topk.launches);
     uint32_t N = idx->num_docs;

@@ -70,6 +70,7 @@ typedef struct dev_search {
     void *state;               /* the algorithm's */
     uint32_t kk;
     plan_limits lim;
+    size_t algo_counters;      /* where the algorithm's counters start in the engine's */
     uint64_t hits0, misses0, loaded0; /* the list cache's counts when it began */
 } dev_search;
 

@@ -323,6 +323,9 @@ cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_sea
     return s;
 }
 
-clx_engine *engine_clx(cls_engine *e) { return e->ops == &CLX_OPS ? e->impl : NULL; }
+clx_engine *engine_clx(cls_engine *e)
+{
+    return e->ops == &CLX_OPS ? e->impl : e->ops == &MULTI_OPS ? multi_executor(e->impl, 0) : NULL;
+}
 
 multi_engine *engine_multi(cls_engine *e) { return e->ops == &MULTI_OPS ? e->impl : NULL; }

@@ -83,8 +83,8 @@ cls_status engine_create_with(const cls_index *idx, const char *device, const st
 /* The same with every option (o NULL: the defaults). */
 cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, const struct clx_params *prm,
                               cls_engine **out);
-/* The OpenCL engine behind e, or NULL for the reference engine and a device set (tests and
- * benchmarks). */
+/* The OpenCL engine behind e (a device set's first executor: kernel suites and test hooks then run
+ * on one device of `-d gpu` on a host of several GPUs), or NULL for the reference engine. */
 clx_engine *engine_clx(cls_engine *e);
 /* The device set behind e, or NULL. */
 multi_engine *engine_multi(cls_engine *e);

@@ -14,10 +14,9 @@
  * Results equal one executor's bit for bit: a query's hits depend on the query alone, never on
  * the batch it shares.
  *
- * On POCL the shares run one after another, in the calling thread: POCL 3.1's process-wide cache
- * of compiled kernels fails an assertion (pocl_release_dlhandle_cache) when executors of one
- * process launch kernels from several threads at once. The CPU device is parallel within a share
- * anyway; the split, the shared result set and the sums are the same. */
+ * Where a device does not take launches from several threads of one process (clx_threaded_launches:
+ * POCL), the shares run one after another in the calling thread. The CPU device is parallel within
+ * a share anyway; the split, the shared result set and the sums are the same. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +27,23 @@
 #include "util/err.h"
 #include "util/vec.h"
 
+/* One executor's share of a search, on its own thread. */
+typedef struct multi_run {
+    clx_engine *e;
+    const cls_batch *bt;
+    const uint32_t *order;
+    uint64_t n;
+    cls_results *r;
+    cls_status s;
+    char msg[512]; /* the thread's error detail (err.h keeps it per thread) */
+} multi_run;
+
 struct multi_engine {
     clx_engine **ex;
     unsigned n;
-    int serial;            /* shares run one after another (POCL), not on threads */
+    int serial;            /* shares run one after another, not on threads (clx_threaded_launches) */
+    multi_run *runs;       /* per executor: its share of the search in progress, */
+    pthread_t *threads;    /* and the thread running it */
     uint32_t **mine;       /* per executor: its queries of the search, in cost order */
     size_t *mine_cap;
     char (*share)[32];     /* per executor: the name of its queries counter */
@@ -50,6 +62,8 @@ void multi_free(multi_engine *m)
         free(m->mine[i]);
     }
     free(m->ex);
+    free(m->runs);
+    free(m->threads);
     free(m->mine);
     free(m->mine_cap);
     free(m->share);
@@ -64,7 +78,8 @@ cls_status multi_create(const cls_index *idx, const char *const *specs, unsigned
     *out = NULL;
     multi_engine *m = calloc(1, sizeof *m);
     if (!m || !(m->ex = calloc(n, sizeof *m->ex)) || !(m->mine = calloc(n, sizeof *m->mine)) ||
-        !(m->mine_cap = calloc(n, sizeof *m->mine_cap)) || !(m->share = calloc(n, sizeof *m->share))) {
+        !(m->mine_cap = calloc(n, sizeof *m->mine_cap)) || !(m->share = calloc(n, sizeof *m->share)) ||
+        !(m->runs = calloc(n, sizeof *m->runs)) || !(m->threads = calloc(n, sizeof *m->threads))) {
         multi_free(m);
         return err_set(CLS_E_NOMEM, "out of memory for %u executors", n);
     }
@@ -85,26 +100,15 @@ cls_status multi_create(const cls_index *idx, const char *const *specs, unsigned
         if (nl) *nl = '\0';
         if (i == 0 && nl) snprintf(rest, sizeof rest, "%s", nl + 1);
         if (at < desc_len) at += (size_t)snprintf(desc + at, desc_len - at, "[%u] %s\n", i, d);
-        m->serial |= clx_is_pocl(&m->ex[i]->dc.dev.info);
+        m->serial |= !clx_threaded_launches(&m->ex[i]->dc.dev.info);
     }
     if (m->serial && at < desc_len)
-        at += (size_t)snprintf(desc + at, desc_len - at, "shares run one after another (POCL: its kernel cache is not "
-                               "safe against launches from several threads)\n");
+        at += (size_t)snprintf(desc + at, desc_len - at, "shares run one after another (a device here takes no "
+                               "launches from several threads: clx_threaded_launches)\n");
     if (at < desc_len) snprintf(desc + at, desc_len - at, "%s", rest);
     *out = m;
     return CLS_OK;
 }
-
-/* One executor's share of a search, on its own thread. */
-typedef struct multi_run {
-    clx_engine *e;
-    const cls_batch *bt;
-    const uint32_t *order;
-    uint64_t n;
-    cls_results *r;
-    cls_status s;
-    char msg[512]; /* the thread's error detail (err.h keeps it per thread) */
-} multi_run;
 
 static void *run_share(void *arg)
 {
@@ -156,13 +160,9 @@ cls_status multi_search(multi_engine *m, const cls_batch *bt, const cls_search_p
     const uint32_t kk = clx_search_k(m->ex[0]);
     if (s == CLS_OK) s = results_reset(r, bt->nq, bt->nq * (uint64_t)kk);
     if (s != CLS_OK) return s;
-    multi_run *runs = calloc(n, sizeof *runs);
-    pthread_t *th = calloc(n, sizeof *th);
-    if (!runs || !th) {
-        free(runs);
-        free(th);
-        return err_set(CLS_E_NOMEM, "out of memory for %u executors' runs", n);
-    }
+    multi_run *runs = m->runs;
+    pthread_t *th = m->threads;
+    memset(runs, 0, n * sizeof *runs);
     const uint32_t *order = NULL;
     if (bt->nq && (s = clx_search_order(m->ex[0], bt, &order)) == CLS_OK) {
         for (unsigned i = 0; i < n && s == CLS_OK; i++) {
@@ -182,7 +182,7 @@ cls_status multi_search(multi_engine *m, const cls_batch *bt, const cls_search_p
             }
         if (s == CLS_OK) run_share(&runs[0]);
         for (unsigned i = 1; i < started; i++) pthread_join(th[i], NULL);
-        for (unsigned i = 1; s == CLS_OK && m->serial && i < n; i++) run_share(&runs[i]);
+        for (unsigned i = 1; s == CLS_OK && m->serial && i < n && runs[i - 1].s == CLS_OK; i++) run_share(&runs[i]);
         for (unsigned i = 0; i < n && s == CLS_OK; i++)
             if (runs[i].s != CLS_OK) s = err_set(runs[i].s, "executor %u: %s", i, runs[i].msg);
     }
@@ -198,8 +198,6 @@ cls_status multi_search(multi_engine *m, const cls_batch *bt, const cls_search_p
         if (s == CLS_OK) s = sa;
         m->batches += batches;
     }
-    free(runs);
-    free(th);
     if (s == CLS_OK) results_pack(r, kk);
     return s;
 }

@@ -14,6 +14,7 @@ cls_status plan_init(batch_plan *pl, const cls_index *idx)
 {
     memset(pl, 0, sizeof *pl);
     pl->idx = idx;
+    pl->bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25;
     pl->slot = calloc((size_t)idx->num_terms + 1, sizeof *pl->slot);
     pl->touched = malloc(((size_t)idx->num_terms + 1) * sizeof *pl->touched);
     if (!pl->slot || !pl->touched) {
@@ -159,7 +160,6 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     /* Slot the query's new whole lists and its skipped lists' regions, costing what they add;
      * undone if the query does not fit. */
     const uint32_t B = idx->block_size, ntouched0 = pl->ntouched;
-    const int bound_idf = cls_index_scoring(idx) == CLS_SCORING_BM25;
     list_cache *cache = pl->lim.cache;
     const size_t nloads0 = cache ? cache->nloads : 0;
     uint64_t dec = pl->dec, stasks = pl->stasks, in_lists = 0, otasks = pl->otasks, opostings = pl->opostings;
@@ -190,7 +190,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                            * that gives the term this weight; its slot: 1 + that abi_olist */
             float w = bm25_weight(idx, t[j].term, t[j].weight);
             /* max_score holds the idf where BM25 scores, so the bound's scale is weight / idf */
-            float scale = bound_idf ? (float)((double)w / (double)bm25_idf(idx->num_docs, te->df)) : w;
+            float scale = pl->bound_idf ? (float)((double)w / (double)bm25_idf(idx->num_docs, te->df)) : w;
             uint32_t ol = pl->slot[t[j].term], last = 0;
             while (ol && pl->olists[ol - 1].weight != w) { /* the term's lists at other weights */
                 last = ol;

@@ -65,6 +65,7 @@ typedef struct batch_plan {
     uint32_t kk, P; /* hits kept per query (k, at most the documents), top-k scratch per query */
     uint32_t *slot; /* per index term: decoded slot + 1 in this batch, 0 = not planned (all 0
                      * between batches) */
+    int bound_idf;  /* the index's max_score holds the idf (BM25): a bound's scale is weight / idf */
     /* the batch being planned */
     const uint32_t *order; /* the search's query order (NULL: the batch's own) */
     uint64_t q0;         /* its first query, a position in order */
