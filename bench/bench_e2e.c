@@ -2,7 +2,7 @@
  * trade-off of batching.
  *
  *   clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]
- *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE] [--plot DIR]
+ *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE] [--plot DIR] [--trace]
  *
  * For every engine, mode, k and batch size B, the topics are cut into chunks of B queries taken
  * in turn around the topic list (so consecutive chunks hold different queries and the caches
@@ -19,7 +19,9 @@
  * postings decoded over the lists' postings ("postings %"). A list's blocks count once per query
  * that uses it, and OR by partitions decodes a list once for the batch's queries that give its
  * term the same weight, so its shares fall as batches grow and say how much they share; its
- * pruning shows in the search's partitions_scored counter (clsearch search -v). The reference
+ * pruning shows in the search's partitions_scored counter (clsearch search -v). "batches" is
+ * the median number of device batches a chunk was cut into (the cost model sizes them).
+ * --trace prints every timed chunk to stderr: its wall ms, device batches and kernel ms. The reference
  * engine has no counters ("-"). --plot DIR draws
  * e2e-throughput.png (queries/s against batch size) and e2e-latency.png (p50 and p99). Results are not
  * compared here: the tests and bench_qps compare every engine with the reference engine. */
@@ -161,8 +163,10 @@ int bench_e2e(int argc, char **argv)
     unsigned long ks[16], bs[32];
     unsigned nk = parse_list("10,100,1000", ks, 16), nb = parse_list("1,16,256,1024,4096,16384", bs, 32);
     double seconds = 1.0;
+    int trace = 0;
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"seconds", required_argument, 0, 's'},
-                                          {"plot", required_argument, 0, 'p'}, {0, 0, 0, 0}};
+                                          {"plot", required_argument, 0, 'p'}, {"trace", no_argument, 0, 't'},
+                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "x:q:d:m:k:b:", longs, NULL)) != -1) {
@@ -176,6 +180,7 @@ int bench_e2e(int argc, char **argv)
         case 'j': json_path = optarg; break;
         case 's': seconds = atof(optarg); break;
         case 'p': plot_dir = optarg; break;
+        case 't': trace = 1; break;
         default: nk = 0;
         }
     }
@@ -184,7 +189,7 @@ int bench_e2e(int argc, char **argv)
     for (unsigned i = 0; i < nb && !bad; i++) bad = bs[i] < 1 || bs[i] > 1000000;
     if (bad) {
         fprintf(stderr, "usage: clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]\n"
-                        "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE] [--plot DIR]\n");
+                        "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE] [--plot DIR] [--trace]\n");
         return 2;
     }
     cls_index *idx;
@@ -204,17 +209,17 @@ int bench_e2e(int argc, char **argv)
     printf("e2e suite: commit %s, %s; index %s (%u docs, %llu postings, %s); %zu topics from %s; %.1f s per row\n",
            bench_commit(), bench_when(), index, st.num_docs, (unsigned long long)st.num_postings,
            cls_codec_name(st.codec), tl.n, topics, seconds);
-    printf("%-6s %-6s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s %9s %10s\n", "engine", "mode", "k", "batch", "chunks",
-           "qps", "p50 ms", "p95 ms", "p99 ms", "H2D ms", "kern ms", "D2H ms", "blocks %", "postings %");
+    printf("%-6s %-6s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s %9s %10s %8s\n", "engine", "mode", "k", "batch", "chunks",
+           "qps", "p50 ms", "p95 ms", "p99 ms", "H2D ms", "kern ms", "D2H ms", "blocks %", "postings %", "batches");
     cls_batch *batch;
     cls_results *res;
     if ((s = cls_batch_create(idx, &batch)) != CLS_OK || (s = cls_results_create(&res)) != CLS_OK)
         return failed(s, "setting up");
     enum { MAXCH = 1000 };
     double *t = malloc(MAXCH * sizeof *t), *up = malloc(MAXCH * sizeof *up), *kern = malloc(MAXCH * sizeof *kern),
-           *down = malloc(MAXCH * sizeof *down);
+           *down = malloc(MAXCH * sizeof *down), *nbat = malloc(MAXCH * sizeof *nbat);
     char *dl = strdup(devices), *ml = strdup(modes);
-    if (!t || !up || !kern || !down || !dl || !ml) return failed(CLS_E_NOMEM, "setting up");
+    if (!t || !up || !kern || !down || !nbat || !dl || !ml) return failed(CLS_E_NOMEM, "setting up");
     int rc = 0;
     e2e_row *rows = NULL;
     size_t nrows = 0, rows_cap = 0;
@@ -247,6 +252,13 @@ int bench_e2e(int argc, char **argv)
                         if (chunk < 0) continue; /* warm-up */
                         t[n] = dt;
                         bench_profile_split(e, &up[n], &kern[n], &down[n]);
+                        const cls_profile_step *steps;
+                        uint32_t batches = 0;
+                        cls_engine_profile(e, &steps, &batches);
+                        nbat[n] = batches;
+                        if (trace)
+                            fprintf(stderr, "trace %s %s k%u b%zu chunk %u: %.3f ms, %u batches, kernels %.3f ms\n", dev, mode,
+                                    p.k, B, n, dt * 1e3, batches, kern[n] * 1e3);
                         work_add(e, &w);
                         n++;
                         spent += dt;
@@ -255,12 +267,13 @@ int bench_e2e(int argc, char **argv)
                     bench_sort(up, n);
                     bench_sort(kern, n);
                     bench_sort(down, n);
+                    bench_sort(nbat, n);
                     double med = t[n / 2];
                     char bsh[32], psh[32];
-                    printf("%-6s %-6s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9s %10s\n", dev, mode,
+                    printf("%-6s %-6s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9s %10s %8.0f\n", dev, mode,
                            p.k, B, n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
                            up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
-                           share(bsh, sizeof bsh, w.v[0], w.v[1], 0), share(psh, sizeof psh, w.v[2], w.v[3], 0));
+                           share(bsh, sizeof bsh, w.v[0], w.v[1], 0), share(psh, sizeof psh, w.v[2], w.v[3], 0), nbat[n / 2]);
                     fflush(stdout);
                     if (!vec_reserve(&rows, &rows_cap, nrows + 1, sizeof *rows))
                         return failed(CLS_E_NOMEM, "keeping rows for the plots");
@@ -279,11 +292,11 @@ int bench_e2e(int argc, char **argv)
                                 "\"index\":\"%s\",\"codec\":\"%s\",\"block\":%u,\"mode\":\"%s\",\"k\":%u,\"batch\":%zu,"
                                 "\"chunks\":%u,\"qps\":%.3f,\"latency_p50_ms\":%.4f,\"latency_p95_ms\":%.4f,"
                                 "\"latency_p99_ms\":%.4f,\"h2d_ms\":%.4f,\"kernels_ms\":%.4f,\"d2h_ms\":%.4f,"
-                                "\"blocks_pct\":%s,\"postings_pct\":%s}\n",
+                                "\"blocks_pct\":%s,\"postings_pct\":%s,\"device_batches\":%.0f}\n",
                                 bench_commit(), bench_when(), dev, len, d, index, cls_codec_name(st.codec), st.block_size,
                                 mode, p.k, B, n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3,
                                 pct(t, n, 0.99) * 1e3, up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
-                                share(bsh, sizeof bsh, w.v[0], w.v[1], 1), share(psh, sizeof psh, w.v[2], w.v[3], 1));
+                                share(bsh, sizeof bsh, w.v[0], w.v[1], 1), share(psh, sizeof psh, w.v[2], w.v[3], 1), nbat[n / 2]);
                     }
                 }
         }
@@ -292,7 +305,7 @@ int bench_e2e(int argc, char **argv)
     if (plot_dir && nrows) rc = plot_rows(plot_dir, rows, nrows);
     if (bench_json_close(&jf, "bench e2e")) rc = 1;
     free(rows);
-    free(t), free(up), free(kern), free(down), free(dl), free(ml);
+    free(t), free(up), free(kern), free(down), free(nbat), free(dl), free(ml);
     for (size_t i = 0; i < tl.n; i++) free(tl.qid[i]), free(tl.text[i]);
     free(tl.qid), free(tl.text);
     cls_results_free(res);
