@@ -16,11 +16,12 @@
  *
  * Thread safety: handles are not shared between threads unless stated; cls_last_error() is
  * per thread. Stated: a cls_index, once open, is only read: any number of threads, batches and
- * engines may use it at once. A cls_engine may be shared: its searches run one at a time (a
- * mutex, held for the whole search), so threads that need searches side by side give each its
- * own engine on the same index. A cls_batch is only read by a search, so several threads may
- * search one batch at once while none adds to it or clears it. Each search needs its own
- * cls_results.
+ * engines may use it at once. A cls_engine may be shared: searches from several threads (or
+ * several cls_engine_submit calls) queue for its executors, and run side by side when it has
+ * several (a device list); each executor runs one at a time. A cls_batch is only read by a
+ * search, so several threads may search one batch at once while none adds to it or clears it.
+ * Each search needs its own cls_results. A cls_search belongs to the thread that submitted it
+ * until cls_search_free, though any thread may wait for it.
  */
 #ifndef CLSEARCH_H
 #define CLSEARCH_H
@@ -514,7 +515,8 @@ CLS_API void cls_results_get(const cls_results *r, size_t i, size_t *n, const ui
 CLS_API cls_status cls_results_compare(const cls_results *a, const cls_results *b, double rel_tol);
 
 /* Runs every query of batch; r receives one entry per query, in batch order. Safe to call from
- * several threads on one engine: the searches wait for each other (see "Thread safety" above). */
+ * several threads on one engine (see "Thread safety" above). It is cls_engine_submit then
+ * cls_search_wait, run on the calling thread when an executor is free. */
 CLS_API cls_status cls_engine_search(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
                                      cls_results *r);
 /* One query in one call: text analysed against the engine's index into a batch the engine keeps
@@ -565,6 +567,40 @@ typedef struct cls_counter {
 /* (advanced) *counters receives the last search's counters (valid until the engine's next
  * search or its free); returns their number (0 for the reference engine). */
 CLS_API size_t cls_engine_counters(const cls_engine *e, const cls_counter **counters);
+
+/* ---- Asynchronous search ----------------------------------------------------------------- */
+
+/* A search in flight. cls_engine_submit queues it and returns at once; the engine's executor
+ * threads run it (split over every free device of a device list when nothing else waits, whole
+ * on one device when other searches do), so a caller keeps several batches in flight. batch, r
+ * and the engine stay untouched by the caller, and alive, until cls_search_wait has returned (or
+ * cls_search_free); p is copied. Results equal cls_engine_search's bit for bit. */
+typedef struct cls_search cls_search;
+CLS_API cls_status cls_engine_submit(cls_engine *e, const cls_batch *batch, const cls_search_params *p,
+                                     cls_results *r, cls_search **out);
+/* 1 when s has finished (cls_search_wait then returns at once), 0 while it runs. */
+CLS_API int cls_search_done(const cls_search *s);
+/* Waits for s to finish; its status, the same every call (the detail in cls_last_error()). */
+CLS_API cls_status cls_search_wait(cls_search *s);
+/* (advanced) s's own counters and profile (as cls_engine_counters and cls_engine_profile say),
+ * once it has finished; valid until cls_search_free. */
+CLS_API size_t cls_search_counters(const cls_search *s, const cls_counter **counters);
+CLS_API size_t cls_search_profile(const cls_search *s, const cls_profile_step **steps, uint32_t *batches);
+/* Waits for s if it still runs, then frees it. Every search is freed before its engine. */
+CLS_API void cls_search_free(cls_search *s);
+
+/* (advanced) The state of one of an engine's executors: one for a single device or the reference
+ * engine, one per item of a device list. An executor that fails a batch which another then runs
+ * is set aside: no longer given work, why saying what failed. A search fails only when no
+ * executor is left to run it; a failure that every executor repeats (a query whose lists fit no
+ * device) is the search's, and sets none aside. */
+typedef struct cls_executor_info {
+    uint64_t queries; /* answered since the engine's creation */
+    int set_aside;
+    char why[256];    /* the failure that set it aside; "" in service */
+} cls_executor_info;
+/* Fills out[0 .. min(n, max)) and returns n, the engine's executors. */
+CLS_API size_t cls_engine_executors(cls_engine *e, cls_executor_info *out, size_t max);
 
 /* ---- Devices -------------------------------------------------------------------------------- */
 

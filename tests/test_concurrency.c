@@ -1,5 +1,6 @@
 /* Concurrency, against the reference engine: many threads searching through one engine (the
- * POCL device's, $CLS_TEST_DEVICE, and the reference engine's), many threads each with its own
+ * POCL device's, $CLS_TEST_DEVICE, and the reference engine's), many threads keeping several
+ * asynchronous searches in flight on one device set (three executors), many threads each with its own
  * engine over one index starting together on an empty program cache, and many processes
  * starting together on an empty program cache. Every result of every search equals what a
  * reference engine that nothing else touches returns for the same batch and parameters: the
@@ -9,6 +10,7 @@
  * nothing else: a data race in the library fails it there even where the results come out
  * right. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "clsearch.h"
+#include "engine/engine.h"
 #include "generate.h"
 #include "testutil.h"
 
@@ -138,6 +141,7 @@ typedef struct worker {
     const char *spec;
     pthread_barrier_t *start;   /* every worker begins at once */
     unsigned rounds, sets;      /* each round: sets parameter sets, from the worker's own on */
+    unsigned inflight;          /* 0: synchronous searches; else cls_engine_submit, this many at once */
     unsigned searches;          /* done and checked */
     char error[1024];           /* the first failure; "" when none */
 } worker;
@@ -188,15 +192,63 @@ static void search_text_checked(worker *w, cls_engine *e, int c, size_t q, cls_r
     }
 }
 
+/* The results of a search of batch under params[c], checked query by query. */
+static void check_results(worker *w, int c, const cls_results *r)
+{
+    char why[512], what[640];
+    if (cls_results_count(r) != ntexts) {
+        snprintf(what, sizeof what, "%zu queries answered of %zu", cls_results_count(r), ntexts);
+        record(w, what, c);
+        return;
+    }
+    for (size_t q = 0; q < ntexts; q++)
+        if (differ(r, q, ref[c], q, why, sizeof why)) {
+            snprintf(what, sizeof what, "query %s: %s", cls_batch_qid(batch, q), why);
+            record(w, what, c);
+            return;
+        }
+    w->searches++;
+}
+
+/* w->inflight searches submitted at once under consecutive parameter sets from c0, then waited
+ * for (the last first, so that some finish long before their wait) and checked. */
+static void submit_checked(worker *w, cls_engine *e, int c0, cls_results **rs)
+{
+    cls_search *in[4] = {0};
+    char what[640];
+    for (unsigned i = 0; i < w->inflight; i++) {
+        int c = (c0 + (int)i) % NPARAMS;
+        if (cls_engine_submit(e, batch, &params[c], rs[i], &in[i]) != CLS_OK) {
+            snprintf(what, sizeof what, "cls_engine_submit: %s", cls_last_error());
+            record(w, what, c);
+        }
+    }
+    for (unsigned i = w->inflight; i-- > 0;) {
+        int c = (c0 + (int)i) % NPARAMS;
+        if (!in[i]) continue;
+        if (i % 2 == 0)
+            while (!cls_search_done(in[i])) sched_yield();
+        if (cls_search_wait(in[i]) != CLS_OK) {
+            snprintf(what, sizeof what, "cls_search_wait: %s", cls_last_error());
+            record(w, what, c);
+        } else {
+            check_results(w, c, rs[i]);
+        }
+        cls_search_free(in[i]);
+    }
+}
+
 /* sets parameter sets a round, each worker starting at its own, so that different modes, k and
  * BM25 parameters meet on the engine; odd workers also search one query at a time between
  * batches. */
 static void *work(void *arg)
 {
     worker *w = arg;
-    cls_results *r = NULL;
+    cls_results *r = NULL, *rs[4] = {0};
     cls_engine *own = NULL;
-    if (cls_results_create(&r) != CLS_OK) {
+    int bad = 0;
+    for (unsigned i = 0; i < w->inflight; i++) bad |= cls_results_create(&rs[i]) != CLS_OK;
+    if (bad || cls_results_create(&r) != CLS_OK) {
         snprintf(w->error, sizeof w->error, "thread %u: cls_results_create: %s", w->id, cls_last_error());
         pthread_barrier_wait(w->start);
         return NULL;
@@ -214,17 +266,20 @@ static void *work(void *arg)
     for (unsigned round = 0; round < w->rounds && !w->error[0]; round++)
         for (int j = 0; j < (int)w->sets && !w->error[0]; j++) {
             int c = (int)((w->id + (unsigned)j) % NPARAMS);
-            search_checked(w, e, c, r);
+            if (w->inflight && j % 2 == 0) submit_checked(w, e, c, rs);
+            else search_checked(w, e, c, r);
             if (w->id % 2 && !w->error[0]) search_text_checked(w, e, c, (w->id * 37 + (unsigned)j * 11) % ntexts, r);
         }
     cls_engine_free(own);
     cls_results_free(r);
+    for (unsigned i = 0; i < w->inflight; i++) cls_results_free(rs[i]);
     return NULL;
 }
 
 /* n workers, on the shared engine e or (e NULL) each on its own engine on spec, each searching
- * rounds x sets times; all must pass. */
-static void run_workers(cls_engine *e, const char *spec, unsigned n, unsigned rounds, unsigned sets)
+ * rounds x sets times (inflight: as run_workers_async); all must pass. */
+static void run_workers_async(cls_engine *e, const char *spec, unsigned n, unsigned rounds, unsigned sets,
+                              unsigned inflight)
 {
     worker w[THREADS];
     pthread_t t[THREADS];
@@ -232,18 +287,25 @@ static void run_workers(cls_engine *e, const char *spec, unsigned n, unsigned ro
     ck_assert(n <= THREADS);
     ck_assert_int_eq(pthread_barrier_init(&start, NULL, n), 0);
     for (unsigned i = 0; i < n; i++) {
-        w[i] = (worker){.id = i, .engine = e, .spec = spec, .start = &start, .rounds = rounds, .sets = sets};
+        w[i] = (worker){.id = i, .engine = e, .spec = spec, .start = &start, .rounds = rounds, .sets = sets,
+                        .inflight = inflight};
         ck_assert_int_eq(pthread_create(&t[i], NULL, work, &w[i]), 0);
     }
     unsigned searches = 0, want = 0;
     for (unsigned i = 0; i < n; i++) {
         ck_assert_int_eq(pthread_join(t[i], NULL), 0);
         searches += w[i].searches;
-        want += rounds * sets * (i % 2 ? 2 : 1);
+        for (unsigned j = 0; j < sets; j++)
+            want += rounds * (inflight && j % 2 == 0 ? inflight : 1) + (i % 2 ? rounds : 0);
     }
     pthread_barrier_destroy(&start);
     for (unsigned i = 0; i < n; i++) ck_assert_msg(!w[i].error[0], "%s", w[i].error);
     ck_assert_uint_eq(searches, want);
+}
+
+static void run_workers(cls_engine *e, const char *spec, unsigned n, unsigned rounds, unsigned sets)
+{
+    run_workers_async(e, spec, n, rounds, sets, 0);
 }
 
 START_TEST(threads_share_a_device_engine)
@@ -252,6 +314,24 @@ START_TEST(threads_share_a_device_engine)
     cls_engine *e;
     ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
     run_workers(e, NULL, THREADS, 2, NPARAMS);
+    cls_engine_free(e);
+    fixture_free();
+}
+END_TEST
+
+/* A device set of three executors on the test device, shared by threads that keep three
+ * searches in flight (cls_engine_submit) between synchronous ones and single queries: searches
+ * run whole on an executor or split over the free ones (parts of 16 queries and more), side by
+ * side with other threads' searches, and every result is the reference's. */
+START_TEST(threads_submit_to_a_device_set)
+{
+    fixture();
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, spec, &e) == CLS_OK, "%s", cls_last_error());
+    sched_set_split_min(engine_sched(e), 16);
+    run_workers_async(e, NULL, THREADS / 2, 1, NPARAMS, 3);
     cls_engine_free(e);
     fixture_free();
 }
@@ -347,6 +427,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("threads");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, threads_share_a_device_engine);
+    tcase_add_test(tc, threads_submit_to_a_device_set);
     tcase_add_test(tc, threads_share_a_reference_engine);
     tcase_add_test(tc, threads_each_own_engine_one_index);
     suite_add_tcase(s, tc);

@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "testutil.h"
+#include "util/fault.h"
 
 static const char *device(void)
 {
@@ -1150,15 +1151,14 @@ START_TEST(device_set_matches_reference)
     snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
     cls_engine *set;
     ck_assert_msg(cls_engine_create(f.idx, spec, &set) == CLS_OK, "%s", cls_last_error());
-    multi_engine *m = engine_multi(set);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_uint_eq(multi_executors(m), 3);
+    ck_assert_uint_eq(engine_executors(set), 3);
+    sched_set_split_min(engine_sched(set), 1); /* every search split over the three */
     ck_assert(strstr(cls_engine_describe(set), "3 executors") != NULL);
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1)
             for (unsigned i = 0; i < 3; i++) {
-                or_force_partitions(clx_algo_state(multi_executor(m, i), CLS_MODE_OR), 1);
-                or_set_pool(clx_algo_state(multi_executor(m, i), CLS_MODE_OR), 3);
+                or_force_partitions(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 1);
+                or_set_pool(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 3);
             }
         for (int md = 0; md < CLS_NUM_MODES; md++) {
             same_as_ref(set, f.ref, f.b, (cls_mode)md, 10);
@@ -1178,6 +1178,115 @@ START_TEST(device_set_matches_reference)
         ck_assert_int_eq(cls_engine_create(f.idx, bad[i], &e), CLS_E_ARG);
         ck_assert_ptr_null(e);
     }
+    fixture_close(&f);
+}
+END_TEST
+
+/* Searches in flight together on a device set: several submitted at once, each whole on an
+ * executor or split, every one equal to the reference engine's, its own counters counting its own
+ * queries; a search waited for twice gives the same status, and the synchronous search still works
+ * among them. */
+START_TEST(device_set_runs_searches_in_flight)
+{
+    fixture f = fixture_open(37, 6000, 200, 7, 120);
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s,%s", device(), device());
+    cls_engine *set;
+    ck_assert_msg(cls_engine_create(f.idx, spec, &set) == CLS_OK, "%s", cls_last_error());
+    sched_set_split_min(engine_sched(set), 50);
+    enum { N = 6 };
+    cls_results *want[CLS_NUM_MODES], *got[N];
+    for (int m = 0; m < CLS_NUM_MODES; m++) want[m] = search(f.ref, f.b, (cls_mode)m, 10);
+    cls_search *in[N];
+    for (int i = 0; i < N; i++) {
+        cls_search_params p;
+        cls_search_defaults(&p);
+        p.k = 10;
+        p.mode = (cls_mode)(i % CLS_NUM_MODES);
+        ck_assert_int_eq(cls_results_create(&got[i]), CLS_OK);
+        ck_assert_msg(cls_engine_submit(set, f.b, &p, got[i], &in[i]) == CLS_OK, "%s", cls_last_error());
+    }
+    same_as_ref(set, f.ref, f.b, CLS_MODE_OR, 10); /* a synchronous search among them */
+    for (int i = N - 1; i >= 0; i--) {
+        ck_assert_msg(cls_search_wait(in[i]) == CLS_OK, "%s", cls_last_error());
+        ck_assert_int_eq(cls_search_wait(in[i]), CLS_OK);
+        ck_assert_int_eq(cls_search_done(in[i]), 1);
+        ck_assert_msg(cls_results_compare(want[i % CLS_NUM_MODES], got[i], 0.0) == CLS_OK, "search %d: %s", i,
+                      cls_last_error());
+        const cls_counter *c;
+        size_t nc = cls_search_counters(in[i], &c);
+        uint64_t queries = 0, rerun = 0, shares = 0;
+        for (size_t j = 0; j < nc; j++) {
+            if (!strcmp(c[j].name, "queries")) queries = c[j].value;
+            if (!strcmp(c[j].name, "queries_rerun")) rerun = c[j].value;
+            if (!strncmp(c[j].name, "device_", 7)) shares += c[j].value;
+        }
+        ck_assert_uint_eq(queries, cls_batch_count(f.b) + rerun);
+        ck_assert_uint_eq(shares, cls_batch_count(f.b));
+        cls_search_free(in[i]);
+        cls_results_free(got[i]);
+    }
+    cls_search_free(NULL);
+    cls_executor_info x[2];
+    ck_assert_uint_eq(cls_engine_executors(set, x, 2), 2);
+    ck_assert(x[0].queries + x[1].queries == (N + 1) * cls_batch_count(f.b) && !x[0].set_aside && !x[1].set_aside);
+    for (int m = 0; m < CLS_NUM_MODES; m++) cls_results_free(want[m]);
+    cls_engine_free(set);
+    fixture_close(&f);
+}
+END_TEST
+
+/* A device that breaks (every launch on executor 1 fails, CLSEARCH_FAULT=enqueue:1+@1): its part
+ * of a split search runs on the others, the results are the reference's, and it is set aside with
+ * the reason; later searches run without it. When the last executors fail too, the search fails
+ * with a message naming them, one executor stays in service, and the next search runs on it. A
+ * single device's failure stays the search's own: the device is not set aside. */
+START_TEST(device_set_sets_a_failing_executor_aside)
+{
+    fixture f = fixture_open(41, 6000, 200, 7, 120);
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
+    cls_engine *set;
+    ck_assert_msg(cls_engine_create(f.idx, spec, &set) == CLS_OK, "%s", cls_last_error());
+    sched_set_split_min(engine_sched(set), 1);
+    setenv("CLSEARCH_FAULT", "enqueue:1+@1", 1);
+    fault_reload();
+    same_as_ref(set, f.ref, f.b, CLS_MODE_OR, 10);
+    cls_executor_info x[3];
+    ck_assert_uint_eq(cls_engine_executors(set, x, 3), 3);
+    ck_assert_msg(!x[0].set_aside && x[1].set_aside && !x[2].set_aside, "%d %d %d", x[0].set_aside, x[1].set_aside,
+                  x[2].set_aside);
+    ck_assert_msg(strstr(x[1].why, "device memory") || strstr(x[1].why, "OUT_OF_RESOURCES"), "%s", x[1].why);
+    same_as_ref(set, f.ref, f.b, CLS_MODE_AND, 10);
+    ck_assert_uint_eq(counter(set, "device_1_queries"), 0);
+    ck_assert_uint_eq(counter(set, "device_0_queries") + counter(set, "device_2_queries"), cls_batch_count(f.b));
+    /* the other two break as well: the search fails, clearly, and one of them is kept */
+    setenv("CLSEARCH_FAULT", "enqueue:1+@0,enqueue:1+@2", 1);
+    fault_reload();
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = 10;
+    cls_results *r;
+    ck_assert_int_eq(cls_results_create(&r), CLS_OK);
+    ck_assert_int_ne(cls_engine_search(set, f.b, &p, r), CLS_OK);
+    ck_assert_msg(strstr(cls_last_error(), "no executor left to run it"), "%s", cls_last_error());
+    cls_engine_executors(set, x, 3);
+    ck_assert_int_eq(x[0].set_aside + x[1].set_aside + x[2].set_aside, 2);
+    unsetenv("CLSEARCH_FAULT");
+    fault_reload();
+    same_as_ref(set, f.ref, f.b, CLS_MODE_AND_OR, 10);
+    cls_engine_free(set);
+    /* one device: its failure is the search's; it stays in service */
+    setenv("CLSEARCH_FAULT", "enqueue:1+@0", 1);
+    fault_reload();
+    ck_assert_int_ne(cls_engine_search(f.dev, f.b, &p, r), CLS_OK);
+    ck_assert_ptr_null(strstr(cls_last_error(), "no executor left"));
+    cls_engine_executors(f.dev, x, 1);
+    ck_assert_int_eq(x[0].set_aside, 0);
+    unsetenv("CLSEARCH_FAULT");
+    fault_reload();
+    same_as_ref(f.dev, f.ref, f.b, CLS_MODE_OR, 10);
+    cls_results_free(r);
     fixture_close(&f);
 }
 END_TEST
@@ -1510,6 +1619,8 @@ static Suite *suite(void)
     tcase_add_test(tc, plan_respects_limits);
     tcase_add_test(tc, search_runs_in_ranges);
     tcase_add_test(tc, device_set_matches_reference);
+    tcase_add_test(tc, device_set_runs_searches_in_flight);
+    tcase_add_test(tc, device_set_sets_a_failing_executor_aside);
     tcase_add_test(tc, postings_verified_once);
     tcase_add_test(tc, list_cache_matches_reference);
     tcase_add_test(tc, list_cache_too_small_is_an_error);

@@ -10,19 +10,16 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "engine/dev_engine.h"
 #include "util/err.h"
 
 struct cls_engine {
     const cls_index *idx;
-    const engine_ops *ops;
-    void *impl;
+    const executor_ops *ops; /* its executors' kind */
+    sched *sched;            /* its searches over its executors */
     char desc[2048];
-    cls_batch *one; /* cls_engine_search_text's batch (NULL until first used) */
-    /* One search at a time, so that threads may share an engine (clsearch.h): both engines keep
-     * per-search state (the reference engine's accumulators; the device's queue, batch buffers,
-     * list cache, cost model and profile) and one device queue gains nothing from being fed by
-     * two threads at once. Held across the whole search, search_text's batch included. */
-    pthread_mutex_t mu;
+    cls_batch *one; /* cls_engine_search_text's batch (NULL until first used), */
+    pthread_mutex_t one_mu; /* held from its analysis to the end of its search */
 };
 
 static cls_status ref_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
@@ -31,12 +28,26 @@ static cls_status ref_search_op(void *impl, const cls_batch *b, const cls_search
 }
 static void ref_free_op(void *impl) { ref_free(impl); }
 
-static const engine_ops REF_OPS = {.search = ref_search_op, .free = ref_free_op};
+static const executor_ops REF_OPS = {.search = ref_search_op, .free = ref_free_op};
 
 static cls_status clx_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
 {
     return clx_search(impl, b, p, r);
 }
+static cls_status clx_prepare_op(void *impl, const cls_search_params *p, uint64_t nq)
+{
+    return clx_search_prepare(impl, p, nq);
+}
+static cls_status clx_order_op(void *impl, const cls_batch *b, const uint32_t **order)
+{
+    return clx_search_order(impl, b, order);
+}
+static cls_status clx_run_op(void *impl, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r)
+{
+    return clx_search_run(impl, b, order, n, r);
+}
+static void clx_finish_op(void *impl) { clx_search_finish(impl); }
+static uint32_t clx_k_op(const void *impl) { return clx_search_k(impl); }
 static void clx_free_op(void *impl) { clx_free(impl); }
 static void clx_build_times_op(const void *impl, double *seconds, int *from_cache)
 {
@@ -49,32 +60,16 @@ static size_t clx_profile_op(const void *impl, const cls_profile_step **steps, u
 
 static size_t clx_counters_op(const void *impl, const cls_counter **counters) { return clx_counters(impl, counters); }
 
-static const engine_ops CLX_OPS = {.search = clx_search_op,
-                                   .free = clx_free_op,
-                                   .build_times = clx_build_times_op,
-                                   .profile = clx_profile_op,
-                                   .counters = clx_counters_op};
-
-static cls_status multi_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
-{
-    return multi_search(impl, b, p, r);
-}
-static void multi_free_op(void *impl) { multi_free(impl); }
-static void multi_build_times_op(const void *impl, double *seconds, int *from_cache)
-{
-    multi_build_times(impl, seconds, from_cache);
-}
-static size_t multi_profile_op(const void *impl, const cls_profile_step **steps, uint32_t *batches)
-{
-    return multi_profile(impl, steps, batches);
-}
-static size_t multi_counters_op(const void *impl, const cls_counter **counters) { return multi_counters(impl, counters); }
-
-static const engine_ops MULTI_OPS = {.search = multi_search_op,
-                                     .free = multi_free_op,
-                                     .build_times = multi_build_times_op,
-                                     .profile = multi_profile_op,
-                                     .counters = multi_counters_op};
+static const executor_ops CLX_OPS = {.search = clx_search_op,
+                                     .prepare = clx_prepare_op,
+                                     .order = clx_order_op,
+                                     .run = clx_run_op,
+                                     .finish = clx_finish_op,
+                                     .k = clx_k_op,
+                                     .free = clx_free_op,
+                                     .build_times = clx_build_times_op,
+                                     .profile = clx_profile_op,
+                                     .counters = clx_counters_op};
 
 /* The executors a device spec names: a list "A,B,..." (each auto, gpu, cpu or P:D; one may come
  * twice: two executors on it), or "gpu" on a host of several GPUs, every one of them (P:D each);
@@ -117,6 +112,44 @@ static cls_status device_specs(const char *device, char *buf, size_t len, const 
     return CLS_OK;
 }
 
+/* The executors of a device list, each a clx_engine with its own context, queue, pinned buffers
+ * and copy of the index (replicated placement; a context shared by several GPUs runs each
+ * slower). desc: a line per executor's device, then the first's kernels, lists and programs. On
+ * failure *made says how many were created (the caller frees them). *serial: some device takes
+ * no launches from several threads (clx_threaded_launches). */
+static cls_status executors_create(const cls_index *idx, const char *const *specs, unsigned n,
+                                   const struct clx_params *prm, const cls_engine_opts *o, void **impls,
+                                   unsigned *made, int *serial, char *desc, size_t desc_len)
+{
+    char d[1900], rest[1900] = "";
+    size_t at = 0;
+    *made = 0;
+    *serial = 0;
+    if (n > 1)
+        at = (size_t)snprintf(desc, desc_len, "devices: %u executors, the index replicated on each; a search runs "
+                              "whole on one, or split by stride of cost over those free\n", n);
+    for (unsigned i = 0; i < n; i++) {
+        clx_engine *x = NULL;
+        cls_status s = clx_create(idx, specs[i], prm, o, &x, d, sizeof d);
+        if (s != CLS_OK) return n > 1 ? err_wrap(s, "executor %u of %u ('%s'): ", i, n, specs[i]) : s;
+        impls[(*made)++] = x;
+        *serial |= !clx_threaded_launches(&x->dc.dev.info);
+        if (n == 1) {
+            snprintf(desc, desc_len, "%s", d);
+            return CLS_OK;
+        }
+        /* each executor's device line; the kernels, lists and programs once, the first's */
+        char *nl = strchr(d, '\n');
+        if (nl) *nl = '\0';
+        if (i == 0 && nl) snprintf(rest, sizeof rest, "%s", nl + 1);
+        if (at < desc_len) at += (size_t)snprintf(desc + at, desc_len - at, "[%u] %s\n", i, d);
+    }
+    if (*serial && at < desc_len)
+        at += (size_t)snprintf(desc + at, desc_len - at, "executors run one at a time (a device here takes no "
+                               "launches from several threads: clx_threaded_launches)\n");
+    if (at < desc_len) snprintf(desc + at, desc_len - at, "%s", rest);
+    return CLS_OK;
+}
 
 void cls_search_defaults(cls_search_params *p)
 {
@@ -215,39 +248,37 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     }
     cls_engine *e = calloc(1, sizeof *e);
     if (!e) return err_set(CLS_E_NOMEM, "cls_engine_create: out of memory");
-    if (pthread_mutex_init(&e->mu, NULL) != 0) {
+    if (pthread_mutex_init(&e->one_mu, NULL) != 0) {
         free(e);
         return err_set(CLS_E_NOMEM, "cls_engine_create: no mutex for the engine");
     }
     e->idx = idx;
     cls_status s;
+    void *impls[MULTI_MAX] = {0};
+    unsigned n = 0;
+    int serial = 0;
     if (strcmp(device, "ref") == 0) {
         ref_engine *re = NULL;
         s = ref_create(idx, &re);
         e->ops = &REF_OPS;
-        e->impl = re;
+        impls[n++] = re;
         snprintf(e->desc, sizeof e->desc, "device: reference engine (plain C, one query at a time; %s)", why);
     } else {
         char buf[1024], d[sizeof e->desc - 96];
         const char *specs[MULTI_MAX];
-        unsigned n = 0;
         opts.device = device;
+        e->ops = &CLX_OPS;
         s = device_specs(device, buf, sizeof buf, specs, &n);
-        if (s == CLS_OK && n == 1) {
-            clx_engine *ce = NULL;
-            s = clx_create(idx, specs[0], prm, &opts, &ce, d, sizeof d);
-            e->ops = &CLX_OPS;
-            e->impl = ce;
-        } else if (s == CLS_OK) {
-            multi_engine *me = NULL;
-            s = multi_create(idx, specs, n, prm, &opts, &me, d, sizeof d);
-            e->ops = &MULTI_OPS;
-            e->impl = me;
-        }
+        unsigned made = 0;
+        if (s == CLS_OK) s = executors_create(idx, specs, n, prm, &opts, impls, &made, &serial, d, sizeof d);
+        if (s != CLS_OK) n = made;
         if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);
     }
+    if (s == CLS_OK) s = sched_create(idx, e->ops, impls, n, serial, &e->sched);
     if (s != CLS_OK) {
-        pthread_mutex_destroy(&e->mu);
+        for (unsigned i = 0; i < n; i++)
+            if (impls[i]) e->ops->free(impls[i]);
+        pthread_mutex_destroy(&e->one_mu);
         free(e);
         return s;
     }
@@ -258,9 +289,9 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
 void cls_engine_free(cls_engine *e)
 {
     if (!e) return;
-    e->ops->free(e->impl);
+    sched_free(e->sched);
     cls_batch_free(e->one);
-    pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->one_mu);
     free(e);
 }
 
@@ -268,37 +299,77 @@ const char *cls_engine_describe(const cls_engine *e) { return e->desc; }
 
 size_t cls_engine_profile(const cls_engine *e, const cls_profile_step **steps, uint32_t *batches)
 {
-    *steps = NULL;
-    if (batches) *batches = 0;
-    return e->ops->profile ? e->ops->profile(e->impl, steps, batches) : 0;
+    return sched_profile(e->sched, steps, batches);
 }
 
 size_t cls_engine_counters(const cls_engine *e, const cls_counter **counters)
 {
-    *counters = NULL;
-    return e->ops->counters ? e->ops->counters(e->impl, counters) : 0;
+    return sched_counters(e->sched, counters);
 }
 
 void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache)
 {
-    *seconds = 0;
-    *from_cache = 0;
-    if (e->ops->build_times) e->ops->build_times(e->impl, seconds, from_cache);
+    sched_build_times(e->sched, seconds, from_cache);
+    if (e->ops == &REF_OPS) *from_cache = 0;
+}
+
+static cls_status search_check(const cls_engine *e, const cls_batch *b, const cls_search_params *p, const void *r,
+                               const char *fn)
+{
+    if (!e || !b || !r || !p) return err_set(CLS_E_ARG, "%s: NULL argument", fn);
+    if (b->idx != e->idx) return err_set(CLS_E_ARG, "the batch was analysed against another index");
+    return params_check(p);
 }
 
 cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r)
 {
-    if (!e || !b || !r) return err_set(CLS_E_ARG, "cls_engine_search: NULL argument");
-    if (b->idx != e->idx) return err_set(CLS_E_ARG, "the batch was analysed against another index");
-    cls_status s = params_check(p);
+    cls_status s = search_check(e, b, p, r, "cls_engine_search");
+    cls_search *j = NULL;
+    if (s == CLS_OK) s = sched_submit(e->sched, b, p, r, 0, &j);
     if (s != CLS_OK) return s;
-    pthread_mutex_lock(&e->mu);
-    s = e->ops->search(e->impl, b, p, r);
-    pthread_mutex_unlock(&e->mu);
-    /* a device engine whose postings are resident may not have read the file at all: a file that
-     * shrank under it fails the search all the same (cls_index_intact: a flag load when intact) */
-    if (s == CLS_OK) s = cls_index_intact(e->idx);
+    s = sched_wait(j);
+    sched_release(j);
     return s;
+}
+
+cls_status cls_engine_submit(cls_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r,
+                             cls_search **out)
+{
+    if (!out) return err_set(CLS_E_ARG, "cls_engine_submit: NULL argument");
+    *out = NULL;
+    cls_status s = search_check(e, b, p, r, "cls_engine_submit");
+    return s == CLS_OK ? sched_submit(e->sched, b, p, r, 1, out) : s;
+}
+
+int cls_search_done(const cls_search *j) { return j ? sched_done(j) : 1; }
+
+cls_status cls_search_wait(cls_search *j)
+{
+    if (!j) return err_set(CLS_E_ARG, "cls_search_wait: NULL argument");
+    return sched_wait(j);
+}
+
+void cls_search_free(cls_search *j) { sched_release(j); }
+
+size_t cls_search_counters(const cls_search *j, const cls_counter **counters)
+{
+    return sched_job_counters(j, counters);
+}
+
+size_t cls_search_profile(const cls_search *j, const cls_profile_step **steps, uint32_t *batches)
+{
+    return sched_job_profile(j, steps, batches);
+}
+
+size_t cls_engine_executors(cls_engine *e, cls_executor_info *out, size_t max)
+{
+    unsigned n = sched_executors(e->sched);
+    for (unsigned i = 0; i < n && i < max; i++) {
+        cls_executor_info *x = &out[i];
+        memset(x, 0, sizeof *x);
+        sched_executor_state(e->sched, i, &x->queries, &x->set_aside, x->why, sizeof x->why);
+    }
+    return n;
 }
 
 cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_search_params *p, cls_results *r)
@@ -311,21 +382,24 @@ cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_sea
     }
     cls_status s = params_check(p);
     if (s != CLS_OK) return s;
-    pthread_mutex_lock(&e->mu);
+    pthread_mutex_lock(&e->one_mu);
     if (!e->one) s = cls_batch_create(e->idx, &e->one);
     if (s == CLS_OK) {
         cls_batch_clear(e->one);
         s = cls_batch_add(e->one, "1", text);
     }
-    if (s == CLS_OK) s = e->ops->search(e->impl, e->one, p, r);
-    pthread_mutex_unlock(&e->mu);
-    if (s == CLS_OK) s = cls_index_intact(e->idx);
+    if (s == CLS_OK) s = cls_engine_search(e, e->one, p, r);
+    pthread_mutex_unlock(&e->one_mu);
     return s;
 }
 
-clx_engine *engine_clx(cls_engine *e)
+clx_engine *engine_clx(cls_engine *e) { return engine_executor(e, 0); }
+
+unsigned engine_executors(const cls_engine *e) { return sched_executors(e->sched); }
+
+clx_engine *engine_executor(cls_engine *e, unsigned i)
 {
-    return e->ops == &CLX_OPS ? e->impl : e->ops == &MULTI_OPS ? multi_executor(e->impl, 0) : NULL;
+    return e->ops == &CLX_OPS ? sched_executor(e->sched, i) : NULL;
 }
 
-multi_engine *engine_multi(cls_engine *e) { return e->ops == &MULTI_OPS ? e->impl : NULL; }
+sched *engine_sched(cls_engine *e) { return e->sched; }

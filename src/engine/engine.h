@@ -7,15 +7,23 @@
 #include "index/index.h"
 #include "query/batch.h"
 
-/* What an engine does; impl is its own state. */
-typedef struct engine_ops {
+/* What an executor does; impl is its own state. An executor runs one search at a time; the
+ * scheduler (scheduler.c) gives it work. prepare, order, run, finish and k are NULL where it runs
+ * only whole searches (the reference engine); the device executor runs ranges of a search too
+ * (clx_search_prepare and the rest, below). */
+typedef struct executor_ops {
     cls_status (*search)(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r);
+    cls_status (*prepare)(void *impl, const cls_search_params *p, uint64_t nq);
+    cls_status (*order)(void *impl, const cls_batch *b, const uint32_t **order);
+    cls_status (*run)(void *impl, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r);
+    void (*finish)(void *impl);
+    uint32_t (*k)(const void *impl);
     void (*free)(void *impl);
     /* NULL where the engine has no programs or no profile */
     void (*build_times)(const void *impl, double *seconds, int *from_cache);
     size_t (*profile)(const void *impl, const cls_profile_step **steps, uint32_t *batches);
     size_t (*counters)(const void *impl, const cls_counter **counters);
-} engine_ops;
+} executor_ops;
 
 /* The reference engine: plain C, one query at a time. */
 typedef struct ref_engine ref_engine;
@@ -62,19 +70,34 @@ void clx_fail_batch(clx_engine *e, uint32_t nth, int late);
 /* The kernel parameters the engine's programs were built with. */
 const struct clx_params *clx_engine_params(const clx_engine *e);
 
-/* The device set (multi_engine.c): n device executors (specs as clx_create takes them), one
- * search split among them. */
-typedef struct multi_engine multi_engine;
-cls_status multi_create(const cls_index *idx, const char *const *specs, unsigned n, const struct clx_params *prm,
-                        const cls_engine_opts *o, multi_engine **out, char *desc, size_t desc_len);
-void multi_free(multi_engine *m);
-cls_status multi_search(multi_engine *m, const cls_batch *b, const cls_search_params *p, cls_results *r);
-size_t multi_counters(const multi_engine *m, const cls_counter **counters);
-size_t multi_profile(const multi_engine *m, const cls_profile_step **steps, uint32_t *batches);
-void multi_build_times(const multi_engine *m, double *seconds, int *from_cache);
-/* Its executors (tests). */
-unsigned multi_executors(const multi_engine *m);
-clx_engine *multi_executor(multi_engine *m, unsigned i);
+/* The scheduler (scheduler.c): a cls_engine's searches over its n executors (all of one kind,
+ * ops), run whole or split, synchronous or not, a failing executor set aside. serial: the
+ * executors run one at a time (a device that takes no launches from several threads). The
+ * scheduler owns the executors from creation (sched_free frees them), except when creation fails. */
+typedef struct sched sched;
+cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *const *impls, unsigned n, int serial,
+                        sched **out);
+void sched_free(sched *s);
+/* A search queued; async: it may run on the executors' threads (else the caller's sched_wait
+ * runs it when an executor is free). */
+cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p, cls_results *r, int async,
+                        cls_search **out);
+int sched_done(const cls_search *j);
+/* Waits for j; its status, the index checked intact (cls_index_intact) when it succeeded. */
+cls_status sched_wait(cls_search *j);
+/* Waits for j, then returns it to the scheduler's pool. */
+void sched_release(cls_search *j);
+size_t sched_job_counters(const cls_search *j, const cls_counter **c);
+size_t sched_job_profile(const cls_search *j, const cls_profile_step **steps, uint32_t *batches);
+/* The last finished search's. */
+size_t sched_counters(const sched *s, const cls_counter **c);
+size_t sched_profile(const sched *s, const cls_profile_step **steps, uint32_t *batches);
+void sched_build_times(const sched *s, double *seconds, int *from_cache);
+unsigned sched_executors(const sched *s);
+void *sched_executor(sched *s, unsigned i);
+void sched_executor_state(sched *s, unsigned i, uint64_t *queries, int *aside, char *why, size_t why_len);
+/* The fewest queries a part of a split search holds (tests force 1; 0 never splits). */
+void sched_set_split_min(sched *s, unsigned queries);
 
 /* cls_engine_create with explicit kernel parameters for an OpenCL device (NULL: those in force):
  * how the benchmarks and clsearch tune build a variant without touching the environment. */
@@ -86,8 +109,10 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
 /* The OpenCL engine behind e (a device set's first executor: kernel suites and test hooks then run
  * on one device of `-d gpu` on a host of several GPUs), or NULL for the reference engine. */
 clx_engine *engine_clx(cls_engine *e);
-/* The device set behind e, or NULL. */
-multi_engine *engine_multi(cls_engine *e);
+/* e's executors: their number, the ith when it is an OpenCL one (else NULL), its scheduler. */
+unsigned engine_executors(const cls_engine *e);
+clx_engine *engine_executor(cls_engine *e, unsigned i);
+sched *engine_sched(cls_engine *e);
 
 /* Checks k, mode, k1, b; shared by every engine so they reject the same things. */
 cls_status params_check(const cls_search_params *p);

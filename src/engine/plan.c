@@ -179,7 +179,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             int fits;
             if ((s = lc_pin(cache, t[j].term, &first_block, &fits)) != CLS_OK || !fits) {
                 if (s == CLS_OK && pl->nq == 0)
-                    s = err_set(CLS_E_DEVMEM, "query %s needs more room for its posting lists than the device's list "
+                    s = err_input(CLS_E_DEVMEM, "query %s needs more room for its posting lists than the device's list "
                                 "cache has (%llu words, %llu block records; give the engine more device memory)",
                                 cls_batch_qid(bt, (size_t)qi), (unsigned long long)cache->words.size,
                                 (unsigned long long)cache->blocks.size);
@@ -199,7 +199,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
             if (!ol) {
                 if ((otasks + te->num_blocks) * B >= UINT32_MAX) { /* slots are 32-bit on the device */
                     if (pl->nq == 0)
-                        s = err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
+                        s = err_input(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
                     return not_added(pl, ntouched0, nloads0, s);
                 }
                 pl->olists[nolists] = (abi_olist){.first_block = first_block, .num_blocks = te->num_blocks,
@@ -249,7 +249,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                 continue;
             }
         }
-        if (pl->nq == 0) s = err_set(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
+        if (pl->nq == 0) s = err_input(CLS_E_DEVMEM, "query %s decodes more than 2^32 postings", cls_batch_qid(bt, (size_t)qi));
         return not_added(pl, ntouched0, nloads0, s);
     }
     const uint64_t twords = pl->table_words + need.table_words;

@@ -9,6 +9,7 @@
 
 #define ERR_CAP 16384 /* build logs can be long; longer ones are cut */
 static _Thread_local char err_msg[ERR_CAP];
+static _Thread_local int err_input_flag; /* the last failure was the input's (err_input) */
 
 const char *cls_status_str(cls_status s)
 {
@@ -35,12 +36,25 @@ const char *cls_version(void) { return CLSEARCH_VERSION; }
 
 cls_status err_set(cls_status s, const char *fmt, ...)
 {
+    err_input_flag = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err_msg, sizeof err_msg, fmt, ap);
     va_end(ap);
     return s;
 }
+
+cls_status err_input(cls_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    va_end(ap);
+    err_input_flag = 1;
+    return s;
+}
+
+int err_is_input(void) { return err_input_flag; }
 
 cls_status err_wrap(cls_status s, const char *fmt, ...)
 {

@@ -1,0 +1,704 @@
+/* The scheduler: a cls_engine's searches over its executors (one device, the reference engine, or
+ * a device set such as `-d gpu` on a host of several GPUs or `-d cpu,cpu`).
+ *
+ * A search is a job. Submitted (cls_engine_submit), it waits in a queue of parts; an executor
+ * that is free takes the queue's first part it may run. A job's first part is the whole search;
+ * the thread that takes it decides how to run it:
+ *   - whole, on its executor, when other searches wait or no other executor is free: with
+ *     several searches in flight each runs whole on one device, which keeps a batch's queries
+ *     together (a batch shares decoded lists and fills the device) and the devices apart;
+ *   - split, when executors are free and nothing else waits, so that one search alone still
+ *     uses every device: prepared on the first executor, ordered by cost once, and cut by
+ *     stride (part i takes the queries at positions i, i + n, i + 2n, ... of that order), so
+ *     each part holds the whole range of costs and like-cost batches, and executors of one kind
+ *     finish together. A part holds at least split_min queries: below that a device's batch
+ *     time is its fixed cost and splitting only occupies more devices.
+ * Parts write into the job's one cls_results, queries apart (a query's hits depend on it alone,
+ * never on the batch it shares, so results equal one executor's bit for bit); the last part to
+ * finish packs them.
+ *
+ * Threads. Each executor has a worker thread once an engine has several executors or its first
+ * asynchronous search: a device's launches and waits stay on one thread, and a device set runs
+ * its parts at once. A synchronous search (submit, then wait) runs on the caller's thread when an
+ * executor is free: one search alone pays no hand-over between threads. Where a device takes no
+ * launches from several threads at once (clx_threaded_launches: POCL), its executors run one at
+ * a time (serial_mu); the CPU device is parallel within a part anyway.
+ *
+ * Failures. A part that fails on an executor runs again on another that has not failed it, and
+ * the executor is set aside (no longer given work; cls_engine_executors says why), unless the
+ * failure is the input's (err_input: a query whose lists exceed what the device holds, which a
+ * device with more memory may still run). When no executor is left to try, the job fails with
+ * the part's error, and the executor that failed it last stays in service: an engine is never
+ * left with none.
+ *
+ * Counters and profile steps are the job's: summed by name over its parts, with each executor's
+ * share ("device_N_queries") on an engine of several; the engine keeps the last finished job's
+ * for cls_engine_counters and cls_engine_profile. Jobs are pooled, so a search allocates nothing
+ * once the engine has run one of its size. */
+#include <assert.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "util/err.h"
+#include "util/fault.h"
+#include "util/vec.h"
+
+/* Queries a part of a split search holds at least (sched_set_split_min changes it for tests). */
+#define SPLIT_MIN 256u
+
+typedef struct sched_part {
+    struct sched_part *next; /* in the queue */
+    cls_search *job;
+    const uint32_t *order;   /* the queries, as positions in the batch; NULL: the whole search */
+    uint64_t n;
+    uint64_t tried;          /* executors that failed it (bit per executor) */
+    cls_status status;       /* its last failure */
+    char msg[512];
+} sched_part;
+
+enum job_state { JOB_FREE, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+
+struct cls_search {
+    sched *s;
+    const cls_batch *b;
+    cls_search_params p;
+    cls_results *r;
+    enum job_state state;
+    uint32_t kk;             /* hits per query of a split search */
+    sched_part *parts;       /* one per executor at most; parts[0] the whole search until split */
+    unsigned nparts, left;
+    uint32_t **slices;       /* per part of a split search, its queries (kept for reuse) */
+    size_t *slice_cap;
+    unsigned nslices;
+    cls_status status;
+    char msg[640];
+    cls_counter *counters;
+    size_t ncounters, counters_cap;
+    cls_profile_step *steps;
+    size_t nsteps, steps_cap;
+    uint32_t batches;
+    uint64_t *share;         /* per executor: the queries it answered */
+    cls_search *next_free;
+};
+
+typedef struct sched_exec {
+    sched *s;
+    unsigned id;
+    void *impl;
+    int busy;                /* running a part (claimed under the lock) */
+    int aside;               /* set aside after a failure */
+    char why[256];
+    sched_part *assigned;    /* a part of a split search handed to this executor's worker */
+    uint64_t queries;        /* answered since creation */
+    pthread_t thread;
+} sched_exec;
+
+struct sched {
+    const cls_index *idx;
+    const executor_ops *ops;
+    sched_exec *ex;
+    unsigned n;
+    int serial;
+    unsigned split_min;
+    pthread_mutex_t mu;      /* everything below, the executors' states and every job's */
+    pthread_cond_t cv;       /* any change: a part queued or finished, an executor free */
+    pthread_mutex_t serial_mu;
+    sched_part *head, *tail; /* parts waiting for an executor */
+    int workers, stop;
+    unsigned running;        /* executors busy */
+    cls_search *free_jobs;
+    char (*share_names)[32];
+    cls_counter *last_counters; /* the last finished job's, for cls_engine_counters */
+    size_t nlast_counters, last_counters_cap;
+    cls_profile_step *last_steps;
+    size_t nlast_steps, last_steps_cap;
+    uint32_t last_batches;
+};
+
+/* ---- The queue ------------------------------------------------------------------------------ */
+
+static void queue_push(sched *s, sched_part *p, int front)
+{
+    p->next = NULL;
+    if (!s->head) s->head = s->tail = p;
+    else if (front) p->next = s->head, s->head = p;
+    else s->tail->next = p, s->tail = p;
+}
+
+static void queue_remove(sched *s, sched_part *p)
+{
+    sched_part **pp = &s->head, *prev = NULL;
+    while (*pp && *pp != p) prev = *pp, pp = &(*pp)->next;
+    assert(*pp == p);
+    *pp = p->next;
+    if (s->tail == p) s->tail = prev;
+    p->next = NULL;
+}
+
+/* The first queued part executor x may run (one it has not failed), or NULL. */
+static sched_part *queue_first_for(sched *s, unsigned x)
+{
+    for (sched_part *p = s->head; p; p = p->next)
+        if (!(p->tried >> x & 1)) return p;
+    return NULL;
+}
+
+static int can_take(const sched_exec *x) { return !x->busy && !x->aside && !x->assigned; }
+
+/* ---- Counters ------------------------------------------------------------------------------- */
+
+static int add_counters(cls_counter **v, size_t *nv, size_t *cap, const cls_counter *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < *nv && strcmp((*v)[j].name, c[i].name) != 0) j++;
+        if (j == *nv) {
+            if (!vec_reserve(v, cap, *nv + 1, sizeof **v)) return 0;
+            (*v)[(*nv)++] = (cls_counter){c[i].name, 0};
+        }
+        (*v)[j].value += c[i].value;
+    }
+    return 1;
+}
+
+static int add_steps(cls_search *j, const cls_profile_step *st, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < j->nsteps && strcmp(j->steps[k].name, st[i].name) != 0) k++;
+        if (k == j->nsteps) {
+            if (!vec_reserve(&j->steps, &j->steps_cap, j->nsteps + 1, sizeof *j->steps)) return 0;
+            j->steps[j->nsteps++] = (cls_profile_step){.name = st[i].name, .transfer = st[i].transfer};
+        }
+        j->steps[k].seconds += st[i].seconds;
+        j->steps[k].bytes += st[i].bytes;
+    }
+    return 1;
+}
+
+/* Executor x's counters and profile of the part it just ran, into its job (under the lock, before
+ * x runs anything else). */
+static cls_status collect(sched *s, sched_exec *x, cls_search *j, uint64_t queries)
+{
+    const cls_counter *c = NULL;
+    const cls_profile_step *st = NULL;
+    uint32_t batches = 0;
+    size_t nc = s->ops->counters ? s->ops->counters(x->impl, &c) : 0;
+    size_t ns = s->ops->profile ? s->ops->profile(x->impl, &st, &batches) : 0;
+    if (!add_counters(&j->counters, &j->ncounters, &j->counters_cap, c, nc) || !add_steps(j, st, ns))
+        return err_set(CLS_E_NOMEM, "out of memory for a search's counters");
+    j->batches += batches;
+    j->share[x->id] += queries;
+    return CLS_OK;
+}
+
+/* ---- Running a part ------------------------------------------------------------------------- */
+
+/* Runs part p of its job on executor x, without the lock. */
+static cls_status run_part(sched *s, sched_exec *x, sched_part *p)
+{
+    cls_search *j = p->job;
+    const executor_ops *ops = s->ops;
+    if (s->serial) pthread_mutex_lock(&s->serial_mu);
+    fault_set_executor((int)x->id);
+    cls_status st;
+    if (!p->order) {
+        st = ops->search(x->impl, j->b, &j->p, j->r);
+    } else {
+        st = ops->prepare(x->impl, &j->p, j->b->nq);
+        if (st == CLS_OK) st = ops->run(x->impl, j->b, p->order, p->n, j->r);
+        if (st == CLS_OK) ops->finish(x->impl);
+    }
+    fault_set_executor(-1);
+    if (s->serial) pthread_mutex_unlock(&s->serial_mu);
+    return st;
+}
+
+static void job_fail(cls_search *j, cls_status st, const char *msg)
+{
+    if (j->status == CLS_OK) {
+        j->status = st;
+        snprintf(j->msg, sizeof j->msg, "%s", msg);
+    }
+}
+
+/* The job's last part has finished: packs a split search's results, keeps its counters as the
+ * engine's last, and wakes its waiter. Called with the lock held; drops it while packing. */
+static void job_finish(sched *s, cls_search *j)
+{
+    if (j->status == CLS_OK && j->nparts > 1) {
+        pthread_mutex_unlock(&s->mu);
+        results_pack(j->r, j->kk);
+        pthread_mutex_lock(&s->mu);
+    }
+    if (s->n > 1 && j->status == CLS_OK)
+        for (unsigned i = 0; i < s->n; i++)
+            if (!add_counters(&j->counters, &j->ncounters, &j->counters_cap,
+                              &(cls_counter){s->share_names[i], j->share[i]}, 1))
+                job_fail(j, CLS_E_NOMEM, "out of memory for a search's counters");
+    s->nlast_counters = s->nlast_steps = 0;
+    if (vec_reserve(&s->last_counters, &s->last_counters_cap, j->ncounters, sizeof *s->last_counters) &&
+        vec_reserve(&s->last_steps, &s->last_steps_cap, j->nsteps, sizeof *s->last_steps)) {
+        if (j->ncounters) memcpy(s->last_counters, j->counters, j->ncounters * sizeof *j->counters);
+        if (j->nsteps) memcpy(s->last_steps, j->steps, j->nsteps * sizeof *j->steps);
+        s->nlast_counters = j->ncounters;
+        s->nlast_steps = j->nsteps;
+    }
+    s->last_batches = j->batches;
+    j->state = JOB_DONE;
+}
+
+/* A part ran on x with status st (input: the failure is the input's, err_input): collects its
+ * counters, or sends it to another executor, or fails its job. Called with the lock held, x still
+ * busy. */
+static void part_done(sched *s, sched_exec *x, sched_part *p, cls_status st, int input, const char *msg)
+{
+    cls_search *j = p->job;
+    if (st == CLS_OK) {
+        st = collect(s, x, j, p->order ? p->n : j->b->nq);
+        if (st != CLS_OK) job_fail(j, st, cls_last_error());
+        else x->queries += p->order ? p->n : j->b->nq;
+    } else {
+        p->tried |= 1ull << x->id;
+        p->status = st;
+        snprintf(p->msg, sizeof p->msg, "executor %u: %s", x->id, msg);
+        int other = 0;
+        for (unsigned i = 0; i < s->n && !other; i++) other = !s->ex[i].aside && !(p->tried >> i & 1);
+        if (other) {
+            /* another executor runs it (one with more memory may take a query this one cannot);
+             * the device is set aside unless the failure is the input's. The part goes first: it
+             * is late already. */
+            if (!input) {
+                x->aside = 1;
+                snprintf(x->why, sizeof x->why, "%s", msg);
+            }
+            queue_push(s, p, 1);
+            pthread_cond_broadcast(&s->cv);
+            return;
+        }
+        /* no executor left to try: the job fails; x, the last, stays in service */
+        int any_aside = 0;
+        for (unsigned i = 0; i < s->n; i++) any_aside |= s->ex[i].aside;
+        if (any_aside && !input) {
+            char all[sizeof p->msg + 64];
+            snprintf(all, sizeof all, "no executor left to run it (the others set aside): %s", p->msg);
+            job_fail(j, st, all);
+        } else {
+            job_fail(j, st, s->n > 1 ? p->msg : msg);
+        }
+    }
+    if (--j->left == 0) job_finish(s, j);
+    pthread_cond_broadcast(&s->cv);
+}
+
+/* A part whose job lost every executor it could run on (set aside meanwhile) fails the job. */
+static void queue_drop_orphans(sched *s)
+{
+    for (sched_part *p = s->head, *next; p; p = next) {
+        next = p->next;
+        int other = 0;
+        for (unsigned i = 0; i < s->n && !other; i++) other = !s->ex[i].aside && !(p->tried >> i & 1);
+        if (other) continue;
+        queue_remove(s, p);
+        cls_search *j = p->job;
+        job_fail(j, p->tried ? p->status : CLS_E_NODEVICE,
+                 p->tried ? p->msg : "every executor of the engine has been set aside");
+        if (j->state == JOB_QUEUED) j->state = JOB_RUNNING;
+        if (--j->left == 0) job_finish(s, j);
+    }
+}
+
+/* Splits job j, just taken by executor x, over x and the free executors got[0..ng): the parts'
+ * queries by stride of x's cost order. Called without the lock; on failure nothing was handed
+ * out (the caller releases got and runs j whole). */
+static cls_status split(sched *s, sched_exec *x, cls_search *j, unsigned nparts)
+{
+    const executor_ops *ops = s->ops;
+    const uint64_t nq = j->b->nq;
+    if (s->serial) pthread_mutex_lock(&s->serial_mu);
+    fault_set_executor((int)x->id);
+    const uint32_t *order = NULL;
+    cls_status st = ops->prepare(x->impl, &j->p, nq);
+    if (st == CLS_OK) {
+        j->kk = ops->k(x->impl);
+        st = results_reset(j->r, nq, nq * (uint64_t)j->kk);
+    }
+    if (st == CLS_OK) st = ops->order(x->impl, j->b, &order);
+    fault_set_executor(-1);
+    if (s->serial) pthread_mutex_unlock(&s->serial_mu);
+    if (st != CLS_OK) return st;
+    if (j->nslices < nparts) {
+        uint32_t **sl = realloc(j->slices, nparts * sizeof *sl);
+        size_t *cap = sl ? realloc(j->slice_cap, nparts * sizeof *cap) : NULL;
+        if (sl) j->slices = sl;
+        if (!cap) return err_set(CLS_E_NOMEM, "out of memory for a search's parts");
+        j->slice_cap = cap;
+        for (unsigned i = j->nslices; i < nparts; i++) j->slices[i] = NULL, j->slice_cap[i] = 0;
+        j->nslices = nparts;
+    }
+    for (unsigned i = 0; i < nparts; i++) {
+        uint64_t cnt = (nq - i + nparts - 1) / nparts;
+        if (!vec_reserve(&j->slices[i], &j->slice_cap[i], cnt + 1, sizeof *j->slices[i]))
+            return err_set(CLS_E_NOMEM, "out of memory for a search's parts");
+        for (uint64_t q = 0; q < cnt; q++) j->slices[i][q] = order[i + q * nparts];
+    }
+    return CLS_OK;
+}
+
+/* Executor x (claimed, busy) runs part p: a new job's first part is run whole or split first.
+ * Called with the lock held; returns with it held, x still busy. */
+static void take(sched *s, sched_exec *x, sched_part *p)
+{
+    cls_search *j = p->job;
+    if (j->state == JOB_QUEUED) {
+        j->state = JOB_RUNNING;
+        /* split only when nothing else waits: then every free executor joins in */
+        unsigned got[64], ng = 0;
+        uint64_t most = s->ops->prepare && s->split_min ? j->b->nq / s->split_min : 0;
+        if (!s->head && s->workers)
+            for (unsigned i = 0; i < s->n && ng + 1 < most && ng < 64; i++)
+                if (i != x->id && can_take(&s->ex[i])) {
+                    s->ex[i].busy = 1;
+                    s->running++;
+                    got[ng++] = i;
+                }
+        if (ng) {
+            pthread_mutex_unlock(&s->mu);
+            cls_status st = split(s, x, j, ng + 1);
+            pthread_mutex_lock(&s->mu);
+            if (st == CLS_OK) {
+                j->nparts = j->left = ng + 1;
+                for (unsigned i = 0; i <= ng; i++)
+                    j->parts[i] = (sched_part){.job = j, .order = j->slices[i], .n = (j->b->nq - i + ng) / (ng + 1)};
+                for (unsigned i = 0; i < ng; i++) {
+                    s->ex[got[i]].busy = 0; /* the worker claims it again with its part */
+                    s->running--;
+                    s->ex[got[i]].assigned = &j->parts[i + 1];
+                }
+                pthread_cond_broadcast(&s->cv);
+                p = &j->parts[0];
+            } else {
+                for (unsigned i = 0; i < ng; i++) s->ex[got[i]].busy = 0, s->running--;
+                pthread_cond_broadcast(&s->cv);
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    cls_status st = run_part(s, x, p);
+    char msg[512] = "";
+    int input = st != CLS_OK && err_is_input();
+    if (st != CLS_OK) snprintf(msg, sizeof msg, "%s", cls_last_error());
+    pthread_mutex_lock(&s->mu);
+    part_done(s, x, p, st, input, msg);
+    if (st != CLS_OK) queue_drop_orphans(s);
+}
+
+static void release(sched *s, sched_exec *x)
+{
+    x->busy = 0;
+    s->running--;
+    pthread_cond_broadcast(&s->cv);
+}
+
+static void *worker(void *arg)
+{
+    sched_exec *x = arg;
+    sched *s = x->s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (x->assigned && !x->busy) {
+            sched_part *p = x->assigned;
+            x->assigned = NULL;
+            x->busy = 1;
+            s->running++;
+            pthread_mutex_unlock(&s->mu);
+            cls_status st = run_part(s, x, p);
+            char msg[512] = "";
+            int input = st != CLS_OK && err_is_input();
+            if (st != CLS_OK) snprintf(msg, sizeof msg, "%s", cls_last_error());
+            pthread_mutex_lock(&s->mu);
+            part_done(s, x, p, st, input, msg);
+            if (st != CLS_OK) queue_drop_orphans(s);
+            release(s, x);
+            continue;
+        }
+        sched_part *p = can_take(x) ? queue_first_for(s, x->id) : NULL;
+        if (p) {
+            queue_remove(s, p);
+            x->busy = 1;
+            s->running++;
+            take(s, x, p);
+            release(s, x);
+            continue;
+        }
+        if (s->stop) break;
+        pthread_cond_wait(&s->cv, &s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Starts a worker for every executor (once). Called with the lock held. */
+static cls_status start_workers(sched *s)
+{
+    if (s->workers) return CLS_OK;
+    for (unsigned i = 0; i < s->n; i++)
+        if (pthread_create(&s->ex[i].thread, NULL, worker, &s->ex[i]) != 0) {
+            s->stop = 1;
+            pthread_cond_broadcast(&s->cv);
+            pthread_mutex_unlock(&s->mu);
+            for (unsigned k = 0; k < i; k++) pthread_join(s->ex[k].thread, NULL);
+            pthread_mutex_lock(&s->mu);
+            s->stop = 0;
+            return err_set(CLS_E_NOMEM, "cannot start a thread for executor %u", i);
+        }
+    s->workers = 1;
+    return CLS_OK;
+}
+
+/* ---- The scheduler's life ------------------------------------------------------------------- */
+
+cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *const *impls, unsigned n, int serial,
+                        sched **out)
+{
+    assert(n >= 1 && n <= 64);
+    *out = NULL;
+    sched *s = calloc(1, sizeof *s);
+    if (!s || !(s->ex = calloc(n, sizeof *s->ex)) || !(s->share_names = calloc(n, sizeof *s->share_names))) {
+        if (s) free(s->ex);
+        free(s);
+        return err_set(CLS_E_NOMEM, "out of memory for %u executors", n);
+    }
+    s->idx = idx;
+    s->ops = ops;
+    s->n = n;
+    s->serial = serial;
+    s->split_min = SPLIT_MIN;
+    for (unsigned i = 0; i < n; i++) {
+        s->ex[i] = (sched_exec){.s = s, .id = i, .impl = impls[i]};
+        snprintf(s->share_names[i], sizeof s->share_names[i], "device_%u_queries", i);
+    }
+    if (pthread_mutex_init(&s->mu, NULL) != 0) goto fail;
+    if (pthread_mutex_init(&s->serial_mu, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        goto fail;
+    }
+    if (pthread_cond_init(&s->cv, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_mutex_destroy(&s->serial_mu);
+        goto fail;
+    }
+    if (n > 1) {
+        pthread_mutex_lock(&s->mu);
+        cls_status st = start_workers(s);
+        pthread_mutex_unlock(&s->mu);
+        if (st != CLS_OK) {
+            /* the executors are the caller's to free */
+            s->n = 0;
+            sched_free(s);
+            return st;
+        }
+    }
+    *out = s;
+    return CLS_OK;
+fail:
+    free(s->ex);
+    free(s->share_names);
+    free(s);
+    return err_set(CLS_E_NOMEM, "no mutex for the engine's scheduler");
+}
+
+static void job_release_arrays(cls_search *j)
+{
+    for (unsigned i = 0; i < j->nslices; i++) free(j->slices[i]);
+    free(j->slices);
+    free(j->slice_cap);
+    free(j->parts);
+    free(j->counters);
+    free(j->steps);
+    free(j->share);
+    free(j);
+}
+
+void sched_free(sched *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    while (s->running || s->head) pthread_cond_wait(&s->cv, &s->mu); /* searches still in flight finish */
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cv);
+    int workers = s->workers;
+    pthread_mutex_unlock(&s->mu);
+    if (workers)
+        for (unsigned i = 0; i < s->n; i++) pthread_join(s->ex[i].thread, NULL);
+    for (unsigned i = 0; i < s->n; i++) s->ops->free(s->ex[i].impl);
+    for (cls_search *j = s->free_jobs, *next; j; j = next) {
+        next = j->next_free;
+        job_release_arrays(j);
+    }
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->serial_mu);
+    free(s->ex);
+    free(s->share_names);
+    free(s->last_counters);
+    free(s->last_steps);
+    free(s);
+}
+
+/* ---- Searches ------------------------------------------------------------------------------- */
+
+cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p, cls_results *r, int async,
+                        cls_search **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&s->mu);
+    cls_status st = async ? start_workers(s) : CLS_OK;
+    cls_search *j = s->free_jobs;
+    if (st == CLS_OK && j) s->free_jobs = j->next_free;
+    else if (st == CLS_OK) {
+        j = calloc(1, sizeof *j);
+        if (!j || !(j->share = calloc(s->n, sizeof *j->share)) || !(j->parts = calloc(s->n, sizeof *j->parts))) {
+            if (j) free(j->share);
+            free(j);
+            j = NULL;
+            st = err_set(CLS_E_NOMEM, "out of memory for a search");
+        }
+    }
+    if (st != CLS_OK) {
+        pthread_mutex_unlock(&s->mu);
+        return st;
+    }
+    j->s = s;
+    j->b = b;
+    j->p = *p;
+    j->r = r;
+    j->state = JOB_QUEUED;
+    j->status = CLS_OK;
+    j->msg[0] = '\0';
+    j->ncounters = j->nsteps = 0;
+    j->batches = 0;
+    j->kk = 0;
+    memset(j->share, 0, s->n * sizeof *j->share);
+    j->nparts = j->left = 1;
+    j->parts[0] = (sched_part){.job = j};
+    queue_push(s, &j->parts[0], 0);
+    queue_drop_orphans(s); /* an engine whose every executor is set aside fails it at once */
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    *out = j;
+    return CLS_OK;
+}
+
+int sched_done(const cls_search *j)
+{
+    sched *s = j->s;
+    pthread_mutex_lock(&s->mu);
+    int done = j->state == JOB_DONE;
+    pthread_mutex_unlock(&s->mu);
+    return done;
+}
+
+cls_status sched_wait(cls_search *j)
+{
+    sched *s = j->s;
+    pthread_mutex_lock(&s->mu);
+    while (j->state != JOB_DONE) {
+        /* the job still waits and an executor is free: run it here, on the caller's thread */
+        if (j->state == JOB_QUEUED) {
+            sched_exec *x = NULL;
+            for (unsigned i = 0; i < s->n && !x; i++)
+                if (can_take(&s->ex[i])) x = &s->ex[i];
+            if (x) {
+                queue_remove(s, &j->parts[0]);
+                x->busy = 1;
+                s->running++;
+                take(s, x, &j->parts[0]);
+                release(s, x);
+                continue;
+            }
+        }
+        pthread_cond_wait(&s->cv, &s->mu);
+    }
+    cls_status st = j->status;
+    pthread_mutex_unlock(&s->mu);
+    if (st != CLS_OK) return err_set(st, "%s", j->msg);
+    /* a device engine whose postings are resident may not have read the file at all: a file
+     * that shrank under it fails the search all the same (a flag load when intact) */
+    return cls_index_intact(s->idx);
+}
+
+void sched_release(cls_search *j)
+{
+    if (!j) return;
+    sched *s = j->s;
+    sched_wait(j);
+    pthread_mutex_lock(&s->mu);
+    j->state = JOB_FREE;
+    j->next_free = s->free_jobs;
+    s->free_jobs = j;
+    pthread_mutex_unlock(&s->mu);
+}
+
+size_t sched_job_counters(const cls_search *j, const cls_counter **c)
+{
+    *c = j->counters;
+    return j->ncounters;
+}
+
+size_t sched_job_profile(const cls_search *j, const cls_profile_step **steps, uint32_t *batches)
+{
+    *steps = j->steps;
+    if (batches) *batches = j->batches;
+    return j->nsteps;
+}
+
+size_t sched_counters(const sched *s, const cls_counter **c)
+{
+    *c = s->last_counters;
+    return s->nlast_counters;
+}
+
+size_t sched_profile(const sched *s, const cls_profile_step **steps, uint32_t *batches)
+{
+    *steps = s->last_steps;
+    if (batches) *batches = s->last_batches;
+    return s->nlast_steps;
+}
+
+/* ---- Executors ------------------------------------------------------------------------------ */
+
+unsigned sched_executors(const sched *s) { return s->n; }
+void *sched_executor(sched *s, unsigned i) { return i < s->n ? s->ex[i].impl : NULL; }
+
+void sched_executor_state(sched *s, unsigned i, uint64_t *queries, int *aside, char *why, size_t why_len)
+{
+    pthread_mutex_lock(&s->mu);
+    *queries = s->ex[i].queries;
+    *aside = s->ex[i].aside;
+    snprintf(why, why_len, "%s", s->ex[i].aside ? s->ex[i].why : "");
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_set_split_min(sched *s, unsigned queries)
+{
+    pthread_mutex_lock(&s->mu);
+    s->split_min = queries;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_build_times(const sched *s, double *seconds, int *from_cache)
+{
+    *seconds = 0;
+    *from_cache = 1;
+    for (unsigned i = 0; i < s->n; i++) {
+        double t = 0;
+        int c = 0;
+        if (s->ops->build_times) s->ops->build_times(s->ex[i].impl, &t, &c);
+        *seconds += t;
+        *from_cache = *from_cache && c;
+    }
+}
