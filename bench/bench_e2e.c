@@ -2,7 +2,8 @@
  * trade-off of batching.
  *
  *   clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]
- *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE] [--plot DIR] [--trace]
+ *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--inflight N] [--json FILE] [--plot DIR]
+ *                      [--trace]
  *
  * For every engine, mode, k and batch size B, the topics are cut into chunks of B queries taken
  * in turn around the topic list (so consecutive chunks hold different queries and the caches
@@ -21,10 +22,19 @@
  * term the same weight, so its shares fall as batches grow and say how much they share; its
  * pruning shows in the search's partitions_scored counter (clsearch search -v). "batches" is
  * the median number of device batches a chunk was cut into (the cost model sizes them).
- * --trace prints every timed chunk to stderr: its wall ms, device batches and kernel ms. The reference
- * engine has no counters ("-"). --plot DIR draws
- * e2e-throughput.png (queries/s against batch size) and e2e-latency.png (p50 and p99). Results are not
- * compared here: the tests and bench_qps compare every engine with the reference engine. */
+ * --trace prints every timed chunk to stderr: its wall ms, device batches and kernel ms.
+ *
+ * --inflight N (default 1) keeps N chunks in flight through cls_engine_submit, the way a server
+ * or a pipeline feeds an engine of several devices: N + 1 chunks are analysed before the row,
+ * then submitted in turn, each resubmitted (with the next of them) as soon as it is waited for.
+ * Queries per second are then the queries of the chunks finished after the first timed one over
+ * the time from its end to the last one's (a steady state's completions), a chunk's
+ * latency its submission to its wait's return, and the device columns each chunk's own
+ * (cls_search_profile). With N 1 it is the synchronous search above.
+ *
+ * The reference engine has no counters ("-"). --plot DIR draws e2e-throughput.png (queries/s
+ * against batch size) and e2e-latency.png (p50 and p99). Results are not compared here: the tests
+ * and bench_qps compare every engine with the reference engine. */
 #define _DEFAULT_SOURCE
 #include <getopt.h>
 #include <stdio.h>
@@ -60,11 +70,9 @@ typedef struct e2e_work {
     uint64_t v[4];
 } e2e_work;
 
-static void work_add(const cls_engine *e, e2e_work *w)
+static void work_add_counters(const cls_counter *c, size_t n, e2e_work *w)
 {
     static const char *const names[4] = {"blocks_decoded", "blocks_in_lists", "postings_decoded", "postings_in_lists"};
-    const cls_counter *c;
-    size_t n = cls_engine_counters(e, &c);
     uint64_t v[4] = {0};
     unsigned got = 0;
     for (size_t i = 0; i < n; i++)
@@ -75,6 +83,99 @@ static void work_add(const cls_engine *e, e2e_work *w)
             }
     if (got != 15) return;
     for (unsigned j = 0; j < 4; j++) w->v[j] += v[j];
+}
+
+static void work_add(const cls_engine *e, e2e_work *w)
+{
+    const cls_counter *c;
+    size_t n = cls_engine_counters(e, &c);
+    work_add_counters(c, n, w);
+}
+
+/* The host-to-device, kernel and device-to-host seconds of one search's profile. */
+static void profile_split(const cls_profile_step *st, size_t n, double *up, double *kern, double *down)
+{
+    *up = *kern = *down = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!st[i].transfer) *kern += st[i].seconds;
+        else if (strcmp(st[i].name, "download") == 0) *down += st[i].seconds;
+        else *up += st[i].seconds;
+    }
+}
+
+/* A row with `inflight` chunks in flight (--inflight): fills t, up, kern, down and nbat per timed
+ * chunk and returns their number (at least 3), with the time from the first one's end to the
+ * last one's in *wall; 0 on failure (reported). */
+typedef struct e2e_slot {
+    cls_batch *b;
+    cls_results *r;
+    cls_search *s;
+    double at; /* submitted */
+} e2e_slot;
+
+static unsigned row_inflight(cls_engine *e, const cls_index *idx, const topic_list *tl, size_t *next, size_t B,
+                             const cls_search_params *p, unsigned inflight, double seconds, unsigned maxch, double *t,
+                             double *up, double *kern, double *down, double *nbat, e2e_work *w, double *wall, int trace,
+                             const char *dev, const char *mode)
+{
+    const unsigned nslot = inflight + 1;
+    e2e_slot *sl = calloc(nslot, sizeof *sl);
+    cls_status s = sl ? CLS_OK : CLS_E_NOMEM;
+    for (unsigned i = 0; i < nslot && s == CLS_OK; i++) {
+        if ((s = cls_batch_create(idx, &sl[i].b)) != CLS_OK || (s = cls_results_create(&sl[i].r)) != CLS_OK) break;
+        for (size_t q = 0; q < B && s == CLS_OK; q++, *next = (*next + 1) % tl->n)
+            s = cls_batch_add(sl[i].b, tl->qid[*next], tl->text[*next]);
+    }
+    unsigned n = 0, submitted = 0, warm = inflight; /* the first round of chunks warms up, untimed */
+    double t0 = 0, spent = 0;
+    /* slot k % nslot holds chunk k; chunk k is submitted once chunk k - inflight has been waited */
+    for (unsigned k = 0; s == CLS_OK && k < inflight; k++, submitted++) {
+        sl[k].at = bench_now();
+        s = cls_engine_submit(e, sl[k].b, p, sl[k].r, &sl[k].s);
+    }
+    for (unsigned k = 0; s == CLS_OK; k++) {
+        e2e_slot *c = &sl[k % nslot];
+        s = cls_search_wait(c->s);
+        double done = bench_now();
+        if (s != CLS_OK) break;
+        if (k == warm) t0 = done;
+        if (k >= warm) {
+            t[n] = done - c->at;
+            const cls_profile_step *st;
+            uint32_t batches = 0;
+            size_t ns = cls_search_profile(c->s, &st, &batches);
+            profile_split(st, ns, &up[n], &kern[n], &down[n]);
+            nbat[n] = batches;
+            const cls_counter *ct;
+            size_t nc = cls_search_counters(c->s, &ct);
+            work_add_counters(ct, nc, w);
+            if (trace)
+                fprintf(stderr, "trace %s %s k%u b%zu chunk %u: %.3f ms, %u batches, kernels %.3f ms\n", dev, mode, p->k,
+                        B, n, t[n] * 1e3, batches, kern[n] * 1e3);
+            n++;
+            spent = done - t0;
+        }
+        cls_search_free(c->s);
+        c->s = NULL;
+        int more = n < maxch - inflight && (n < 3 || spent < seconds);
+        if (more) {
+            e2e_slot *d = &sl[submitted % nslot];
+            d->at = bench_now();
+            s = cls_engine_submit(e, d->b, p, d->r, &d->s);
+            submitted++;
+        } else if (k + 1 == submitted) {
+            break;
+        }
+    }
+    *wall = spent;
+    if (s != CLS_OK) fprintf(stderr, "clsearch bench e2e: %s: %s: %s\n", dev, cls_status_str(s), cls_last_error());
+    for (unsigned i = 0; sl && i < nslot; i++) {
+        cls_search_free(sl[i].s);
+        cls_batch_free(sl[i].b);
+        cls_results_free(sl[i].r);
+    }
+    free(sl);
+    return s == CLS_OK ? n : 0;
 }
 
 /* A share in percent into buf, and the same for JSON; "-" (null) where the engine counted none:
@@ -164,8 +265,10 @@ int bench_e2e(int argc, char **argv)
     unsigned nk = parse_list("10,100,1000", ks, 16), nb = parse_list("1,16,256,1024,4096,16384", bs, 32);
     double seconds = 1.0;
     int trace = 0;
+    unsigned long inflight = 1;
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"seconds", required_argument, 0, 's'},
                                           {"plot", required_argument, 0, 'p'}, {"trace", no_argument, 0, 't'},
+                                          {"inflight", required_argument, 0, 'i'},
                                           {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -181,6 +284,12 @@ int bench_e2e(int argc, char **argv)
         case 's': seconds = atof(optarg); break;
         case 'p': plot_dir = optarg; break;
         case 't': trace = 1; break;
+        case 'i': {
+            char *end;
+            inflight = strtoul(optarg, &end, 10);
+            if (end == optarg || *end || inflight < 1 || inflight > 64) nk = 0;
+            break;
+        }
         default: nk = 0;
         }
     }
@@ -189,7 +298,8 @@ int bench_e2e(int argc, char **argv)
     for (unsigned i = 0; i < nb && !bad; i++) bad = bs[i] < 1 || bs[i] > 1000000;
     if (bad) {
         fprintf(stderr, "usage: clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]\n"
-                        "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE] [--plot DIR] [--trace]\n");
+                        "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--inflight 1..64]\n"
+                        "                          [--json FILE] [--plot DIR] [--trace]\n");
         return 2;
     }
     cls_index *idx;
@@ -240,7 +350,13 @@ int bench_e2e(int argc, char **argv)
                     unsigned n = 0;
                     double spent = 0;
                     e2e_work w = {{0}};
-                    for (int chunk = -1; chunk < MAXCH && (chunk < 3 || spent < seconds); chunk++) {
+                    double wall = 0;
+                    if (inflight > 1) {
+                        n = row_inflight(e, idx, &tl, &next, B, &p, (unsigned)inflight, seconds, MAXCH, t, up, kern,
+                                         down, nbat, &w, &wall, trace, dev, mode);
+                        if (!n) return 1;
+                    }
+                    for (int chunk = -1; inflight == 1 && chunk < MAXCH && (chunk < 3 || spent < seconds); chunk++) {
                         cls_batch_clear(batch);
                         for (size_t i = 0; i < B; i++, next = (next + 1) % tl.n)
                             if ((s = cls_batch_add(batch, tl.qid[next], tl.text[next])) != CLS_OK)
@@ -269,9 +385,11 @@ int bench_e2e(int argc, char **argv)
                     bench_sort(down, n);
                     bench_sort(nbat, n);
                     double med = t[n / 2];
+                    /* chunks in flight overlap: the rate is the row's queries over its time */
+                    double qps = inflight > 1 ? (double)B * (n - 1) / wall : (double)B / med;
                     char bsh[32], psh[32];
                     printf("%-6s %-6s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9s %10s %8.0f\n", dev, mode,
-                           p.k, B, n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
+                           p.k, B, n, qps, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
                            up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
                            share(bsh, sizeof bsh, w.v[0], w.v[1], 0), share(psh, sizeof psh, w.v[2], w.v[3], 0), nbat[n / 2]);
                     fflush(stdout);
@@ -280,7 +398,7 @@ int bench_e2e(int argc, char **argv)
                     e2e_row *row = &rows[nrows++];
                     snprintf(row->series, sizeof row->series, "%.40s-%s-k%u", dev, mode, p.k);
                     row->batch = B;
-                    row->qps = (double)B / med;
+                    row->qps = qps;
                     row->p50 = pct(t, n, 0.5) * 1e3;
                     row->p95 = pct(t, n, 0.95) * 1e3;
                     row->p99 = pct(t, n, 0.99) * 1e3;
@@ -294,7 +412,7 @@ int bench_e2e(int argc, char **argv)
                                 "\"latency_p99_ms\":%.4f,\"h2d_ms\":%.4f,\"kernels_ms\":%.4f,\"d2h_ms\":%.4f,"
                                 "\"blocks_pct\":%s,\"postings_pct\":%s,\"device_batches\":%.0f}\n",
                                 bench_commit(), bench_when(), dev, len, d, index, cls_codec_name(st.codec), st.block_size,
-                                mode, p.k, B, n, (double)B / med, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3,
+                                mode, p.k, B, n, qps, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3,
                                 pct(t, n, 0.99) * 1e3, up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
                                 share(bsh, sizeof bsh, w.v[0], w.v[1], 1), share(psh, sizeof psh, w.v[2], w.v[3], 1), nbat[n / 2]);
                     }
