@@ -95,6 +95,24 @@ for kind in device-alloc enqueue host-alloc write; do
     i=$((i + 1)) runs=$((runs + 1))
   done
 done
+# ---- a device list with a device that breaks (every launch on executor 0 fails): the search runs
+# on the other, the run is the reference's, and -v names the executor set aside and why ----------
+CLSEARCH_FAULT='enqueue:1+@0' "$bin" search -v -x "$tmp/clean.idx" -q "$tmp/topics.tsv" -k 10 -d "$dev,$dev" \
+  -o "$tmp/out/x.run" 2>"$tmp/err"
+rc=$?
+if [ $rc != 0 ]; then bad "enqueue:1+@0 on two executors: exit $rc: $(tail -c 300 "$tmp/err")"
+elif ! cmp -s "$tmp/out/x.run" "$tmp/ref.run"; then bad "enqueue:1+@0 on two executors: the run differs from the reference engine's"
+elif ! grep -q "^executors: \[0\] 0 queries (set aside: .*CL_OUT_OF_RESOURCES" "$tmp/err"; then
+  bad "enqueue:1+@0 on two executors: -v does not name executor 0 set aside: $(grep executors "$tmp/err" | cut -c1-300)"
+else say "enqueue:1+@0 on two executors: the run equals the reference engine's, executor 0 set aside"; fi
+rm -f "$tmp/out/"*
+# and on one device the failure is the search's: exit 1, a clear error, no run
+CLSEARCH_FAULT='enqueue:1+@0' search "$dev" "$tmp/out/x.run" 2>"$tmp/err"
+rc=$?
+if [ $rc != 1 ] || ! grep -q "CL_OUT_OF_RESOURCES" "$tmp/err" || ls "$tmp/out" | grep -q .; then
+  bad "enqueue:1+@0 on one device: exit $rc: $(tail -c 300 "$tmp/err")"
+else say "enqueue:1+@0 on one device: exit 1, no run"; fi
+rm -f "$tmp/out/"*
 # ---- a kernel build that fails with an empty log (CLSEARCH_FAULT=build): retried once --------
 # Builds from source happen only where no binary is cached, so each run has a fresh cache folder.
 # build:1: the first build fails, the retry says so and succeeds, and the run is the reference's;

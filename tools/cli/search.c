@@ -396,6 +396,17 @@ static void search_profile(const search_state *st)
     fprintf(stderr, "counters:");
     for (size_t i = 0; i < ncn; i++) fprintf(stderr, " %s %llu", cn[i].name, (unsigned long long)cn[i].value);
     fputc('\n', stderr);
+    /* a device list: each executor's share, and any set aside after a failure */
+    cls_executor_info x[64];
+    size_t nx = cls_engine_executors(st->eng, x, 64);
+    if (nx > 1) {
+        fprintf(stderr, "executors:");
+        for (size_t i = 0; i < nx && i < 64; i++) {
+            fprintf(stderr, "%s [%zu] %llu queries", i ? "," : "", i, (unsigned long long)x[i].queries);
+            if (x[i].set_aside) fprintf(stderr, " (set aside: %s)", x[i].why);
+        }
+        fputc('\n', stderr);
+    }
 }
 
 /* The queries without results, each named with -v; the hits in *hits. */
