@@ -1,9 +1,13 @@
-/* The batcher: the one thread that uses the engine. It gathers queued requests into a device
- * batch (dynamic batching: up to max_batch queries, or max_wait_ms after the oldest was queued,
- * whichever comes first; Wu et al. measure the batch size against latency trade-off this tunes),
- * searches them with one cls_engine_search, hands each request its rows and resumes its
- * connection. The batch and results objects live as long as the server, so a batch allocates
- * nothing but each request's own rows. */
+/* The batcher: the one thread that submits searches to the engine. It gathers queued requests
+ * into a device batch (dynamic batching: up to max_batch queries, or max_wait_ms after the oldest
+ * was queued, whichever comes first; Wu et al. measure the batch size against latency trade-off
+ * this tunes) and submits it with cls_engine_submit into a free slot; a slot's completer thread
+ * waits for its search, hands each request its rows and resumes its connection. There are twice
+ * as many slots as the engine has executors, so every device has its next batch queued while it
+ * runs one, and while every slot is busy the queue gathers the next batch, which grows (up to
+ * max_batch) with the load: batches size themselves to what the devices keep up with. The
+ * slots' batches and results live as long as the server, so a batch allocates nothing but each
+ * request's own rows. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include <microhttpd.h>
 
 #include "srv_internal.h"
+#include "util/err.h"
 
 double srv_now(void)
 {
@@ -99,43 +104,131 @@ static void fail_req(srv_req *r, const char *what, cls_status st)
     snprintf(r->error, sizeof r->error, "%s: %s: %s", what, cls_status_str(st), cls_last_error());
 }
 
-/* Searches the taken requests as one batch, fills their answers and resumes them. */
-static void run_group(srv *s, srv_req *list, size_t nq)
+/* Fills the requests of slot sl with its search's answers (or st's error) and resumes them. */
+static void answer_group(srv_slot *sl, cls_status st, double search_s)
 {
-    double t_start = srv_now();
-    cls_batch_clear(s->batch);
-    cls_status st = CLS_OK;
-    for (srv_req *r = list; r; r = r->next) {
-        r->http = 200;
-        for (size_t q = 0; q < r->nq && st == CLS_OK; q++) st = cls_batch_add(s->batch, r->qid[q], r->text[q]);
-        if (st != CLS_OK) break; /* out of memory: the queries were checked before they were queued */
-    }
-    double search_s = 0;
-    if (st == CLS_OK) {
-        st = cls_engine_search(s->eng, s->batch, &list->p, s->res);
-        search_s = srv_now() - t_start;
-    }
-    if (st == CLS_OK) {
-        const cls_profile_step *steps;
-        size_t nsteps = cls_engine_profile(s->eng, &steps, NULL);
-        metrics_batch(&s->m, nq, search_s, steps, nsteps);
-    }
     size_t first = 0;
-    for (srv_req *r = list; r; r = r->next) {
-        r->batch_queries = nq;
-        r->queue_s = t_start - r->t_queued;
+    for (srv_req *r = sl->list; r; r = r->next) {
+        r->batch_queries = sl->nq;
+        r->queue_s = sl->t_start - r->t_queued;
         r->search_s = search_s;
         if (st != CLS_OK) fail_req(r, "searching", st);
-        else if (!copy_rows(r, s->res, first)) fail_req(r, "copying the results", CLS_E_NOMEM);
+        else if (!copy_rows(r, sl->res, first)) fail_req(r, "copying the results", CLS_E_NOMEM);
         first += r->nq;
         r->state = REQ_DONE;
     }
     /* Once resumed, a request belongs to the HTTP threads again (they may answer and free it at
      * once): its next is read before. */
-    for (srv_req *r = list, *next; r; r = next) {
+    for (srv_req *r = sl->list, *next; r; r = next) {
         next = r->next;
         MHD_resume_connection(r->conn);
     }
+}
+
+/* Frees slot sl (with mu held) and tells the batcher. */
+static void slot_free(srv *s, srv_slot *sl)
+{
+    sl->list = NULL;
+    sl->job = NULL;
+    s->busy--;
+    pthread_cond_broadcast(&s->work);
+}
+
+/* Submits the taken requests as one batch in slot sl; on failure answers them at once. */
+static void submit_group(srv *s, srv_slot *sl)
+{
+    sl->t_start = srv_now();
+    cls_batch_clear(sl->batch);
+    cls_status st = CLS_OK;
+    for (srv_req *r = sl->list; r; r = r->next) {
+        r->http = 200;
+        for (size_t q = 0; q < r->nq && st == CLS_OK; q++) st = cls_batch_add(sl->batch, r->qid[q], r->text[q]);
+        if (st != CLS_OK) break; /* out of memory: the queries were checked before they were queued */
+    }
+    cls_search *job = NULL;
+    if (st == CLS_OK) st = cls_engine_submit(s->eng, sl->batch, &sl->list->p, sl->res, &job);
+    pthread_mutex_lock(&s->mu);
+    if (st == CLS_OK) {
+        sl->job = job;
+        pthread_cond_signal(&sl->go);
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    pthread_mutex_unlock(&s->mu);
+    answer_group(sl, st, 0);
+    pthread_mutex_lock(&s->mu);
+    slot_free(s, sl);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* A slot's completer: waits for each search submitted into it and answers its requests. */
+static void *completer_main(void *arg)
+{
+    srv_slot *sl = arg;
+    srv *s = sl->s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!sl->job && !s->slots_stop) pthread_cond_wait(&sl->go, &s->mu);
+        if (!sl->job) break;
+        cls_search *job = sl->job;
+        pthread_mutex_unlock(&s->mu);
+        cls_status st = cls_search_wait(job);
+        double search_s = srv_now() - sl->t_start;
+        if (st == CLS_OK) {
+            const cls_profile_step *steps;
+            size_t nsteps = cls_search_profile(job, &steps, NULL);
+            metrics_batch(&s->m, sl->nq, search_s, steps, nsteps);
+        }
+        answer_group(sl, st, search_s);
+        cls_search_free(job);
+        pthread_mutex_lock(&s->mu);
+        slot_free(s, sl);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+cls_status batcher_slots_create(srv *s)
+{
+    size_t executors = cls_engine_executors(s->eng, NULL, 0);
+    s->nslots = (unsigned)(2 * (executors ? executors : 1));
+    s->slots = calloc(s->nslots, sizeof *s->slots);
+    if (!s->slots) return err_set(CLS_E_NOMEM, "starting the server: out of memory for its searches");
+    for (unsigned i = 0; i < s->nslots; i++) {
+        srv_slot *sl = &s->slots[i];
+        sl->s = s;
+        cls_status st;
+        if ((st = cls_batch_create(s->idx, &sl->batch)) != CLS_OK || (st = cls_results_create(&sl->res)) != CLS_OK)
+            return st;
+        if (pthread_cond_init(&sl->go, NULL) != 0) return err_set(CLS_E_NOMEM, "starting the server: no condition");
+        if (pthread_create(&sl->thread, NULL, completer_main, sl) != 0) {
+            pthread_cond_destroy(&sl->go);
+            return err_set(CLS_E_NOMEM, "starting the server: no thread for its searches");
+        }
+        sl->started = 1;
+    }
+    return CLS_OK;
+}
+
+void batcher_slots_free(srv *s)
+{
+    if (!s->slots) return;
+    pthread_mutex_lock(&s->mu);
+    s->slots_stop = 1;
+    for (unsigned i = 0; i < s->nslots; i++)
+        if (s->slots[i].started) pthread_cond_signal(&s->slots[i].go);
+    pthread_mutex_unlock(&s->mu);
+    for (unsigned i = 0; i < s->nslots; i++) {
+        srv_slot *sl = &s->slots[i];
+        if (sl->started) {
+            pthread_join(sl->thread, NULL);
+            pthread_cond_destroy(&sl->go);
+        }
+        cls_batch_free(sl->batch);
+        cls_results_free(sl->res);
+    }
+    free(s->slots);
+    s->slots = NULL;
 }
 
 /* Waits on work until the monotonic time deadline (seconds). */
@@ -161,12 +254,17 @@ void *batcher_main(void *arg)
         if (!s->head) break;
         double deadline = s->head->t_queued + s->o.max_wait_ms * 1e-3;
         while (!s->stopping && group_queries(s) < s->o.max_batch && srv_now() < deadline) wait_until(s, deadline);
-        size_t nq;
-        srv_req *list = take_group(s, &nq);
+        /* a batch gathers while every slot's search runs */
+        while (s->busy == s->nslots) pthread_cond_wait(&s->work, &s->mu);
+        srv_slot *sl = s->slots;
+        while (sl->list) sl++;
+        sl->list = take_group(s, &sl->nq);
+        s->busy++;
         pthread_mutex_unlock(&s->mu);
-        run_group(s, list, nq);
+        submit_group(s, sl);
         pthread_mutex_lock(&s->mu);
     }
+    while (s->busy) pthread_cond_wait(&s->work, &s->mu); /* every search in flight answered */
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }

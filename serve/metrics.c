@@ -124,7 +124,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t conns, const uint64_t closed[NUM_CLOSED],
-                   size_t *len)
+                   const cls_executor_info *x, size_t nx, size_t *len)
 {
     double *lat = malloc(LAT_RING * sizeof *lat);
     text t = {NULL, 0, 0, lat != NULL};
@@ -181,7 +181,7 @@ char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t con
     }
     put(&t, "clsearch_request_seconds_sum %.6f\nclsearch_request_seconds_count %llu\n", m->lat_sum,
         (unsigned long long)m->lat_count);
-    put(&t, "# HELP clsearch_search_seconds_total Wall time inside cls_engine_search.\n"
+    put(&t, "# HELP clsearch_search_seconds_total Wall time of the searches, submission to answer.\n"
             "# TYPE clsearch_search_seconds_total counter\nclsearch_search_seconds_total %.6f\n", m->search_s);
     put(&t, "# HELP clsearch_device_seconds_total Device time by step (OpenCL profiling events; none on the "
             "reference engine).\n# TYPE clsearch_device_seconds_total counter\n");
@@ -198,6 +198,13 @@ char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t con
             put_label(&t, m->steps[j].name);
             put(&t, "\"} %llu\n", (unsigned long long)m->steps[j].bytes);
         }
+    put(&t, "# HELP clsearch_executor_queries_total Queries each executor of the engine answered (one per device "
+            "of a device list).\n# TYPE clsearch_executor_queries_total counter\n");
+    for (size_t i = 0; i < nx; i++)
+        put(&t, "clsearch_executor_queries_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].queries);
+    put(&t, "# HELP clsearch_executor_set_aside 1 for an executor set aside after failing a batch that another "
+            "then ran (/health says why).\n# TYPE clsearch_executor_set_aside gauge\n");
+    for (size_t i = 0; i < nx; i++) put(&t, "clsearch_executor_set_aside{executor=\"%zu\"} %d\n", i, x[i].set_aside);
     pthread_mutex_unlock(&m->mu);
     free(lat);
     if (!t.ok) {

@@ -157,6 +157,27 @@ static enum MHD_Result respond_error(srv_req *r, int status, const char *fmt, ..
     return respond(r, status, body, len, "application/json");
 }
 
+/* "executors": each executor's queries, and whether it was set aside and why (one for a single
+ * device; a device set aside leaves the server serving on the others, so it stays healthy). */
+static int add_executors(cJSON *o, cls_engine *eng)
+{
+    cls_executor_info x[64];
+    size_t nx = cls_engine_executors(eng, x, 64);
+    cJSON *a = cJSON_AddArrayToObject(o, "executors");
+    for (size_t i = 0; a && i < nx && i < 64; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(a, e)) {
+            cJSON_Delete(e);
+            return 0;
+        }
+        if (!cJSON_AddNumberToObject(e, "queries", (double)x[i].queries) ||
+            !cJSON_AddBoolToObject(e, "set_aside", x[i].set_aside) ||
+            (x[i].set_aside && !cJSON_AddStringToObject(e, "why", x[i].why)))
+            return 0;
+    }
+    return a != NULL;
+}
+
 static enum MHD_Result answer_health(srv_req *r)
 {
     srv *s = r->srv;
@@ -172,7 +193,8 @@ static enum MHD_Result answer_health(srv_req *r)
         cJSON_AddNumberToObject(ix, "docs", st.num_docs) && cJSON_AddNumberToObject(ix, "terms", st.num_terms) &&
         cJSON_AddNumberToObject(ix, "postings", (double)st.num_postings) &&
         cJSON_AddStringToObject(ix, "codec", cls_codec_name(st.codec)) &&
-        cJSON_AddNumberToObject(o, "max_batch", s->o.max_batch) && cJSON_AddNumberToObject(o, "max_wait_ms", s->o.max_wait_ms))
+        cJSON_AddNumberToObject(o, "max_batch", s->o.max_batch) && cJSON_AddNumberToObject(o, "max_wait_ms", s->o.max_wait_ms) &&
+        add_executors(o, s->eng))
         body = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return respond(r, stopping || shrunk ? 503 : 200, body, body ? strlen(body) : 0, "application/json");
@@ -187,7 +209,9 @@ static enum MHD_Result answer_metrics(srv_req *r)
     uint64_t closed[NUM_CLOSED];
     conn_closed_counts(s, closed);
     size_t len = 0;
-    char *body = metrics_text(&s->m, s->device, queued, conn_count(s), closed, &len);
+    cls_executor_info x[64];
+    size_t nx = cls_engine_executors(s->eng, x, 64);
+    char *body = metrics_text(&s->m, s->device, queued, conn_count(s), closed, x, nx < 64 ? nx : 64, &len);
     return respond(r, 200, body, len, "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -436,8 +460,7 @@ static void srv_free(srv *s)
         pthread_join(s->batcher, NULL);
     }
     stop_watchdog(s);
-    cls_batch_free(s->batch);
-    cls_results_free(s->res);
+    batcher_slots_free(s);
     metrics_destroy(&s->m);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->cwake);
@@ -478,7 +501,7 @@ cls_status srv_start(const cls_index *idx, cls_engine *eng, const srv_opts *o, s
         free(s);
         return err_set(CLS_E_NOMEM, "starting the server: no mutex");
     }
-    if ((st = cls_batch_create(idx, &s->batch)) != CLS_OK || (st = cls_results_create(&s->res)) != CLS_OK) {
+    if ((st = batcher_slots_create(s)) != CLS_OK) {
         srv_free(s);
         return st;
     }

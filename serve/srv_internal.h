@@ -134,11 +134,28 @@ void metrics_aborted(srv_metrics *m);
 void metrics_batch(srv_metrics *m, size_t n, double search_s, const cls_profile_step *steps, size_t nsteps);
 /* The Prometheus text (malloc'ed), NULL when out of memory. */
 /* conns: connections open; closed: connections the server shut down, by CLOSED_*. */
+/* x: the engine's executors (cls_engine_executors). */
 char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t conns, const uint64_t closed[NUM_CLOSED],
-                   size_t *len);
+                   const cls_executor_info *x, size_t nx, size_t *len);
 void metrics_stats(srv_metrics *m, srv_stats *st);
 
 /* ---- the server ---- */
+
+/* A search in flight (batcher.c): the batcher fills its batch from a group of requests and
+ * submits it (cls_engine_submit); its completer thread waits for it, hands each request its rows
+ * and resumes its connection, then frees the slot. list is NULL while the slot is free. */
+typedef struct srv_slot {
+    struct srv *s;
+    cls_batch *batch;
+    cls_results *res;
+    srv_req *list;
+    size_t nq;
+    double t_start;
+    cls_search *job;
+    pthread_cond_t go; /* a search submitted, or the completers stopping */
+    pthread_t thread;
+    int started;
+} srv_slot;
 
 struct srv {
     srv_opts o;
@@ -150,7 +167,7 @@ struct srv {
     unsigned port;
     struct MHD_Daemon *d;
     pthread_mutex_t mu;
-    pthread_cond_t work;    /* the batcher: a request queued, or stopping */
+    pthread_cond_t work;    /* the batcher: a request queued, a slot freed, or stopping */
     srv_req *head, *tail;   /* queued requests, oldest first */
     size_t pending;         /* queries admitted and not yet taken by the batcher */
     atomic_int stopping;    /* read by HTTP threads without mu */
@@ -158,8 +175,9 @@ struct srv {
     atomic_int serving;
     pthread_t batcher;
     int batcher_started;
-    cls_batch *batch;
-    cls_results *res;
+    srv_slot *slots;        /* searches in flight: twice the engine's executors, so that each */
+    unsigned nslots, busy;  /* device has the next batch waiting while it runs one */
+    int slots_stop;
     srv_metrics m;
     /* conns.c's, under cmu */
     pthread_mutex_t cmu;
@@ -191,9 +209,13 @@ int conns_drain(srv *s, double deadline);
 
 /* ---- batcher.c ---- */
 
-/* The batcher thread's body (arg: the srv). It returns once stopping is set and no admitted
- * query is left. */
+/* The batcher thread's body (arg: the srv). It returns once stopping is set, no admitted query
+ * is left and every search in flight has been answered. */
 void *batcher_main(void *arg);
+/* The slots and their completer threads (with s->mu initialised); freed by batcher_slots_free
+ * once the batcher has returned (or never started). */
+cls_status batcher_slots_create(struct srv *s);
+void batcher_slots_free(struct srv *s);
 /* Monotonic seconds. */
 double srv_now(void);
 

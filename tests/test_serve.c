@@ -63,13 +63,13 @@ static const char *server_stderr(const server *sv)
 }
 
 /* Starts `clsearch serve -x idx -d DEVICE --listen 127.0.0.1:0 extra` and reads the port from its
- * "listening on" line. */
-static void start_server(server *sv, const char *idx, const char *extra)
+ * "listening on" line; dev NULL: the test device. */
+static void start_server_on(server *sv, const char *idx, const char *dev, const char *extra)
 {
     const char *bin = getenv("CLSEARCH_BIN");
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "exec '%s' serve -x '%s' -d %s --listen 127.0.0.1:0 %s", bin ? bin : "clsearch", idx,
-             device(), extra);
+             dev ? dev : device(), extra);
     snprintf(sv->err_path, sizeof sv->err_path, "%s", tu_tmp_path("serve.stderr"));
     int p[2];
     ck_assert(pipe(p) == 0);
@@ -101,6 +101,8 @@ static void start_server(server *sv, const char *idx, const char *extra)
     ck_assert_msg(sscanf(line, "listening on http://127.0.0.1:%u", &sv->port) == 1 && sv->port > 0,
                   "not an address line: %s", line);
 }
+
+static void start_server(server *sv, const char *idx, const char *extra) { start_server_on(sv, idx, NULL, extra); }
 
 /* SIGTERM, then the exit status (a signal: 128 + its number). */
 static int stop_server(server *sv)
@@ -393,6 +395,46 @@ static void concurrent_equal(const server *sv, const char *idx, const char *topi
 }
 
 /* ---- cases ---------------------------------------------------------------------------------- */
+
+/* A server over a device set (three executors of the test device): answers under concurrency
+ * equal `search --json`, several batches in flight at once; /health lists the executors and
+ * /metrics counts each one's queries, together every query searched. */
+START_TEST(serve_device_set_answers_equal_search)
+{
+    char *idx, *tp;
+    make_collection(&idx, &tp, 3000, 48);
+    server sv;
+    char dev[256];
+    snprintf(dev, sizeof dev, "%s,%s,%s", device(), device(), device());
+    start_server_on(&sv, idx, dev, "--max-batch 8 --max-wait-ms 1 --threads 4");
+    concurrent_equal(&sv, idx, tp, 6, 10, "or", 5, "and-or");
+    const char *r;
+    ck_assert_int_eq(http(&sv, "GET", "/health", NULL, &r), 200);
+    cJSON *o = cJSON_Parse(r);
+    ck_assert(o);
+    cJSON *ex = cJSON_GetObjectItem(o, "executors");
+    ck_assert_msg(cJSON_GetArraySize(ex) == 3, "%s", r);
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(ex, 2), "set_aside")));
+    cJSON_Delete(o);
+    ck_assert_int_eq(http(&sv, "GET", "/metrics", NULL, &r), 200);
+    double total = 0, each = 0;
+    const char *q = strstr(r, "\nclsearch_queries_total ");
+    ck_assert(q && sscanf(q, "\nclsearch_queries_total %lf", &total) == 1 && total > 0);
+    for (int i = 0; i < 3; i++) {
+        char key[64];
+        double v = -1;
+        snprintf(key, sizeof key, "clsearch_executor_queries_total{executor=\"%d\"} ", i);
+        const char *at = strstr(r, key);
+        ck_assert_msg(at && sscanf(at + strlen(key), "%lf", &v) == 1, "%s", key);
+        each += v;
+    }
+    ck_assert_msg(each == total, "executors %g, queries %g", each, total);
+    int rc = stop_server(&sv);
+    ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(&sv));
+    remove(idx), remove(tp), remove(sv.err_path);
+    free(idx), free(tp);
+}
+END_TEST
 
 START_TEST(serve_answers_equal_search)
 {
@@ -999,6 +1041,7 @@ static Suite *plain(void)
     TCase *tc = tcase_create("serve");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, serve_answers_equal_search);
+    tcase_add_test(tc, serve_device_set_answers_equal_search);
     tcase_add_test(tc, serve_refuses_bad_requests);
     tcase_add_test(tc, serve_sigterm_answers_the_queue);
     tcase_add_test(tc, serve_text_is_utf8);
