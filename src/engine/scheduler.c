@@ -20,7 +20,8 @@
  * Threads. Each executor has a worker thread once an engine has several executors or its first
  * asynchronous search: a device's launches and waits stay on one thread, and a device set runs
  * its parts at once. A synchronous search (submit, then wait) runs on the caller's thread when an
- * executor is free: one search alone pays no hand-over between threads. Where a device takes no
+ * executor is free: one search alone pays no hand-over between threads (workers leave a
+ * synchronous search's first part to its caller, and take only its parts and retries). Where a device takes no
  * launches from several threads at once (clx_threaded_launches: POCL), its executors run one at
  * a time (serial_mu); the CPU device is parallel within a part anyway.
  *
@@ -66,6 +67,7 @@ struct cls_search {
     const cls_batch *b;
     cls_search_params p;
     cls_results *r;
+    int sync;                /* its submitter runs it (sched_wait): workers take only its retries */
     enum job_state state;
     uint32_t kk;             /* hits per query of a split search */
     sched_part *parts;       /* one per executor at most; parts[0] the whole search until split */
@@ -138,11 +140,12 @@ static void queue_remove(sched *s, sched_part *p)
     p->next = NULL;
 }
 
-/* The first queued part executor x may run (one it has not failed), or NULL. */
+/* The first queued part executor x's worker may run (one it has not failed, not a synchronous
+ * search's first, which its caller takes), or NULL. */
 static sched_part *queue_first_for(sched *s, unsigned x)
 {
     for (sched_part *p = s->head; p; p = p->next)
-        if (!(p->tried >> x & 1)) return p;
+        if (!(p->tried >> x & 1) && !(p->job->sync && p->job->state == JOB_QUEUED)) return p;
     return NULL;
 }
 
@@ -576,6 +579,7 @@ cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p
     j->b = b;
     j->p = *p;
     j->r = r;
+    j->sync = !async;
     j->state = JOB_QUEUED;
     j->status = CLS_OK;
     j->msg[0] = '\0';
@@ -587,7 +591,7 @@ cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p
     j->parts[0] = (sched_part){.job = j};
     queue_push(s, &j->parts[0], 0);
     queue_drop_orphans(s); /* an engine whose every executor is set aside fails it at once */
-    pthread_cond_broadcast(&s->cv);
+    if (async) pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     *out = j;
     return CLS_OK;
@@ -607,7 +611,8 @@ cls_status sched_wait(cls_search *j)
     sched *s = j->s;
     pthread_mutex_lock(&s->mu);
     while (j->state != JOB_DONE) {
-        /* the job still waits and an executor is free: run it here, on the caller's thread */
+        /* the job still waits and an executor is free: run it here, on the caller's thread (the
+         * first free one, so that a lone synchronous search always starts on the same) */
         if (j->state == JOB_QUEUED) {
             sched_exec *x = NULL;
             for (unsigned i = 0; i < s->n && !x; i++)
