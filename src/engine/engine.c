@@ -112,43 +112,86 @@ static cls_status device_specs(const char *device, char *buf, size_t len, const 
     return CLS_OK;
 }
 
+/* One executor's creation, on a thread of its own when a device list's devices take launches
+ * from several threads (each uploads and checks its copy of the index). */
+typedef struct exec_make {
+    const cls_index *idx;
+    const char *spec;
+    const struct clx_params *prm;
+    const cls_engine_opts *o;
+    clx_engine *x;
+    cls_status s;
+    int on_thread; /* made on a thread of its own, to be joined */
+    char desc[1900];
+    char err[1024];
+} exec_make;
+
+static void *exec_make_run(void *arg)
+{
+    exec_make *m = arg;
+    m->s = clx_create(m->idx, m->spec, m->prm, m->o, &m->x, m->desc, sizeof m->desc);
+    if (m->s != CLS_OK) snprintf(m->err, sizeof m->err, "%s", cls_last_error());
+    return NULL;
+}
+
 /* The executors of a device list, each a clx_engine with its own context, queue, pinned buffers
  * and copy of the index (replicated placement; a context shared by several GPUs runs each
- * slower). desc: a line per executor's device, then the first's kernels, lists and programs. On
- * failure *made says how many were created (the caller frees them). *serial: some device takes
- * no launches from several threads (clx_threaded_launches). */
+ * slower). The first is made here; where its device takes launches from several threads the
+ * others are made at once, a thread each, else one after another. desc: a line per executor's
+ * device, then the first's kernels, lists and programs. On failure impls holds those made (the
+ * caller frees them) and *made their number. *serial: some device takes no launches from several
+ * threads (clx_threaded_launches). */
 static cls_status executors_create(const cls_index *idx, const char *const *specs, unsigned n,
                                    const struct clx_params *prm, const cls_engine_opts *o, void **impls,
                                    unsigned *made, int *serial, char *desc, size_t desc_len)
 {
-    char d[1900], rest[1900] = "";
-    size_t at = 0;
     *made = 0;
     *serial = 0;
-    if (n > 1)
-        at = (size_t)snprintf(desc, desc_len, "devices: %u executors, the index replicated on each; a search runs "
-                              "whole on one, or split by stride of cost over those free\n", n);
-    for (unsigned i = 0; i < n; i++) {
-        clx_engine *x = NULL;
-        cls_status s = clx_create(idx, specs[i], prm, o, &x, d, sizeof d);
-        if (s != CLS_OK) return n > 1 ? err_wrap(s, "executor %u of %u ('%s'): ", i, n, specs[i]) : s;
-        impls[(*made)++] = x;
-        *serial |= !clx_threaded_launches(&x->dc.dev.info);
-        if (n == 1) {
-            snprintf(desc, desc_len, "%s", d);
-            return CLS_OK;
-        }
-        /* each executor's device line; the kernels, lists and programs once, the first's */
-        char *nl = strchr(d, '\n');
-        if (nl) *nl = '\0';
-        if (i == 0 && nl) snprintf(rest, sizeof rest, "%s", nl + 1);
-        if (at < desc_len) at += (size_t)snprintf(desc + at, desc_len - at, "[%u] %s\n", i, d);
+    exec_make *m = calloc(n, sizeof *m);
+    pthread_t *th = calloc(n, sizeof *th);
+    if (!m || !th) {
+        free(m);
+        free(th);
+        return err_set(CLS_E_NOMEM, "out of memory for %u executors", n);
     }
-    if (*serial && at < desc_len)
-        at += (size_t)snprintf(desc + at, desc_len - at, "executors run one at a time (a device here takes no "
-                               "launches from several threads: clx_threaded_launches)\n");
-    if (at < desc_len) snprintf(desc + at, desc_len - at, "%s", rest);
-    return CLS_OK;
+    for (unsigned i = 0; i < n; i++) m[i] = (exec_make){.idx = idx, .spec = specs[i], .prm = prm, .o = o};
+    exec_make_run(&m[0]);
+    int threaded = m[0].s == CLS_OK && clx_threaded_launches(&m[0].x->dc.dev.info);
+    for (unsigned i = 1; i < n && m[0].s == CLS_OK; i++) {
+        m[i].on_thread = threaded && pthread_create(&th[i], NULL, exec_make_run, &m[i]) == 0;
+        if (!m[i].on_thread) exec_make_run(&m[i]);
+    }
+    for (unsigned i = 1; i < n; i++)
+        if (m[i].on_thread) pthread_join(th[i], NULL);
+    cls_status s = CLS_OK;
+    for (unsigned i = 0; i < n; i++) {
+        if (m[i].x) impls[(*made)++] = m[i].x;
+        if (m[i].x) *serial |= !clx_threaded_launches(&m[i].x->dc.dev.info);
+        if (s == CLS_OK && m[i].s != CLS_OK && (i == 0 || m[0].s == CLS_OK)) {
+            s = err_set(m[i].s, "%s", m[i].err);
+            if (n > 1) s = err_wrap(s, "executor %u of %u ('%s'): ", i, n, specs[i]);
+        }
+    }
+    if (s == CLS_OK && n == 1) snprintf(desc, desc_len, "%s", m[0].desc);
+    if (s == CLS_OK && n > 1) {
+        size_t at = (size_t)snprintf(desc, desc_len, "devices: %u executors, the index replicated on each; a search "
+                                     "runs whole on one, or split by stride of cost over those free\n", n);
+        char rest[1900] = "";
+        for (unsigned i = 0; i < n; i++) {
+            /* each executor's device line; the kernels, lists and programs once, the first's */
+            char *nl = strchr(m[i].desc, '\n');
+            if (nl) *nl = '\0';
+            if (i == 0 && nl) snprintf(rest, sizeof rest, "%s", nl + 1);
+            if (at < desc_len) at += (size_t)snprintf(desc + at, desc_len - at, "[%u] %s\n", i, m[i].desc);
+        }
+        if (*serial && at < desc_len)
+            at += (size_t)snprintf(desc + at, desc_len - at, "executors run one at a time (a device here takes no "
+                                   "launches from several threads: clx_threaded_launches)\n");
+        if (at < desc_len) snprintf(desc + at, desc_len - at, "%s", rest);
+    }
+    free(m);
+    free(th);
+    return s;
 }
 
 void cls_search_defaults(cls_search_params *p)
