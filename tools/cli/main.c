@@ -183,10 +183,15 @@ static const command commands[] = {
      "                  [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
      "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"},
     {"bench serve", cmd_bench_serve, BENCH,
-     "  clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--max-batch 1,16,128]\n"
-     "                  [--max-wait-ms 0,5] [-k 10] [-m or] [--seconds S] [--json FILE]\n"
-     "                  the query server in-process on a loopback port, driven by C keep-alive clients:\n"
-     "                  queries/s against latency p50/p99 for each batching setting and client count\n"},
+     "  clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--rate R1,R2,...] [--seed N]\n"
+     "                  [--max-batch 1,16,128] [--max-wait-ms 0,5] [-k 10] [-m or] [--threads N] [--seconds S]\n"
+     "                  [--json FILE]\n"
+     "                  the query server in-process on a loopback port, driven by C keep-alive clients\n"
+     "                  (1 to 16384, a thread each): queries/s against latency p50/p99 for each batching\n"
+     "                  setting and client count; --rate: open loop instead, requests due at Poisson\n"
+     "                  arrivals of R a second (--seed, default 1) over a pool of -c connections (default\n"
+     "                  256), latency from the due time: offered and achieved rate, p50/p99/p99.9, the\n"
+     "                  requests sent, answered, failed and unsent (still queued at the end)\n"},
     {"tune", bench_tune, BENCH,
      "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE] [--force]\n"
      "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
