@@ -393,6 +393,37 @@ CLS_API const char *cls_index_root(const cls_index *idx, uint32_t i);
  * o->threads is ignored. */
 CLS_API cls_status cls_index_recode(const cls_index *idx, const cls_build_opts *o, const char *path);
 
+/* Document-range shards. Shard i of n is an index file of the documents [lo, hi) of a whole
+ * index, renumbered 0 .. hi - lo - 1, that keeps the whole collection's statistics (its numbers
+ * of documents and tokens, every term with its df), so that every engine scores each of its
+ * documents exactly as on the whole index, bit for bit: a shard's hits, their docIDs plus its
+ * base, are the whole index's hits among its documents, with the same scores. Its dictionary is
+ * the whole index's; a term that none of its documents holds has an empty list, and
+ * cls_batch_add counts it as unknown, which ranks as the whole index does (it adds to no score,
+ * and no document of the shard holds every term). So the whole index's top k of a query is the
+ * merge of the shards' top k: score descending, then docID ascending; in CLS_MODE_AND_OR the
+ * AND hits (at each shard's head) before the others. Recoding a shard keeps it a shard. */
+#define CLS_MAX_SHARDS 1024u
+/* The document ranges of n = shards shards of idx (1 .. CLS_MAX_SHARDS) balanced by postings:
+ * bounds[0] = 0 <= bounds[1] <= ... <= bounds[n] = its number of documents, shard i holding
+ * [bounds[i], bounds[i + 1]) with about 1/n of the postings (by documents when it has none). A
+ * range is empty where a document holds more than a shard's share, or where n exceeds the
+ * documents. Decodes every list (the postings verified first). */
+CLS_API cls_status cls_index_shard_bounds(const cls_index *idx, uint32_t shards, uint32_t *bounds);
+/* Writes shard `shard` (0 .. shards - 1) of `shards`: the documents [lo, hi) of idx (lo <= hi <=
+ * its number of documents; lo == hi is an empty shard) with their lengths, docnos and stored
+ * fields, and every term, at path (through a temporary name, renamed when complete). Postings are
+ * coded in idx's codec, block size and pfor depth; each block's max_score is computed with the
+ * collection's idf and average length, so block-max pruning holds on the shard. idx must be a
+ * whole index (CLS_E_ARG for a shard). */
+CLS_API cls_status cls_index_shard_write(const cls_index *idx, uint32_t shard, uint32_t shards, uint32_t lo,
+                                         uint32_t hi, const char *path);
+/* Where idx lies in its collection: 1 for a shard (its base, the docID its document 0 has in
+ * the whole index; the collection's number of documents; shard of shards), 0 for a whole index,
+ * with base 0, its own number of documents, shard 0 of 1. Any pointer may be NULL. */
+CLS_API int cls_index_shard_info(const cls_index *idx, uint32_t *base, uint32_t *collection_docs, uint32_t *shard,
+                                 uint32_t *shards);
+
 /* ---- Exchange: CIFF ------------------------------------------------------------------------- */
 
 /* Builds an index at index_path from a CIFF file (the Common Index File Format: a header,

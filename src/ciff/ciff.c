@@ -777,6 +777,10 @@ cls_status cls_ciff_export(const cls_index *idx, const char *ciff_path, const ch
     if (crp_has_suffix(ciff_path, ".gz"))
         return err_set(CLS_E_ARG, "%s: export writes plain CIFF, not gzip (write to /dev/stdout and pipe it through "
                        "gzip)", ciff_path);
+    /* CIFF would take its counts for the collection's, and has no list of no posting */
+    if (idx->shards)
+        return err_set(CLS_E_ARG, "%s is shard %u of %u of a collection: CIFF has no place for the collection's "
+                       "statistics its scores use; export the whole index", idx->path, idx->shard, idx->shards);
     const uint32_t N = idx->num_docs, T = idx->num_terms;
     if (N > INT32_MAX || T > INT32_MAX)
         return err_set(CLS_E_ARG, "%u documents and %u terms: CIFF counts both in 31 bits", N, T);

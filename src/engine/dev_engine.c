@@ -408,7 +408,7 @@ static cls_status check_index(clx_engine *e, int exact)
             /* bounded: a file cut under its mapping reads as zeros (idx_intact says so after) */
             while (t + 1 < idx->num_terms && b >= (uint64_t)idx->terms[t].first_block + idx->terms[t].num_blocks) t++;
             if (t != wt) { /* a term's weight once, not once a block: an idf is a logarithm */
-                w = bm25_block_weight(idx->scoring, N, idx->terms[t].df);
+                w = bm25_block_weight(idx->scoring, idx->coll_docs, idx_coll_df(idx, t));
                 wt = t;
             }
             weights[b - b0] = w;

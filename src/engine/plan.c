@@ -190,7 +190,7 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
                            * that gives the term this weight; its slot: 1 + that abi_olist */
             float w = bm25_weight(idx, t[j].term, t[j].weight);
             /* max_score holds the idf where BM25 scores, so the bound's scale is weight / idf */
-            float scale = pl->bound_idf ? (float)((double)w / (double)bm25_idf(idx->num_docs, te->df)) : w;
+            float scale = pl->bound_idf ? (float)((double)w / (double)bm25_idf(idx->coll_docs, idx_coll_df(idx, t[j].term))) : w;
             uint32_t ol = pl->slot[t[j].term], last = 0;
             while (ol && pl->olists[ol - 1].weight != w) { /* the term's lists at other weights */
                 last = ol;

@@ -14,13 +14,13 @@ float bm25_idf(uint32_t num_docs, uint32_t df)
 float bm25_weight(const cls_index *x, uint32_t term, double qweight)
 {
     if (x->scoring == CLS_SCORING_IMPACT) return (float)qweight;
-    double N = x->num_docs, df = x->terms[term].df;
+    double N = x->coll_docs, df = idx_coll_df(x, term); /* the collection's: a shard scores as its whole index */
     return (float)(log(1.0 + (N - df + 0.5) / (df + 0.5)) * qweight);
 }
 
 void bm25_norms(const cls_index *x, float k1, float b, float *out)
 {
-    double avg = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
+    double avg = x->coll_avg_doc_len > 0 ? x->coll_avg_doc_len : 1.0; /* the collection's, as the idf */
     for (uint32_t d = 0; d < x->num_docs; d++) out[d] = bm25_norm(k1, b, x->doclen[d], avg);
 }
 

@@ -47,13 +47,17 @@ static inline float bm25_norm(float k1, float b, uint32_t dl, double avgdl)
 
 /* Lucene's idf: log(1 + (N - df + 0.5) / (df + 0.5)), in double, rounded once to float. */
 float bm25_idf(uint32_t num_docs, uint32_t df);
+/* Every function below that takes the index scores with its collection's statistics
+ * (cls_index's coll_docs, coll_avg_doc_len, idx_coll_df): a shard's documents score as in the
+ * whole index. */
 /* Lucene's idf times the query weight (the sum of the term's weights in the query: 1 an
  * occurrence unless term^w says otherwise), in double, rounded once to float; for an impact
  * index the query weight alone, rounded to float. */
 float bm25_weight(const cls_index *idx, uint32_t term, double qweight);
 /* The weight of term's block max_score: its idf (BM25) or 1 (impact). */
 float bm25_block_weight(cls_scoring scoring, uint32_t num_docs, uint32_t df);
-/* bm25_norm for every document of idx into out (avgdl: 1 for an empty collection). */
+/* bm25_norm for every document of idx into out, at the collection's average length (1 for an
+ * empty collection). */
 void bm25_norms(const cls_index *idx, float k1, float b, float *out);
 
 #endif

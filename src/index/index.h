@@ -31,6 +31,7 @@
 #define IDX_MIN_BLOCK 64u
 #define IDX_MAX_BLOCK 512u
 #define IDX_MAX_PFOR_DEPTH 3u
+#define IDX_MAX_SHARDS CLS_MAX_SHARDS /* the most document-range shards a collection is cut into */
 
 /* Per-block metadata (idx_block): defined with every other host/device layout in cl/abi.h. */
 
@@ -41,10 +42,10 @@ static inline uint32_t idx_info_fofs(uint32_t info) { return IDX_INFO_FOFS(info)
 
 /* Per-term entry, 16 bytes; terms are sorted by their bytes (memcmp order). */
 typedef struct idx_term {
-    uint32_t df;          /* documents containing the term */
+    uint32_t df;          /* documents of this file containing the term: its list's postings */
     uint32_t first_block; /* index into the blocks section */
     uint32_t num_blocks;
-    uint32_t reserved;
+    uint32_t cdf;         /* a shard: the collection's df, which BM25 scores with (idx_coll_df); else 0 */
 } idx_term;
 
 enum idx_section {
@@ -81,7 +82,13 @@ typedef struct idx_header {
     uint32_t pfor_depth;
     float score_k1, score_b; /* the BM25 parameters of the blocks' max_score */
     uint32_t scoring;     /* cls_scoring: 0 BM25 (so files from before it read as BM25), 1 impact */
-    uint8_t reserved[44]; /* zero */
+    /* A document-range shard's place in its collection (index_shard.h), all zero in a whole
+     * index: shard `shard` of `shards` (1 .. IDX_MAX_SHARDS), its document 0 the collection's
+     * doc_base, and the collection's document and token counts, which BM25 scores with. */
+    uint32_t shards, shard, doc_base, coll_docs;
+    uint32_t reserved0;   /* zero */
+    uint64_t coll_tokens;
+    uint8_t reserved[16]; /* zero */
     uint64_t table_xxh;   /* XXH64 of the section table */
     uint64_t header_xxh;  /* XXH64 of the 120 bytes before this field, in every version */
 } idx_header;
@@ -98,6 +105,8 @@ typedef struct idx_section_entry {
  * format's (docs/FORMAT.md); idx_block's is checked in cl/abi.h. */
 _Static_assert(sizeof(idx_term) == 16, "idx_term is the file's 16-byte term record");
 _Static_assert(sizeof(idx_header) == 128 && offsetof(idx_header, table_xxh) == 112, "idx_header is 128 bytes");
+_Static_assert(offsetof(idx_header, shards) == 68 && offsetof(idx_header, coll_tokens) == 88,
+               "the shard fields lie where docs/FORMAT.md puts them");
 _Static_assert(sizeof(idx_section_entry) == 32, "idx_section_entry is 32 bytes");
 
 /* Section 9, the collection record (docs/FORMAT.md): u32 num_roots R, u32 num_fields F, then
@@ -156,6 +165,15 @@ struct cls_index {
     uint64_t num_postings, num_tokens, num_blocks, num_words;
     unsigned analyzer;
     double avg_doc_len;
+    /* The collection BM25 scores against: a shard's from its header, a whole index's own counts
+     * (so every scorer reads these, never num_docs and num_tokens). coll_avg_doc_len is
+     * coll_tokens / coll_docs, 0 for an empty collection. */
+    uint32_t coll_docs;
+    uint64_t coll_tokens;
+    double coll_avg_doc_len;
+    /* A shard's place (index_shard.h): shard of shards, its document 0 the collection's doc_base;
+     * shards 0 in a whole index. */
+    uint32_t shards, shard, doc_base;
     const uint32_t *doclen;
     const uint64_t *docno_off;
     const char *docno_blob;
@@ -173,6 +191,13 @@ struct cls_index {
     const char *field_blob;
     uint64_t field_blob_len;
 };
+
+/* The collection's df of term t, which BM25's idf is computed from: a shard's term entry keeps
+ * it beside the df of its own list. */
+static inline uint32_t idx_coll_df(const cls_index *x, uint32_t t)
+{
+    return x->shards ? x->terms[t].cdf : x->terms[t].df;
+}
 
 /* The error of a read that found the index file shorter than when it was opened (CLS_E_IO,
  * naming the file and its sizes then and now). */

@@ -91,6 +91,11 @@ cls_status idx_file_write(const char *path, const idx_file_parts *p)
     h.num_sections = IDX_NSECTIONS;
     h.num_postings = p->num_postings;
     h.num_tokens = p->num_tokens;
+    h.shards = p->shards;
+    h.shard = p->shard;
+    h.doc_base = p->doc_base;
+    h.coll_docs = p->coll_docs;
+    h.coll_tokens = p->coll_tokens;
     h.table_xxh = XXH64(table, sizeof table, 0);
     h.header_xxh = XXH64(&h, offsetof(idx_header, header_xxh), 0);
 
@@ -190,6 +195,14 @@ static cls_status verify(cls_index *x, const char *path)
         return corrupt(path, "header", "unknown codec, block size or pfor depth");
     for (size_t i = 0; i < sizeof h.reserved; i++)
         if (h.reserved[i]) return corrupt(path, "header", "reserved bytes are not zero");
+    /* The shard fields were reserved bytes before (and are in version 3): a whole index keeps
+     * them zero, so a build that does not know shards refuses one rather than score it alone. */
+    const int shard_fields = h.shards || h.shard || h.doc_base || h.coll_docs || h.coll_tokens;
+    if (h.reserved0 || (h.version == IDX_VERSION_V3 && shard_fields))
+        return corrupt(path, "header", "reserved bytes are not zero");
+    if (!h.shards && shard_fields) return corrupt(path, "header", "shard fields set in an index that is not a shard");
+    if (h.shards > IDX_MAX_SHARDS || (h.shards && h.shard >= h.shards))
+        return corrupt(path, "header", "shard number out of range");
     /* a scoring this build does not know would rank by the wrong formula */
     if (h.scoring != CLS_SCORING_BM25 && h.scoring != CLS_SCORING_IMPACT)
         return corrupt(path, "header", "unknown scoring kind");
@@ -241,6 +254,8 @@ static cls_status verify(cls_index *x, const char *path)
     if (t[4].size != (T + 1) * 8) return corrupt(path, "term-offsets", "size does not match the term count");
     if (t[6].size % sizeof(idx_block)) return corrupt(path, "blocks", "size is not a whole number of blocks");
     if (t[7].size % 4 || t[7].size / 4 > UINT32_MAX) return corrupt(path, "postings", "bad size");
+    if (h.shards && (uint64_t)h.doc_base + N > h.coll_docs)
+        return corrupt(path, "header", "the shard's documents lie outside its collection");
 
     x->num_docs = h.num_docs;
     x->num_terms = h.num_terms;
@@ -253,6 +268,11 @@ static cls_status verify(cls_index *x, const char *path)
     x->num_postings = h.num_postings;
     x->num_tokens = h.num_tokens;
     x->analyzer = h.analyzer;
+    x->shards = h.shards;
+    x->shard = h.shard;
+    x->doc_base = h.doc_base;
+    x->coll_docs = h.shards ? h.coll_docs : h.num_docs;
+    x->coll_tokens = h.shards ? h.coll_tokens : h.num_tokens;
     x->doclen = ptr[0];
     x->docno_off = ptr[1];
     x->docno_blob = ptr[2];
@@ -275,15 +295,24 @@ static cls_status verify(cls_index *x, const char *path)
     if (x->docno_off[0] != 0 || x->docno_off[N] != t[2].size) return corrupt(path, "docno-offsets", "bad bounds");
     if (tokens != x->num_tokens) return corrupt(path, "doclen", "lengths do not add up to the token count");
     x->avg_doc_len = N ? (double)x->num_tokens / (double)N : 0.0;
+    /* a shard's tokens are some of its collection's, all of them where it holds every document */
+    if (x->num_tokens > x->coll_tokens || (x->coll_docs == N && x->coll_tokens != x->num_tokens))
+        return corrupt(path, "header", "the shard's tokens do not fit its collection's");
+    x->coll_avg_doc_len = x->coll_docs ? (double)x->coll_tokens / (double)x->coll_docs : 0.0;
     const uint32_t B = x->block_size;
     uint64_t postings = 0, next_block = 0, next_word = 0;
     for (uint64_t i = 0; i < T; i++) {
         const idx_term *e = &x->terms[i];
         if (x->term_off[i] >= x->term_off[i + 1] || x->term_off[i + 1] > t[5].size)
             return corrupt(path, "term-offsets", "offsets out of order");
-        if (e->first_block != next_block || e->df == 0 || e->df > N || e->reserved ||
+        /* a shard's list may be empty (none of its documents holds the term), its cdf the
+         * collection's df: at least the list's postings, at most those plus the documents of
+         * the collection outside the shard */
+        if (e->first_block != next_block || (e->df == 0 && !x->shards) || e->df > N ||
             e->num_blocks != (e->df + B - 1) / B || e->first_block + (uint64_t)e->num_blocks > x->num_blocks)
             return corrupt(path, "terms", "block ranges inconsistent");
+        if (x->shards ? e->cdf == 0 || e->cdf < e->df || e->cdf - e->df > x->coll_docs - N : e->cdf != 0)
+            return corrupt(path, "terms", x->shards ? "collection df inconsistent with the list" : "reserved field is not zero");
         /* The block records, without their words: counts, extents (each block's words start
          * where the previous block's end, the frequency stream inside them, the last block
          * ending at the end of the words), and docIDs (first <= last with room for the block's
@@ -629,7 +658,7 @@ static const char *check_block(const cls_index *x, const float *norms, uint32_t 
     const char *what = decode_strict(x, b, docs, freqs, section);
     if (what) return what;
     const idx_block *bl = &x->blocks[b];
-    float w = bm25_block_weight(x->scoring, x->num_docs, x->terms[t].df), best = 0.0f;
+    float w = bm25_block_weight(x->scoring, x->coll_docs, idx_coll_df(x, t)), best = 0.0f;
     for (uint32_t i = 0, n = idx_info_count(bl->info); i < n; i++) {
         float c = score_contrib(x->scoring, w, freqs[i] + 1, norms[docs[i]]);
         if (c > best) best = c;
@@ -694,8 +723,7 @@ cls_status cls_index_check(const cls_index *x, unsigned threads)
         return err_set(CLS_E_NOMEM, "checking %s: out of memory for %llu document norms", x->path,
                        (unsigned long long)N);
     }
-    double avgdl = x->avg_doc_len > 0 ? x->avg_doc_len : 1.0;
-    for (uint64_t d = 0; d < N; d++) norms[d] = bm25_norm(x->score_k1, x->score_b, x->doclen[d], avgdl);
+    bm25_norms(x, x->score_k1, x->score_b, norms);
     uint64_t per = x->num_blocks / ((uint64_t)threads * 8);
     per = per < 1 ? 1 : per > CHECK_UNIT_BLOCKS ? CHECK_UNIT_BLOCKS : per;
     check_job j = {.x = x, .norms = norms, .per = per, .wchunks = wchunks,

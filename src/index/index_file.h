@@ -33,6 +33,10 @@ typedef struct idx_file_parts {
     const uint64_t *field_off;
     const char *field_blob;
     uint64_t field_blob_len;
+    /* a document-range shard's place (index.h, idx_header), all zero for a whole index; the
+     * terms' cdf then hold the collection's df */
+    uint32_t shards, shard, doc_base, coll_docs;
+    uint64_t coll_tokens;
     /* the open index the parts lie in (recode), or NULL: if its file shrinks before the new one
      * is whole, the parts read since were zeros, and nothing is written (idx_intact) */
     const cls_index *source;

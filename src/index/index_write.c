@@ -67,6 +67,11 @@ static cls_status check_lists(const idx_lists *l)
     const char *section, *what = idx_fields_problem(l->field_off, l->field_blob, l->field_blob_len, N, l->num_fields,
                                                     &ff, &fd, &section);
     if (what) return err_set(CLS_E_FORMAT, "stored field %u, document %u: %s", ff, fd, what);
+    const idx_shard *sh = l->shard;
+    if (sh && (sh->shards == 0 || sh->shards > IDX_MAX_SHARDS || sh->shard >= sh->shards ||
+               (uint64_t)sh->doc_base + N > sh->coll_docs))
+        return err_set(CLS_E_FORMAT, "shard %u of %u at document %u: out of range of its collection of %u documents",
+                       sh->shard, sh->shards, sh->doc_base, sh->coll_docs);
     if (l->list_start[0] != 0) return err_set(CLS_E_FORMAT, "posting lists: bad start");
     for (uint32_t t = 0; t < l->num_terms; t++) {
         uint64_t a = l->term_off[t], b = l->term_off[t + 1];
@@ -79,9 +84,14 @@ static cls_status check_lists(const idx_lists *l)
                                l->term_blob + a);
         }
         uint64_t s = l->list_start[t], e = l->list_start[t + 1];
-        if (e <= s || e - s > N)
+        if (e < s || (e == s && !l->shard) || e - s > N)
             return err_set(CLS_E_FORMAT, "term '%.*s': %s posting list", (int)(b - a > 200 ? 200 : b - a),
                            l->term_blob + a, e <= s ? "empty" : "over-long");
+        if (l->shard && (l->shard->cdf[t] == 0 || l->shard->cdf[t] < e - s ||
+                         l->shard->cdf[t] - (e - s) > l->shard->coll_docs - N))
+            return err_set(CLS_E_FORMAT, "term '%.*s': collection df %u does not fit its %llu postings in the shard",
+                           (int)(b - a > 200 ? 200 : b - a), l->term_blob + a, l->shard->cdf[t],
+                           (unsigned long long)(e - s));
         for (uint64_t i = s; i < e; i++)
             if (l->docs[i] >= N || (i > s && l->docs[i] <= l->docs[i - 1]) || l->freqs[i] == 0)
                 return err_set(CLS_E_FORMAT, "term '%.*s': docIDs out of order or out of range, or a zero frequency",
@@ -141,7 +151,14 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     const uint32_t B = o->block_size, T = l->num_terms, N = l->num_docs;
     uint64_t P = l->list_start[T], tokens = 0;
     for (uint32_t d = 0; d < N; d++) tokens += l->doclen[d];
-    double avgdl = N && tokens ? (double)tokens / N : 1.0;
+    /* the blocks' max_score at the collection's statistics: a shard's are its whole index's */
+    const idx_shard *sh = l->shard;
+    if (sh && (tokens > sh->coll_tokens || (N == sh->coll_docs && tokens != sh->coll_tokens)))
+        return err_set(CLS_E_FORMAT, "shard of %llu tokens: does not fit its collection's %llu",
+                       (unsigned long long)tokens, (unsigned long long)sh->coll_tokens);
+    const uint32_t CN = sh ? sh->coll_docs : N;
+    const uint64_t ctokens = sh ? sh->coll_tokens : tokens;
+    double avgdl = CN && ctokens ? (double)ctokens / CN : 1.0;
 
     uint64_t max_blocks = P / B + T + 1;
     idx_term *terms = fault_calloc((size_t)T + 1, sizeof *terms);
@@ -162,8 +179,9 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         terms[t].df = df;
         terms[t].first_block = (uint32_t)nb;
         terms[t].num_blocks = (df + B - 1) / B;
-        if ((st = idx_encode_list(o, docs, freqs, df, l->scoring, bm25_block_weight(l->scoring, N, df), norm, vals,
-                                  blocks + nb, &wb)) != CLS_OK)
+        terms[t].cdf = sh ? sh->cdf[t] : 0;
+        if ((st = idx_encode_list(o, docs, freqs, df, l->scoring, bm25_block_weight(l->scoring, CN, sh ? sh->cdf[t] : df),
+                                  norm, vals, blocks + nb, &wb)) != CLS_OK)
             goto out;
         nb += terms[t].num_blocks;
     }
@@ -200,6 +218,11 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         .field_blob = l->field_blob,
         .field_blob_len = l->field_blob_len,
         .source = l->source,
+        .shards = sh ? sh->shards : 0,
+        .shard = sh ? sh->shard : 0,
+        .doc_base = sh ? sh->doc_base : 0,
+        .coll_docs = sh ? sh->coll_docs : 0,
+        .coll_tokens = sh ? sh->coll_tokens : 0,
     };
     st = idx_file_write(path, &parts);
 out:

@@ -5,6 +5,16 @@
 
 #include "index/index.h"
 
+/* A document-range shard of a collection (index_shard.h): its place, and the collection's
+ * statistics that its block maxima and every search score with. */
+typedef struct idx_shard {
+    uint32_t shard, shards;      /* shard of shards, 1 .. IDX_MAX_SHARDS */
+    uint32_t doc_base;           /* the collection's docID of the shard's document 0 */
+    uint32_t coll_docs;          /* the collection's documents, at least doc_base + the shard's */
+    uint64_t coll_tokens;        /* the collection's tokens, at least the shard's */
+    const uint32_t *cdf;         /* per term: the collection's df, at least 1 and the list's postings */
+} idx_shard;
+
 /* A collection, inverted: documents, and per term (in byte order) its postings. */
 typedef struct idx_lists {
     unsigned analyzer;          /* an_opts_pack() flags */
@@ -29,6 +39,8 @@ typedef struct idx_lists {
     const char *field_blob;
     uint64_t field_blob_len;
     const struct cls_index *source; /* idx_file_parts.source */
+    /* NULL for a whole index; a shard's lists may be empty (the term is the collection's) */
+    const idx_shard *shard;
 } idx_lists;
 
 /* A term's bytes and the caller's number for it; idx_term_ref_cmp sorts them into the

@@ -47,7 +47,10 @@ static int on_query_term(void *user, const char *term, size_t len)
     add_ctx *c = user;
     cls_batch *b = c->b;
     uint32_t id = idx_lookup(b->idx, term, len);
-    if (id == UINT32_MAX) {
+    /* A shard's term that none of its documents holds (an empty list) is unknown here: it adds
+     * to no score, and AND finds nothing in the shard, as in the whole index; so no engine
+     * meets an empty list. */
+    if (id == UINT32_MAX || b->idx->terms[id].df == 0) {
         c->q->unknown++;
         return 0;
     }

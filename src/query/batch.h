@@ -16,7 +16,8 @@ typedef struct batch_query {
     uint64_t qid_off;    /* into the qid arena */
     uint64_t term_start; /* into terms[] */
     uint32_t num_terms;  /* distinct known terms, in order of first appearance */
-    uint32_t unknown;    /* analysed terms the index lacks (AND queries with any match nothing) */
+    uint32_t unknown;    /* analysed terms the index lacks, or a shard holds in none of its documents
+                          * (AND queries with any match nothing) */
 } batch_query;
 
 struct cls_batch {
