@@ -182,6 +182,26 @@ static void print_collection(const cls_index *idx, uint32_t N)
     }
 }
 
+/* A shard's place in its collection (clsearch shard): its documents as the whole index numbers
+ * them, which its docIDs plus its base are. */
+static void print_shard(const cls_index *idx, uint32_t N)
+{
+    uint32_t base, coll, shard, shards;
+    if (!cls_index_shard_info(idx, &base, &coll, &shard, &shards)) return;
+    if (N) printf("shard            %u of %u: documents %u..%u of %u\n", shard, shards, base, base + N - 1, coll);
+    else printf("shard            %u of %u: no documents (an empty range at %u of %u)\n", shard, shards, base, coll);
+}
+
+/* stats --json's "shard": {"shard", "shards", "doc_base", "collection_documents"}, for a shard only. */
+static int shard_json(cJSON *o, const cls_index *idx)
+{
+    uint32_t base, coll, shard, shards;
+    if (!cls_index_shard_info(idx, &base, &coll, &shard, &shards)) return 1;
+    cJSON *sh = cJSON_AddObjectToObject(o, "shard");
+    return sh && cJSON_AddNumberToObject(sh, "shard", shard) && cJSON_AddNumberToObject(sh, "shards", shards) &&
+           cJSON_AddNumberToObject(sh, "doc_base", base) && cJSON_AddNumberToObject(sh, "collection_documents", coll);
+}
+
 /* The block sizes --codecs re-encodes with, for every codec. */
 static const uint32_t stats_sizes[] = {64, 128, 256, 512};
 
@@ -207,7 +227,7 @@ static int stats_json(cls_index *idx, const char *path, const cls_index_stats *s
              cJSON_AddBoolToObject(a, "possessive", an->possessive) &&
              cJSON_AddBoolToObject(a, "lowercase", an->lowercase) &&
              cJSON_AddBoolToObject(a, "stopwords", an->stopwords) && cJSON_AddBoolToObject(a, "stem", an->stem) &&
-             collection_json(o, idx, st->num_docs) && (rows = cJSON_AddArrayToObject(o, "sizes")) != NULL;
+             shard_json(o, idx) && collection_json(o, idx, st->num_docs) && (rows = cJSON_AddArrayToObject(o, "sizes")) != NULL;
     cJSON *row = ok ? sizes_json(cls_codec_name(st->codec), st) : NULL;
     ok = row && cJSON_AddItemToArray(rows, row);
     for (int c = 0; ok && all && c < CLS_NUM_CODECS; c++)
@@ -260,6 +280,7 @@ static int stats_text(cls_index *idx, const cls_index_stats *st, const cls_analy
            (unsigned long long)st->meta_bytes, per_posting * (double)st->meta_bytes,
            st->num_blocks ? (size_t)(st->meta_bytes / st->num_blocks) : (size_t)0, (unsigned long long)st->file_bytes,
            an->possessive, an->lowercase, an->stopwords, an->stem);
+    print_shard(idx, st->num_docs);
     print_collection(idx, st->num_docs);
     putchar('\n');
     printf("bits per posting of the docID gaps (doc), the frequencies (freq) and the block records (records); bytes:\n"

@@ -113,6 +113,13 @@ static const command commands[] = {
     {"recode", cmd_recode, HELP_CODECS,
      "  clsearch recode INDEX -o OUT [--codec %1$s] [--block 64|128|256|512] [--force]\n"
      "                  [--pfor-depth 0..3]         the same index in another codec or block size\n"},
+    {"shard", cmd_shard, 0,
+     "  clsearch shard INDEX -n N -o OUT [-v] [--force]\n"
+     "                  the index cut into N (1 to 1024) ranges of documents holding about equal postings,\n"
+     "                  OUT.0 .. OUT.<N-1> (a range may be empty), each keeping the whole collection's\n"
+     "                  statistics: a document scores on its shard as on the index, and the shards' top k\n"
+     "                  (docIDs plus each shard's base, stats shows it) merge into the index's; written as a\n"
+     "                  set (none replaced unless all are whole); -v: each shard's documents\n"},
     {"generate", cmd_generate, HELP_CODECS,
      "  clsearch generate -o DIR [--scale S] [--docs N] [--queries N] [--vocab N] [--doc-len N] [--seed S]\n"
      "                  [--force]\n"
