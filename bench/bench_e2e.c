@@ -3,7 +3,7 @@
  *
  *   clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]
  *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--inflight N] [--json FILE] [--plot DIR]
- *                      [--trace]
+ *                      [--trace] [--placement auto|replicate|shard] [--device-mem BYTES]
  *
  * For every engine, mode, k and batch size B, the topics are cut into chunks of B queries taken
  * in turn around the topic list (so consecutive chunks hold different queries and the caches
@@ -31,6 +31,8 @@
  * the time from its end to the last one's (a steady state's completions), a chunk's
  * latency its submission to its wait's return, and the device columns each chunk's own
  * (cls_search_profile). With N 1 it is the synchronous search above.
+ * --placement and --device-mem go to the engine (cls_engine_opts): a device list sharded by
+ * documents, or an engine held to less device memory than the device's (the list cache).
  *
  * The reference engine has no counters ("-"). --plot DIR draws e2e-throughput.png (queries/s
  * against batch size) and e2e-latency.png (p50 and p99). Results are not compared here: the tests
@@ -266,9 +268,13 @@ int bench_e2e(int argc, char **argv)
     double seconds = 1.0;
     int trace = 0;
     unsigned long inflight = 1;
+    cls_engine_opts eo;
+    cls_engine_opts_init(&eo);
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"seconds", required_argument, 0, 's'},
                                           {"plot", required_argument, 0, 'p'}, {"trace", no_argument, 0, 't'},
                                           {"inflight", required_argument, 0, 'i'},
+                                          {"placement", required_argument, 0, 'P'},
+                                          {"device-mem", required_argument, 0, 'M'},
                                           {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -284,6 +290,12 @@ int bench_e2e(int argc, char **argv)
         case 's': seconds = atof(optarg); break;
         case 'p': plot_dir = optarg; break;
         case 't': trace = 1; break;
+        case 'P':
+            if (cls_placement_parse(optarg, &eo.placement) != CLS_OK) nk = 0;
+            break;
+        case 'M':
+            if (cls_parse_bytes(optarg, &eo.device_mem) != CLS_OK || !eo.device_mem) nk = 0;
+            break;
         case 'i': {
             char *end;
             inflight = strtoul(optarg, &end, 10);
@@ -299,7 +311,7 @@ int bench_e2e(int argc, char **argv)
     if (bad) {
         fprintf(stderr, "usage: clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]\n"
                         "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--inflight 1..64]\n"
-                        "                          [--json FILE] [--plot DIR] [--trace]\n");
+                        "                          [--json FILE] [--plot DIR] [--trace] [--placement P] [--device-mem BYTES]\n");
         return 2;
     }
     cls_index *idx;
@@ -336,7 +348,8 @@ int bench_e2e(int argc, char **argv)
     size_t next = 0; /* the topic the next chunk starts at, carried across rows */
     for (char *sd = NULL, *dev = strtok_r(dl, ",", &sd); dev; dev = strtok_r(NULL, ",", &sd)) {
         cls_engine *e;
-        if ((s = cls_engine_create(idx, dev, &e)) != CLS_OK) return failed(s, dev);
+        eo.device = dev;
+        if ((s = cls_engine_create_opts(idx, &eo, &e)) != CLS_OK) return failed(s, dev);
         char mcopy[64];
         snprintf(mcopy, sizeof mcopy, "%s", ml);
         for (char *sm = NULL, *mode = strtok_r(mcopy, ",", &sm); mode; mode = strtok_r(NULL, ",", &sm)) {

@@ -499,6 +499,22 @@ typedef struct cls_engine cls_engine;
  * engine, no OpenCL), or "P:D" (platform and device indices as `clsearch devices` lists them).
  * NULL means $CLSEARCH_DEVICE, else "auto". The engine keeps idx; close idx after the engine. */
 CLS_API cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engine **out);
+/* How an engine over several devices holds the index. REPLICATE: each device holds all of it,
+ * and a search runs whole on one device or split over the free ones. SHARD: device i holds the
+ * documents of a range (cls_index_shard_bounds: balanced by postings; shards written with the
+ * collection's statistics next to $CLSEARCH_SHARD_DIR, else $TMPDIR, else /tmp, and unlinked once
+ * open), every search runs on every device and their top k are merged; for an index larger than
+ * one device's memory. AUTO: SHARD where the index does not fit every device of the list (its
+ * lists, block records and norms above half of a device's memory, where the list cache would
+ * take over), else REPLICATE. Results are the same, bit for bit, whichever it is. */
+typedef enum cls_placement {
+    CLS_PLACEMENT_AUTO = 0,
+    CLS_PLACEMENT_REPLICATE = 1,
+    CLS_PLACEMENT_SHARD = 2
+} cls_placement;
+/* "auto", "replicate", "shard"; CLS_E_ARG (naming them) for anything else. */
+CLS_API cls_status cls_placement_parse(const char *name, cls_placement *out);
+
 /* Engine options beyond the device, for cls_engine_create_opts. Initialize with
  * cls_engine_opts_init (later versions add fields at the end, set to defaults there). */
 typedef struct cls_engine_opts {
@@ -512,6 +528,7 @@ typedef struct cls_engine_opts {
                           * holding the queries the device works through in that time, at the
                           * rate measured on the engine's earlier batches (Wu et al.'s batch
                           * size against latency); 0: $CLSEARCH_BATCH_MS, else 25 ms */
+    cls_placement placement; /* how a device list holds the index (below); 0: CLS_PLACEMENT_AUTO */
 } cls_engine_opts;
 
 CLS_API void cls_engine_opts_init(cls_engine_opts *o);

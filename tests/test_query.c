@@ -1291,6 +1291,80 @@ START_TEST(device_set_sets_a_failing_executor_aside)
 }
 END_TEST
 
+/* A device set sharded by documents (`-d cpu,cpu,cpu`, CLS_PLACEMENT_SHARD): every search runs
+ * on each shard and their top k merge into the reference engine's results in every mode at k 10
+ * and 1,000 (and-or from each shard's AND and OR lists), OR by partitions with small pools too,
+ * synchronous and submitted; each executor answers every query. A list of more devices than
+ * documents leaves the empty ranges out. and-or's k is bounded on a sharded engine. */
+START_TEST(device_set_sharded_matches_reference)
+{
+    fixture f = fixture_open(43, 9000, 300, 9, 160);
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
+    cls_engine_opts o;
+    cls_engine_opts_init(&o);
+    o.device = spec;
+    o.placement = CLS_PLACEMENT_SHARD;
+    cls_engine *set;
+    ck_assert_msg(cls_engine_create_opts(f.idx, &o, &set) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_eq(engine_executors(set), 3);
+    ck_assert_msg(strstr(cls_engine_describe(set), "sharded by documents (asked)"), "%s", cls_engine_describe(set));
+    const uint64_t nq = cls_batch_count(f.b);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            for (unsigned i = 0; i < 3; i++) {
+                or_force_partitions(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 1);
+                or_set_pool(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 3);
+            }
+        for (int md = 0; md < CLS_NUM_MODES; md++) {
+            same_as_ref(set, f.ref, f.b, (cls_mode)md, 10);
+            same_as_ref(set, f.ref, f.b, (cls_mode)md, 1000);
+            for (unsigned i = 0; i < 3; i++) {
+                char name[32];
+                snprintf(name, sizeof name, "device_%u_queries", i);
+                ck_assert_uint_eq(counter(set, name), nq);
+            }
+        }
+    }
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = 10;
+    cls_results *want = search(f.ref, f.b, CLS_MODE_OR, 10), *got[2];
+    cls_search *in[2];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(cls_results_create(&got[i]), CLS_OK);
+        ck_assert_msg(cls_engine_submit(set, f.b, &p, got[i], &in[i]) == CLS_OK, "%s", cls_last_error());
+    }
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(cls_search_wait(in[i]) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(cls_results_compare(want, got[i], 0.0) == CLS_OK, "%s", cls_last_error());
+        cls_search_free(in[i]);
+        cls_results_free(got[i]);
+    }
+    p.mode = CLS_MODE_AND_OR;
+    p.k = CLS_MAX_K / 2 + 1;
+    ck_assert_int_eq(cls_engine_search(set, f.b, &p, want), CLS_E_ARG);
+    ck_assert_msg(strstr(cls_last_error(), "and-or on a sharded engine takes k up to"), "%s", cls_last_error());
+    cls_results_free(want);
+    cls_engine_free(set);
+    fixture_close(&f);
+    /* three documents over five devices: two ranges are empty and get no executor */
+    fixture t = fixture_open(47, 3, 20, 11, 12);
+    snprintf(spec, sizeof spec, "%s,%s,%s,%s,%s", device(), device(), device(), device(), device());
+    ck_assert_msg(cls_engine_create_opts(t.idx, &o, &set) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_eq(engine_executors(set), 3);
+    ck_assert_msg(strstr(cls_engine_describe(set), "2 empty ranges left out"), "%s", cls_engine_describe(set));
+    for (int md = 0; md < CLS_NUM_MODES; md++) {
+        cls_results *a = search(t.ref, t.b, (cls_mode)md, 10), *b = search(set, t.b, (cls_mode)md, 10);
+        ck_assert_msg(cls_results_compare(a, b, 0.0) == CLS_OK, "%s: %s", cls_mode_name((cls_mode)md), cls_last_error());
+        cls_results_free(a);
+        cls_results_free(b);
+    }
+    cls_engine_free(set);
+    fixture_close(&t);
+}
+END_TEST
+
 /* Long queries over many work-groups: with tiny work units every query with candidates spreads
  * over many units, and AND and and-or still give the reference's results. */
 START_TEST(work_units_split_queries)
@@ -1621,6 +1695,7 @@ static Suite *suite(void)
     tcase_add_test(tc, device_set_matches_reference);
     tcase_add_test(tc, device_set_runs_searches_in_flight);
     tcase_add_test(tc, device_set_sets_a_failing_executor_aside);
+    tcase_add_test(tc, device_set_sharded_matches_reference);
     tcase_add_test(tc, postings_verified_once);
     tcase_add_test(tc, list_cache_matches_reference);
     tcase_add_test(tc, list_cache_too_small_is_an_error);

@@ -1,6 +1,7 @@
 /* cls_engine: picks the reference engine or the OpenCL engine from a device spec and forwards
  * to it through its ops table. There is no fallback: a spec that names an OpenCL device either
  * gets it or fails. */
+#define _DEFAULT_SOURCE /* mkstemp */
 #include "engine/engine.h"
 
 #include <pthread.h>
@@ -8,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "algo/algo.h"
 #include "engine/dev_engine.h"
@@ -18,6 +20,8 @@ struct cls_engine {
     const executor_ops *ops; /* its executors' kind */
     sched *sched;            /* its searches over its executors */
     char desc[2048];
+    cls_index *shards[64];   /* a sharded engine's shards, executor i's (closed after them) */
+    unsigned nshards;
     cls_batch *one; /* cls_engine_search_text's batch (NULL until first used), */
     pthread_mutex_t one_mu; /* held from its analysis to the end of its search */
 };
@@ -141,9 +145,9 @@ static void *exec_make_run(void *arg)
  * device, then the first's kernels, lists and programs. On failure impls holds those made (the
  * caller frees them) and *made their number. *serial: some device takes no launches from several
  * threads (clx_threaded_launches). */
-static cls_status executors_create(const cls_index *idx, const char *const *specs, unsigned n,
+static cls_status executors_create(const cls_index *const *idx, const char *const *specs, unsigned n,
                                    const struct clx_params *prm, const cls_engine_opts *o, void **impls,
-                                   unsigned *made, int *serial, char *desc, size_t desc_len)
+                                   unsigned *made, int *serial, const char *placed, char *desc, size_t desc_len)
 {
     *made = 0;
     *serial = 0;
@@ -154,7 +158,7 @@ static cls_status executors_create(const cls_index *idx, const char *const *spec
         free(th);
         return err_set(CLS_E_NOMEM, "out of memory for %u executors", n);
     }
-    for (unsigned i = 0; i < n; i++) m[i] = (exec_make){.idx = idx, .spec = specs[i], .prm = prm, .o = o};
+    for (unsigned i = 0; i < n; i++) m[i] = (exec_make){.idx = idx[i], .spec = specs[i], .prm = prm, .o = o};
     exec_make_run(&m[0]);
     int threaded = m[0].s == CLS_OK && clx_threaded_launches(&m[0].x->dc.dev.info);
     for (unsigned i = 1; i < n && m[0].s == CLS_OK; i++) {
@@ -174,8 +178,7 @@ static cls_status executors_create(const cls_index *idx, const char *const *spec
     }
     if (s == CLS_OK && n == 1) snprintf(desc, desc_len, "%s", m[0].desc);
     if (s == CLS_OK && n > 1) {
-        size_t at = (size_t)snprintf(desc, desc_len, "devices: %u executors, the index replicated on each; a search "
-                                     "runs whole on one, or split by stride of cost over those free\n", n);
+        size_t at = (size_t)snprintf(desc, desc_len, "devices: %u executors, %s\n", n, placed);
         char rest[1900] = "";
         for (unsigned i = 0; i < n; i++) {
             /* each executor's device line; the kernels, lists and programs once, the first's */
@@ -261,6 +264,92 @@ cls_status cls_parse_bytes(const char *text, uint64_t *bytes)
     return CLS_OK;
 }
 
+cls_status cls_placement_parse(const char *name, cls_placement *out)
+{
+    static const char *const names[] = {"auto", "replicate", "shard"};
+    for (int i = 0; i < 3 && name && out; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = (cls_placement)i;
+            return CLS_OK;
+        }
+    return err_set(CLS_E_ARG, "placement '%s': auto, replicate or shard", name ? name : "(null)");
+}
+
+/* Whether a device list holds the index sharded (cls_placement), and why, for the description.
+ * The fit is dev_engine.c's place_index's: the lists, block records and norms within half of the
+ * device memory the engine may take. */
+static cls_status choose_placement(const cls_index *idx, const char *const *specs, unsigned n,
+                                   const cls_engine_opts *o, int *shard, char *why, size_t len)
+{
+    *shard = 0;
+    if (n < 2) {
+        snprintf(why, len, "the index on the one device");
+        if (o->placement == CLS_PLACEMENT_SHARD) snprintf(why, len, "the index whole: one device is one shard");
+        return CLS_OK;
+    }
+    if (o->placement == CLS_PLACEMENT_REPLICATE) {
+        snprintf(why, len, "the index replicated on each (asked); a search runs whole on one, or split by stride of "
+                           "cost over those free");
+        return CLS_OK;
+    }
+    uint64_t need = idx->num_words * 4 + idx->num_blocks * (uint64_t)sizeof(idx_block) + ((uint64_t)idx->num_docs + 1) * 4;
+    uint64_t least = UINT64_MAX;
+    for (unsigned i = 0; i < n && o->placement == CLS_PLACEMENT_AUTO; i++) {
+        clx_device d;
+        cls_status s = clx_select(specs[i], &d);
+        if (s != CLS_OK) return err_wrap(s, "executor %u of %u ('%s'): ", i, n, specs[i]);
+        uint64_t mem = o->device_mem && o->device_mem < d.info.global_mem ? o->device_mem : d.info.global_mem;
+        if (mem < least) least = mem;
+    }
+    *shard = o->placement == CLS_PLACEMENT_SHARD || need > least / 2;
+    if (*shard)
+        snprintf(why, len, "the index sharded by documents (%s); every search runs on each, their top k merged",
+                 o->placement == CLS_PLACEMENT_SHARD ? "asked"
+                                                     : "it does not fit every device: more than half of the least one's memory");
+    else
+        snprintf(why, len, "the index replicated on each (it fits every device); a search runs whole on one, or split by "
+                           "stride of cost over those free");
+    return CLS_OK;
+}
+
+/* The shards of a sharded engine: idx's documents cut into *n ranges balanced by postings
+ * (cls_index_shard_bounds), each written next to $CLSEARCH_SHARD_DIR, $TMPDIR or /tmp, opened
+ * and unlinked (the mapping stays). An empty range gets no shard and its device no executor:
+ * *n and specs shrink to the shards made; base[i] is shard i's first document. */
+static cls_status shards_create(cls_engine *e, const cls_index *idx, const char **specs, unsigned *n, uint32_t *base,
+                                char *why, size_t len)
+{
+    uint32_t bounds[MULTI_MAX + 1];
+    cls_status s = cls_index_shard_bounds(idx, *n, bounds);
+    if (s != CLS_OK) return s;
+    const char *dir = getenv("CLSEARCH_SHARD_DIR");
+    if (!dir || !*dir) dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    unsigned m = 0;
+    for (unsigned i = 0; i < *n && s == CLS_OK; i++) {
+        if (bounds[i] == bounds[i + 1]) continue;
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/clsearch-shard-XXXXXX", dir) >= sizeof path)
+            return err_set(CLS_E_ARG, "the shard folder '%.100s...' is too long", dir);
+        int fd = mkstemp(path);
+        if (fd < 0) return err_set(CLS_E_IO, "making a shard file in %s: %s", dir, strerror(errno));
+        close(fd);
+        s = cls_index_shard_write(idx, i, *n, bounds[i], bounds[i + 1], path);
+        if (s == CLS_OK) s = cls_index_open(path, &e->shards[m]);
+        unlink(path);
+        if (s != CLS_OK) return err_wrap(s, "shard %u of %u (documents %u to %u): ", i, *n, bounds[i], bounds[i + 1]);
+        base[m] = bounds[i];
+        specs[m] = specs[i];
+        e->nshards = ++m;
+    }
+    size_t at = strlen(why);
+    for (unsigned i = 0; i < m && at < len; i++)
+        at += (size_t)snprintf(why + at, len - at, "%s[%u] documents from %u", i ? ", " : "; ", i, base[i]);
+    if (m < *n && at < len) snprintf(why + at, len - at, " (%u empty ranges left out)", *n - m);
+    *n = m;
+    return CLS_OK;
+}
+
 cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, const struct clx_params *prm,
                               cls_engine **out)
 {
@@ -298,29 +387,41 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     e->idx = idx;
     cls_status s;
     void *impls[MULTI_MAX] = {0};
+    uint32_t shard_base[MULTI_MAX];
+    const uint32_t *base = NULL;
     unsigned n = 0;
     int serial = 0;
-    if (strcmp(device, "ref") == 0) {
+    if (opts.placement != CLS_PLACEMENT_AUTO && opts.placement != CLS_PLACEMENT_REPLICATE &&
+        opts.placement != CLS_PLACEMENT_SHARD)
+        s = err_set(CLS_E_ARG, "unknown placement %d", (int)opts.placement);
+    else if (strcmp(device, "ref") == 0) {
         ref_engine *re = NULL;
         s = ref_create(idx, &re);
         e->ops = &REF_OPS;
         impls[n++] = re;
         snprintf(e->desc, sizeof e->desc, "device: reference engine (plain C, one query at a time; %s)", why);
     } else {
-        char buf[1024], d[sizeof e->desc - 96];
+        char buf[1024], d[sizeof e->desc - 96], placed[1024];
         const char *specs[MULTI_MAX];
+        const cls_index *idxs[MULTI_MAX];
         opts.device = device;
         e->ops = &CLX_OPS;
         s = device_specs(device, buf, sizeof buf, specs, &n);
+        int shard = 0;
+        if (s == CLS_OK) s = choose_placement(idx, specs, n, &opts, &shard, placed, sizeof placed);
+        if (s == CLS_OK && shard) s = shards_create(e, idx, specs, &n, shard_base, placed, sizeof placed);
+        for (unsigned i = 0; i < n; i++) idxs[i] = shard ? e->shards[i] : idx;
         unsigned made = 0;
-        if (s == CLS_OK) s = executors_create(idx, specs, n, prm, &opts, impls, &made, &serial, d, sizeof d);
+        if (s == CLS_OK) s = executors_create(idxs, specs, n, prm, &opts, impls, &made, &serial, placed, d, sizeof d);
         if (s != CLS_OK) n = made;
+        if (shard) base = shard_base;
         if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);
     }
-    if (s == CLS_OK) s = sched_create(idx, e->ops, impls, n, serial, &e->sched);
+    if (s == CLS_OK) s = sched_create(idx, e->ops, impls, n, serial, base, &e->sched);
     if (s != CLS_OK) {
         for (unsigned i = 0; i < n; i++)
             if (impls[i]) e->ops->free(impls[i]);
+        for (unsigned i = 0; i < e->nshards; i++) cls_index_close(e->shards[i]);
         pthread_mutex_destroy(&e->one_mu);
         free(e);
         return s;
@@ -333,6 +434,7 @@ void cls_engine_free(cls_engine *e)
 {
     if (!e) return;
     sched_free(e->sched);
+    for (unsigned i = 0; i < e->nshards; i++) cls_index_close(e->shards[i]);
     cls_batch_free(e->one);
     pthread_mutex_destroy(&e->one_mu);
     free(e);

@@ -72,11 +72,13 @@ const struct clx_params *clx_engine_params(const clx_engine *e);
 
 /* The scheduler (scheduler.c): a cls_engine's searches over its n executors (all of one kind,
  * ops), run whole or split, synchronous or not, a failing executor set aside. serial: the
- * executors run one at a time (a device that takes no launches from several threads). The
+ * executors run one at a time (a device that takes no launches from several threads).
+ * shard_base (NULL: each executor holds the whole of idx): executor i holds the documents of idx
+ * from shard_base[i] on, numbered from 0, and every search runs on each, merged (merge.c). The
  * scheduler owns the executors from creation (sched_free frees them), except when creation fails. */
 typedef struct sched sched;
 cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *const *impls, unsigned n, int serial,
-                        sched **out);
+                        const uint32_t *shard_base, sched **out);
 void sched_free(sched *s);
 /* A search queued; async: it may run on the executors' threads (else the caller's sched_wait
  * runs it when an executor is free). */

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/merge.h"
 #include "util/err.h"
 #include "util/fault.h"
 #include "util/vec.h"
@@ -55,6 +56,10 @@ typedef struct sched_part {
     cls_search *job;
     const uint32_t *order;   /* the queries, as positions in the batch; NULL: the whole search */
     uint64_t n;
+    int pin;                 /* 1 + the executor it must run on (a shard's), or 0 */
+    unsigned nsub;           /* a shard's part: searches of the whole batch into res[] (and-or: 2) */
+    cls_search_params sub[2];
+    cls_results *res[2];
     uint64_t tried;          /* executors that failed it (bit per executor) */
     cls_status status;       /* its last failure */
     char msg[512];
@@ -83,6 +88,9 @@ struct cls_search {
     size_t nsteps, steps_cap;
     uint32_t batches;
     uint64_t *share;         /* per executor: the queries it answered */
+    cls_results **sres;      /* a sharded engine's: per executor two result sets (kept for reuse) */
+    uint32_t *scratch;       /* and-or's merge: kk docIDs */
+    size_t scratch_cap;
     cls_search *next_free;
 };
 
@@ -100,6 +108,8 @@ typedef struct sched_exec {
 
 struct sched {
     const cls_index *idx;
+    uint32_t *shard_base;    /* executor i holds the documents from shard_base[i]; NULL: replicated */
+    uint32_t total_docs;     /* the collection's, for a sharded engine's hits per query */
     const executor_ops *ops;
     sched_exec *ex;
     unsigned n;
@@ -145,7 +155,8 @@ static void queue_remove(sched *s, sched_part *p)
 static sched_part *queue_first_for(sched *s, unsigned x)
 {
     for (sched_part *p = s->head; p; p = p->next)
-        if (!(p->tried >> x & 1) && !(p->job->sync && p->job->state == JOB_QUEUED)) return p;
+        if (!(p->tried >> x & 1) && !(p->job->sync && p->job->state == JOB_QUEUED) && (!p->pin || p->pin == (int)x + 1))
+            return p;
     return NULL;
 }
 
@@ -207,8 +218,10 @@ static cls_status run_part(sched *s, sched_exec *x, sched_part *p)
     const executor_ops *ops = s->ops;
     if (s->serial) pthread_mutex_lock(&s->serial_mu);
     fault_set_executor((int)x->id);
-    cls_status st;
-    if (!p->order) {
+    cls_status st = CLS_OK;
+    if (p->nsub) {
+        for (unsigned i = 0; i < p->nsub && st == CLS_OK; i++) st = ops->search(x->impl, j->b, &p->sub[i], p->res[i]);
+    } else if (!p->order) {
         st = ops->search(x->impl, j->b, &j->p, j->r);
     } else {
         st = ops->prepare(x->impl, &j->p, j->b->nq);
@@ -232,7 +245,15 @@ static void job_fail(cls_search *j, cls_status st, const char *msg)
  * engine's last, and wakes its waiter. Called with the lock held; drops it while packing. */
 static void job_finish(sched *s, cls_search *j)
 {
-    if (j->status == CLS_OK && j->nparts > 1) {
+    if (j->status == CLS_OK && s->shard_base) {
+        pthread_mutex_unlock(&s->mu);
+        const cls_results *parts[MERGE_MAX_SHARDS], *ors[MERGE_MAX_SHARDS];
+        for (unsigned i = 0; i < s->n; i++) parts[i] = j->sres[2 * i], ors[i] = j->sres[2 * i + 1];
+        cls_status st = merge_shards(parts, j->p.mode == CLS_MODE_AND_OR ? ors : NULL, s->shard_base, s->n, j->b->nq,
+                                     j->kk, j->r, j->scratch);
+        pthread_mutex_lock(&s->mu);
+        if (st != CLS_OK) job_fail(j, st, cls_last_error());
+    } else if (j->status == CLS_OK && j->nparts > 1) {
         pthread_mutex_unlock(&s->mu);
         results_pack(j->r, j->kk);
         pthread_mutex_lock(&s->mu);
@@ -269,8 +290,13 @@ static void part_done(sched *s, sched_exec *x, sched_part *p, cls_status st, int
         p->status = st;
         snprintf(p->msg, sizeof p->msg, "executor %u: %s", x->id, msg);
         int other = 0;
-        for (unsigned i = 0; i < s->n && !other; i++) other = !s->ex[i].aside && !(p->tried >> i & 1);
-        if (other) {
+        for (unsigned i = 0; i < s->n && !other && !p->pin; i++) other = !s->ex[i].aside && !(p->tried >> i & 1);
+        if (p->pin) {
+            /* a shard's part: no other executor holds its documents */
+            char why[sizeof p->msg + 64];
+            snprintf(why, sizeof why, "shard %d (no other executor holds its documents): %s", p->pin - 1, p->msg);
+            job_fail(j, st, why);
+        } else if (other) {
             /* another executor runs it (one with more memory may take a query this one cannot);
              * the device is set aside unless the failure is the input's. The part goes first: it
              * is late already. */
@@ -281,16 +307,17 @@ static void part_done(sched *s, sched_exec *x, sched_part *p, cls_status st, int
             queue_push(s, p, 1);
             pthread_cond_broadcast(&s->cv);
             return;
-        }
-        /* no executor left to try: the job fails; x, the last, stays in service */
-        int any_aside = 0;
-        for (unsigned i = 0; i < s->n; i++) any_aside |= s->ex[i].aside;
-        if (any_aside && !input) {
-            char all[sizeof p->msg + 64];
-            snprintf(all, sizeof all, "no executor left to run it (the others set aside): %s", p->msg);
-            job_fail(j, st, all);
         } else {
-            job_fail(j, st, s->n > 1 ? p->msg : msg);
+            /* no executor left to try: the job fails; x, the last, stays in service */
+            int any_aside = 0;
+            for (unsigned i = 0; i < s->n; i++) any_aside |= s->ex[i].aside;
+            if (any_aside && !input) {
+                char all[sizeof p->msg + 64];
+                snprintf(all, sizeof all, "no executor left to run it (the others set aside): %s", p->msg);
+                job_fail(j, st, all);
+            } else {
+                job_fail(j, st, s->n > 1 ? p->msg : msg);
+            }
         }
     }
     if (--j->left == 0) job_finish(s, j);
@@ -302,8 +329,8 @@ static void queue_drop_orphans(sched *s)
 {
     for (sched_part *p = s->head, *next; p; p = next) {
         next = p->next;
-        int other = 0;
-        for (unsigned i = 0; i < s->n && !other; i++) other = !s->ex[i].aside && !(p->tried >> i & 1);
+        int other = p->pin && !s->ex[p->pin - 1].aside;
+        for (unsigned i = 0; i < s->n && !other && !p->pin; i++) other = !s->ex[i].aside && !(p->tried >> i & 1);
         if (other) continue;
         queue_remove(s, p);
         cls_search *j = p->job;
@@ -351,11 +378,54 @@ static cls_status split(sched *s, sched_exec *x, cls_search *j, unsigned nparts)
     return CLS_OK;
 }
 
+/* A sharded engine's job as one part per shard, each pinned to its executor: the whole batch
+ * searched into the job's result sets for that shard (and-or: AND at k and OR at 2k, merge.c says
+ * why). Called with the lock held. */
+static cls_status shard_parts(sched *s, cls_search *j)
+{
+    const int and_or = j->p.mode == CLS_MODE_AND_OR;
+    if (and_or && j->p.k > CLS_MAX_K / 2)
+        return err_set(CLS_E_ARG, "and-or on a sharded engine takes k up to %u, not %u", CLS_MAX_K / 2, j->p.k);
+    j->kk = j->p.k < s->total_docs ? j->p.k : s->total_docs;
+    if (!j->sres && !(j->sres = calloc(2 * s->n, sizeof *j->sres)))
+        return err_set(CLS_E_NOMEM, "out of memory for a search's shards");
+    for (unsigned i = 0; i < 2 * s->n; i++)
+        if (!j->sres[i] && cls_results_create(&j->sres[i]) != CLS_OK)
+            return err_set(CLS_E_NOMEM, "out of memory for a search's shards");
+    if (!vec_reserve(&j->scratch, &j->scratch_cap, j->kk + 1, sizeof *j->scratch))
+        return err_set(CLS_E_NOMEM, "out of memory for a search's shards");
+    cls_search_params a = j->p, o = j->p;
+    if (and_or) {
+        a.mode = CLS_MODE_AND;
+        o.mode = CLS_MODE_OR;
+        o.k = 2 * j->p.k;
+    }
+    j->nparts = j->left = s->n;
+    for (unsigned i = 0; i < s->n; i++)
+        j->parts[i] = (sched_part){.job = j, .pin = (int)i + 1, .nsub = and_or ? 2 : 1, .sub = {a, o},
+                                   .res = {j->sres[2 * i], j->sres[2 * i + 1]}};
+    return CLS_OK;
+}
+
 /* Executor x (claimed, busy) runs part p: a new job's first part is run whole or split first.
  * Called with the lock held; returns with it held, x still busy. */
 static void take(sched *s, sched_exec *x, sched_part *p)
 {
     cls_search *j = p->job;
+    if (j->state == JOB_QUEUED && s->shard_base) {
+        j->state = JOB_RUNNING;
+        cls_status st = shard_parts(s, j);
+        if (st != CLS_OK) {
+            job_fail(j, st, cls_last_error());
+            if (--j->left == 0) job_finish(s, j);
+            pthread_cond_broadcast(&s->cv);
+            return;
+        }
+        for (unsigned i = 0; i < s->n; i++)
+            if (i != x->id) queue_push(s, &j->parts[i], 0);
+        pthread_cond_broadcast(&s->cv);
+        p = &j->parts[x->id];
+    }
     if (j->state == JOB_QUEUED) {
         j->state = JOB_RUNNING;
         /* split only when nothing else waits: then every free executor joins in */
@@ -465,7 +535,7 @@ static cls_status start_workers(sched *s)
 /* ---- The scheduler's life ------------------------------------------------------------------- */
 
 cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *const *impls, unsigned n, int serial,
-                        sched **out)
+                        const uint32_t *shard_base, sched **out)
 {
     assert(n >= 1 && n <= 64);
     *out = NULL;
@@ -478,6 +548,16 @@ cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *con
     s->idx = idx;
     s->ops = ops;
     s->n = n;
+    s->total_docs = idx->num_docs;
+    if (shard_base) {
+        if (!(s->shard_base = malloc(n * sizeof *s->shard_base))) {
+            free(s->ex);
+            free(s->share_names);
+            free(s);
+            return err_set(CLS_E_NOMEM, "out of memory for %u executors", n);
+        }
+        memcpy(s->shard_base, shard_base, n * sizeof *s->shard_base);
+    }
     s->serial = serial;
     s->split_min = SPLIT_MIN;
     for (unsigned i = 0; i < n; i++) {
@@ -510,6 +590,7 @@ cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *con
 fail:
     free(s->ex);
     free(s->share_names);
+    free(s->shard_base);
     free(s);
     return err_set(CLS_E_NOMEM, "no mutex for the engine's scheduler");
 }
@@ -523,6 +604,10 @@ static void job_release_arrays(cls_search *j)
     free(j->counters);
     free(j->steps);
     free(j->share);
+    if (j->sres)
+        for (unsigned i = 0; i < 2 * j->s->n; i++) cls_results_free(j->sres[i]);
+    free(j->sres);
+    free(j->scratch);
     free(j);
 }
 
@@ -549,6 +634,7 @@ void sched_free(sched *s)
     free(s->share_names);
     free(s->last_counters);
     free(s->last_steps);
+    free(s->shard_base);
     free(s);
 }
 

@@ -89,5 +89,7 @@ int analyzer_option(int opt, cls_analyzer_opts *an);
 
 /* --device-mem BYTES (search, serve): 0, or the usage error's status naming the command. */
 int device_mem_option(const char *cmd, const char *arg, cls_engine_opts *eo);
+/* --placement: eo->placement, or a usage error's exit status. */
+int placement_option(const char *cmd, const char *arg, cls_engine_opts *eo);
 
 #endif

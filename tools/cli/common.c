@@ -144,6 +144,14 @@ int analyzer_option(int opt, cls_analyzer_opts *an)
     }
 }
 
+int placement_option(const char *cmd, const char *arg, cls_engine_opts *eo)
+{
+    if (cls_placement_parse(arg, &eo->placement) == CLS_OK) return 0;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: --placement takes auto, replicate or shard, not '%%s'", cmd);
+    return usage_error(msg, arg);
+}
+
 int device_mem_option(const char *cmd, const char *arg, cls_engine_opts *eo)
 {
     if (cls_parse_bytes(arg, &eo->device_mem) == CLS_OK && eo->device_mem != 0) return 0;

@@ -178,6 +178,7 @@ static int search_options(int argc, char **argv, search_args *a)
                                        {"output", required_argument, 0, 'o'}, {"tag", required_argument, 0, 3},
                                        {"json", no_argument, 0, 4}, {"qid", required_argument, 0, 5},
                                        {"device-mem", required_argument, 0, 6}, {"batch-ms", required_argument, 0, 7},
+                                       {"placement", required_argument, 0, 9},
                                        {"fields", required_argument, 0, 8},
                                        {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":x:q:f:k:m:d:o:v", lo, NULL)) != -1) {
@@ -216,6 +217,9 @@ static int search_options(int argc, char **argv, search_args *a)
             a->eo.batch_ms = batch_ms;
             break;
         case 8: a->fields_opt = optarg; break;
+        case 9:
+            if ((rc = placement_option("search", optarg, &a->eo)) != 0) return rc;
+            break;
         case 'v': a->verbose = 1; break;
         default: return bad_option(argc, argv, opt);
         }

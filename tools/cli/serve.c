@@ -33,6 +33,7 @@ static int serve_parse(int argc, char **argv, serve_args *a)
                                        {"max-wait-ms", required_argument, 0, 3}, {"threads", required_argument, 0, 4},
                                        {"max-queue", required_argument, 0, 5}, {"max-k", required_argument, 0, 6},
                                        {"timeout", required_argument, 0, 7}, {"device-mem", required_argument, 0, 8},
+                                       {"placement", required_argument, 0, 20},
                                        {"request-timeout", required_argument, 0, 9},
                                        {"max-conns", required_argument, 0, 10},
                                        {"max-conns-per-ip", required_argument, 0, 11}, {0, 0, 0, 0}};
@@ -68,6 +69,9 @@ static int serve_parse(int argc, char **argv, serve_args *a)
             break;
         case 8:
             if ((rc = device_mem_option("serve", optarg, &a->eo)) != 0) return rc;
+            break;
+        case 20:
+            if ((rc = placement_option("serve", optarg, &a->eo)) != 0) return rc;
             break;
         case 9:
             if (!parse_u64(optarg, 1, 3600, &v))
