@@ -501,7 +501,7 @@ typedef struct cls_engine cls_engine;
 CLS_API cls_status cls_engine_create(const cls_index *idx, const char *device, cls_engine **out);
 /* How an engine over several devices holds the index. REPLICATE: each device holds all of it,
  * and a search runs whole on one device or split over the free ones. SHARD: device i holds the
- * documents of a range (cls_index_shard_bounds: balanced by postings; shards written with the
+ * documents of a range (balanced by document lengths; shards written with the
  * collection's statistics next to $CLSEARCH_SHARD_DIR, else $TMPDIR, else /tmp, and unlinked once
  * open), every search runs on every device and their top k are merged; for an index larger than
  * one device's memory. AUTO: SHARD where the index does not fit every device of the list (its

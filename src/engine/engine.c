@@ -13,6 +13,7 @@
 
 #include "algo/algo.h"
 #include "engine/dev_engine.h"
+#include "index/index_shard.h"
 #include "util/err.h"
 
 struct cls_engine {
@@ -312,36 +313,77 @@ static cls_status choose_placement(const cls_index *idx, const char *const *spec
     return CLS_OK;
 }
 
-/* The shards of a sharded engine: idx's documents cut into *n ranges balanced by postings
- * (cls_index_shard_bounds), each written next to $CLSEARCH_SHARD_DIR, $TMPDIR or /tmp, opened
- * and unlinked (the mapping stays). An empty range gets no shard and its device no executor:
- * *n and specs shrink to the shards made; base[i] is shard i's first document. */
+/* One shard's file, written on a thread of its own (shards_create). */
+typedef struct shard_make {
+    const cls_index *idx;
+    uint32_t i, n, lo, hi;
+    char path[4096];
+    cls_status s;
+    char err[1024];
+} shard_make;
+
+static void *shard_make_run(void *arg)
+{
+    shard_make *m = arg;
+    m->s = cls_index_shard_write(m->idx, m->i, m->n, m->lo, m->hi, m->path);
+    if (m->s != CLS_OK) snprintf(m->err, sizeof m->err, "%s", cls_last_error());
+    return NULL;
+}
+
+/* The shards of a sharded engine: idx's documents cut into *n ranges balanced by their lengths
+ * (idx_shard_balance over the tokens, which needs no pass over the postings, unlike
+ * cls_index_shard_bounds), each written at once on a thread of its own next to
+ * $CLSEARCH_SHARD_DIR, $TMPDIR or /tmp, opened and unlinked (the mapping stays). An empty range
+ * gets no shard and its device no executor: *n and specs shrink to the shards made; base[i] is
+ * shard i's first document. */
 static cls_status shards_create(cls_engine *e, const cls_index *idx, const char **specs, unsigned *n, uint32_t *base,
                                 char *why, size_t len)
 {
     uint32_t bounds[MULTI_MAX + 1];
-    cls_status s = cls_index_shard_bounds(idx, *n, bounds);
-    if (s != CLS_OK) return s;
+    idx_shard_balance(idx->doclen, idx->num_docs, *n, bounds);
     const char *dir = getenv("CLSEARCH_SHARD_DIR");
     if (!dir || !*dir) dir = getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
-    unsigned m = 0;
+    shard_make *mk = calloc(*n, sizeof *mk);
+    pthread_t *th = calloc(*n, sizeof *th);
+    int *on = calloc(*n, sizeof *on);
+    cls_status s = mk && th && on ? CLS_OK : err_set(CLS_E_NOMEM, "out of memory for %u shards", *n);
     for (unsigned i = 0; i < *n && s == CLS_OK; i++) {
+        mk[i] = (shard_make){.idx = idx, .i = i, .n = *n, .lo = bounds[i], .hi = bounds[i + 1]};
         if (bounds[i] == bounds[i + 1]) continue;
-        char path[4096];
-        if ((size_t)snprintf(path, sizeof path, "%s/clsearch-shard-XXXXXX", dir) >= sizeof path)
-            return err_set(CLS_E_ARG, "the shard folder '%.100s...' is too long", dir);
-        int fd = mkstemp(path);
-        if (fd < 0) return err_set(CLS_E_IO, "making a shard file in %s: %s", dir, strerror(errno));
+        if ((size_t)snprintf(mk[i].path, sizeof mk[i].path, "%s/clsearch-shard-XXXXXX", dir) >= sizeof mk[i].path) {
+            s = err_set(CLS_E_ARG, "the shard folder '%.100s...' is too long", dir);
+            break;
+        }
+        int fd = mkstemp(mk[i].path);
+        if (fd < 0) {
+            s = err_set(CLS_E_IO, "making a shard file in %s: %s", dir, strerror(errno));
+            mk[i].path[0] = '\0';
+            break;
+        }
         close(fd);
-        s = cls_index_shard_write(idx, i, *n, bounds[i], bounds[i + 1], path);
-        if (s == CLS_OK) s = cls_index_open(path, &e->shards[m]);
-        unlink(path);
-        if (s != CLS_OK) return err_wrap(s, "shard %u of %u (documents %u to %u): ", i, *n, bounds[i], bounds[i + 1]);
+        on[i] = pthread_create(&th[i], NULL, shard_make_run, &mk[i]) == 0;
+        if (!on[i]) shard_make_run(&mk[i]);
+    }
+    unsigned m = 0;
+    for (unsigned i = 0; mk && i < *n; i++) {
+        if (on && on[i]) pthread_join(th[i], NULL);
+        if (!mk[i].path[0]) continue;
+        if (s == CLS_OK && mk[i].s != CLS_OK) s = err_set(mk[i].s, "%s", mk[i].err);
+        if (s == CLS_OK) s = cls_index_open(mk[i].path, &e->shards[m]);
+        unlink(mk[i].path);
+        if (s != CLS_OK) {
+            s = err_wrap(s, "shard %u of %u (documents %u to %u): ", i, *n, bounds[i], bounds[i + 1]);
+            continue; /* the others' files still go */
+        }
         base[m] = bounds[i];
         specs[m] = specs[i];
         e->nshards = ++m;
     }
+    free(mk);
+    free(th);
+    free(on);
+    if (s != CLS_OK) return s;
     size_t at = strlen(why);
     for (unsigned i = 0; i < m && at < len; i++)
         at += (size_t)snprintf(why + at, len - at, "%s[%u] documents from %u", i ? ", " : "; ", i, base[i]);
