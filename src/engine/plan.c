@@ -306,12 +306,18 @@ cls_status plan_add(batch_plan *pl, const cls_batch *bt, int *added)
     }
     /* as many units as the algorithm asks for, splitting its span into ranges of one size, in
      * order; a span of 0 leaves their shares to the device (where a driving list's length is
-     * known once its blocks are chosen) */
+     * known once its blocks are chosen), and their ranges at 0 without two 64-bit divisions a
+     * unit: AND's units, tens a query on a large collection, are most of a batch's */
     const uint64_t span = need.unit_span;
-    for (uint32_t u = 0, first = pl->nunits; u < nunits; u++)
-        pl->units[pl->nunits++] = (abi_unit){.query = pl->nq, .first_unit = first,
-                                             .begin = (uint32_t)((uint64_t)u * span / nunits),
-                                             .end = (uint32_t)((uint64_t)(u + 1) * span / nunits)};
+    const uint32_t first = pl->nunits;
+    abi_unit *un = pl->units + first;
+    if (span == 0)
+        for (uint32_t u = 0; u < nunits; u++) un[u] = (abi_unit){.query = pl->nq, .first_unit = first};
+    else
+        for (uint32_t u = 0; u < nunits; u++)
+            un[u] = (abi_unit){.query = pl->nq, .first_unit = first, .begin = (uint32_t)((uint64_t)u * span / nunits),
+                               .end = (uint32_t)((uint64_t)(u + 1) * span / nunits)};
+    pl->nunits = first + nunits;
     pl->nskips = nskips;
     pl->nolists = nolists;
     pl->nbounds = nbounds;
