@@ -1140,6 +1140,8 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     return CLS_OK;
 }
 
+double clx_search_rate(const clx_engine *e) { return e->rate; }
+
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {
     *counters = e->counters;

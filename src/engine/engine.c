@@ -53,6 +53,7 @@ static cls_status clx_run_op(void *impl, const cls_batch *b, const uint32_t *ord
 }
 static void clx_finish_op(void *impl) { clx_search_finish(impl); }
 static uint32_t clx_k_op(const void *impl) { return clx_search_k(impl); }
+static double clx_rate_op(const void *impl) { return clx_search_rate(impl); }
 static void clx_free_op(void *impl) { clx_free(impl); }
 static void clx_build_times_op(const void *impl, double *seconds, int *from_cache)
 {
@@ -71,6 +72,7 @@ static const executor_ops CLX_OPS = {.search = clx_search_op,
                                      .run = clx_run_op,
                                      .finish = clx_finish_op,
                                      .k = clx_k_op,
+                                     .rate = clx_rate_op,
                                      .free = clx_free_op,
                                      .build_times = clx_build_times_op,
                                      .profile = clx_profile_op,

@@ -18,6 +18,9 @@ typedef struct executor_ops {
     cls_status (*run)(void *impl, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r);
     void (*finish)(void *impl);
     uint32_t (*k)(const void *impl);
+    /* the rate its cost model has measured (any unit common to the kind; 0: not yet), so that a
+     * split gives a faster device more queries; NULL: every executor alike */
+    double (*rate)(const void *impl);
     void (*free)(void *impl);
     /* NULL where the engine has no programs or no profile */
     void (*build_times)(const void *impl, double *seconds, int *from_cache);
@@ -54,6 +57,8 @@ cls_status clx_search_run(clx_engine *e, const cls_batch *b, const uint32_t *ord
 void clx_search_finish(clx_engine *e);
 /* The hits kept per query of the search prepared (k, at most the documents). */
 uint32_t clx_search_k(const clx_engine *e);
+/* The cost model's measured rate, postings a second of device batch time (0 before a batch). */
+double clx_search_rate(const clx_engine *e);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches);
 size_t clx_counters(const clx_engine *e, const cls_counter **counters);

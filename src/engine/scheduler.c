@@ -8,9 +8,10 @@
  *     several searches in flight each runs whole on one device, which keeps a batch's queries
  *     together (a batch shares decoded lists and fills the device) and the devices apart;
  *   - split, when executors are free and nothing else waits, so that one search alone still
- *     uses every device: prepared on the first executor, ordered by cost once, and cut by
- *     stride (part i takes the queries at positions i, i + n, i + 2n, ... of that order), so
- *     each part holds the whole range of costs and like-cost batches, and executors of one kind
+ *     uses every device: prepared on the first executor, ordered by cost once, and dealt out
+ *     like cards (by stride where the devices are alike: part i takes the queries at positions
+ *     i, i + n, i + 2n, ... of that order; weighted by each device's measured rate where they are
+ *     not), so each part holds the whole range of costs and like-cost batches, and the devices
  *     finish together. A part holds at least split_min queries: below that a device's batch
  *     time is its fixed cost and splitting only occupies more devices.
  * Parts write into the job's one cls_results, queries apart (a query's hits depend on it alone,
@@ -79,6 +80,7 @@ struct cls_search {
     unsigned nparts, left;
     uint32_t **slices;       /* per part of a split search, its queries (kept for reuse) */
     size_t *slice_cap;
+    uint64_t *slice_n;
     unsigned nslices;
     cls_status status;
     char msg[640];
@@ -341,10 +343,13 @@ static void queue_drop_orphans(sched *s)
     }
 }
 
-/* Splits job j, just taken by executor x, over x and the free executors got[0..ng): the parts'
- * queries by stride of x's cost order. Called without the lock; on failure nothing was handed
- * out (the caller releases got and runs j whole). */
-static cls_status split(sched *s, sched_exec *x, cls_search *j, unsigned nparts)
+/* Splits job j, just taken by executor x, over nparts executors (ids[0] is x; all claimed, none
+ * running): x's cost order dealt out by smooth weighted round robin, each executor weighing its
+ * measured rate (ops->rate), so that each part holds the whole range of costs and a faster
+ * device more of them; while any rate is unmeasured, equal weights, which is a stride: part i
+ * takes the positions i, i + n, i + 2n, ... Called without the lock; on failure nothing was handed
+ * out (the caller releases the others and runs j whole). */
+static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *ids, unsigned nparts)
 {
     const executor_ops *ops = s->ops;
     const uint64_t nq = j->b->nq;
@@ -362,18 +367,37 @@ static cls_status split(sched *s, sched_exec *x, cls_search *j, unsigned nparts)
     if (st != CLS_OK) return st;
     if (j->nslices < nparts) {
         uint32_t **sl = realloc(j->slices, nparts * sizeof *sl);
-        size_t *cap = sl ? realloc(j->slice_cap, nparts * sizeof *cap) : NULL;
         if (sl) j->slices = sl;
-        if (!cap) return err_set(CLS_E_NOMEM, "out of memory for a search's parts");
-        j->slice_cap = cap;
+        size_t *cap = sl ? realloc(j->slice_cap, nparts * sizeof *cap) : NULL;
+        if (cap) j->slice_cap = cap;
+        uint64_t *cnt = cap ? realloc(j->slice_n, nparts * sizeof *cnt) : NULL;
+        if (!cnt) return err_set(CLS_E_NOMEM, "out of memory for a search's parts");
+        j->slice_n = cnt;
         for (unsigned i = j->nslices; i < nparts; i++) j->slices[i] = NULL, j->slice_cap[i] = 0;
         j->nslices = nparts;
     }
+    double w[64], cur[64], total = 0;
+    int measured = 1;
     for (unsigned i = 0; i < nparts; i++) {
-        uint64_t cnt = (nq - i + nparts - 1) / nparts;
-        if (!vec_reserve(&j->slices[i], &j->slice_cap[i], cnt + 1, sizeof *j->slices[i]))
+        w[i] = s->ops->rate ? s->ops->rate(s->ex[ids[i]].impl) : 0;
+        measured &= w[i] > 0;
+    }
+    for (unsigned i = 0; i < nparts; i++) {
+        if (!measured) w[i] = 1;
+        total += w[i];
+        cur[i] = 0;
+        j->slice_n[i] = 0;
+        if (!vec_reserve(&j->slices[i], &j->slice_cap[i], nq + 1, sizeof *j->slices[i]))
             return err_set(CLS_E_NOMEM, "out of memory for a search's parts");
-        for (uint64_t q = 0; q < cnt; q++) j->slices[i][q] = order[i + q * nparts];
+    }
+    for (uint64_t q = 0; q < nq; q++) {
+        unsigned best = 0;
+        for (unsigned i = 0; i < nparts; i++) {
+            cur[i] += w[i];
+            if (cur[i] > cur[best]) best = i;
+        }
+        cur[best] -= total;
+        j->slices[best][j->slice_n[best]++] = order[q];
     }
     return CLS_OK;
 }
@@ -429,32 +453,33 @@ static void take(sched *s, sched_exec *x, sched_part *p)
     if (j->state == JOB_QUEUED) {
         j->state = JOB_RUNNING;
         /* split only when nothing else waits: then every free executor joins in */
-        unsigned got[64], ng = 0;
+        unsigned got[64], ng = 0; /* got[0] is x, then the free executors claimed */
         uint64_t most = s->ops->prepare && s->split_min ? j->b->nq / s->split_min : 0;
+        got[ng++] = x->id;
         if (!s->head && s->workers)
-            for (unsigned i = 0; i < s->n && ng + 1 < most && ng < 64; i++)
+            for (unsigned i = 0; i < s->n && ng < most && ng < 64; i++)
                 if (i != x->id && can_take(&s->ex[i])) {
                     s->ex[i].busy = 1;
                     s->running++;
                     got[ng++] = i;
                 }
-        if (ng) {
+        if (ng > 1) {
             pthread_mutex_unlock(&s->mu);
-            cls_status st = split(s, x, j, ng + 1);
+            cls_status st = split(s, x, j, got, ng);
             pthread_mutex_lock(&s->mu);
             if (st == CLS_OK) {
-                j->nparts = j->left = ng + 1;
-                for (unsigned i = 0; i <= ng; i++)
-                    j->parts[i] = (sched_part){.job = j, .order = j->slices[i], .n = (j->b->nq - i + ng) / (ng + 1)};
-                for (unsigned i = 0; i < ng; i++) {
+                j->nparts = j->left = ng;
+                for (unsigned i = 0; i < ng; i++)
+                    j->parts[i] = (sched_part){.job = j, .order = j->slices[i], .n = j->slice_n[i]};
+                for (unsigned i = 1; i < ng; i++) {
                     s->ex[got[i]].busy = 0; /* the worker claims it again with its part */
                     s->running--;
-                    s->ex[got[i]].assigned = &j->parts[i + 1];
+                    s->ex[got[i]].assigned = &j->parts[i];
                 }
                 pthread_cond_broadcast(&s->cv);
                 p = &j->parts[0];
             } else {
-                for (unsigned i = 0; i < ng; i++) s->ex[got[i]].busy = 0, s->running--;
+                for (unsigned i = 1; i < ng; i++) s->ex[got[i]].busy = 0, s->running--;
                 pthread_cond_broadcast(&s->cv);
             }
         }
@@ -600,6 +625,7 @@ static void job_release_arrays(cls_search *j)
     for (unsigned i = 0; i < j->nslices; i++) free(j->slices[i]);
     free(j->slices);
     free(j->slice_cap);
+    free(j->slice_n);
     free(j->parts);
     free(j->counters);
     free(j->steps);
