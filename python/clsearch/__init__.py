@@ -327,9 +327,12 @@ class Engine(_Closable):
     else "auto". device_mem: bytes of device memory the engine may take, an int or a string as
     the command line writes it ("512M"); None: $CLSEARCH_DEVICE_MEM, else the device's.
     batch_ms: the wall time a device batch aims at; None: $CLSEARCH_BATCH_MS, else 25.
+    placement: how a device list ("1:0,1:2", or "gpu" on a host of several) holds the index:
+    "replicate" (each device all of it), "shard" (each a range of the documents, every search on
+    each, merged) or "auto" (None: shard where the index does not fit every device).
     """
 
-    def __init__(self, index, device=None, device_mem=None, batch_ms=None):
+    def __init__(self, index, device=None, device_mem=None, batch_ms=None, placement=None):
         if not isinstance(index, Index):
             raise TypeError("Engine needs a clsearch.Index, not %s" % type(index).__name__)
         self.index = index  # keeps the index alive as long as the engine
@@ -352,6 +355,10 @@ class Engine(_Closable):
                                  "not %r" % (device_mem,))
         if batch_ms is not None:
             o.batch_ms = float(batch_ms)
+        if placement is not None:
+            v = ct.c_int()
+            _check(_lib.cls_placement_parse(_cstr(placement, "placement"), ct.byref(v)), "cls_placement_parse")
+            o.placement = v.value
         ih = index._handle()
         h = ct.c_void_p()
         _check(_lib.cls_engine_create_opts(ih, ct.byref(o), ct.byref(h)), "cls_engine_create_opts")

@@ -96,7 +96,7 @@ class SearchParams(ctypes.Structure):
 
 class EngineOpts(ctypes.Structure):
     _fields_ = [("device", ctypes.c_char_p), ("device_mem", ctypes.c_uint64), ("batch_ms", ctypes.c_double),
-                _ROOM]
+                ("placement", ctypes.c_int), _ROOM]
 
 
 # Arrays the library hands out: read element by element, so these must match exactly.
@@ -153,6 +153,7 @@ def _prototype(lib):
         "cls_search_defaults": (None, [P(SearchParams)]),
         "cls_engine_opts_init": (None, [P(EngineOpts)]),
         "cls_parse_bytes": (st, [cp, P(ctypes.c_uint64)]),
+        "cls_placement_parse": (st, [cp, P(ctypes.c_int)]),
         "cls_engine_create_opts": (st, [vp, P(EngineOpts), P(vp)]),
         "cls_engine_free": (None, [vp]),
         "cls_engine_describe": (cp, [vp]),

@@ -205,6 +205,18 @@ class TestSearch(unittest.TestCase):
         with clsearch.Engine(self.idx, device="cpu", device_mem="64M", batch_ms=5) as eng:
             runs.assert_same(self, eng.search(QUERIES, k=50), self.ref.search(QUERIES, k=50), "64M")
 
+    def test_placement(self):
+        if not cpu_device():
+            self.skipTest("SKIP: no OpenCL CPU device (POCL: pocl-opencl-icd)")
+        for placement in ("replicate", "shard", "auto"):
+            with clsearch.Engine(self.idx, device="cpu,cpu", placement=placement) as eng:
+                for mode in ("or", "and", "and-or"):
+                    runs.assert_same(self, eng.search(QUERIES, k=50, mode=mode),
+                                     self.ref.search(QUERIES, k=50, mode=mode), placement + " " + mode)
+        with self.assertRaises(clsearch.Error) as cm:
+            clsearch.Engine(self.idx, device="cpu,cpu", placement="spread")
+        self.assertEqual(cm.exception.code, "CLS_E_ARG")
+
 
 class TestText(unittest.TestCase):
     """Text that is not UTF-8 reads as `search --json` prints it (U+FFFD for each byte outside a
