@@ -619,8 +619,10 @@ CLS_API size_t cls_engine_counters(const cls_engine *e, const cls_counter **coun
 /* ---- Asynchronous search ----------------------------------------------------------------- */
 
 /* A search in flight. cls_engine_submit queues it and returns at once; the engine's executor
- * threads run it (split over every free device of a device list when nothing else waits, whole
- * on one device when other searches do), so a caller keeps several batches in flight. batch, r
+ * threads run it, or the thread that waits for it when an executor is free and it has not
+ * started (split over every free device of a device list when nothing else waits, whole on one
+ * device when other searches do; on a sharded engine on every device), so a caller keeps
+ * several batches in flight. batch, r
  * and the engine stay untouched by the caller, and alive, until cls_search_wait has returned (or
  * cls_search_free); p is copied. Results equal cls_engine_search's bit for bit. */
 typedef struct cls_search cls_search;

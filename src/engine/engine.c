@@ -119,7 +119,7 @@ static cls_status device_specs(const char *device, char *buf, size_t len, const 
     return CLS_OK;
 }
 
-/* One executor's creation, on a thread of its own when a device list's devices take launches
+/* One executor's creation, on a thread of its own when every device of a list takes launches
  * from several threads (each uploads and checks its copy of the index). */
 typedef struct exec_make {
     const cls_index *idx;
@@ -164,6 +164,10 @@ static cls_status executors_create(const cls_index *const *idx, const char *cons
     for (unsigned i = 0; i < n; i++) m[i] = (exec_make){.idx = idx[i], .spec = specs[i], .prm = prm, .o = o};
     exec_make_run(&m[0]);
     int threaded = m[0].s == CLS_OK && clx_threaded_launches(&m[0].x->dc.dev.info);
+    for (unsigned i = 1; i < n && threaded; i++) {
+        clx_device d;
+        threaded = clx_select(specs[i], &d) == CLS_OK && clx_threaded_launches(&d.info);
+    }
     for (unsigned i = 1; i < n && m[0].s == CLS_OK; i++) {
         m[i].on_thread = threaded && pthread_create(&th[i], NULL, exec_make_run, &m[i]) == 0;
         if (!m[i].on_thread) exec_make_run(&m[i]);
@@ -355,6 +359,7 @@ static cls_status shards_create(cls_engine *e, const cls_index *idx, const char 
         if (bounds[i] == bounds[i + 1]) continue;
         if ((size_t)snprintf(mk[i].path, sizeof mk[i].path, "%s/clsearch-shard-XXXXXX", dir) >= sizeof mk[i].path) {
             s = err_set(CLS_E_ARG, "the shard folder '%.100s...' is too long", dir);
+            mk[i].path[0] = '\0';
             break;
         }
         int fd = mkstemp(mk[i].path);
@@ -371,13 +376,13 @@ static cls_status shards_create(cls_engine *e, const cls_index *idx, const char 
     for (unsigned i = 0; mk && i < *n; i++) {
         if (on && on[i]) pthread_join(th[i], NULL);
         if (!mk[i].path[0]) continue;
-        if (s == CLS_OK && mk[i].s != CLS_OK) s = err_set(mk[i].s, "%s", mk[i].err);
-        if (s == CLS_OK) s = cls_index_open(mk[i].path, &e->shards[m]);
-        unlink(mk[i].path);
-        if (s != CLS_OK) {
-            s = err_wrap(s, "shard %u of %u (documents %u to %u): ", i, *n, bounds[i], bounds[i + 1]);
-            continue; /* the others' files still go */
+        cls_status si = CLS_OK;
+        if (s == CLS_OK) {
+            si = mk[i].s != CLS_OK ? err_set(mk[i].s, "%s", mk[i].err) : cls_index_open(mk[i].path, &e->shards[m]);
+            if (si != CLS_OK) s = err_wrap(si, "shard %u of %u (documents %u to %u): ", i, *n, bounds[i], bounds[i + 1]);
         }
+        unlink(mk[i].path);
+        if (s != CLS_OK) continue; /* the others' files still go */
         base[m] = bounds[i];
         specs[m] = specs[i];
         e->nshards = ++m;
@@ -453,7 +458,14 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         s = device_specs(device, buf, sizeof buf, specs, &n);
         int shard = 0;
         if (s == CLS_OK) s = choose_placement(idx, specs, n, &opts, &shard, placed, sizeof placed);
+        unsigned asked = n;
         if (s == CLS_OK && shard) s = shards_create(e, idx, specs, &n, shard_base, placed, sizeof placed);
+        if (s == CLS_OK && shard && n == 0) {
+            /* no document to cut: the devices hold the (empty) index whole */
+            shard = 0;
+            n = asked;
+            snprintf(placed, sizeof placed, "the index replicated on each (it holds no document to shard)");
+        }
         for (unsigned i = 0; i < n; i++) idxs[i] = shard ? e->shards[i] : idx;
         unsigned made = 0;
         if (s == CLS_OK) s = executors_create(idxs, specs, n, prm, &opts, impls, &made, &serial, placed, d, sizeof d);
@@ -507,7 +519,10 @@ static cls_status search_check(const cls_engine *e, const cls_batch *b, const cl
 {
     if (!e || !b || !r || !p) return err_set(CLS_E_ARG, "%s: NULL argument", fn);
     if (b->idx != e->idx) return err_set(CLS_E_ARG, "the batch was analysed against another index");
-    return params_check(p);
+    cls_status s = params_check(p);
+    if (s == CLS_OK && e->nshards && p->mode == CLS_MODE_AND_OR && p->k > CLS_MAX_K / 2)
+        return err_set(CLS_E_ARG, "and-or on a sharded engine takes k up to %u, not %u", CLS_MAX_K / 2, p->k);
+    return s;
 }
 
 cls_status cls_engine_search(cls_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r)

@@ -7,7 +7,8 @@
  * list does not say where its first part ends, so a sharded and-or runs AND (k) and OR (2k) on
  * each shard instead: the AND lists merged give the first part, and, where it has fewer than k
  * documents, the OR lists merged, less those documents, give the rest. A shard's OR list then
- * holds at least k others, since fewer than k of its documents hold every term. */
+ * holds its best k others (all of them where it has fewer), since fewer than k of its documents
+ * hold every term. */
 #include <stdlib.h>
 #include <string.h>
 

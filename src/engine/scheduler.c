@@ -12,8 +12,10 @@
  *     like cards (by stride where the devices are alike: part i takes the queries at positions
  *     i, i + n, i + 2n, ... of that order; weighted by each device's measured rate where they are
  *     not), so each part holds the whole range of costs and like-cost batches, and the devices
- *     finish together. A part holds at least split_min queries: below that a device's batch
- *     time is its fixed cost and splitting only occupies more devices.
+ *     finish together. A search is split into at most nq / split_min parts: below split_min
+ *     queries a device's batch time is its fixed cost and splitting only occupies more devices;
+ *   - on every shard, on a sharded engine: a part pinned to each executor, the whole batch on
+ *     its documents, the shards' top k merged by the last to finish (merge.c).
  * Parts write into the job's one cls_results, queries apart (a query's hits depend on it alone,
  * never on the batch it shares, so results equal one executor's bit for bit); the last part to
  * finish packs them.
@@ -30,8 +32,9 @@
  * the executor is set aside (no longer given work; cls_engine_executors says why), unless the
  * failure is the input's (err_input: a query whose lists exceed what the device holds, which a
  * device with more memory may still run). When no executor is left to try, the job fails with
- * the part's error, and the executor that failed it last stays in service: an engine is never
- * left with none.
+ * the part's error; the executor that failed it last stays in service, and those set aside for
+ * this part return to it, since a failure that every executor repeats is not theirs. A shard's
+ * part has nowhere else to run: its failure fails the job.
  *
  * Counters and profile steps are the job's: summed by name over its parts, with each executor's
  * share ("device_N_queries") on an engine of several; the engine keeps the last finished job's
@@ -62,6 +65,7 @@ typedef struct sched_part {
     cls_search_params sub[2];
     cls_results *res[2];
     uint64_t tried;          /* executors that failed it (bit per executor) */
+    uint64_t suspects;       /* of those, the ones set aside for it (back in service if it fails on every one) */
     cls_status status;       /* its last failure */
     char msg[512];
 } sched_part;
@@ -152,13 +156,16 @@ static void queue_remove(sched *s, sched_part *p)
     p->next = NULL;
 }
 
-/* The first queued part executor x's worker may run (one it has not failed, not a synchronous
- * search's first, which its caller takes), or NULL. */
+/* The first queued part executor x's worker may run (one it has not failed, pinned to no other
+ * executor), or NULL. A synchronous search's first part is its caller's: a worker that reaches
+ * one stops there and leaves x free for that caller (woken by release's broadcast), so that a
+ * stream of submitted searches cannot starve a synchronous one queued before them. */
 static sched_part *queue_first_for(sched *s, unsigned x)
 {
-    for (sched_part *p = s->head; p; p = p->next)
-        if (!(p->tried >> x & 1) && !(p->job->sync && p->job->state == JOB_QUEUED) && (!p->pin || p->pin == (int)x + 1))
-            return p;
+    for (sched_part *p = s->head; p; p = p->next) {
+        if (p->job->sync && p->job->state == JOB_QUEUED) return NULL;
+        if (!(p->tried >> x & 1) && (!p->pin || p->pin == (int)x + 1)) return p;
+    }
     return NULL;
 }
 
@@ -222,7 +229,15 @@ static cls_status run_part(sched *s, sched_exec *x, sched_part *p)
     fault_set_executor((int)x->id);
     cls_status st = CLS_OK;
     if (p->nsub) {
-        for (unsigned i = 0; i < p->nsub && st == CLS_OK; i++) st = ops->search(x->impl, j->b, &p->sub[i], p->res[i]);
+        for (unsigned i = 0; i < p->nsub && st == CLS_OK; i++) {
+            st = ops->search(x->impl, j->b, &p->sub[i], p->res[i]);
+            if (st == CLS_OK && i + 1 < p->nsub) {
+                /* the next search resets the executor's counters and profile: these first */
+                pthread_mutex_lock(&s->mu);
+                st = collect(s, x, j, 0);
+                pthread_mutex_unlock(&s->mu);
+            }
+        }
     } else if (!p->order) {
         st = ops->search(x->impl, j->b, &j->p, j->r);
     } else {
@@ -304,13 +319,18 @@ static void part_done(sched *s, sched_exec *x, sched_part *p, cls_status st, int
              * is late already. */
             if (!input) {
                 x->aside = 1;
+                p->suspects |= 1ull << x->id;
                 snprintf(x->why, sizeof x->why, "%s", msg);
             }
             queue_push(s, p, 1);
             pthread_cond_broadcast(&s->cv);
             return;
         } else {
-            /* no executor left to try: the job fails; x, the last, stays in service */
+            /* no executor left to try: the job fails, and x, the last, stays in service; a part
+             * that failed on every executor it could try is the input's failure, or the host's,
+             * not theirs: those set aside for it return */
+            for (unsigned i = 0; i < s->n; i++)
+                if (p->suspects >> i & 1) s->ex[i].aside = 0, s->ex[i].why[0] = '\0';
             int any_aside = 0;
             for (unsigned i = 0; i < s->n; i++) any_aside |= s->ex[i].aside;
             if (any_aside && !input) {

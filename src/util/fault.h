@@ -11,8 +11,9 @@
  * comma-separated, a kind up to FAULT_MAX_AT times ("device-alloc:3,write:1", "build:1,build:2":
  * the first build and its retry). KIND:N@E counts only the operations done for the engine's
  * executor E (0-based, as a device list names them: "enqueue:2@1" fails executor 1's second launch),
- * so a test aims a fault at one device of several; KIND:N+ fails the Nth and every later one (a
- * device that breaks: "enqueue:1+@1"). Anything else (an empty item, an unknown kind, a count that is
+ * so a test aims a fault at one device of several (E counts searches' operations only, not the
+ * executor's creation; on a sharded engine it is the executor's place after empty ranges are left
+ * out); KIND:N+ fails the Nth and every later one (a device that breaks: "enqueue:1+@1"). Anything else (an empty item, an unknown kind, a count that is
  * not 1 to 2^64-1 written in digits) stops the process with exit status 2 and a message naming
  * the value and the item. CLSEARCH_FAULT=count fails nothing and prints, at exit, how
  * many operations of each kind the process did: "clsearch fault counts: device-alloc 4 enqueue 9
