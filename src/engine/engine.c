@@ -1,7 +1,6 @@
 /* cls_engine: picks the reference engine or the OpenCL engine from a device spec and forwards
  * to it through its ops table. There is no fallback: a spec that names an OpenCL device either
  * gets it or fails. */
-#define _DEFAULT_SOURCE /* mkstemp */
 #include "engine/engine.h"
 
 #include <pthread.h>
@@ -15,6 +14,7 @@
 #include "engine/dev_engine.h"
 #include "index/index_shard.h"
 #include "util/err.h"
+#include "util/tmpfile.h"
 
 struct cls_engine {
     const cls_index *idx;
@@ -323,6 +323,7 @@ static cls_status choose_placement(const cls_index *idx, const char *const *spec
 typedef struct shard_make {
     const cls_index *idx;
     uint32_t i, n, lo, hi;
+    char *tmp;       /* the shard's file, listed for removal on a signal (util/tmpfile.h) */
     char path[4096];
     cls_status s;
     char err[1024];
@@ -339,7 +340,8 @@ static void *shard_make_run(void *arg)
 /* The shards of a sharded engine: idx's documents cut into *n ranges balanced by their lengths
  * (idx_shard_balance over the tokens, which needs no pass over the postings, unlike
  * cls_index_shard_bounds), each written at once on a thread of its own next to
- * $CLSEARCH_SHARD_DIR, $TMPDIR or /tmp, opened and unlinked (the mapping stays). An empty range
+ * $CLSEARCH_SHARD_DIR, $TMPDIR or /tmp (listed for removal should a signal stop the process
+ * meanwhile), opened and unlinked (the mapping stays). An empty range
  * gets no shard and its device no executor: *n and specs shrink to the shards made; base[i] is
  * shard i's first document. */
 static cls_status shards_create(cls_engine *e, const cls_index *idx, const char **specs, unsigned *n, uint32_t *base,
@@ -357,18 +359,18 @@ static cls_status shards_create(cls_engine *e, const cls_index *idx, const char 
     for (unsigned i = 0; i < *n && s == CLS_OK; i++) {
         mk[i] = (shard_make){.idx = idx, .i = i, .n = *n, .lo = bounds[i], .hi = bounds[i + 1]};
         if (bounds[i] == bounds[i + 1]) continue;
-        if ((size_t)snprintf(mk[i].path, sizeof mk[i].path, "%s/clsearch-shard-XXXXXX", dir) >= sizeof mk[i].path) {
+        char base_name[4096];
+        if ((size_t)snprintf(base_name, sizeof base_name, "%s/clsearch-shard", dir) >= sizeof mk[i].path - 16) {
             s = err_set(CLS_E_ARG, "the shard folder '%.100s...' is too long", dir);
-            mk[i].path[0] = '\0';
             break;
         }
-        int fd = mkstemp(mk[i].path);
+        int fd = tmp_create(base_name, &mk[i].tmp);
         if (fd < 0) {
             s = err_set(CLS_E_IO, "making a shard file in %s: %s", dir, strerror(errno));
-            mk[i].path[0] = '\0';
             break;
         }
         close(fd);
+        snprintf(mk[i].path, sizeof mk[i].path, "%s", mk[i].tmp);
         on[i] = pthread_create(&th[i], NULL, shard_make_run, &mk[i]) == 0;
         if (!on[i]) shard_make_run(&mk[i]);
     }
@@ -381,7 +383,7 @@ static cls_status shards_create(cls_engine *e, const cls_index *idx, const char 
             si = mk[i].s != CLS_OK ? err_set(mk[i].s, "%s", mk[i].err) : cls_index_open(mk[i].path, &e->shards[m]);
             if (si != CLS_OK) s = err_wrap(si, "shard %u of %u (documents %u to %u): ", i, *n, bounds[i], bounds[i + 1]);
         }
-        unlink(mk[i].path);
+        tmp_discard(mk[i].tmp); /* open (or failed): the file goes, the mapping stays */
         if (s != CLS_OK) continue; /* the others' files still go */
         base[m] = bounds[i];
         specs[m] = specs[i];
