@@ -84,6 +84,8 @@ void bench_sort(double *v, unsigned n);          /* ascending */
 struct cls_engine;
 /* The last search's profile in three sums: transfers to the device, kernels, the download. */
 void bench_profile_split(const struct cls_engine *e, double *up, double *kern, double *down);
+/* The same for one search's steps (cls_search_profile). */
+void bench_steps_split(const struct cls_profile_step *st, size_t n, double *up, double *kern, double *down);
 /* A suite's --json FILE: guarded as any output of the command (util/outfile.h: never one of
  * the suite's inputs, nor a file that is not JSON lines, without --force), the suite's lines
  * appended to a copy of FILE (with --force, a file of another kind is written over instead)

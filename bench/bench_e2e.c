@@ -94,17 +94,6 @@ static void work_add(const cls_engine *e, e2e_work *w)
     work_add_counters(c, n, w);
 }
 
-/* The host-to-device, kernel and device-to-host seconds of one search's profile. */
-static void profile_split(const cls_profile_step *st, size_t n, double *up, double *kern, double *down)
-{
-    *up = *kern = *down = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!st[i].transfer) *kern += st[i].seconds;
-        else if (strcmp(st[i].name, "download") == 0) *down += st[i].seconds;
-        else *up += st[i].seconds;
-    }
-}
-
 /* A row with `inflight` chunks in flight (--inflight): fills t, up, kern, down and nbat per timed
  * chunk and returns their number (at least 3), with the time from the first one's end to the
  * last one's in *wall; 0 on failure (reported). */
@@ -146,7 +135,7 @@ static unsigned row_inflight(cls_engine *e, const cls_index *idx, const topic_li
             const cls_profile_step *st;
             uint32_t batches = 0;
             size_t ns = cls_search_profile(c->s, &st, &batches);
-            profile_split(st, ns, &up[n], &kern[n], &down[n]);
+            bench_steps_split(st, ns, &up[n], &kern[n], &down[n]);
             nbat[n] = batches;
             const cls_counter *ct;
             size_t nc = cls_search_counters(c->s, &ct);

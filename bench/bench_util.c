@@ -25,6 +25,11 @@ void bench_profile_split(const cls_engine *e, double *up, double *kern, double *
 {
     const cls_profile_step *st;
     size_t n = cls_engine_profile(e, &st, NULL);
+    bench_steps_split(st, n, up, kern, down);
+}
+
+void bench_steps_split(const cls_profile_step *st, size_t n, double *up, double *kern, double *down)
+{
     *up = *kern = *down = 0;
     for (size_t i = 0; i < n; i++) {
         if (!st[i].transfer) *kern += st[i].seconds;

@@ -363,6 +363,21 @@ static void queue_drop_orphans(sched *s)
     }
 }
 
+/* Runs part p on x (claimed) without the lock, then settles it: its counters, or another
+ * executor, or its job's failure (the thread's error detail and whether it is the input's taken
+ * before anything else can overwrite them). Called with the lock held; returns with it held. */
+static void run_unlocked(sched *s, sched_exec *x, sched_part *p)
+{
+    pthread_mutex_unlock(&s->mu);
+    cls_status st = run_part(s, x, p);
+    char msg[512] = "";
+    int input = st != CLS_OK && err_is_input();
+    if (st != CLS_OK) snprintf(msg, sizeof msg, "%s", cls_last_error());
+    pthread_mutex_lock(&s->mu);
+    part_done(s, x, p, st, input, msg);
+    if (st != CLS_OK) queue_drop_orphans(s);
+}
+
 /* Splits job j, just taken by executor x, over nparts executors (ids[0] is x; all claimed, none
  * running): x's cost order dealt out by smooth weighted round robin, each executor weighing its
  * measured rate (ops->rate), so that each part holds the whole range of costs and a faster
@@ -504,14 +519,7 @@ static void take(sched *s, sched_exec *x, sched_part *p)
             }
         }
     }
-    pthread_mutex_unlock(&s->mu);
-    cls_status st = run_part(s, x, p);
-    char msg[512] = "";
-    int input = st != CLS_OK && err_is_input();
-    if (st != CLS_OK) snprintf(msg, sizeof msg, "%s", cls_last_error());
-    pthread_mutex_lock(&s->mu);
-    part_done(s, x, p, st, input, msg);
-    if (st != CLS_OK) queue_drop_orphans(s);
+    run_unlocked(s, x, p);
 }
 
 static void release(sched *s, sched_exec *x)
@@ -532,14 +540,7 @@ static void *worker(void *arg)
             x->assigned = NULL;
             x->busy = 1;
             s->running++;
-            pthread_mutex_unlock(&s->mu);
-            cls_status st = run_part(s, x, p);
-            char msg[512] = "";
-            int input = st != CLS_OK && err_is_input();
-            if (st != CLS_OK) snprintf(msg, sizeof msg, "%s", cls_last_error());
-            pthread_mutex_lock(&s->mu);
-            part_done(s, x, p, st, input, msg);
-            if (st != CLS_OK) queue_drop_orphans(s);
+            run_unlocked(s, x, p);
             release(s, x);
             continue;
         }
