@@ -55,12 +55,6 @@ static const char *wp(const char *name)
 
 static void put(const char *name, const char *text) { tu_write_file(wp(name), text, strlen(text)); }
 
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 /* Names in work containing ".tmp." (temporary files the command should have removed). */
 static int leftover_tmp(void)
 {
@@ -119,7 +113,7 @@ static void expect_fail(int rc, const char *err, int want, const char *needle, c
     ck_assert_msg(strstr(err, "AddressSanitizer") == NULL && strstr(err, "runtime error") == NULL,
                   "%s: sanitizer report: %s", what, err);
     if (out) {
-        ck_assert_msg(!exists(out), "%s: output %s exists after the failure", what, out);
+        ck_assert_msg(!tu_exists(out), "%s: output %s exists after the failure", what, out);
         ck_assert_msg(leftover_tmp() == 0, "%s: a temporary file is left in %s", what, work);
     }
 }
@@ -139,7 +133,7 @@ static const char *make_index(void)
     const char *idx = wp("c.idx"), *err;
     int rc = cli(&err, "index -c jsonl -o '%s' '%s'", idx, wp("corpus.jsonl"));
     ck_assert_msg(rc == 0, "index: exit %d: %s", rc, err);
-    ck_assert(exists(idx));
+    ck_assert(tu_exists(idx));
     return idx;
 }
 
@@ -225,7 +219,7 @@ START_TEST(index_errors)
     const char *deep = wp("nofolder/out.idx");
     rc = cli(&err, "index -c jsonl -o '%s' '%s'", deep, wp("good.jsonl"));
     expect_fail(rc, err, 1, "nofolder", "cannot write", NULL, "-o in a missing folder");
-    ck_assert(!exists(wp("nofolder")));
+    ck_assert(!tu_exists(wp("nofolder")));
     ck_assert_int_eq(leftover_tmp(), 0);
     /* ... and it is found before any input is read: a missing input is not what it reports */
     rc = cli(&err, "index -c jsonl -o '%s' '%s'", deep, wp("missing.jsonl"));
@@ -238,7 +232,7 @@ START_TEST(index_errors)
     /* and the good file alone works, leaving only the index */
     rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("good.jsonl"));
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
-    ck_assert(exists(out));
+    ck_assert(tu_exists(out));
     ck_assert_int_eq(leftover_tmp(), 0);
     rm_work();
 }
@@ -327,7 +321,7 @@ START_TEST(index_inputs_whole)
     rc = cli(&err, "index -c jsonl -o '%s' '%s'", out, wp("empty.jsonl"));
     expect_fail(rc, err, 1, "holds no jsonl documents", NULL, out, "empty JSONL, no index before");
     rc = cli(&err, "index -q -c jsonl --allow-empty -o '%s' '%s'", out, wp("empty.jsonl"));
-    ck_assert_msg(rc == 0 && exists(out), "--allow-empty: exit %d: %s", rc, err);
+    ck_assert_msg(rc == 0 && tu_exists(out), "--allow-empty: exit %d: %s", rc, err);
     rc = tu_cli(NULL, wp("stats.txt"), &err, "stats '%s'", out);
     ck_assert_msg(rc == 0 && strstr(slurp(wp("stats.txt")), "documents") != NULL, "stats: exit %d: %s", rc, err);
     rm_work();
@@ -452,7 +446,7 @@ START_TEST(search_errors)
     /* the run path in a missing folder: exit 1, nothing created */
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, topics, wp("nofolder/run.txt"));
     expect_fail(rc, err, 1, "nofolder", NULL, NULL, "-o in a missing folder");
-    ck_assert(!exists(wp("nofolder")));
+    ck_assert(!tu_exists(wp("nofolder")));
     ck_assert_int_eq(leftover_tmp(), 0);
 
     /* ... checked before the index is opened: a missing index is not what it reports */
@@ -466,7 +460,7 @@ START_TEST(search_errors)
     expect_fail(rc, err, 1, "rundir", "it is a folder", NULL, "-o onto a folder");
     ck_assert_int_eq(leftover_tmp(), 0);
     /* the run to stdout, and stdout full: the write error is reported */
-    if (exists("/dev/full")) {
+    if (tu_exists("/dev/full")) {
         rc = tu_cli(NULL, "/dev/full", &err, "search -x '%s' -q '%s' -d ref", idx, topics);
         expect_fail(rc, err, 1, "writing the run", "No space left", NULL, "stdout full");
     }
@@ -646,7 +640,7 @@ START_TEST(generate_under_a_file)
     /* and into a fresh folder it works */
     rc = cli(&err, "generate -o '%s' --docs 10 --queries 2", wp("gen"));
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
-    ck_assert(exists(wp("gen/corpus.jsonl")) && exists(wp("gen/topics.tsv")));
+    ck_assert(tu_exists(wp("gen/corpus.jsonl")) && tu_exists(wp("gen/topics.tsv")));
     rm_work();
 }
 END_TEST
@@ -756,7 +750,7 @@ START_TEST(no_platform)
         expect_fail(rc, err, 1, "no OpenCL platform", "-d ref", out, specs[i]);
     }
     rc = cli(&err, "search -x '%s' -q '%s' -d ref -o '%s'", idx, wp("topics.tsv"), out);
-    ck_assert_msg(rc == 0 && exists(out), "ref without OpenCL: exit %d: %s", rc, err);
+    ck_assert_msg(rc == 0 && tu_exists(out), "ref without OpenCL: exit %d: %s", rc, err);
     unsetenv("OCL_ICD_VENDORS");
     rm_work();
 }
@@ -787,7 +781,7 @@ START_TEST(build_failure_shows_log)
                       strstr(err, "clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE") != NULL &&
                       strstr(err, "build log:") != NULL && strstr(err, "this_is_not_opencl") != NULL,
                   "broken kernel: the message lacks the call or the build log: %s", err);
-    ck_assert(!exists(out) && leftover_tmp() == 0);
+    ck_assert(!tu_exists(out) && leftover_tmp() == 0);
     rm_work();
 }
 END_TEST
@@ -1149,7 +1143,7 @@ START_TEST(outputs_checked_first)
         snprintf(needle, sizeof needle, "%s: cannot write", cases[i].what);
         expect_fail(rc, err, 1, needle, "nofolder: No such file or directory", NULL, args);
         ck_assert_msg(strstr(err, "missing") == NULL, "%s: the input was read first: %s", args, err);
-        ck_assert(!exists(wp("nofolder")) && !exists(wp("g.idx")) && !exists(wp("t.tsv")));
+        ck_assert(!tu_exists(wp("nofolder")) && !tu_exists(wp("g.idx")) && !tu_exists(wp("t.tsv")));
         ck_assert_int_eq(leftover_tmp(), 0);
     }
     (void)idx;

@@ -26,12 +26,6 @@
 #define THREADS 8
 #define PROCESSES 8
 
-static const char *device(void)
-{
-    const char *d = getenv("CLS_TEST_DEVICE");
-    return d && *d ? d : "cpu";
-}
-
 /* ---- the collection and its reference answers ------------------------------------------------ */
 
 /* Every mode at a small and a large k, at the default BM25 parameters and at others, so that
@@ -153,45 +147,6 @@ static void record(worker *w, const char *what, int c)
                  params[c].k, (double)params[c].k1, what);
 }
 
-/* One batch search under params[c] (r: the worker's own results), checked query by query. */
-static void search_checked(worker *w, cls_engine *e, int c, cls_results *r)
-{
-    char why[512], what[640];
-    if (cls_engine_search(e, batch, &params[c], r) != CLS_OK) {
-        snprintf(what, sizeof what, "cls_engine_search: %s", cls_last_error());
-        record(w, what, c);
-        return;
-    }
-    if (cls_results_count(r) != ntexts) {
-        snprintf(what, sizeof what, "%zu queries answered of %zu", cls_results_count(r), ntexts);
-        record(w, what, c);
-        return;
-    }
-    for (size_t q = 0; q < ntexts; q++)
-        if (differ(r, q, ref[c], q, why, sizeof why)) {
-            snprintf(what, sizeof what, "query %s: %s", cls_batch_qid(batch, q), why);
-            record(w, what, c);
-            return;
-        }
-    w->searches++;
-}
-
-/* One query through cls_engine_search_text, whose batch the engine keeps and every thread reuses. */
-static void search_text_checked(worker *w, cls_engine *e, int c, size_t q, cls_results *r)
-{
-    char why[512], what[640];
-    if (cls_engine_search_text(e, texts[q], &params[c], r) != CLS_OK) {
-        snprintf(what, sizeof what, "cls_engine_search_text: %s", cls_last_error());
-        record(w, what, c);
-    } else if (cls_results_count(r) != 1 || differ(r, 0, ref[c], q, why, sizeof why)) {
-        snprintf(what, sizeof what, "query %s alone: %s", cls_batch_qid(batch, q),
-                 cls_results_count(r) != 1 ? "not one result" : why);
-        record(w, what, c);
-    } else {
-        w->searches++;
-    }
-}
-
 /* The results of a search of batch under params[c], checked query by query. */
 static void check_results(worker *w, int c, const cls_results *r)
 {
@@ -208,6 +163,34 @@ static void check_results(worker *w, int c, const cls_results *r)
             return;
         }
     w->searches++;
+}
+
+/* One batch search under params[c] (r: the worker's own results), checked query by query. */
+static void search_checked(worker *w, cls_engine *e, int c, cls_results *r)
+{
+    char what[640];
+    if (cls_engine_search(e, batch, &params[c], r) != CLS_OK) {
+        snprintf(what, sizeof what, "cls_engine_search: %s", cls_last_error());
+        record(w, what, c);
+        return;
+    }
+    check_results(w, c, r);
+}
+
+/* One query through cls_engine_search_text, whose batch the engine keeps and every thread reuses. */
+static void search_text_checked(worker *w, cls_engine *e, int c, size_t q, cls_results *r)
+{
+    char why[512], what[640];
+    if (cls_engine_search_text(e, texts[q], &params[c], r) != CLS_OK) {
+        snprintf(what, sizeof what, "cls_engine_search_text: %s", cls_last_error());
+        record(w, what, c);
+    } else if (cls_results_count(r) != 1 || differ(r, 0, ref[c], q, why, sizeof why)) {
+        snprintf(what, sizeof what, "query %s alone: %s", cls_batch_qid(batch, q),
+                 cls_results_count(r) != 1 ? "not one result" : why);
+        record(w, what, c);
+    } else {
+        w->searches++;
+    }
 }
 
 /* w->inflight searches submitted at once under consecutive parameter sets from c0, then waited
@@ -312,7 +295,7 @@ START_TEST(threads_share_a_device_engine)
 {
     fixture();
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &e) == CLS_OK, "%s", cls_last_error());
     run_workers(e, NULL, THREADS, 2, NPARAMS);
     cls_engine_free(e);
     fixture_free();
@@ -327,7 +310,7 @@ START_TEST(threads_submit_to_a_device_set)
 {
     fixture();
     char spec[256];
-    snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
+    snprintf(spec, sizeof spec, "%s,%s,%s", tu_device(), tu_device(), tu_device());
     cls_engine *e;
     ck_assert_msg(cls_engine_create(idx, spec, &e) == CLS_OK, "%s", cls_last_error());
     sched_set_split_min(engine_sched(e), 16);
@@ -358,7 +341,7 @@ START_TEST(threads_each_own_engine_one_index)
     ck_assert_int_eq(mkdir(dir, 0755), 0);
     setenv("CLSEARCH_CACHE_DIR", dir, 1);
     fixture();
-    run_workers(NULL, device(), THREADS, 1, NPARAMS);
+    run_workers(NULL, tu_device(), THREADS, 1, NPARAMS);
     fixture_free();
 }
 END_TEST
@@ -395,7 +378,7 @@ START_TEST(processes_share_the_program_cache)
             const char *e;
             int c = i % COMBOS;
             int rc = tu_cli(NULL, "/dev/null", &e, "search -x '%s' -q '%s' -d '%s' -m %s -k %d -o '%s'", index_path,
-                            topics_path, device(), combo_mode(c), combo_k(c), runs[i]);
+                            topics_path, tu_device(), combo_mode(c), combo_k(c), runs[i]);
             if (rc != 0) fprintf(stderr, "process %d: exit %d: %s\n", i, rc, e);
             _exit(rc == 0 ? 0 : 1);
         }

@@ -76,18 +76,6 @@ static const char *model_root(void)
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static const char *device(void)
-{
-    const char *d = getenv("CLS_TEST_DEVICE");
-    return d && *d ? d : "cpu";
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 /* Opens path expecting failure with status want; returns the message (never a handle). */
 static const char *open_fails(const char *path, cls_status want, const char *what)
 {
@@ -637,8 +625,8 @@ START_TEST(check_reports_the_first_problem)
             cls_engine_free(e);
         }
         if (k != 1) { /* the device's check names the block the host's names */
-            ck_assert_int_eq(cls_engine_create(idx, device(), &e), CLS_E_CORRUPT);
-            ck_assert_msg(strstr(cls_last_error(), want), "case %d on %s: '%s', expected '%s'", k, device(),
+            ck_assert_int_eq(cls_engine_create(idx, tu_device(), &e), CLS_E_CORRUPT);
+            ck_assert_msg(strstr(cls_last_error(), want), "case %d on %s: '%s', expected '%s'", k, tu_device(),
                           cls_last_error(), want);
         }
         cls_index_close(idx);
@@ -694,7 +682,7 @@ START_TEST(forged_postings_every_codec)
             char what[128];
             snprintf(what, sizeof what, "%s B=%u depth %u: %s", cls_codec_name(lay[l].c), lay[l].B, lay[l].depth,
                      kinds[f]);
-            forged_contained(img, len, what, device());
+            forged_contained(img, len, what, tu_device());
         }
         free(img);
         free(good);
@@ -788,14 +776,14 @@ static void forge_case(const unsigned char *img, size_t len, const char *what, f
     cls_engine_free(e);
     ck_assert_msg(rs == CLS_OK || rs == CLS_E_CORRUPT, "%s: ref: %s", what, cls_last_error());
     c->ref_refused += rs != CLS_OK;
-    cls_status ds = cls_engine_create(idx, device(), &e);
+    cls_status ds = cls_engine_create(idx, tu_device(), &e);
     char *dev_msg = tu_strdup(ds == CLS_OK ? "" : cls_last_error());
     uint64_t dd = 0;
     if (ds == CLS_OK) {
         dd = results_digest(e, bt, &ds);
         cls_engine_free(e);
     }
-    ck_assert_msg(ds == CLS_OK || ds == CLS_E_CORRUPT, "%s: %s: %s", what, device(), cls_last_error());
+    ck_assert_msg(ds == CLS_OK || ds == CLS_E_CORRUPT, "%s: %s: %s", what, tu_device(), cls_last_error());
     c->dev_refused += ds != CLS_OK;
     if (ds == CLS_OK && (cs != CLS_OK || rs != CLS_OK)) c->dev_accepted_refused++;
     if (ds == CLS_OK && rs != CLS_OK) c->dev_accepted_ref++;
@@ -897,11 +885,11 @@ START_TEST(forged_device_refuses_as_check)
     printf("forged %u indexes (checksums consistent): %u refused at open; of the rest, the check refused %u, the "
            "reference's searches %u, %s %u; %s accepted %u that the check or the reference refuses (%u that the "
            "reference refuses), and returned other results than the reference's for %u\n", c.forged, c.open_refused,
-           c.check_refused, c.ref_refused, device(), c.dev_refused, device(), c.dev_accepted_refused, c.dev_accepted_ref,
+           c.check_refused, c.ref_refused, tu_device(), c.dev_refused, tu_device(), c.dev_accepted_refused, c.dev_accepted_ref,
            c.dev_differs);
     fflush(stdout);
     ck_assert_msg(c.violations == 0, "%u forgeries where %s and the check disagree; the first: %s", c.violations,
-                  device(), c.first);
+                  tu_device(), c.first);
 }
 END_TEST
 
@@ -1116,8 +1104,8 @@ START_TEST(write_failures_leave_nothing)
     snprintf(path, sizeof path, "%s/out.idx", dir);
     ck_assert_int_eq(cls_builder_write(b, path), CLS_E_IO);
     ck_assert(strstr(cls_last_error(), dir) != NULL);
-    ck_assert(!exists(path));
-    ck_assert(!exists(dir));
+    ck_assert(!tu_exists(path));
+    ck_assert(!tu_exists(dir));
     /* the target is a folder: the rename fails, and the temporary file is removed */
     ck_assert_int_eq(mkdir(dir, 0755), 0);
     snprintf(path, sizeof path, "%s/target", dir);
@@ -1183,7 +1171,7 @@ START_TEST(shrunk_while_in_use)
         ck_assert_int_eq(cls_index_intact(idx), CLS_OK);
         cls_engine *before[2];
         ck_assert_msg(cls_engine_create(idx, "ref", &before[0]) == CLS_OK, "%s", cls_last_error());
-        ck_assert_msg(cls_engine_create(idx, device(), &before[1]) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(cls_engine_create(idx, tu_device(), &before[1]) == CLS_OK, "%s", cls_last_error());
 
         ck_assert_int_eq(truncate(path, (off_t)cut), 0);
         /* engines made before the cut search (the reference engine reads the postings now) */
@@ -1214,7 +1202,7 @@ START_TEST(shrunk_while_in_use)
             shrink_says(search_all_modes(after, idx, main_query()), "reference search", cut);
             cls_engine_free(after);
         }
-        s = cls_engine_create(idx, device(), &after);
+        s = cls_engine_create(idx, tu_device(), &after);
         if (!shrink_says(s, "device engine", cut)) {
             shrink_says(search_all_modes(after, idx, main_query()), "device search", cut);
             cls_engine_free(after);
@@ -1226,11 +1214,11 @@ START_TEST(shrunk_while_in_use)
         snprintf(out, sizeof out, "%s/out.idx", dir);
         ck_assert_int_eq(cls_index_recode(idx, &bo, out), CLS_E_IO);
         shrink_says(CLS_E_IO, "recode", cut);
-        ck_assert(!exists(out));
+        ck_assert(!tu_exists(out));
         snprintf(out, sizeof out, "%s/out.ciff", dir);
         s = cls_ciff_export(idx, out, "shrunk");
         if (s != CLS_E_ARG || !strstr(cls_last_error(), "without CIFF")) /* built without: nothing to see */
-            ck_assert_int_eq(exists(out), !shrink_says(s, "CIFF export", cut));
+            ck_assert_int_eq(tu_exists(out), !shrink_says(s, "CIFF export", cut));
         remove(out);
         ck_assert_int_eq(count_names(dir, ".tmp."), 0);
         ck_assert_int_eq(cls_index_intact(idx), CLS_E_IO);
@@ -1358,7 +1346,7 @@ START_TEST(flipped_byte_in_each_section)
                 tu_write_file(p, img, len);
                 cls_index *idx;
                 ck_assert_msg(cls_index_open(p, &idx) == CLS_OK, "%s: open: %s", what, cls_last_error());
-                const char *engines[] = {"check", "ref", device()};
+                const char *engines[] = {"check", "ref", tu_device()};
                 for (int k = 0; k < 3; k++) {
                     cls_engine *e = NULL;
                     cls_status s = k == 0 ? cls_index_check(idx, 2) : cls_engine_create(idx, engines[k], &e);
@@ -1747,7 +1735,7 @@ START_TEST(multi_chunk_sections)
     cls_index *idx;
     ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
     ck_assert_msg(cls_index_check(idx, 3) == CLS_OK, "%s", cls_last_error());
-    same_as_ref(idx, device());
+    same_as_ref(idx, tu_device());
     cls_index_close(idx);
 
     const uint64_t at_d[] = {ds->offset + IDX_CHUNK / 2, ds->offset + IDX_CHUNK, ds->offset + ds->size - 1};
@@ -1766,7 +1754,7 @@ START_TEST(multi_chunk_sections)
         flip(img, at_w[j]);
         tu_write_file(p, img, len);
         ck_assert_msg(cls_index_open(p, &idx) == CLS_OK, "%s", cls_last_error());
-        const char *engines[] = {"check", "ref", device()};
+        const char *engines[] = {"check", "ref", tu_device()};
         for (int k = 0; k < 3; k++) {
             cls_engine *e = NULL;
             cls_status s = k == 0 ? cls_index_check(idx, 3) : cls_engine_create(idx, engines[k], &e);
@@ -1852,7 +1840,7 @@ START_TEST(shrunk_under_the_list_cache)
         cls_engine *eng[2];
         cls_engine_opts o;
         cls_engine_opts_init(&o);
-        o.device = device();
+        o.device = tu_device();
         uint64_t lists = idx->num_words * 4 + idx->num_blocks * sizeof(idx_block), norms = ((uint64_t)idx->num_docs + 1) * 4;
         o.device_mem = 2 * (norms + lists / 3) + (32 << 10); /* room for a third of the lists */
         ck_assert_msg(cls_engine_create_opts(idx, &o, &eng[0]) == CLS_OK, "%s", cls_last_error());

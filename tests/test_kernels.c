@@ -25,12 +25,6 @@
 #include "index/index.h"
 #include "testutil.h"
 
-static const char *device(void)
-{
-    const char *d = getenv("CLS_TEST_DEVICE");
-    return d && *d ? d : "cpu";
-}
-
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 /* An index from docs given as texts; analysis without stemming or stopwords, so the test
@@ -96,7 +90,7 @@ static cls_index *random_index(uint64_t seed, uint32_t ndocs, uint32_t vocab)
 static clx_engine *kernel_engine(cls_index **idx, cls_engine **e)
 {
     *idx = random_index(2, 50, 20);
-    ck_assert_msg(cls_engine_create(*idx, device(), e) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(*idx, tu_device(), e) == CLS_OK, "%s", cls_last_error());
     clx_engine *cl = engine_clx(*e);
     ck_assert(cl != NULL);
     return cl;
@@ -201,11 +195,11 @@ static void decode_check(cls_codec c, uint32_t B, unsigned depth, int algo)
     cls_index *idx = random_index_with(1, 50, 20, &o);
     clx_device d;
     clx_params prm;
-    ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s",
+    ck_assert_msg(clx_select(tu_device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s",
                   cls_last_error());
     if (algo >= 0) prm.wg_scan_algo = (unsigned)algo;
     cls_engine *e;
-    ck_assert_msg(engine_create_with(idx, device(), algo >= 0 ? &prm : NULL, &e) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(engine_create_with(idx, tu_device(), algo >= 0 ? &prm : NULL, &e) == CLS_OK, "%s", cls_last_error());
     clx_engine *cl = engine_clx(e);
     ck_assert(cl != NULL);
     enum { NB = 240 };
@@ -301,7 +295,7 @@ START_TEST(decode_random_and_edges)
     /* every in-group scan variant the device runs (the scans under pfor's patching and rice's
      * unary ranking as well as the prefix sum) */
     clx_device dev;
-    ck_assert_msg(clx_select(device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(clx_select(tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     for (int a = 0; a <= 2; a++)
         if (a < 2 || clx_is_nvidia(&dev.info)) decode_check(c, 128, 1, a);
 }
@@ -315,7 +309,7 @@ END_TEST
 START_TEST(scan_against_host)
 {
     clx_queue q;
-    ck_assert_msg(clx_queue_open(device(), &q) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(clx_queue_open(tu_device(), &q) == CLS_OK, "%s", cls_last_error());
     /* items a multiple of 4: the look-back's vector loads for whole runs, scalar ones at the end */
     static const struct { unsigned wg, items; int algo; } v[] = {{256, 8, 0}, {256, 8, 1}, {4, 2, 1}, {4, 2, 0},
                                                                  {64, 12, 1}, {256, 8, 2}, {32, 2, 2}}; /* 2: NVIDIA only */
@@ -357,7 +351,7 @@ END_TEST
 START_TEST(copy_kernels_copy)
 {
     clx_queue q;
-    ck_assert_msg(clx_queue_open(device(), &q) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(clx_queue_open(tu_device(), &q) == CLS_OK, "%s", cls_last_error());
     static const char *const files[] = {"copy.cl", NULL};
     static const unsigned vecs[] = {1, 4, 16}; /* vector widths (COPY_VEC) */
     const cl_ulong n = 1001;                    /* vectors: fewer work-items than elements, uneven */
@@ -759,7 +753,7 @@ START_TEST(search_and_or_wide_rows)
 {
     cls_index *idx = random_index(41, 9000, 30);
     cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     cls_batch *b;
     ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
@@ -781,7 +775,7 @@ START_TEST(search_random_collections)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         cls_index *idx = random_index(cases[c].seed, cases[c].docs, cases[c].vocab);
         cls_engine *dev, *ref;
-        ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
         ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
         cls_batch *b;
         ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
@@ -806,7 +800,7 @@ START_TEST(search_ties_break_on_docid)
     for (int i = 0; i < 300; i++) texts[i] = "alpha beta";
     cls_index *idx = make_index(texts, 300);
     cls_engine *dev;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     cls_batch *b;
     ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
     ck_assert_int_eq(cls_batch_add(b, "1", "alpha"), CLS_OK);
@@ -837,7 +831,7 @@ START_TEST(search_many_batches)
 {
     cls_index *idx = random_index(21, 500, 100);
     cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     cls_batch *b;
     ck_assert_int_eq(cls_batch_create(idx, &b), CLS_OK);
@@ -856,7 +850,7 @@ END_TEST
 static int engine_from_cache(cls_index *idx)
 {
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &e) == CLS_OK, "%s", cls_last_error());
     double secs;
     int cached;
     cls_engine_build_times(e, &secs, &cached);
@@ -903,7 +897,7 @@ START_TEST(program_cache_cold_warm_corrupt_concurrent)
     char args[8192];
     /* -m and: the two programs every engine builds at start (OR's partition kernels are a third,
      * built at the first OR search, which engine_from_cache below never runs) */
-    snprintf(args, sizeof args, "search -x '%s' -q '%s' -d '%s' -m and -o /dev/null", ipath, tpath, device());
+    snprintf(args, sizeof args, "search -x '%s' -q '%s' -d '%s' -m and -o /dev/null", ipath, tpath, tu_device());
     pid_t kids[4];
     for (int i = 0; i < 4; i++) {
         kids[i] = fork();
@@ -970,7 +964,7 @@ START_TEST(program_cache_by_driver)
     unsetenv("CLSEARCH_COMPILER"); /* the suite's environment compiles in-process: the process here */
     cls_index *idx = random_index(5, 20, 10);
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &e) == CLS_OK, "%s", cls_last_error());
     double secs;
     int cached;
     cls_engine_build_times(e, &secs, &cached);
@@ -992,12 +986,12 @@ START_TEST(program_cache_by_driver)
     ck_assert_int_eq(mkdir(cold, 0755), 0);
     setenv("CLSEARCH_CACHE_DIR", cold, 1);
     setenv("CLSEARCH_FAULT", "compiler-crash:1", 1);
-    ck_assert_int_eq(cls_engine_create(idx, device(), &e), CLS_E_BUILD);
+    ck_assert_int_eq(cls_engine_create(idx, tu_device(), &e), CLS_E_BUILD);
     const char *msg = cls_last_error();
     ck_assert_msg(strstr(msg, "the OpenCL compiler crashed (SIGABRT") && strstr(msg, "kernel program of") &&
                       strstr(msg, "injected fault"), "%s", msg);
     unsetenv("CLSEARCH_FAULT");
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "after the crash: %s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &e) == CLS_OK, "after the crash: %s", cls_last_error());
     cls_engine_free(e);
     cls_index_close(idx);
     unsetenv("CLSEARCH_PROGRAM_CACHE");
@@ -1031,7 +1025,7 @@ static void collection_matches_ref(cls_corpus_format cf, const char *corpus, cls
     ck_assert_int_eq(cls_batch_create(idx, &c.q), CLS_OK);
     ck_assert_msg(cls_topics_read(tf, topics, add_topic, &c) == CLS_OK, "%s", cls_last_error());
     cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     size_t any = search_both(dev, ref, c.q, 1000, CLS_MODE_OR);
     size_t all = search_both(dev, ref, c.q, 1000, CLS_MODE_AND);
@@ -1077,7 +1071,7 @@ END_TEST
 START_TEST(variants_match_ref)
 {
     clx_device d;
-    ck_assert_msg(clx_select(device(), &d) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(clx_select(tu_device(), &d) == CLS_OK, "%s", cls_last_error());
     const char *specs[] = {"WG_SCAN_ALGO=1,WG_INTERSECT=32,WG_SCORE=32,WG_TOPK=32,WG_ROWS=64",
                            "WG_SCAN_ALGO=0,WG_INTERSECT=128,WG_SCORE=64,WG_TOPK=256,WG_ROWS=32",
                            clx_is_nvidia(&d.info) ? "WG_SCAN_ALGO=2,WG_INTERSECT=32,WG_TOPK=1024" : NULL};
@@ -1091,7 +1085,7 @@ START_TEST(variants_match_ref)
     for (size_t i = 0; i < sizeof specs / sizeof *specs && specs[i]; i++) {
         setenv("CLSEARCH_PARAMS", specs[i], 1);
         cls_engine *dev;
-        ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s: %s", specs[i], cls_last_error());
+        ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s: %s", specs[i], cls_last_error());
         ck_assert_msg(strstr(cls_engine_describe(dev), "CLSEARCH_PARAMS"), "%s", cls_engine_describe(dev));
         const uint32_t ks[] = {1, 7, 1000};
         for (size_t k = 0; k < 3; k++) {
@@ -1124,7 +1118,7 @@ static void write_tuning(const char *path, const char *name, const char *driver,
 START_TEST(tuning_file_and_override)
 {
     clx_device d;
-    ck_assert_msg(clx_select(device(), &d) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(clx_select(tu_device(), &d) == CLS_OK, "%s", cls_last_error());
     const char *path = tu_tmp_path("tuning.json");
     setenv("CLSEARCH_TUNING", path, 1);
     unsetenv("CLSEARCH_PARAMS");
@@ -1147,7 +1141,7 @@ START_TEST(tuning_file_and_override)
     /* the engine builds with them and still matches the reference */
     cls_index *idx = random_index(13, 700, 50);
     cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_msg(strstr(cls_engine_describe(dev), "-DWG_TOPK=32"), "%s", cls_engine_describe(dev));
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     cls_batch *b;
@@ -1167,7 +1161,7 @@ START_TEST(tuning_file_and_override)
     ck_assert_msg(strstr(cls_last_error(), "WG_TOPK=48"), "%s", cls_last_error());
     setenv("CLSEARCH_PARAMS", "NO_SUCH=1", 1);
     ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_ARG);
-    ck_assert_int_eq(cls_engine_create(idx, device(), &dev), CLS_E_ARG);
+    ck_assert_int_eq(cls_engine_create(idx, tu_device(), &dev), CLS_E_ARG);
     setenv("CLSEARCH_PARAMS", "WG_TOPK", 1);
     ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_ARG);
     unsetenv("CLSEARCH_PARAMS");
@@ -1179,7 +1173,7 @@ START_TEST(tuning_file_and_override)
     tu_write_file(path, "{\"devices\": [", 13);
     ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_FORMAT);
     ck_assert_msg(strstr(cls_last_error(), path), "%s", cls_last_error());
-    ck_assert_int_eq(cls_engine_create(idx, device(), &dev), CLS_E_FORMAT);
+    ck_assert_int_eq(cls_engine_create(idx, tu_device(), &dev), CLS_E_FORMAT);
     write_tuning(path, d.info.name, d.info.driver_version, "{\"WG_TOPKK\": 32}");
     ck_assert_int_eq(clx_params_for(&d.info, &p), CLS_E_FORMAT);
     write_tuning(path, d.info.name, d.info.driver_version, "{\"WG_TOPK\": 1.5}");

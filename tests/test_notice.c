@@ -10,12 +10,6 @@
 #include "clsearch.h"
 #include "testutil.h"
 
-static const char *device(void)
-{
-    const char *d = getenv("CLS_TEST_DEVICE");
-    return d && *d ? d : "cpu";
-}
-
 typedef struct seen {
     int n;
     char last[1024];
@@ -48,7 +42,7 @@ static cls_index *small_index(void)
 static int start(cls_index *idx)
 {
     cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, device(), &e) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &e) == CLS_OK, "%s", cls_last_error());
     double secs;
     int cached;
     cls_engine_build_times(e, &secs, &cached);

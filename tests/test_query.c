@@ -21,12 +21,6 @@
 #include "testutil.h"
 #include "util/fault.h"
 
-static const char *device(void)
-{
-    const char *d = getenv("CLS_TEST_DEVICE");
-    return d && *d ? d : "cpu";
-}
-
 /* An index of ndocs documents, document d's text written by text_of (its length returned),
  * built with block size 64 so lists span blocks. */
 typedef size_t (*doc_text_fn)(void *ctx, uint32_t d, char *text, size_t cap);
@@ -151,7 +145,7 @@ static fixture fixture_open(uint64_t seed, uint32_t ndocs, uint32_t vocab, uint6
     fixture f;
     f.idx = random_index(seed, ndocs, vocab);
     f.b = random_queries(f.idx, qseed, nq, vocab);
-    ck_assert_msg(cls_engine_create(f.idx, device(), &f.dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(f.idx, tu_device(), &f.dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(f.idx, "ref", &f.ref), CLS_OK);
     return f;
 }
@@ -242,7 +236,7 @@ START_TEST(and_skips_blocks)
         ck_assert_int_eq(cls_batch_add(b, qid, q[i]), CLS_OK);
     }
     cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     const uint32_t ks[] = {1, 10, 1000};
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
@@ -320,7 +314,7 @@ START_TEST(and_prunes_one_term_queries)
     ck_assert_uint_ne(w1, UINT32_MAX);
     ck_assert_uint_gt(idx->terms[w1].num_blocks, 20); /* the clones alone fill 28 blocks of 64 */
     cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     const uint32_t ks[] = {1, 3, 10, 27, 64, 200, 5000};
     const uint32_t chunks[] = {0, 5};
@@ -689,7 +683,7 @@ static clx_params or_params(unsigned part_log, unsigned hash_ratio)
 {
     clx_device d;
     clx_params prm;
-    ck_assert_msg(clx_select(device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(clx_select(tu_device(), &d) == CLS_OK && clx_params_for(&d.info, &prm) == CLS_OK, "%s", cls_last_error());
     prm.or_part_log = part_log;
     prm.or_hash_ratio = hash_ratio;
     return prm;
@@ -707,7 +701,7 @@ START_TEST(or_prunes_by_partitions)
     /* every query by partitions (or_hashes_queries_of_few_postings hashes some) */
     clx_params prm = or_params(6, 0);
     cls_engine *small;
-    ck_assert_msg(engine_create_with(f.idx, device(), &prm, &small) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(engine_create_with(f.idx, tu_device(), &prm, &small) == CLS_OK, "%s", cls_last_error());
     or_force_partitions(clx_algo_state(engine_clx(f.dev), CLS_MODE_OR), 1); /* 9,000 documents would keep the dense row */
     or_force_partitions(clx_algo_state(engine_clx(small), CLS_MODE_OR), 1);
     const uint32_t ks[] = {1, 10, 100, 10000};
@@ -750,7 +744,7 @@ START_TEST(or_prunes_by_partitions)
     for (size_t c = 0; c < sizeof costs / sizeof *costs; c++) {
         prm.or_search_cost = costs[c];
         cls_engine *cx;
-        ck_assert_msg(engine_create_with(f.idx, device(), &prm, &cx) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(engine_create_with(f.idx, tu_device(), &prm, &cx) == CLS_OK, "%s", cls_last_error());
         or_force_partitions(clx_algo_state(engine_clx(cx), CLS_MODE_OR), 1);
         for (size_t i = 1; i < 3; i++) { /* k 10 and 100 */
             same_as_ref_mode(cx, f.ref, f.b, CLS_MODE_OR, ks[i], 0.9f, 0.4f);
@@ -773,8 +767,8 @@ START_TEST(or_hashes_queries_of_few_postings)
     fixture f = fixture_open(41, 9000, 300, 43, 150);
     clx_params some = or_params(6, 16), every = or_params(6, 4096);
     cls_engine *mixed, *all;
-    ck_assert_msg(engine_create_with(f.idx, device(), &some, &mixed) == CLS_OK, "%s", cls_last_error());
-    ck_assert_msg(engine_create_with(f.idx, device(), &every, &all) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(engine_create_with(f.idx, tu_device(), &some, &mixed) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(engine_create_with(f.idx, tu_device(), &every, &all) == CLS_OK, "%s", cls_last_error());
     or_force_partitions(clx_algo_state(engine_clx(mixed), CLS_MODE_OR), 1);
     or_force_partitions(clx_algo_state(engine_clx(all), CLS_MODE_OR), 1);
     const uint64_t nq = cls_batch_count(f.b);
@@ -831,7 +825,7 @@ START_TEST(or_pool_theta_keeps_pools_small)
     cls_index *idx = built_index(8192, common_rare_doc, &st);
     clx_params prm = or_params(6, 0); /* by partitions, whose pools this is about */
     cls_engine *dev, *ref;
-    ck_assert_msg(engine_create_with(idx, device(), &prm, &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(engine_create_with(idx, tu_device(), &prm, &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     or_force_partitions(clx_algo_state(engine_clx(dev), CLS_MODE_OR), 1);
     or_set_pool(clx_algo_state(engine_clx(dev), CLS_MODE_OR), 6144);
@@ -854,7 +848,7 @@ START_TEST(weighted_terms)
 {
     cls_index *idx = random_index(23, 2000, 200);
     cls_engine *dev, *ref;
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     const char *same[][2] = {{"w1^2", "w1 w1"}, {"w1 w1^2", "w1^3"}, {"w2^0.5 w3", "w2^.5 w3"}, {"W2^1.0e0", "w2"},
                              {"w4^2 w4^2", "w4^4"}, {"w3^25e-1 w2", "w3^2.5\tw2"}};
@@ -978,7 +972,7 @@ START_TEST(and_or_is_and_completed_by_or)
 {
     cls_index *idx = random_index(5, 2000, 300);
     cls_batch *b = random_queries(idx, 9, 150, 300);
-    const char *devs[] = {"ref", device()};
+    const char *devs[] = {"ref", tu_device()};
     for (int i = 0; i < 2; i++) {
         cls_engine *e;
         ck_assert_msg(cls_engine_create(idx, devs[i], &e) == CLS_OK, "%s", cls_last_error());
@@ -1001,7 +995,7 @@ START_TEST(postings_verified_once)
     cls_engine *ref, *dev;
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     ck_assert_int_eq(idx_words_verified(idx), 1);
-    ck_assert_msg(cls_engine_create(idx, device(), &dev) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_create(idx, tu_device(), &dev) == CLS_OK, "%s", cls_last_error());
     cls_batch *b = random_queries(idx, 2, 20, 50);
     same_as_ref(dev, ref, b, CLS_MODE_OR, 10);
     cls_batch_free(b);
@@ -1070,7 +1064,7 @@ static cls_engine *engine_of_tiny_batches(const cls_index *idx)
 {
     cls_engine_opts o;
     cls_engine_opts_init(&o);
-    o.device = device();
+    o.device = tu_device();
     o.batch_ms = 0.001;
     cls_engine *dev;
     ck_assert_msg(cls_engine_create_opts(idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
@@ -1097,12 +1091,29 @@ START_TEST(cost_model_sizes_batches)
     cls_engine_free(dev);
     cls_engine_opts o;
     cls_engine_opts_init(&o);
-    o.device = device();
+    o.device = tu_device();
     o.batch_ms = -1;
     ck_assert_int_eq(cls_engine_create_opts(f.idx, &o, &dev), CLS_E_ARG);
     fixture_close(&f);
 }
 END_TEST
+
+/* An engine over n executors of the test device (`-d cpu,cpu,...`) with placement pl; split_min:
+ * the fewest queries a part of a split search holds (0: the scheduler's own). */
+static cls_engine *device_set(const cls_index *idx, unsigned n, cls_placement pl, unsigned split_min)
+{
+    char spec[512] = "";
+    for (unsigned i = 0; i < n; i++)
+        snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%s%s", i ? "," : "", tu_device());
+    cls_engine_opts o;
+    cls_engine_opts_init(&o);
+    o.device = spec;
+    o.placement = pl;
+    cls_engine *set;
+    ck_assert_msg(cls_engine_create_opts(idx, &o, &set) == CLS_OK, "%s", cls_last_error());
+    if (split_min) sched_set_split_min(engine_sched(set), split_min);
+    return set;
+}
 
 /* A search in its parts, as a scheduler would run it over several executors: prepared once,
  * ordered, its queries run in two ranges (each with the re-runs its algorithm asks for), then
@@ -1147,12 +1158,8 @@ END_TEST
 START_TEST(device_set_matches_reference)
 {
     fixture f = fixture_open(31, 9000, 300, 9, 160);
-    char spec[256];
-    snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
-    cls_engine *set;
-    ck_assert_msg(cls_engine_create(f.idx, spec, &set) == CLS_OK, "%s", cls_last_error());
+    cls_engine *set = device_set(f.idx, 3, CLS_PLACEMENT_REPLICATE, 1); /* every search split over the three */
     ck_assert_uint_eq(engine_executors(set), 3);
-    sched_set_split_min(engine_sched(set), 1); /* every search split over the three */
     ck_assert(strstr(cls_engine_describe(set), "3 executors") != NULL);
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1)
@@ -1189,11 +1196,7 @@ END_TEST
 START_TEST(device_set_runs_searches_in_flight)
 {
     fixture f = fixture_open(37, 6000, 200, 7, 120);
-    char spec[256];
-    snprintf(spec, sizeof spec, "%s,%s", device(), device());
-    cls_engine *set;
-    ck_assert_msg(cls_engine_create(f.idx, spec, &set) == CLS_OK, "%s", cls_last_error());
-    sched_set_split_min(engine_sched(set), 50);
+    cls_engine *set = device_set(f.idx, 2, CLS_PLACEMENT_REPLICATE, 50);
     enum { N = 6 };
     cls_results *want[CLS_NUM_MODES], *got[N];
     for (int m = 0; m < CLS_NUM_MODES; m++) want[m] = search(f.ref, f.b, (cls_mode)m, 10);
@@ -1245,11 +1248,7 @@ END_TEST
 START_TEST(device_set_sets_a_failing_executor_aside)
 {
     fixture f = fixture_open(41, 6000, 200, 7, 120);
-    char spec[256];
-    snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
-    cls_engine *set;
-    ck_assert_msg(cls_engine_create(f.idx, spec, &set) == CLS_OK, "%s", cls_last_error());
-    sched_set_split_min(engine_sched(set), 1);
+    cls_engine *set = device_set(f.idx, 3, CLS_PLACEMENT_REPLICATE, 1);
     setenv("CLSEARCH_FAULT", "enqueue:1+@1", 1);
     fault_reload();
     same_as_ref(set, f.ref, f.b, CLS_MODE_OR, 10);
@@ -1302,14 +1301,7 @@ END_TEST
 START_TEST(device_set_sharded_matches_reference)
 {
     fixture f = fixture_open(43, 9000, 300, 9, 160);
-    char spec[256];
-    snprintf(spec, sizeof spec, "%s,%s,%s", device(), device(), device());
-    cls_engine_opts o;
-    cls_engine_opts_init(&o);
-    o.device = spec;
-    o.placement = CLS_PLACEMENT_SHARD;
-    cls_engine *set;
-    ck_assert_msg(cls_engine_create_opts(f.idx, &o, &set) == CLS_OK, "%s", cls_last_error());
+    cls_engine *set = device_set(f.idx, 3, CLS_PLACEMENT_SHARD, 0);
     ck_assert_uint_eq(engine_executors(set), 3);
     ck_assert_msg(strstr(cls_engine_describe(set), "sharded by documents (asked)"), "%s", cls_engine_describe(set));
     const uint64_t nq = cls_batch_count(f.b);
@@ -1353,8 +1345,7 @@ START_TEST(device_set_sharded_matches_reference)
     fixture_close(&f);
     /* three documents over five devices: two ranges are empty and get no executor */
     fixture t = fixture_open(47, 3, 20, 11, 12);
-    snprintf(spec, sizeof spec, "%s,%s,%s,%s,%s", device(), device(), device(), device(), device());
-    ck_assert_msg(cls_engine_create_opts(t.idx, &o, &set) == CLS_OK, "%s", cls_last_error());
+    set = device_set(t.idx, 5, CLS_PLACEMENT_SHARD, 0);
     ck_assert_uint_eq(engine_executors(set), 3);
     ck_assert_msg(strstr(cls_engine_describe(set), "2 empty ranges left out"), "%s", cls_engine_describe(set));
     for (int md = 0; md < CLS_NUM_MODES; md++) {
@@ -1530,7 +1521,7 @@ START_TEST(list_cache_matches_reference)
     for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
         cls_engine_opts o;
         cls_engine_opts_init(&o);
-        o.device = device();
+        o.device = tu_device();
         o.device_mem = mem_for_share(f.idx, shares[i]);
         cls_engine *dev;
         ck_assert_msg(cls_engine_create_opts(f.idx, &o, &dev) == CLS_OK, "%s", cls_last_error());
@@ -1560,7 +1551,7 @@ START_TEST(list_cache_too_small_is_an_error)
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     cls_engine_opts o;
     cls_engine_opts_init(&o);
-    o.device = device();
+    o.device = tu_device();
     o.device_mem = 1000; /* not even the norms */
     ck_assert_int_eq(cls_engine_create_opts(idx, &o, &dev), CLS_E_DEVMEM);
     ck_assert_ptr_nonnull(strstr(cls_last_error(), "device memory"));

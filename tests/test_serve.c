@@ -34,12 +34,6 @@ static double srv_clock(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *device(void)
-{
-    const char *d = getenv("CLS_TEST_DEVICE");
-    return d && *d ? d : "cpu";
-}
-
 /* ---- the server process -------------------------------------------------------------------- */
 
 typedef struct server {
@@ -69,7 +63,7 @@ static void start_server_on(server *sv, const char *idx, const char *dev, const 
     const char *bin = getenv("CLSEARCH_BIN");
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "exec '%s' serve -x '%s' -d %s --listen 127.0.0.1:0 %s", bin ? bin : "clsearch", idx,
-             dev ? dev : device(), extra);
+             dev ? dev : tu_device(), extra);
     snprintf(sv->err_path, sizeof sv->err_path, "%s", tu_tmp_path("serve.stderr"));
     int p[2];
     ck_assert(pipe(p) == 0);
@@ -168,7 +162,7 @@ static char **expected(const char *idx, const char *topics_path, const topics *t
 {
     const char *out = tu_tmp_path("expected.json"), *err;
     char args[8192];
-    snprintf(args, sizeof args, "search -x '%s' -q '%s' -k %u -m %s -d %s --json", idx, topics_path, k, mode, device());
+    snprintf(args, sizeof args, "search -x '%s' -q '%s' -k %u -m %s -d %s --json", idx, topics_path, k, mode, tu_device());
     int rc = tu_run_cli_to(args, out, &err);
     ck_assert_msg(rc == 0, "search: exit %d: %s", rc, err);
     char **want = calloc(t->n, sizeof *want);
@@ -405,7 +399,7 @@ START_TEST(serve_device_set_answers_equal_search)
     make_collection(&idx, &tp, 3000, 48);
     server sv;
     char dev[256];
-    snprintf(dev, sizeof dev, "%s,%s,%s", device(), device(), device());
+    snprintf(dev, sizeof dev, "%s,%s,%s", tu_device(), tu_device(), tu_device());
     start_server_on(&sv, idx, dev, "--max-batch 8 --max-wait-ms 1 --threads 4");
     concurrent_equal(&sv, idx, tp, 6, 10, "or", 5, "and-or");
     const char *r;
@@ -620,10 +614,10 @@ START_TEST(serve_refuses_bad_requests)
     rc = tu_run_cli("serve --max-wait-ms 5", &err);
     ck_assert_msg(rc == 2 && strstr(err, "-x INDEX is required"), "exit %d: %s", rc, err);
     char args[4200];
-    snprintf(args, sizeof args, "serve -x '%s' -d %s --listen 127.0.0.1:99999", idx, device());
+    snprintf(args, sizeof args, "serve -x '%s' -d %s --listen 127.0.0.1:99999", idx, tu_device());
     rc = tu_run_cli(args, &err);
     ck_assert_msg(rc == 1 && strstr(err, "port must be a number from 0 to 65535"), "exit %d: %s", rc, err);
-    snprintf(args, sizeof args, "serve -x '%s' -d %s --listen 192.0.2.1:0", idx, device());
+    snprintf(args, sizeof args, "serve -x '%s' -d %s --listen 192.0.2.1:0", idx, tu_device());
     rc = tu_run_cli(args, &err);
     ck_assert_msg(rc == 1 && strstr(err, "cannot listen on 192.0.2.1:0"), "exit %d: %s", rc, err);
     remove(idx), remove(tp), remove(sv.err_path);
@@ -715,7 +709,7 @@ START_TEST(serve_text_is_utf8)
     int rc = tu_cli(NULL, NULL, &err, "index -q -c trec -o '%s' '%s'", idx, src);
     ck_assert_msg(rc == 0, "index: exit %d: %s", rc, err);
     const char *out = tu_tmp_path("utf8.json");
-    rc = tu_cli(NULL, out, &err, "search -x '%s' -d %s -q '%s' --json", idx, device(), tp);
+    rc = tu_cli(NULL, out, &err, "search -x '%s' -d %s -q '%s' --json", idx, tu_device(), tp);
     ck_assert_msg(rc == 0, "search: exit %d: %s", rc, err);
     size_t len;
     char *lines = (char *)tu_read_file(out, &len);

@@ -22,18 +22,6 @@
 #include "index/index_shard.h"
 #include "testutil.h"
 
-static const char *device(void)
-{
-    const char *d = getenv("CLS_TEST_DEVICE");
-    return d && *d ? d : "cpu";
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 static cls_index *open_ok(const char *path)
 {
     cls_index *x;
@@ -395,7 +383,7 @@ START_TEST(generated_merge)
     int nsets = make_sets(whole, sets);
     for (int i = 0; i < nsets; i++) write_set(whole, &sets[i], "gen.shard");
     cls_index_close(whole);
-    const char *kinds[] = {"ref", device()};
+    const char *kinds[] = {"ref", tu_device()};
     uint64_t n = compare_sets(g_index, &tp, sets, nsets, kinds, 2, "generated");
     ck_assert(n > 0);
     fprintf(stderr, "generated: %llu merged hits equal the whole index's\n", (unsigned long long)n);
@@ -419,7 +407,7 @@ START_TEST(generated_partitions)
     for (int i = 1; i < nsets; i += 2) write_set(whole, &sets[i], "gen.shard");
     cls_index_close(whole);
     shard_set two[2] = {sets[1], sets[3]};
-    const char *kinds[] = {"ref", device()};
+    const char *kinds[] = {"ref", tu_device()};
     uint64_t n = compare_sets(g_index, &tp, two, 2, kinds, 2, "generated, OR by partitions");
     ck_assert(n > 0);
     for (int i = 0; i < 2; i++) remove_set(&two[i]);
@@ -563,7 +551,7 @@ START_TEST(fields_recode_arguments)
     ck_assert_int_eq(cls_index_shard_write(NULL, 0, 2, 0, 10, no), CLS_E_ARG);
     /* CIFF has no place for the collection's statistics */
     ck_assert_int_eq(cls_ciff_export(x, no, NULL), CLS_E_ARG);
-    ck_assert(!exists(no));
+    ck_assert(!tu_exists(no));
     free(no);
 
     cls_index_close(y);
@@ -658,7 +646,7 @@ START_TEST(damaged_shard)
     ck_assert_int_eq(cls_index_check(x, 2), CLS_E_CORRUPT);
     cls_engine *e = NULL;
     ck_assert_int_eq(cls_engine_create(x, "ref", &e), CLS_E_CORRUPT);
-    ck_assert_int_eq(cls_engine_create(x, device(), &e), CLS_E_CORRUPT);
+    ck_assert_int_eq(cls_engine_create(x, tu_device(), &e), CLS_E_CORRUPT);
     cls_index_close(x);
     ck_assert_int_eq(tu_cli(NULL, "/dev/null", NULL, "check '%s'", p), 1);
     ck_assert_int_eq(tu_cli(NULL, "/dev/null", NULL, "check '%s'", s.path[1]), 0);
@@ -672,7 +660,7 @@ START_TEST(damaged_shard)
     x = open_ok(p);
     ck_assert_int_eq(cls_index_check(x, 2), CLS_E_CORRUPT);
     ck_assert_msg(strstr(cls_last_error(), "max_score"), "%s", cls_last_error());
-    ck_assert_int_eq(cls_engine_create(x, device(), &e), CLS_E_CORRUPT);
+    ck_assert_int_eq(cls_engine_create(x, tu_device(), &e), CLS_E_CORRUPT);
     ck_assert_msg(strstr(cls_last_error(), "max_score"), "%s", cls_last_error());
     cls_index_close(x);
     remove(p);
@@ -797,7 +785,7 @@ START_TEST(command)
     for (size_t i = 0; i < sizeof usage / sizeof *usage; i++) {
         ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "shard '%s' %s -o '%s'", g_index, usage[i], bad), 2);
         snprintf(name, sizeof name, "%s.0", bad);
-        ck_assert_msg(!exists(name), "shard %s wrote %s", usage[i], name);
+        ck_assert_msg(!tu_exists(name), "shard %s wrote %s", usage[i], name);
     }
     ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "shard '%s' -n 2", g_index), 2);
     ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "shard -n 2 -o '%s'", bad), 2);
@@ -815,7 +803,7 @@ START_TEST(command)
     ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "shard '%s' -n 3 -o '%s'", g_index, bad), 1);
     ck_assert_msg(strstr(err, name), "%s", err);
     snprintf(name, sizeof name, "%s.0", bad);
-    ck_assert(!exists(name));
+    ck_assert(!tu_exists(name));
     ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "shard '%s' -n 3 -o '%s' --force", g_index, bad), 0);
     for (uint32_t i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "%s.%u", bad, i);
@@ -828,7 +816,7 @@ START_TEST(command)
     ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "shard '%s' -n 2 -o '%s'", name, bad), 1);
     ck_assert_msg(strstr(err, "already"), "%s", err);
     snprintf(name, sizeof name, "%s.0", bad);
-    ck_assert(!exists(name));
+    ck_assert(!tu_exists(name));
     for (uint32_t i = 0; i < 4; i++) {
         snprintf(name, sizeof name, "%s.%u", out, i);
         remove(name);
@@ -861,7 +849,7 @@ START_TEST(more_shards_than_documents)
     topics_add(&tp, "1", "apple pie");
     topics_add(&tp, "2", "crust");
     topics_add(&tp, "3", "apple crust");
-    const char *kinds[] = {"ref", device()};
+    const char *kinds[] = {"ref", tu_device()};
     ck_assert(compare_sets(path, &tp, &s, 1, kinds, 2, "two documents") > 0);
     topics_free(&tp);
     remove_set(&s);
@@ -885,7 +873,7 @@ START_TEST(cacm_merge)
     int nsets = make_sets(whole, sets);
     for (int i = 0; i < nsets; i++) write_set(whole, &sets[i], "cacm.shard");
     cls_index_close(whole);
-    const char *kinds[] = {"ref", device()};
+    const char *kinds[] = {"ref", tu_device()};
     uint64_t n = compare_sets(path, &tp, sets, nsets, kinds, 2, "CACM");
     ck_assert(n > 0);
     fprintf(stderr, "CACM: %zu queries, %llu merged hits equal the whole index's\n", tp.n, (unsigned long long)n);

@@ -151,3 +151,15 @@ unsigned char *tu_read_file(const char *path, size_t *len)
     if (len) *len = (size_t)n;
     return p;
 }
+
+const char *tu_device(void)
+{
+    const char *d = getenv("CLS_TEST_DEVICE");
+    return d && *d ? d : "cpu";
+}
+
+int tu_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}

@@ -15,6 +15,10 @@
 const char *tu_data_path(const char *rel);
 /* A fresh path under the test temp folder: "<tmp>/<name>.<pid>.<counter>". */
 const char *tu_tmp_path(const char *name);
+/* The OpenCL device the tests run on: $CLS_TEST_DEVICE, else "cpu" (POCL). */
+const char *tu_device(void);
+/* 1 when path names something that exists. */
+int tu_exists(const char *path);
 /* A copy of s (malloc); aborts the test when out of memory. */
 char *tu_strdup(const char *s);
 /* The whole file at path (malloc, caller frees; NUL-terminated past its end) and its length
