@@ -1119,7 +1119,14 @@ START_TEST(tuning_file_and_override)
 {
     clx_device d;
     ck_assert_msg(clx_select(tu_device(), &d) == CLS_OK, "%s", cls_last_error());
-    const char *path = tu_tmp_path("tuning.json");
+    /* in a folder of a long name: the description holds the file's whole path, never cut short
+     * (as where the tests run from a deep checkout) */
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("tuning-folder-of-a-long-name-so-that-the-engine-description-"
+                                                "grows-past-any-fixed-size-it-might-have-been-given-once-"
+                                                "and-the-parameters-after-the-path-must-still-be-seen-whole"));
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/tuning.json", dir);
     setenv("CLSEARCH_TUNING", path, 1);
     unsetenv("CLSEARCH_PARAMS");
     clx_params p, base;
@@ -1191,6 +1198,8 @@ START_TEST(tuning_file_and_override)
     ck_assert_msg(clx_params_for(&d.info, &p) == CLS_OK, "%s", cls_last_error());
     ck_assert_str_eq(p.source, base.source);
     unsetenv("CLSEARCH_TUNING");
+    unlink(path);
+    rmdir(dir);
     cls_batch_free(b);
     cls_engine_free(ref);
     cls_index_close(idx);

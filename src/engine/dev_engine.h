@@ -74,13 +74,18 @@ typedef struct dev_search {
     uint64_t hits0, misses0, loaded0; /* the list cache's counts when it began */
 } dev_search;
 
+/* The programs' build notes kept for the description, and room for a whole description
+ * (clx_create's desc): the notes, the device, kernels, parameters and their source, lists. */
+#define CLX_NOTES_LEN 14400
+#define EXEC_DESC_LEN (CLX_NOTES_LEN + 8192)
+
 typedef struct clx_engine {
     const cls_index *idx;
     dev_ctx dc;                /* the device, its programs' kernels and the profile */
     cl_program prog, prog_dec; /* query kernels (every algorithm's file and topk.cl); the index's decoder */
     cl_program prog_check;     /* the decoder with -DDECODE_CHECK=1: check_blocks, run at the start */
     char dopts[320];           /* the decoder's build options */
-    char notes[14400];         /* the programs' build notes, for the description */
+    char notes[CLX_NOTES_LEN];         /* the programs' build notes, for the description */
     /* The index on the device: its postings words and block records whole, where they fit (see
      * clx_create), else arenas of the list cache, which the planner fills batch by batch. */
     cl_mem d_words, d_blocks, d_norms; /* and the documents' BM25 norms */

@@ -20,7 +20,8 @@ struct cls_engine {
     const cls_index *idx;
     const executor_ops *ops; /* its executors' kind */
     sched *sched;            /* its searches over its executors */
-    char desc[2048];
+    char *desc;              /* cls_engine_describe's text (heap: its length follows the paths and notes) */
+    size_t desc_len;
     cls_index *shards[64];   /* a sharded engine's shards, executor i's (closed after them) */
     unsigned nshards;
     cls_batch *one; /* cls_engine_search_text's batch (NULL until first used), */
@@ -119,6 +120,15 @@ static cls_status device_specs(const char *device, char *buf, size_t len, const 
     return CLS_OK;
 }
 
+/* The description's buffer, room for every executor's device line and the first's whole text
+ * (paths of the tuning file and program cache included: never cut short). */
+static cls_status desc_alloc(cls_engine *e, unsigned executors)
+{
+    e->desc_len = EXEC_DESC_LEN + 2048 + (size_t)executors * 1024;
+    e->desc = calloc(1, e->desc_len);
+    return e->desc ? CLS_OK : err_set(CLS_E_NOMEM, "cls_engine_create: out of memory for the description");
+}
+
 /* One executor's creation, on a thread of its own when every device of a list takes launches
  * from several threads (each uploads and checks its copy of the index). */
 typedef struct exec_make {
@@ -129,7 +139,7 @@ typedef struct exec_make {
     clx_engine *x;
     cls_status s;
     int on_thread; /* made on a thread of its own, to be joined */
-    char desc[1900];
+    char desc[EXEC_DESC_LEN];
     char err[1024];
 } exec_make;
 
@@ -186,12 +196,12 @@ static cls_status executors_create(const cls_index *const *idx, const char *cons
     if (s == CLS_OK && n == 1) snprintf(desc, desc_len, "%s", m[0].desc);
     if (s == CLS_OK && n > 1) {
         size_t at = (size_t)snprintf(desc, desc_len, "devices: %u executors, %s\n", n, placed);
-        char rest[1900] = "";
+        const char *rest = "";
         for (unsigned i = 0; i < n; i++) {
             /* each executor's device line; the kernels, lists and programs once, the first's */
             char *nl = strchr(m[i].desc, '\n');
             if (nl) *nl = '\0';
-            if (i == 0 && nl) snprintf(rest, sizeof rest, "%s", nl + 1);
+            if (i == 0 && nl) rest = nl + 1;
             if (at < desc_len) at += (size_t)snprintf(desc + at, desc_len - at, "[%u] %s\n", i, m[i].desc);
         }
         if (*serial && at < desc_len)
@@ -450,9 +460,11 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         s = ref_create(idx, &re);
         e->ops = &REF_OPS;
         impls[n++] = re;
-        snprintf(e->desc, sizeof e->desc, "device: reference engine (plain C, one query at a time; %s)", why);
+        if (s == CLS_OK) s = desc_alloc(e, 0);
+        if (s == CLS_OK)
+            snprintf(e->desc, e->desc_len, "device: reference engine (plain C, one query at a time; %s)", why);
     } else {
-        char buf[1024], d[sizeof e->desc - 96], placed[1024];
+        char buf[1024], placed[1024], *d = NULL;
         const char *specs[MULTI_MAX];
         const cls_index *idxs[MULTI_MAX];
         opts.device = device;
@@ -470,10 +482,13 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         }
         for (unsigned i = 0; i < n; i++) idxs[i] = shard ? e->shards[i] : idx;
         unsigned made = 0;
-        if (s == CLS_OK) s = executors_create(idxs, specs, n, prm, &opts, impls, &made, &serial, placed, d, sizeof d);
+        if (s == CLS_OK) s = desc_alloc(e, n);
+        if (s == CLS_OK && !(d = malloc(e->desc_len))) s = err_set(CLS_E_NOMEM, "cls_engine_create: out of memory");
+        if (s == CLS_OK) s = executors_create(idxs, specs, n, prm, &opts, impls, &made, &serial, placed, d, e->desc_len);
         if (s != CLS_OK) n = made;
         if (shard) base = shard_base;
-        if (s == CLS_OK) snprintf(e->desc, sizeof e->desc, "%s [device spec '%s' %s]", d, device, why);
+        if (s == CLS_OK) snprintf(e->desc, e->desc_len, "%s [device spec '%s' %s]", d, device, why);
+        free(d);
     }
     if (s == CLS_OK) s = sched_create(idx, e->ops, impls, n, serial, base, &e->sched);
     if (s != CLS_OK) {
@@ -481,6 +496,7 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
             if (impls[i]) e->ops->free(impls[i]);
         for (unsigned i = 0; i < e->nshards; i++) cls_index_close(e->shards[i]);
         pthread_mutex_destroy(&e->one_mu);
+        free(e->desc);
         free(e);
         return s;
     }
@@ -495,6 +511,7 @@ void cls_engine_free(cls_engine *e)
     for (unsigned i = 0; i < e->nshards; i++) cls_index_close(e->shards[i]);
     cls_batch_free(e->one);
     pthread_mutex_destroy(&e->one_mu);
+    free(e->desc);
     free(e);
 }
 
