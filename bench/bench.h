@@ -80,6 +80,7 @@ int bench_plot(const char *dir, const char *name, const char *data, const char *
 
 /* Shared by the suites (bench_util.c). */
 double bench_now(void);                          /* monotonic seconds */
+double bench_cpu(void);                          /* the process's CPU seconds, every thread's, user and system */
 void bench_sort(double *v, unsigned n);          /* ascending */
 struct cls_engine;
 /* The last search's profile in three sums: transfers to the device, kernels, the download. */

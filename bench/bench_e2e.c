@@ -22,6 +22,9 @@
  * term the same weight, so its shares fall as batches grow and say how much they share; its
  * pruning shows in the search's partitions_scored counter (clsearch search -v). "batches" is
  * the median number of device batches a chunk was cut into (the cost model sizes them).
+ * "cores" is the process's CPU time (every thread's, user and system: getrusage) while the
+ * timed chunks ran over their wall time: the host cores a search keeps busy, waiting included
+ * (a driver that spins while the device works shows here; HOST_WAIT in clsearch devices -v).
  * --trace prints every timed chunk to stderr: its wall ms, device batches and kernel ms.
  *
  * --inflight N (default 1) keeps N chunks in flight through cls_engine_submit, the way a server
@@ -106,8 +109,8 @@ typedef struct e2e_slot {
 
 static unsigned row_inflight(cls_engine *e, const cls_index *idx, const topic_list *tl, size_t *next, size_t B,
                              const cls_search_params *p, unsigned inflight, double seconds, unsigned maxch, double *t,
-                             double *up, double *kern, double *down, double *nbat, e2e_work *w, double *wall, int trace,
-                             const char *dev, const char *mode)
+                             double *up, double *kern, double *down, double *nbat, e2e_work *w, double *wall,
+                             double *cpu, int trace, const char *dev, const char *mode)
 {
     const unsigned nslot = inflight + 1;
     e2e_slot *sl = calloc(nslot, sizeof *sl);
@@ -118,7 +121,7 @@ static unsigned row_inflight(cls_engine *e, const cls_index *idx, const topic_li
             s = cls_batch_add(sl[i].b, tl->qid[*next], tl->text[*next]);
     }
     unsigned n = 0, submitted = 0, warm = inflight; /* the first round of chunks warms up, untimed */
-    double t0 = 0, spent = 0;
+    double t0 = 0, spent = 0, c0 = 0;
     /* slot k % nslot holds chunk k; chunk k is submitted once chunk k - inflight has been waited */
     for (unsigned k = 0; s == CLS_OK && k < inflight; k++, submitted++) {
         sl[k].at = bench_now();
@@ -129,7 +132,7 @@ static unsigned row_inflight(cls_engine *e, const cls_index *idx, const topic_li
         s = cls_search_wait(c->s);
         double done = bench_now();
         if (s != CLS_OK) break;
-        if (k == warm) t0 = done;
+        if (k == warm) t0 = done, c0 = bench_cpu();
         if (k >= warm) {
             t[n] = done - c->at;
             const cls_profile_step *st;
@@ -159,6 +162,7 @@ static unsigned row_inflight(cls_engine *e, const cls_index *idx, const topic_li
         }
     }
     *wall = spent;
+    *cpu = bench_cpu() - c0;
     if (s != CLS_OK) fprintf(stderr, "clsearch bench e2e: %s: %s: %s\n", dev, cls_status_str(s), cls_last_error());
     for (unsigned i = 0; sl && i < nslot; i++) {
         cls_search_free(sl[i].s);
@@ -320,8 +324,9 @@ int bench_e2e(int argc, char **argv)
     printf("e2e suite: commit %s, %s; index %s (%u docs, %llu postings, %s); %zu topics from %s; %.1f s per row\n",
            bench_commit(), bench_when(), index, st.num_docs, (unsigned long long)st.num_postings,
            cls_codec_name(st.codec), tl.n, topics, seconds);
-    printf("%-6s %-6s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s %9s %10s %8s\n", "engine", "mode", "k", "batch", "chunks",
-           "qps", "p50 ms", "p95 ms", "p99 ms", "H2D ms", "kern ms", "D2H ms", "blocks %", "postings %", "batches");
+    printf("%-6s %-6s %5s %6s %6s %11s %10s %10s %10s %9s %9s %9s %9s %10s %8s %6s\n", "engine", "mode", "k", "batch",
+           "chunks", "qps", "p50 ms", "p95 ms", "p99 ms", "H2D ms", "kern ms", "D2H ms", "blocks %", "postings %", "batches",
+           "cores");
     cls_batch *batch;
     cls_results *res;
     if ((s = cls_batch_create(idx, &batch)) != CLS_OK || (s = cls_results_create(&res)) != CLS_OK)
@@ -352,10 +357,10 @@ int bench_e2e(int argc, char **argv)
                     unsigned n = 0;
                     double spent = 0;
                     e2e_work w = {{0}};
-                    double wall = 0;
+                    double wall = 0, cpu = 0; /* the timed searches' wall and the process's CPU seconds */
                     if (inflight > 1) {
                         n = row_inflight(e, idx, &tl, &next, B, &p, (unsigned)inflight, seconds, MAXCH, t, up, kern,
-                                         down, nbat, &w, &wall, trace, dev, mode);
+                                         down, nbat, &w, &wall, &cpu, trace, dev, mode);
                         if (!n) return 1;
                     }
                     for (int chunk = -1; inflight == 1 && chunk < MAXCH && (chunk < 3 || spent < seconds); chunk++) {
@@ -363,12 +368,14 @@ int bench_e2e(int argc, char **argv)
                         for (size_t i = 0; i < B; i++, next = (next + 1) % tl.n)
                             if ((s = cls_batch_add(batch, tl.qid[next], tl.text[next])) != CLS_OK)
                                 return failed(s, "analysing a query");
-                        double a = bench_now();
+                        double a = bench_now(), ca = bench_cpu();
                         s = cls_engine_search(e, batch, &p, res);
                         double dt = bench_now() - a;
                         if (s != CLS_OK) return failed(s, dev);
                         if (chunk < 0) continue; /* warm-up */
                         t[n] = dt;
+                        cpu += bench_cpu() - ca;
+                        wall += dt;
                         bench_profile_split(e, &up[n], &kern[n], &down[n]);
                         const cls_profile_step *steps;
                         uint32_t batches = 0;
@@ -390,10 +397,12 @@ int bench_e2e(int argc, char **argv)
                     /* chunks in flight overlap: the rate is the row's queries over its time */
                     double qps = inflight > 1 ? (double)B * (n - 1) / wall : (double)B / med;
                     char bsh[32], psh[32];
-                    printf("%-6s %-6s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9s %10s %8.0f\n", dev, mode,
-                           p.k, B, n, qps, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
+                    double cores = wall > 0 ? cpu / wall : 0; /* host cores busy while searching */
+                    printf("%-6s %-6s %5u %6zu %6u %11.1f %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9s %10s %8.0f %6.2f\n", dev,
+                           mode, p.k, B, n, qps, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3, pct(t, n, 0.99) * 1e3,
                            up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
-                           share(bsh, sizeof bsh, w.v[0], w.v[1], 0), share(psh, sizeof psh, w.v[2], w.v[3], 0), nbat[n / 2]);
+                           share(bsh, sizeof bsh, w.v[0], w.v[1], 0), share(psh, sizeof psh, w.v[2], w.v[3], 0), nbat[n / 2],
+                           cores);
                     fflush(stdout);
                     if (!vec_reserve(&rows, &rows_cap, nrows + 1, sizeof *rows))
                         return failed(CLS_E_NOMEM, "keeping rows for the plots");
@@ -412,11 +421,12 @@ int bench_e2e(int argc, char **argv)
                                 "\"index\":\"%s\",\"codec\":\"%s\",\"block\":%u,\"mode\":\"%s\",\"k\":%u,\"batch\":%zu,"
                                 "\"chunks\":%u,\"qps\":%.3f,\"latency_p50_ms\":%.4f,\"latency_p95_ms\":%.4f,"
                                 "\"latency_p99_ms\":%.4f,\"h2d_ms\":%.4f,\"kernels_ms\":%.4f,\"d2h_ms\":%.4f,"
-                                "\"blocks_pct\":%s,\"postings_pct\":%s,\"device_batches\":%.0f}\n",
+                                "\"blocks_pct\":%s,\"postings_pct\":%s,\"device_batches\":%.0f,\"host_cores\":%.3f}\n",
                                 bench_commit(), bench_when(), dev, len, d, index, cls_codec_name(st.codec), st.block_size,
                                 mode, p.k, B, n, qps, pct(t, n, 0.5) * 1e3, pct(t, n, 0.95) * 1e3,
                                 pct(t, n, 0.99) * 1e3, up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
-                                share(bsh, sizeof bsh, w.v[0], w.v[1], 1), share(psh, sizeof psh, w.v[2], w.v[3], 1), nbat[n / 2]);
+                                share(bsh, sizeof bsh, w.v[0], w.v[1], 1), share(psh, sizeof psh, w.v[2], w.v[3], 1), nbat[n / 2],
+                                wall > 0 ? cpu / wall : 0);
                     }
                 }
         }

@@ -1067,13 +1067,14 @@ END_TEST
 /* ---- kernel parameters: variants, tuning file, override ------------------------------------ */
 
 /* Whole searches with other variants of every query kernel (work-group sizes, both portable
- * in-group scans; the warp-shuffle scan where the device is NVIDIA's) against the reference. */
+ * in-group scans; the warp-shuffle scan where the device is NVIDIA's; the host asleep on a
+ * completion callback, HOST_WAIT=1) against the reference. */
 START_TEST(variants_match_ref)
 {
     clx_device d;
     ck_assert_msg(clx_select(tu_device(), &d) == CLS_OK, "%s", cls_last_error());
     const char *specs[] = {"WG_SCAN_ALGO=1,WG_INTERSECT=32,WG_SCORE=32,WG_TOPK=32,WG_ROWS=64",
-                           "WG_SCAN_ALGO=0,WG_INTERSECT=128,WG_SCORE=64,WG_TOPK=256,WG_ROWS=32",
+                           "WG_SCAN_ALGO=0,WG_INTERSECT=128,WG_SCORE=64,WG_TOPK=256,WG_ROWS=32,HOST_WAIT=1",
                            clx_is_nvidia(&d.info) ? "WG_SCAN_ALGO=2,WG_INTERSECT=32,WG_TOPK=1024" : NULL};
     cls_index *idx = random_index(14, 3000, 400);
     cls_engine *ref;

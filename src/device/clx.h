@@ -46,6 +46,8 @@ typedef struct clx_params {
                                                * postings a partition instead (src/algo/or.c); 0: none */
     unsigned or_search_cost;                  /* or_score's exact sums: a binary search's step against a
                                                * place read in order (cl/or_parts.cl) */
+    unsigned host_wait;                       /* how the host waits for a batch (dev_wait): 0 the
+                                               * driver's wait, 1 a completion callback */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

@@ -69,6 +69,10 @@ static const clx_tunable registry[] = {
      "or_score gives a partition's candidates their exact sums by binary search in a term's postings where "
      "candidates x log2(postings) x N stay below its postings, else by reading them in order (0: always search)",
      PARAM_FIELD(or_search_cost), 0, {1, 4, 16}, 3},
+    {"HOST_WAIT", "host",
+     "how a host thread waits for a batch's results: 0 the driver's wait (clWaitForEvents; NVIDIA's spins a core "
+     "while the device works), 1 asleep until a completion callback",
+     PARAM_FIELD(host_wait), 0, {0, 1}, 2},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -122,6 +126,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
     if (p->or_dense_log > 32) return err_set(CLS_E_ARG, "%s: OR_DENSE_LOG=%u (0..32)", from, p->or_dense_log);
     if (p->or_hash_ratio > 4096) return err_set(CLS_E_ARG, "%s: OR_HASH_RATIO=%u (0..4096)", from, p->or_hash_ratio);
     if (p->or_search_cost > 65536) return err_set(CLS_E_ARG, "%s: OR_SEARCH_COST=%u (0..65536)", from, p->or_search_cost);
+    if (p->host_wait > 1) return err_set(CLS_E_ARG, "%s: HOST_WAIT=%u (0 or 1)", from, p->host_wait);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
@@ -163,38 +168,38 @@ static const entry db[] = {
      .gpu = 1,
      .p = {.wg_intersect = 1024, .wg_score = 256, .wg_topk = 512, .wg_scan_algo = 2, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4},
+           .or_search_cost = 4, .host_wait = 0},
      .label = "vendor default: NVIDIA GPU"},
     {.vendor = "Advanced Micro Devices",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4},
+           .or_search_cost = 4, .host_wait = 0},
      .label = "vendor default: AMD GPU"},
     {.vendor = "AMD",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4},
+           .or_search_cost = 4, .host_wait = 0},
      .label = "vendor default: AMD GPU"},
     {.vendor = NULL,
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4},
+           .or_search_cost = 4, .host_wait = 0},
      .label = "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
     {.vendor = NULL,
      .gpu = 0,
      .p = {.wg_intersect = 64, .wg_score = 64, .wg_topk = 64, .wg_scan_algo = 0, .scan_wg = 64, .scan_items = 16,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 64, .or_hash_ratio = 32,
-           .or_search_cost = 4},
+           .or_search_cost = 4, .host_wait = 0},
      .label = "generic default: CPU"},
     {.vendor = NULL,
      .gpu = -1,
      .p = {.wg_intersect = 128, .wg_score = 128, .wg_topk = 128, .wg_scan_algo = 0, .scan_wg = 128, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 128, .or_hash_ratio = 32,
-           .or_search_cost = 4},
+           .or_search_cost = 4, .host_wait = 0},
      .label = "generic default"},
 };
 

@@ -67,6 +67,12 @@ void dev_close(dev_ctx *dc);
 cls_status dev_build(dev_ctx *dc, const char *const *files, const char *options, cl_program *out, char *note,
                      size_t note_len);
 
+/* Waits for ev's command to end and checks how it ended (what names it in errors). How the host
+ * waits is the device's HOST_WAIT parameter: 0, the driver's own wait (clWaitForEvents), which
+ * on NVIDIA keeps a core spinning for as long as the device works; 1, a completion callback
+ * (clSetEventCallback) that wakes this thread, asleep on a condition meanwhile. */
+cls_status dev_wait(dev_ctx *dc, cl_event ev, const char *what);
+
 /* Grows p to at least need bytes (what names it in errors); p must not be in use by a command.
  * Its contents are not kept. */
 cls_status dev_pinned_need(dev_ctx *dc, dev_pinned *p, size_t need, const char *what);

@@ -2,6 +2,8 @@
  * buffers that grow, kernel arguments set and checked by name, commands counted toward named
  * profile steps. */
 #include <assert.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +46,60 @@ void dev_close(dev_ctx *dc)
     dc->kernels_cap = dc->steps_cap = dc->events_cap = 0;
     dc->queue = NULL;
     dc->ctx = NULL;
+}
+
+/* A thread asleep until its event's callback (dev_wait). The callback signals with the mutex
+ * held, so the waiter, which returns only after taking it, never leaves the callback a freed
+ * waiter to touch. */
+typedef struct dev_waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    cl_int status;
+} dev_waiter;
+
+static void CL_CALLBACK dev_waiter_wake(cl_event ev, cl_int status, void *arg)
+{
+    (void)ev;
+    dev_waiter *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->status = status;
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+cls_status dev_wait(dev_ctx *dc, cl_event ev, const char *what)
+{
+    char call[128];
+    cl_int err, st = CL_COMPLETE;
+    if (dc->prm.host_wait == 1) {
+        dev_waiter w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .status = CL_COMPLETE};
+        /* called at once (maybe on this thread) when the command has already ended */
+        err = clSetEventCallback(ev, CL_COMPLETE, dev_waiter_wake, &w);
+        if (err != CL_SUCCESS) {
+            snprintf(call, sizeof call, "clSetEventCallback(%s)", what);
+            return clx_fail(call, err);
+        }
+        pthread_mutex_lock(&w.mu);
+        while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
+        st = w.status;
+        pthread_mutex_unlock(&w.mu);
+        pthread_cond_destroy(&w.cv);
+        pthread_mutex_destroy(&w.mu);
+    } else {
+        err = clWaitForEvents(1, &ev);
+        if (err == CL_SUCCESS) err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+        if (err != CL_SUCCESS) {
+            snprintf(call, sizeof call, "clWaitForEvents(%s)", what);
+            return clx_fail(call, err);
+        }
+    }
+    if (st < 0) {
+        snprintf(call, sizeof call, "the command of %s", what);
+        return clx_fail(call, st);
+    }
+    return CLS_OK;
 }
 
 cls_status dev_build(dev_ctx *dc, const char *const *files, const char *options, cl_program *out, char *note,

@@ -762,10 +762,11 @@ static cls_status topk_enqueue(clx_engine *e, dev_flight *f)
     return topk_run(&e->topk, &f->b.rank, f->b.nq, e->out.mem, "topk");
 }
 
-/* read: the results (and the algorithm's words after them) into pinned host memory; the search's
- * last batch is waited for here, by a blocking read: no batch is left to plan meanwhile, and a
- * blocking read returned sooner than clWaitForEvents woke (docs/PERFORMANCE.md, "Search batches
- * overlap: the next planned and enqueued while one runs"). After it, query qi's hits land at r->docs + qi * kk (every query has room
+/* read: the results (and the algorithm's words after them) into pinned host memory. Where the host
+ * waits the driver's way (HOST_WAIT 0) the search's last batch is waited for here, by a blocking
+ * read: no batch is left to plan meanwhile, and a blocking read returned sooner than
+ * clWaitForEvents woke (docs/PERFORMANCE.md, "Search batches overlap: the next planned and
+ * enqueued while one runs"); else batch_complete waits with dev_wait. After it, query qi's hits land at r->docs + qi * kk (every query has room
  * for kk) with their count in r->start[qi + 1]; clx_search_finish packs them. */
 static cls_status read_size(clx_engine *e, dev_flight *f)
 {
@@ -778,8 +779,10 @@ static cls_status read_size(clx_engine *e, dev_flight *f)
 static cls_status read_enqueue(clx_engine *e, dev_flight *f)
 {
     cl_event ev;
-    CLX_TRY(clEnqueueReadBuffer(e->dc.queue, e->out.mem, f->last ? CL_TRUE : CL_FALSE, 0, f->read_len * 4, f->res.host,
-                                0, NULL, &ev));
+    /* blocking for the last batch only where the host waits the driver's way (HOST_WAIT 0) */
+    cl_bool block = f->last && e->dc.prm.host_wait == 0 ? CL_TRUE : CL_FALSE;
+    CLX_TRY(clEnqueueReadBuffer(e->dc.queue, e->out.mem, block, 0, f->read_len * 4, f->res.host, 0, NULL, &ev));
+    if (f->last && !block) CLX_TRY(clFlush(e->dc.queue)); /* batch_enqueue flushes the others */
     cls_status s = dev_record(&e->dc, ev, "download", f->read_len * 4);
     if (s != CLS_OK) return s;
     CLX_TRY(clRetainEvent(ev));
@@ -858,11 +861,8 @@ static cls_status batch_enqueue(clx_engine *e, dev_flight *f, int last)
 static cls_status batch_complete(clx_engine *e, dev_flight *f, cls_results *r)
 {
     const batch_plan *pl = &f->plan;
-    cl_int err = clWaitForEvents(1, &f->read), st = CL_COMPLETE;
-    if (err == CL_SUCCESS)
-        err = clGetEventInfo(f->read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
-    if (err != CL_SUCCESS) return clx_fail("clWaitForEvents(results)", err);
-    if (st < 0) return clx_fail("clEnqueueReadBuffer(results)", st);
+    cls_status ws = dev_wait(&e->dc, f->read, "the results' read");
+    if (ws != CLS_OK) return ws;
     if (f->fail) return err_set(CLS_E_DEVMEM, "batch of %u queries: a failure the tests asked for", pl->nq);
     e->counters[DEV_C_QUERIES].value += pl->nq;
     e->counters[DEV_C_BLOCKS_IN_LISTS].value += pl->blocks_in_lists;
