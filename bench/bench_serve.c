@@ -3,7 +3,8 @@
  * open loop (requests sent at an offered rate, whatever the answers).
  *
  *   clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--rate R1,R2,...] [--seed N]
- *                        [--max-batch 1,16,128] [--max-wait-ms 0,5] [-k 10] [-m or] [--threads N]
+ *                        [--max-batch 1,16,128] [--max-wait-ms 0,5] [--inflight 1,2] [-k 10] [-m or]
+ *                        [--threads N]
  *                        [--seconds S] [--json FILE]
  *
  * One engine is created; for every max-batch and max-wait setting a server (serve/) is started
@@ -79,6 +80,39 @@ typedef struct bodies {
     unsigned k;
     int nomem;
 } bodies;
+
+/* The warm-up's batch: the first WARM_QUERIES topics. */
+enum { WARM_QUERIES = 4096 };
+typedef struct warm_batch {
+    cls_batch *b;
+    int full; /* stopped the reader at WARM_QUERIES */
+} warm_batch;
+
+static int warm_topic(void *u, const char *qid, const char *text)
+{
+    warm_batch *w = u;
+    if (cls_batch_count(w->b) >= WARM_QUERIES) return w->full = 1;
+    return cls_batch_add(w->b, qid, text) != CLS_OK;
+}
+
+/* One untimed search of the first topics before the first row, so that every device has built
+ * its programs and the engine's cost model holds each device's rate when the clients start. */
+static cls_status warm_up(cls_engine *e, const cls_index *idx, const char *topics, const char *mode, unsigned k)
+{
+    warm_batch w = {NULL, 0};
+    cls_results *r = NULL;
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = k;
+    cls_status s = cls_mode_parse(mode, &p.mode);
+    if (s == CLS_OK) s = cls_batch_create(idx, &w.b);
+    if (s == CLS_OK) s = cls_results_create(&r);
+    if (s == CLS_OK && (s = cls_topics_read(CLS_TOPICS_AUTO, topics, warm_topic, &w)) != CLS_OK && w.full) s = CLS_OK;
+    if (s == CLS_OK) s = cls_engine_search(e, w.b, &p, r);
+    cls_results_free(r);
+    cls_batch_free(w.b);
+    return s;
+}
 
 /* Each topic as the body of a one-query request, made before any timing. */
 static int on_topic(void *u, const char *qid, const char *text)
@@ -287,8 +321,8 @@ static int failed(cls_status s, const char *what)
 
 static const char usage[] =
     "usage: clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--rate R1,R2,...] [--seed N]\n"
-    "                            [--max-batch 1,16,128] [--max-wait-ms 0,5] [-k 10] [-m or] [--threads N]\n"
-    "                            [--seconds S] [--json FILE]\n";
+    "                            [--max-batch 1,16,128] [--max-wait-ms 0,5] [--inflight 1,2] [-k 10] [-m or]\n"
+    "                            [--threads N] [--seconds S] [--json FILE]\n";
 
 static int bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int bad_arg(const char *fmt, ...)
@@ -405,9 +439,9 @@ static void json_head(const suite *su, const srv_opts *so)
 {
     fprintf(su->json,
             "{\"suite\":\"serve\",\"commit\":\"%s\",\"when\":\"%s\",\"device\":\"%.*s\",\"index\":\"%s\",\"mode\":\"%s\","
-            "\"k\":%u,\"max_batch\":%u,\"max_wait_ms\":%g,\"http_threads\":%u,",
+            "\"k\":%u,\"max_batch\":%u,\"max_wait_ms\":%g,\"inflight\":%u,\"http_threads\":%u,",
             bench_commit(), bench_when(), su->dlen, su->desc, su->index, su->mode, su->k, so->max_batch,
-            so->max_wait_ms, so->threads);
+            so->max_wait_ms, so->inflight, so->threads);
 }
 
 /* One row: C clients in closed loop (rate 0), or a pool of C connections offered rate requests a
@@ -438,7 +472,8 @@ static int one_row(suite *su, srv *server, const srv_opts *so, unsigned C, doubl
            dev = dq ? (s1.device_s - s0.device_s) * 1e3 / (double)dq : 0;
     if (rate == 0) {
         double qps = (double)r.n / (r.t_end - t0);
-        printf("%9u %8g %7u %9zu %10.1f %9.3f %9.3f %10.2f %11.4f\n", so->max_batch, so->max_wait_ms, C, r.n, qps, p50,
+        printf("%8u %9u %8g %7u %9zu %10.1f %9.3f %9.3f %10.2f %11.4f\n", so->inflight, so->max_batch, so->max_wait_ms, C,
+               r.n, qps, p50,
                p99, mean_batch, dev);
         if (su->json) {
             json_head(su, so);
@@ -450,7 +485,8 @@ static int one_row(suite *su, srv *server, const srv_opts *so, unsigned C, doubl
     } else {
         double el = r.t_end - t0 > su->seconds ? r.t_end - t0 : su->seconds, got = (double)r.n / el,
                p999 = pct(all, r.n, 0.999) * 1e3;
-        printf("%9u %8g %6u %10g %10.1f %9.3f %9.3f %9.3f %8zu %8zu %7u %7zu %10.2f %11.4f\n", so->max_batch,
+        printf("%8u %9u %8g %6u %10g %10.1f %9.3f %9.3f %9.3f %8zu %8zu %7u %7zu %10.2f %11.4f\n", so->inflight,
+               so->max_batch,
                so->max_wait_ms, C, rate, got, p50, p99, p999, r.sent, r.n, r.errors, unsent, mean_batch, dev);
         if (r.errors)
             fprintf(stderr, "clsearch bench serve: note: %u of %zu requests failed at %g/s, the first: %s\n", r.errors,
@@ -473,15 +509,16 @@ int bench_serve(int argc, char **argv)
 {
     const char *index = NULL, *topics = NULL, *device = NULL, *json_path = NULL, *mode = "or";
     const char *c_arg = NULL, *rate_arg = NULL, *seed_arg = NULL;
-    double cs[16], mbs[16], mws[16], rates[16];
+    double cs[16], mbs[16], mws[16], rates[16], ifs[8];
     unsigned nc = 0, nr = 0, nmb = parse_list("1,16,128", mbs, 16), nmw = parse_list("0,5", mws, 16), k = 10,
-             threads = 0;
+             threads = 0, nif = parse_list("1", ifs, 8);
     double seconds = 2.0;
     uint64_t seed = 1;
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"seconds", required_argument, 0, 's'},
                                           {"max-batch", required_argument, 0, 'B'}, {"max-wait-ms", required_argument, 0, 'W'},
                                           {"threads", required_argument, 0, 'T'}, {"rate", required_argument, 0, 'R'},
-                                          {"seed", required_argument, 0, 'S'}, {0, 0, 0, 0}};
+                                          {"seed", required_argument, 0, 'S'}, {"inflight", required_argument, 0, 'I'},
+                                          {0, 0, 0, 0}};
     int c, bad = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "x:q:d:c:k:m:", longs, NULL)) != -1) {
@@ -494,6 +531,7 @@ int bench_serve(int argc, char **argv)
         case 'S': seed_arg = optarg; break;
         case 'B': nmb = parse_list(optarg, mbs, 16); break;
         case 'W': nmw = parse_list(optarg, mws, 16); break;
+        case 'I': nif = parse_list(optarg, ifs, 8); break;
         case 'k': k = (unsigned)atoi(optarg); break;
         case 'm': mode = optarg; break;
         case 'T': threads = (unsigned)atoi(optarg); break;
@@ -533,6 +571,8 @@ int bench_serve(int argc, char **argv)
           k > 1000 || threads > 64 || cls_mode_parse(mode, &m) != CLS_OK;
     for (unsigned i = 0; i < nmb && !bad; i++) bad = !(mbs[i] >= 1 && mbs[i] <= 65536 && mbs[i] == (unsigned)mbs[i]);
     for (unsigned i = 0; i < nmw && !bad; i++) bad = !(mws[i] >= 0 && mws[i] <= 10000);
+    bad = bad || !nif;
+    for (unsigned i = 0; i < nif && !bad; i++) bad = !(ifs[i] >= 1 && ifs[i] <= 8 && ifs[i] == (unsigned)ifs[i]);
     if (bad) {
         fprintf(stderr, "%s  (clients 1..%u, rates 0.001..%.0f per second, k 1..1000, seconds up to 3600)\n", usage,
                 MAX_CLIENTS, MAX_RATE);
@@ -570,18 +610,19 @@ int bench_serve(int argc, char **argv)
     if (nr) printf("; open loop, Poisson arrivals, seed %llu", (unsigned long long)seed);
     printf("\n%.*s\n", dlen, desc);
     if (nr)
-        printf("%9s %8s %6s %10s %10s %9s %9s %9s %8s %8s %7s %7s %10s %11s\n", "max-batch", "wait ms", "pool",
+        printf("%8s %9s %8s %6s %10s %10s %9s %9s %9s %8s %8s %7s %7s %10s %11s\n", "inflight", "max-batch", "wait ms", "pool",
                "offered/s", "answers/s", "p50 ms", "p99 ms", "p99.9 ms", "sent", "answered", "failed", "unsent",
                "mean batch", "device ms/q");
     else
-        printf("%9s %8s %7s %9s %10s %9s %9s %10s %11s\n", "max-batch", "wait ms", "clients", "requests", "q/s",
+        printf("%8s %9s %8s %7s %9s %10s %9s %9s %10s %11s\n", "inflight", "max-batch", "wait ms", "clients", "requests", "q/s",
                "p50 ms", "p99 ms", "mean batch", "device ms/q");
     int rc = 0;
     suite su = {.b = &b, .cl = calloc(max_c, sizeof *su.cl), .json = json, .desc = desc, .index = index, .mode = mode,
                 .dlen = dlen, .k = k, .seconds = seconds, .seed = seed};
     if (!su.cl) return failed(CLS_E_NOMEM, "clients");
-    for (unsigned bi = 0; bi < nmb && rc == 0; bi++)
-        for (unsigned wi = 0; wi < nmw && rc == 0; wi++) {
+    if ((s = warm_up(e, idx, topics, mode, k)) != CLS_OK) return failed(s, "warming the engine up");
+    for (unsigned cfg = 0; cfg < nif * nmb * nmw && rc == 0; cfg++) {
+            unsigned ii = cfg / (nmb * nmw), bi = cfg / nmw % nmb, wi = cfg % nmw;
             srv_opts so = defaults;
             so.listen = "127.0.0.1:0";
             so.max_conns = server_conns;
@@ -590,6 +631,7 @@ int bench_serve(int argc, char **argv)
             so.timeout_s = 3600; /* a pool's connection may idle long between requests */
             so.max_batch = (unsigned)mbs[bi];
             so.max_wait_ms = mws[wi];
+            so.inflight = (unsigned)ifs[ii];
             if (threads) so.threads = threads;
             srv *server;
             if ((s = srv_start(idx, e, &so, &server)) != CLS_OK) {

@@ -1,13 +1,16 @@
 /* The batcher: the one thread that submits searches to the engine. It gathers queued requests
  * into a device batch (dynamic batching: up to max_batch queries, or max_wait_ms after the oldest
  * was queued, whichever comes first; Wu et al. measure the batch size against latency trade-off
- * this tunes) and submits it with cls_engine_submit into a free slot; a slot's completer thread
- * waits for its search, hands each request its rows and resumes its connection. There are twice
- * as many slots as the engine has executors, so every device has its next batch queued while it
- * runs one, and while every slot is busy the queue gathers the next batch, which grows (up to
- * max_batch) with the load: batches size themselves to what the devices keep up with. The
- * slots' batches and results live as long as the server, so a batch allocates nothing but each
- * request's own rows. */
+ * this tunes) and submits it with cls_engine_submit into a free slot once fewer than inflight
+ * searches a device are running; a slot's completer thread waits for its search, hands each
+ * request its rows and resumes its connection. While the devices are busy the queue gathers the
+ * next batch, which grows (up to max_batch) with the load: batches size themselves to what the
+ * devices keep up with. With inflight 1 a request waits for at most one search before its own
+ * (a search queued in the engine behind another would add its whole time to every request it
+ * holds, and one device runs its searches one at a time anyway); a search counts as ended when
+ * its wait returns, before its answers are copied, so the next one runs meanwhile in a slot of
+ * its own. The slots' batches and results live as long as the server, so a batch allocates
+ * nothing but each request's own rows. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -154,6 +157,7 @@ static void submit_group(srv *s, srv_slot *sl)
         pthread_mutex_unlock(&s->mu);
         return;
     }
+    s->running--; /* never submitted */
     pthread_mutex_unlock(&s->mu);
     answer_group(sl, st, 0);
     pthread_mutex_lock(&s->mu);
@@ -174,6 +178,10 @@ static void *completer_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         cls_status st = cls_search_wait(job);
         double search_s = srv_now() - sl->t_start;
+        pthread_mutex_lock(&s->mu); /* its device is free: the batcher may submit the next */
+        s->running--;
+        pthread_cond_broadcast(&s->work);
+        pthread_mutex_unlock(&s->mu);
         if (st == CLS_OK) {
             const cls_profile_step *steps;
             size_t nsteps = cls_search_profile(job, &steps, NULL);
@@ -191,7 +199,8 @@ static void *completer_main(void *arg)
 cls_status batcher_slots_create(srv *s)
 {
     size_t executors = cls_engine_executors(s->eng, NULL, 0);
-    s->nslots = (unsigned)(2 * (executors ? executors : 1));
+    s->most = s->o.inflight * (unsigned)(executors ? executors : 1);
+    s->nslots = s->most + (unsigned)(executors ? executors : 1);
     s->slots = calloc(s->nslots, sizeof *s->slots);
     if (!s->slots) return err_set(CLS_E_NOMEM, "starting the server: out of memory for its searches");
     for (unsigned i = 0; i < s->nslots; i++) {
@@ -254,12 +263,13 @@ void *batcher_main(void *arg)
         if (!s->head) break;
         double deadline = s->head->t_queued + s->o.max_wait_ms * 1e-3;
         while (!s->stopping && group_queries(s) < s->o.max_batch && srv_now() < deadline) wait_until(s, deadline);
-        /* a batch gathers while every slot's search runs */
-        while (s->busy == s->nslots) pthread_cond_wait(&s->work, &s->mu);
+        /* a batch gathers while the devices run their searches */
+        while (s->busy == s->nslots || s->running >= s->most) pthread_cond_wait(&s->work, &s->mu);
         srv_slot *sl = s->slots;
         while (sl->list) sl++;
         sl->list = take_group(s, &sl->nq);
         s->busy++;
+        s->running++;
         pthread_mutex_unlock(&s->mu);
         submit_group(s, sl);
         pthread_mutex_lock(&s->mu);

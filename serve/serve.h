@@ -12,11 +12,11 @@
  * limits and timeouts. It also answers malformed HTTP itself.
  *
  * Threads: libmicrohttpd's pool threads read requests, parse and check their JSON (cJSON) and put
- * them in one bounded queue; ONE batcher thread owns the engine (an OpenCL engine is not to be used
- * from two threads), takes queued requests until --max-batch queries or --max-wait-ms since the
- * oldest was queued, runs one cls_engine_search over them (its batch and results objects reused
- * from batch to batch), copies each request's rows into the request and resumes its connection;
- * a pool thread then writes the response. One search takes one set of parameters (k, mode, k1, b):
+ * them in one bounded queue; ONE batcher thread takes queued requests until --max-batch queries
+ * or --max-wait-ms since the oldest was queued, and submits them as one search
+ * (cls_engine_submit) once the engine has fewer than --inflight searches a device in flight; a
+ * completer thread per slot waits for its search, copies each request's rows into the request
+ * and resumes its connection (batcher.c); a pool thread then writes the response. One search takes one set of parameters (k, mode, k1, b):
  * a batch holds requests with equal parameters only; the oldest queued request decides them and
  * requests asking for others wait, in order, for a later batch (never reordered among themselves,
  * never starved: the oldest always goes first). A request's queries are never split between
@@ -72,6 +72,9 @@ typedef struct srv_opts {
                            * port (srv_port says which); default "127.0.0.1:8080" */
     unsigned max_batch;   /* queries per device batch, 1..65536; default 128 */
     double max_wait_ms;   /* how long the oldest queued query waits for others, 0..10000; default 5 */
+    unsigned inflight;    /* searches in flight a device (submitted, not yet ended), 1..8; default 1:
+                           * the next batch gathers until a device is free, so a request waits
+                           * for at most the search before its own */
     unsigned threads;     /* HTTP threads, 1..64; default the online cores, at most 4 */
     unsigned max_queue;   /* queries waiting at most (more: 503), 1..1048576; default 4096 */
     unsigned max_k;       /* the largest k a request may ask, 1..CLS_MAX_K; default 1000 */

@@ -28,6 +28,7 @@ void srv_defaults(srv_opts *o)
     *o = (srv_opts){.listen = "127.0.0.1:8080",
                     .max_batch = 128,
                     .max_wait_ms = 5,
+                    .inflight = 1,
                     .threads = cores < 1 ? 1 : cores > 4 ? 4 : (unsigned)cores,
                     .max_queue = 4096,
                     .max_k = 1000,
@@ -47,6 +48,7 @@ static cls_status check_opts(const srv_opts *o)
     if (o->max_batch < 1 || o->max_batch > 65536) return err_set(CLS_E_ARG, "max batch %u: 1 to 65536", o->max_batch);
     if (!(o->max_wait_ms >= 0 && o->max_wait_ms <= 10000))
         return err_set(CLS_E_ARG, "max wait %g ms: 0 to 10000", o->max_wait_ms);
+    if (o->inflight < 1 || o->inflight > 8) return err_set(CLS_E_ARG, "searches in flight a device %u: 1 to 8", o->inflight);
     if (o->threads < 1 || o->threads > 64) return err_set(CLS_E_ARG, "threads %u: 1 to 64", o->threads);
     if (o->max_queue < 1 || o->max_queue > 1048576) return err_set(CLS_E_ARG, "max queue %u: 1 to 1048576", o->max_queue);
     if (o->max_k < 1 || o->max_k > CLS_MAX_K) return err_set(CLS_E_ARG, "max k %u: 1 to %u", o->max_k, CLS_MAX_K);
@@ -194,7 +196,7 @@ static enum MHD_Result answer_health(srv_req *r)
         cJSON_AddNumberToObject(ix, "postings", (double)st.num_postings) &&
         cJSON_AddStringToObject(ix, "codec", cls_codec_name(st.codec)) &&
         cJSON_AddNumberToObject(o, "max_batch", s->o.max_batch) && cJSON_AddNumberToObject(o, "max_wait_ms", s->o.max_wait_ms) &&
-        add_executors(o, s->eng))
+        cJSON_AddNumberToObject(o, "inflight", s->o.inflight) && add_executors(o, s->eng))
         body = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return respond(r, stopping || shrunk ? 503 : 200, body, body ? strlen(body) : 0, "application/json");

@@ -175,8 +175,9 @@ struct srv {
     atomic_int serving;
     pthread_t batcher;
     int batcher_started;
-    srv_slot *slots;        /* searches in flight: twice the engine's executors, so that each */
-    unsigned nslots, busy;  /* device has the next batch waiting while it runs one */
+    srv_slot *slots;        /* a batch's search and answers: (inflight + 1) a device, so that */
+    unsigned nslots, busy;  /* the next search runs while the last one's requests are answered */
+    unsigned running, most; /* searches submitted and not yet ended; most: inflight x executors */
     int slots_stop;
     srv_metrics m;
     /* conns.c's, under cmu */

@@ -36,7 +36,8 @@ static int serve_parse(int argc, char **argv, serve_args *a)
                                        {"placement", required_argument, 0, 20},
                                        {"request-timeout", required_argument, 0, 9},
                                        {"max-conns", required_argument, 0, 10},
-                                       {"max-conns-per-ip", required_argument, 0, 11}, {0, 0, 0, 0}};
+                                       {"max-conns-per-ip", required_argument, 0, 11},
+                                       {"inflight", required_argument, 0, 12}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":x:d:", lo, NULL)) != -1) {
         switch (opt) {
         case 'x': a->index_path = optarg; break;
@@ -88,6 +89,11 @@ static int serve_parse(int argc, char **argv, serve_args *a)
                 return usage_error("serve: --max-conns-per-ip takes 1 to 65536, not '%s'", optarg);
             a->so.max_conns_per_ip = (unsigned)v;
             break;
+        case 12:
+            if (!parse_u64(optarg, 1, 8, &v))
+                return usage_error("serve: --inflight takes 1 to 8 searches a device, not '%s'", optarg);
+            a->so.inflight = (unsigned)v;
+            break;
         default: return bad_option(argc, argv, opt);
         }
     }
@@ -118,8 +124,9 @@ static int serve_run(serve_args *a, const sigset_t *sigs)
         goto done;
     }
     const char *d = cls_engine_describe(eng);
-    fprintf(stderr, "%s: serve: %s, %.*s; batches of up to %u queries or %g ms; %u HTTP threads\n", prog,
-            a->index_path, (int)strcspn(d, "\n"), d, a->so.max_batch, a->so.max_wait_ms, a->so.threads);
+    fprintf(stderr, "%s: serve: %s, %.*s; batches of up to %u queries or %g ms, %u in flight a device; %u HTTP threads\n",
+            prog, a->index_path, (int)strcspn(d, "\n"), d, a->so.max_batch, a->so.max_wait_ms, a->so.inflight,
+            a->so.threads);
     /* one line on stdout, for a script (or the tests) to learn the port */
     printf("listening on %s\n", srv_url(server));
     fflush(stdout);
