@@ -413,6 +413,8 @@ START_TEST(impact_scored)
     cls_engine *ref, *dev;
     ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
     ck_assert_msg(cls_engine_create(idx, test_device(), &dev) == CLS_OK, "%s", cls_last_error());
+    cls_engine *host;
+    ck_assert_msg(cls_engine_create(idx, "host:2", &host) == CLS_OK, "%s", cls_last_error());
 
     /* (a) the reference engine: every matching document, scored sum of weight x impact in query
      * order (float, from 0), at the default k1 and b and at others (they play no part) */
@@ -457,6 +459,11 @@ START_TEST(impact_scored)
                 if (m == CLS_MODE_AND && ks[i] <= 10)
                     ck_assert_msg(engine_counter(dev, "queries_pruned") >= 2, "k %u k1 %g: no query pruned", ks[i],
                                   kb[p][0]);
+                /* the host executor too, its bounds the largest impacts at any k1 and b */
+                cls_results *rh = run_search(host, bt, (cls_mode)m, ks[i], kb[p][0], kb[p][1]);
+                ck_assert_msg(cls_results_compare(rr, rh, 0.0) == CLS_OK, "host: %s k %u k1 %g: %s",
+                              cls_mode_name((cls_mode)m), ks[i], kb[p][0], cls_last_error());
+                cls_results_free(rh);
                 cls_results_free(rr);
                 cls_results_free(rd);
             }
@@ -474,6 +481,7 @@ START_TEST(impact_scored)
             cls_results_free(rd);
         }
     cls_engine_free(dev);
+    cls_engine_free(host);
 
     /* recode keeps the kind; export, then import with the option, gives the same index (CIFF
      * cannot carry the kind: without the option the postings are the same, scored as BM25) */

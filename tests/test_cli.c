@@ -1069,7 +1069,7 @@ static void check_device(const cJSON *o, void *user)
     int *gpus = user;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id"), *name = cJSON_GetObjectItemCaseSensitive(o, "name"),
                 *type = cJSON_GetObjectItemCaseSensitive(o, "type");
-    ck_assert(cJSON_IsString(id) && strchr(id->valuestring, ':') != NULL);
+    ck_assert(cJSON_IsString(id) && (strchr(id->valuestring, ':') != NULL || strcmp(id->valuestring, "host") == 0));
     ck_assert(cJSON_IsString(name) && name->valuestring[0]);
     ck_assert(cJSON_IsString(type));
     *gpus += strcmp(type->valuestring, "gpu") == 0;

@@ -1346,8 +1346,8 @@ START_TEST(flipped_byte_in_each_section)
                 tu_write_file(p, img, len);
                 cls_index *idx;
                 ck_assert_msg(cls_index_open(p, &idx) == CLS_OK, "%s: open: %s", what, cls_last_error());
-                const char *engines[] = {"check", "ref", tu_device()};
-                for (int k = 0; k < 3; k++) {
+                const char *engines[] = {"check", "ref", tu_device(), "host:2"};
+                for (int k = 0; k < 4; k++) {
                     cls_engine *e = NULL;
                     cls_status s = k == 0 ? cls_index_check(idx, 2) : cls_engine_create(idx, engines[k], &e);
                     ck_assert_msg(s == CLS_E_CORRUPT && e == NULL, "%s: %s: status %d", what, engines[k], (int)s);

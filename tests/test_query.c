@@ -133,6 +133,28 @@ static void same_as_ref(cls_engine *dev, cls_engine *ref, const cls_batch *b, cl
     cls_results_free(rd);
 }
 
+/* The same at other search parameters (k1 and b), the reference's results not empty. */
+static void same_as_ref_mode(cls_engine *dev, cls_engine *ref, const cls_batch *b, cls_mode mode, uint32_t k, float k1,
+                             float bb)
+{
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = k;
+    p.mode = mode;
+    p.k1 = k1;
+    p.b = bb;
+    cls_results *rr, *rd;
+    ck_assert_int_eq(cls_results_create(&rr), CLS_OK);
+    ck_assert_int_eq(cls_results_create(&rd), CLS_OK);
+    ck_assert_msg(cls_engine_search(ref, b, &p, rr) == CLS_OK, "%s", cls_last_error());
+    ck_assert_msg(cls_engine_search(dev, b, &p, rd) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_gt(cls_results_count(rr), 0);
+    ck_assert_msg(cls_results_compare(rr, rd, 0.0) == CLS_OK, "%s k %u, k1 %g, b %g: %s", cls_mode_name(mode), k, k1, bb,
+                  cls_last_error());
+    cls_results_free(rr);
+    cls_results_free(rd);
+}
+
 /* A random collection, queries over it, and the device and reference engines on it. */
 typedef struct fixture {
     cls_index *idx;
@@ -221,6 +243,60 @@ static uint64_t counter(cls_engine *e, const char *name)
     return 0;
 }
 
+/* ---- the host executor ---------------------------------------------------------------------- */
+
+/* The host executor (-d host) equals the reference engine in every mode, from k 1 to beyond the
+ * collection, on one thread and on several, at the blocks' BM25 parameters (bounds prune) and at
+ * others (every candidate scored); on a collection of few words (long lists, many blocks) its
+ * bounds leave most postings unscored at k 10 and the results are still the reference's. A host
+ * spec of no or too many threads, or in a device list, is refused. */
+START_TEST(host_matches_reference)
+{
+    fixture f = fixture_open(41, 6000, 300, 13, 300);
+    const char *specs[] = {"host:1", "host:3", "host"};
+    const uint32_t ks[] = {1, 10, 1000, 7000};
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        cls_engine *h;
+        ck_assert_msg(cls_engine_create(f.idx, specs[i], &h) == CLS_OK, "%s: %s", specs[i], cls_last_error());
+        ck_assert_msg(strstr(cls_engine_describe(h), "host executor"), "%s", cls_engine_describe(h));
+        for (int md = 0; md < CLS_NUM_MODES; md++)
+            for (size_t j = 0; j < sizeof ks / sizeof *ks; j++) {
+                same_as_ref(h, f.ref, f.b, (cls_mode)md, ks[j]);
+                if (j == 1 || j == 2) same_as_ref_mode(h, f.ref, f.b, (cls_mode)md, ks[j], 1.2f, 0.75f);
+            }
+        ck_assert_uint_eq(counter(h, "queries"), cls_batch_count(f.b));
+        cls_engine_free(h);
+    }
+    const char *bad[] = {"host:0", "host:", "host:x", "host:1025", "host:-1", "host,cpu", "cpu,host:2"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cls_engine *e = NULL;
+        ck_assert_msg(cls_engine_create(f.idx, bad[i], &e) == CLS_E_ARG, "%s accepted", bad[i]);
+        ck_assert_ptr_null(e);
+        ck_assert_msg(strstr(cls_last_error(), bad[i]), "%s: %s", bad[i], cls_last_error());
+    }
+    fixture_close(&f);
+
+    cls_index *idx = random_index(43, 20000, 12);
+    cls_batch *b = random_queries(idx, 17, 120, 12);
+    cls_engine *h, *ref;
+    ck_assert_msg(cls_engine_create(idx, "host:2", &h) == CLS_OK, "%s", cls_last_error());
+    ck_assert_int_eq(cls_engine_create(idx, "ref", &ref), CLS_OK);
+    for (int md = 0; md < CLS_NUM_MODES; md++) {
+        same_as_ref_mode(h, ref, b, (cls_mode)md, 10, 1.2f, 0.75f); /* no bounds: every candidate */
+        uint64_t all = counter(h, "postings_scored");
+        same_as_ref(h, ref, b, (cls_mode)md, 10);
+        uint64_t pruned = counter(h, "postings_scored");
+        ck_assert_msg(pruned * 2 < all, "%s: %llu postings scored with bounds, %llu without", cls_mode_name((cls_mode)md),
+                      (unsigned long long)pruned, (unsigned long long)all);
+        same_as_ref(h, ref, b, (cls_mode)md, 100);
+    }
+    cls_engine_free(h);
+    cls_engine_free(ref);
+    cls_batch_free(b);
+    cls_index_close(idx);
+}
+END_TEST
+
 /* A rare term with common ones: the common lists span many blocks, few of which can hold the
  * rare term's documents, so the device decodes fewer blocks than the lists hold, and the results
  * are still the reference's. Without a rare term (two common lists) nothing may be lost either. */
@@ -272,26 +348,6 @@ static int holds(const cls_results *r, size_t i, uint32_t doc)
  * clones' ties (equal scores across many blocks, the docID deciding at the boundary), a repeated
  * term (a weight the blocks' max_score was not computed for), k below, near and above the
  * list's blocks, work units of a few postings; at other BM25 parameters nothing is pruned. */
-static void same_as_ref_mode(cls_engine *dev, cls_engine *ref, const cls_batch *b, cls_mode mode, uint32_t k, float k1,
-                             float bb)
-{
-    cls_search_params p;
-    cls_search_defaults(&p);
-    p.k = k;
-    p.mode = mode;
-    p.k1 = k1;
-    p.b = bb;
-    cls_results *rr, *rd;
-    ck_assert_int_eq(cls_results_create(&rr), CLS_OK);
-    ck_assert_int_eq(cls_results_create(&rd), CLS_OK);
-    ck_assert_msg(cls_engine_search(ref, b, &p, rr) == CLS_OK, "%s", cls_last_error());
-    ck_assert_msg(cls_engine_search(dev, b, &p, rd) == CLS_OK, "%s", cls_last_error());
-    ck_assert_uint_gt(cls_results_count(rr), 0);
-    ck_assert_msg(cls_results_compare(rr, rd, 0.0) == CLS_OK, "%s k %u, k1 %g, b %g: %s", cls_mode_name(mode), k, k1, bb,
-                  cls_last_error());
-    cls_results_free(rr);
-    cls_results_free(rd);
-}
 
 static void same_as_ref_at(cls_engine *dev, cls_engine *ref, const cls_batch *b, uint32_t k, float k1, float bb)
 {
@@ -1694,6 +1750,7 @@ static Suite *suite(void)
     tcase_add_test(tc, list_cache_matches_reference);
     tcase_add_test(tc, list_cache_too_small_is_an_error);
     tcase_add_test(tc, list_cache_bookkeeping);
+    tcase_add_test(tc, host_matches_reference);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -36,6 +36,31 @@ static void ref_free_op(void *impl) { ref_free(impl); }
 
 static const executor_ops REF_OPS = {.search = ref_search_op, .free = ref_free_op};
 
+static cls_status host_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
+{
+    return host_search(impl, b, p, r);
+}
+static void host_free_op(void *impl) { host_free(impl); }
+static size_t host_counters_op(const void *impl, const cls_counter **c) { return host_counters(impl, c); }
+
+static const executor_ops HOST_OPS = {.search = host_search_op, .free = host_free_op, .counters = host_counters_op};
+
+/* "host" (every online core) or "host:N" (N threads): 1 and *threads, else 0 (not the host). */
+static int host_spec(const char *device, unsigned *threads, cls_status *s)
+{
+    *s = CLS_OK;
+    if (strncmp(device, "host", 4) != 0 || (device[4] && device[4] != ':')) return 0;
+    *threads = host_threads_default();
+    if (device[4] == ':') {
+        char *end;
+        unsigned long v = strtoul(device + 5, &end, 10);
+        if (!device[5] || *end || device[5] == '-' || device[5] == '+' || v < 1 || v > 1024)
+            *s = err_set(CLS_E_ARG, "device '%s': host:N takes 1 to 1024 threads", device);
+        *threads = (unsigned)v;
+    }
+    return 1;
+}
+
 static cls_status clx_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
 {
     return clx_search(impl, b, p, r);
@@ -92,11 +117,12 @@ static cls_status device_specs(const char *device, char *buf, size_t len, const 
         for (char *p = buf, *next; p; p = next) {
             next = strchr(p, ',');
             if (next) *next++ = '\0';
-            if (!*p || strcmp(p, "ref") == 0 || *n == MULTI_MAX)
+            if (!*p || strcmp(p, "ref") == 0 || strncmp(p, "host", 4) == 0 || *n == MULTI_MAX)
                 return err_set(CLS_E_ARG, "device list '%s': %s", device,
-                               *n == MULTI_MAX ? "more than 64 devices"
-                               : *p        ? "the reference engine is not a device of a list"
-                                           : "an empty item");
+                               *n == MULTI_MAX          ? "more than 64 devices"
+                               : strcmp(p, "ref") == 0  ? "the reference engine is not a device of a list"
+                               : *p                     ? "the host executor runs alone (-d host), not in a list"
+                                                        : "an empty item");
             specs[(*n)++] = p;
         }
         return CLS_OK;
@@ -450,7 +476,7 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     void *impls[MULTI_MAX] = {0};
     uint32_t shard_base[MULTI_MAX];
     const uint32_t *base = NULL;
-    unsigned n = 0;
+    unsigned n = 0, host_n = 0;
     int serial = 0;
     if (opts.placement != CLS_PLACEMENT_AUTO && opts.placement != CLS_PLACEMENT_REPLICATE &&
         opts.placement != CLS_PLACEMENT_SHARD)
@@ -463,6 +489,22 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         if (s == CLS_OK) s = desc_alloc(e, 0);
         if (s == CLS_OK)
             snprintf(e->desc, e->desc_len, "device: reference engine (plain C, one query at a time; %s)", why);
+    } else if (host_spec(device, &host_n, &s)) {
+        host_engine *he = NULL;
+        if (s == CLS_OK) s = host_create(idx, host_n, &he);
+        e->ops = &HOST_OPS;
+        if (he) impls[n++] = he;
+        if (s == CLS_OK) s = desc_alloc(e, 0);
+        if (s == CLS_OK)
+            snprintf(e->desc, e->desc_len,
+                     "device: host executor, %u threads of %u online cores (plain C over the index's blocks, a "
+                     "query a thread; exact to the reference engine)\n"
+                     "kernels: and=block-max AND (the shortest list drives, blocks skipped by their last docID "
+                     "and by max_score), or=MaxScore (non-essential terms looked up only while a document may "
+                     "still enter the k best), and-or=and's k, then or over the documents without every term; "
+                     "bounds from the blocks' max_score where a search's k1 and b are the index's, else every "
+                     "candidate scored [device spec '%s' %s]",
+                     host_n, host_threads_default(), device, why);
     } else {
         char buf[1024], placed[1024], *d = NULL;
         const char *specs[MULTI_MAX];

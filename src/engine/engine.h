@@ -34,6 +34,16 @@ cls_status ref_create(const cls_index *idx, ref_engine **out);
 void ref_free(ref_engine *e);
 cls_status ref_search(ref_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 
+/* The host executor (host_engine.c): the CPU's cores, threads of them (1..1024; 0 at creation:
+ * host_threads_default, every online core), one query per thread at a time. */
+typedef struct host_engine host_engine;
+cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out);
+void host_free(host_engine *e);
+cls_status host_search(host_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
+size_t host_counters(const host_engine *e, const cls_counter **counters);
+unsigned host_threads(const host_engine *e);
+unsigned host_threads_default(void);
+
 /* The OpenCL engine. spec: "auto", "gpu", "cpu" or "P:D". prm: the kernel parameters to build
  * with (checked against the device), or NULL for those in force (clx_params_for). o: the
  * engine's options (device_mem: dev_engine.c's place_index says how the bytes are shared;

@@ -12,7 +12,7 @@
 
 /* ---- devices ------------------------------------------------------------------------------ */
 
-/* devices --json: one object a device. */
+/* devices --json: one object a device, then the host executor's (id "host", type "host"). */
 static int devices_json(const cls_device_info *list, size_t n, int verbose)
 {
     for (size_t i = 0; i < n; i++) {
@@ -53,6 +53,16 @@ static int devices_json(const cls_device_info *list, size_t n, int verbose)
         }
         if (!put_json_line(stdout, o)) return 0;
     }
+    /* the host executor: not an OpenCL device, but one -d takes */
+    cJSON *o = cJSON_CreateObject();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!o || !cJSON_AddStringToObject(o, "id", "host") || !cJSON_AddStringToObject(o, "name", "host executor") ||
+        !cJSON_AddStringToObject(o, "type", "host") ||
+        !cJSON_AddNumberToObject(o, "compute_units", cores > 0 ? (double)cores : 1)) {
+        cJSON_Delete(o);
+        return 0;
+    }
+    if (!put_json_line(stdout, o)) return 0;
     return fflush(stdout) == 0;
 }
 
@@ -69,13 +79,13 @@ int cmd_devices(int argc, char **argv)
     cls_status s = cls_devices_list(&list, &n);
     if (s != CLS_OK) return fail(s, "listing OpenCL devices");
     if (json) {
-        if (n == 0) fprintf(stderr, "%s: no OpenCL platform found; '-d ref' still runs the reference engine\n", prog);
+        if (n == 0) fprintf(stderr, "%s: no OpenCL platform found; '-d host' and '-d ref' still run\n", prog);
         int ok = devices_json(list, n, verbose);
         cls_devices_free(list);
         if (!ok) fprintf(stderr, "%s: devices: writing the list: %s\n", prog, errno ? strerror(errno) : "out of memory");
         return ok ? 0 : 1;
     }
-    if (n == 0) printf("no OpenCL platform found; '-d ref' still runs the reference engine\n");
+    if (n == 0) printf("no OpenCL platform found; '-d host' and '-d ref' still run\n");
     unsigned last_platform = (unsigned)-1;
     for (size_t i = 0; i < n; i++) {
         const cls_device_info *d = &list[i];
@@ -92,6 +102,9 @@ int cmd_devices(int argc, char **argv)
                (unsigned long long)(d->local_mem / 1024), d->max_work_group);
         printf("    extensions of interest: %s\n", *d->extensions ? d->extensions : "(none)");
     }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("host executor (-d host, or host:N for N threads): %ld online cores, plain C over the index's blocks\n",
+           cores > 0 ? cores : 1);
     if (verbose) {
         printf("\nkernel parameters in force:\n");
         for (size_t i = 0; i < n; i++) {
