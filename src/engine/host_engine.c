@@ -49,6 +49,19 @@
 
 #define BOUND_SLACK (1.0f + 1.0f / 4096.0f)
 
+/* The executor's counters (cls_engine_counters), as bench e2e's work shares read them. */
+enum host_counter {
+    HC_QUERIES,
+    HC_BLOCKS_IN_LISTS,   /* the blocks of the queries' lists */
+    HC_BLOCKS_DECODED,    /* of them, decoded (their docIDs) */
+    HC_POSTINGS_IN_LISTS,
+    HC_POSTINGS_DECODED,  /* the postings of the blocks decoded */
+    HC_POSTINGS_SCORED,   /* postings whose contribution made a candidate's score */
+    HC_COUNT
+};
+static const char *const counter_names[HC_COUNT] = {"queries",           "blocks_in_lists",   "blocks_decoded",
+                                                    "postings_in_lists", "postings_decoded", "postings_scored"};
+
 /* One query term's walk through its list. */
 typedef struct cursor {
     uint32_t qpos;        /* its place in the query (scores add in this order) */
@@ -57,7 +70,8 @@ typedef struct cursor {
     float ub;             /* the list's bound: its largest block max_score x scale */
     uint64_t b0, b1;      /* its blocks [b0, b1) */
     uint64_t b;           /* the block the cursor is in (b1: the list is done) */
-    uint64_t decoded;     /* the block whose postings docs[] and freqs[] hold (UINT64_MAX: none) */
+    uint64_t decoded;     /* the block whose docIDs docs[] holds (UINT64_MAX: none) */
+    uint64_t fdecoded;    /* the block whose frequencies freqs[] holds (decoded where one is scored) */
     uint32_t pos, n;      /* the posting within it, and its count */
     uint32_t *docs, *freqs; /* IDX_MAX_BLOCK each, the worker's */
 } cursor;
@@ -81,7 +95,7 @@ typedef struct host_worker {
     size_t nterms_cap;
     hhit *heap, *tier;     /* k each: the heap, and and-or's first tier */
     size_t k_cap;
-    uint64_t blocks_decoded, postings_scored;
+    uint64_t counts[HC_COUNT]; /* this search's, summed into the engine's at its end */
 } host_worker;
 
 struct host_engine {
@@ -107,26 +121,37 @@ struct host_engine {
     _Atomic int failed;
     cls_status status;     /* the first failure (under mu) */
     char err[1024];
-    cls_counter counters[3];
+    cls_counter counters[HC_COUNT];
 };
-
-static const char *const counter_names[] = {"queries", "blocks_decoded", "postings_scored"};
 
 /* ---- Cursors -------------------------------------------------------------------------------- */
 
 static inline uint32_t cur_doc(const cursor *c) { return c->docs[c->pos]; }
 
-/* Decodes the cursor's block b (once). */
+/* Decodes the docIDs of the cursor's block b (once). */
 static cls_status cur_load(host_worker *w, cursor *c)
 {
     if (c->decoded == c->b) return CLS_OK;
     const cls_index *idx = w->e->idx;
-    cls_status s = idx_decode_block(idx, c->b, c->docs, c->freqs);
+    cls_status s = idx_decode_docs(idx, c->b, c->docs);
     if (s != CLS_OK) return s;
     c->decoded = c->b;
     c->n = idx_info_count(idx->blocks[c->b].info);
     c->pos = 0;
-    w->blocks_decoded++;
+    w->counts[HC_BLOCKS_DECODED]++;
+    w->counts[HC_POSTINGS_DECODED] += c->n;
+    return CLS_OK;
+}
+
+/* The tf of the cursor's posting (its block's frequencies decoded once, when first asked). */
+static inline cls_status cur_tf(host_worker *w, cursor *c, uint32_t *tf)
+{
+    if (c->fdecoded != c->decoded) {
+        cls_status s = idx_decode_freqs(w->e->idx, c->decoded, c->freqs);
+        if (s != CLS_OK) return s;
+        c->fdecoded = c->decoded;
+    }
+    *tf = c->freqs[c->pos];
     return CLS_OK;
 }
 
@@ -297,8 +322,9 @@ static cls_status run_and(host_worker *w, uint32_t nt, uint32_t k, int prune, hh
                 continue;
             }
             /* d itself: the lead's exact contribution for its block's bound */
-            ub += score_contrib(idx->scoring, lead->w, lead->freqs[lead->pos], w->e->norms[d]) -
-                  idx->blocks[lead->b].max_score * lead->scale;
+            uint32_t tf;
+            if ((s = cur_tf(w, lead, &tf)) != CLS_OK) return s;
+            ub += score_contrib(idx->scoring, lead->w, tf, w->e->norms[d]) - idx->blocks[lead->b].max_score * lead->scale;
             if (ub * BOUND_SLACK <= theta) {
                 if (d == UINT32_MAX - 1) return CLS_OK;
                 d++;
@@ -316,9 +342,10 @@ static cls_status run_and(host_worker *w, uint32_t nt, uint32_t k, int prune, hh
             d = e; /* the lead catches up */
             continue;
         }
-        for (uint32_t j = 0; j < nt; j++) w->tf[j] = w->cur[j].freqs[w->cur[j].pos];
+        for (uint32_t j = 0; j < nt; j++)
+            if ((s = cur_tf(w, &w->cur[j], &w->tf[j])) != CLS_OK) return s;
         float sc = exact_score(w, nt, d);
-        w->postings_scored += nt;
+        w->counts[HC_POSTINGS_SCORED] += nt;
         if (*n < k || sc > theta) heap_push(h, n, k, sc, d);
         if (d == UINT32_MAX - 1) return CLS_OK;
         d++;
@@ -366,7 +393,8 @@ static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int
         for (uint32_t i = ess; i < nt; i++) {
             cursor *c = w->by[i];
             if (docs_at[i] != d) continue;
-            uint32_t tf = c->freqs[c->pos];
+            uint32_t tf;
+            if ((s = cur_tf(w, c, &tf)) != CLS_OK) return s;
             w->tf[c->qpos] = tf;
             ub += score_contrib(w->e->idx->scoring, c->w, tf, w->e->norms[d]);
             holding++;
@@ -383,7 +411,8 @@ static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int
             ub -= c->ub;
             if (docs_at[i] < d && (s = cur_next_geq(w, c, d, &docs_at[i])) != CLS_OK) return s;
             if (docs_at[i] == d) {
-                uint32_t tf = c->freqs[c->pos];
+                uint32_t tf;
+                if ((s = cur_tf(w, c, &tf)) != CLS_OK) return s;
                 w->tf[c->qpos] = tf;
                 ub += score_contrib(w->e->idx->scoring, c->w, tf, w->e->norms[d]);
                 holding++;
@@ -391,7 +420,7 @@ static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int
         }
         if (out || (not_all && holding == nt)) continue;
         float sc = exact_score(w, nt, d);
-        w->postings_scored += holding;
+        w->counts[HC_POSTINGS_SCORED] += holding;
         if (*n < k || sc > theta) heap_push(h, n, k, sc, d);
     }
 }
@@ -410,8 +439,10 @@ static void query_setup(host_worker *w, const batch_query *q, const batch_term *
         float scale = bound_idf ? (float)((double)wt / (double)bm25_idf(idx->coll_docs, idx_coll_df(idx, qt[i].term))) : wt;
         *c = (cursor){.qpos = i, .w = wt, .scale = scale, .ub = w->e->term_ub[qt[i].term] * scale,
                       .b0 = t->first_block, .b1 = (uint64_t)t->first_block + t->num_blocks, .b = t->first_block,
-                      .decoded = UINT64_MAX, .docs = w->space + (size_t)2 * i * IDX_MAX_BLOCK,
+                      .decoded = UINT64_MAX, .fdecoded = UINT64_MAX, .docs = w->space + (size_t)2 * i * IDX_MAX_BLOCK,
                       .freqs = w->space + ((size_t)2 * i + 1) * IDX_MAX_BLOCK};
+        w->counts[HC_BLOCKS_IN_LISTS] += t->num_blocks;
+        w->counts[HC_POSTINGS_IN_LISTS] += t->df;
         /* a weight that is not positive and finite breaks the bounds' order: no pruning */
         if (!(wt > 0.0f) || !isfinite(wt) || !isfinite(c->ub)) *prune = 0;
     }
@@ -640,7 +671,7 @@ cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_par
     atomic_store(&e->next, 0);
     atomic_store(&e->failed, 0);
     e->status = CLS_OK;
-    for (unsigned i = 0; i < e->nthreads; i++) e->w[i].blocks_decoded = e->w[i].postings_scored = 0;
+    for (unsigned i = 0; i < e->nthreads; i++) memset(e->w[i].counts, 0, sizeof e->w[i].counts);
     pthread_mutex_lock(&e->mu);
     e->busy = e->nthreads - 1;
     e->gen++;
@@ -653,16 +684,16 @@ cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_par
     pthread_mutex_unlock(&e->mu);
     if (s != CLS_OK) return err_set(s, "%s", e->err);
     results_pack(r, kk);
-    uint64_t blocks = 0, postings = 0;
-    for (unsigned i = 0; i < e->nthreads; i++) blocks += e->w[i].blocks_decoded, postings += e->w[i].postings_scored;
-    e->counters[0] = (cls_counter){counter_names[0], bt->nq};
-    e->counters[1] = (cls_counter){counter_names[1], blocks};
-    e->counters[2] = (cls_counter){counter_names[2], postings};
+    for (unsigned c = 0; c < HC_COUNT; c++) {
+        uint64_t v = c == HC_QUERIES ? bt->nq : 0;
+        for (unsigned i = 0; i < e->nthreads; i++) v += e->w[i].counts[c];
+        e->counters[c] = (cls_counter){counter_names[c], v};
+    }
     return idx_intact(idx, CLS_OK);
 }
 
 size_t host_counters(const host_engine *e, const cls_counter **counters)
 {
     *counters = e->counters;
-    return e->counters[0].name ? 3 : 0;
+    return e->counters[0].name ? HC_COUNT : 0;
 }

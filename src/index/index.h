@@ -220,6 +220,10 @@ uint32_t idx_lookup(const cls_index *idx, const char *term, size_t len);
  * CLS_E_CORRUPT naming the term and block (then docs and freqs are undefined). It does not
  * hash the words: damage that still decodes is found by idx_verify_words or cls_index_check. */
 cls_status idx_decode_block(const cls_index *idx, uint64_t b, uint32_t *docs, uint32_t *freqs);
+/* idx_decode_block's two halves, for a reader that needs a block's frequencies only where it
+ * scores a posting: the docIDs (their stream and the block's last checked), the frequencies. */
+cls_status idx_decode_docs(const cls_index *idx, uint64_t b, uint32_t *docs);
+cls_status idx_decode_freqs(const cls_index *idx, uint64_t b, uint32_t *freqs);
 /* Reference decoder for term's whole list: its df postings into docs[] and freqs[], which
  * have room for df + block_size entries (a block decodes whole); *n receives df. Fails as
  * idx_decode_block does. */

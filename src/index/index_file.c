@@ -574,7 +574,9 @@ cls_status idx_block_corrupt(const cls_index *x, uint64_t b, const char *section
  * is wrong and, in *section, where. cls_index_open checked the block record, so the extents lie
  * inside the words and first <= last < num_docs; the docIDs increase by construction, so ending
  * at last puts them all in range. */
-static const char *decode_strict(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs, const char **section)
+/* Block b's docID stream, strictly, into docs. Returns NULL, or what is wrong and *section
+ * where. */
+static const char *decode_docs_strict(const cls_index *x, uint64_t b, uint32_t *docs, const char **section)
 {
     const idx_block *bl = &x->blocks[b];
     uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
@@ -595,16 +597,49 @@ static const char *decode_strict(const cls_index *x, uint64_t b, uint32_t *docs,
         *section = "blocks";
         return "last docID does not match the postings";
     }
-    if (cdc_decode(x->codec, w + fofs, (uint32_t)(nw - fofs), n, bl->fparam, x->pfor_depth, freqs, &used) != 0)
+    return NULL;
+}
+
+/* Block b's frequency stream, strictly, as tf - 1 values. */
+static const char *decode_freqs_strict(const cls_index *x, uint64_t b, uint32_t *freqs, const char **section)
+{
+    const idx_block *bl = &x->blocks[b];
+    uint32_t n = idx_info_count(bl->info), fofs = idx_info_fofs(bl->info), used;
+    uint64_t nw = idx_block_words(x, b);
+    *section = "blocks";
+    if (fofs > nw || n > CDC_MAX_N) return "block header out of range";
+    *section = "postings";
+    if (cdc_decode(x->codec, x->words + bl->offset + fofs, (uint32_t)(nw - fofs), n, bl->fparam, x->pfor_depth, freqs,
+                   &used) != 0)
         return "malformed frequency stream";
     for (uint32_t i = 0; i < n; i++)
         if (freqs[i] == UINT32_MAX) return "frequency out of range";
     return NULL;
 }
 
+static const char *decode_strict(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs, const char **section)
+{
+    const char *what = decode_docs_strict(x, b, docs, section);
+    return what ? what : decode_freqs_strict(x, b, freqs, section);
+}
+
 cls_status idx_decode_block(const cls_index *x, uint64_t b, uint32_t *docs, uint32_t *freqs)
 {
     const char *section, *what = decode_strict(x, b, docs, freqs, &section);
+    if (what) return idx_block_corrupt(x, b, section, what);
+    for (uint32_t i = 0, n = idx_info_count(x->blocks[b].info); i < n; i++) freqs[i] += 1;
+    return idx_intact(x, CLS_OK);
+}
+
+cls_status idx_decode_docs(const cls_index *x, uint64_t b, uint32_t *docs)
+{
+    const char *section, *what = decode_docs_strict(x, b, docs, &section);
+    return what ? idx_block_corrupt(x, b, section, what) : idx_intact(x, CLS_OK);
+}
+
+cls_status idx_decode_freqs(const cls_index *x, uint64_t b, uint32_t *freqs)
+{
+    const char *section, *what = decode_freqs_strict(x, b, freqs, &section);
     if (what) return idx_block_corrupt(x, b, section, what);
     for (uint32_t i = 0, n = idx_info_count(x->blocks[b].info); i < n; i++) freqs[i] += 1;
     return idx_intact(x, CLS_OK);
