@@ -88,7 +88,7 @@ typedef struct host_worker {
     int started;
     cursor *cur;           /* the query's cursors, its terms in query order */
     cursor **by;           /* the same, in the algorithm's order */
-    uint32_t *tf;          /* per query position: the candidate's tf there (0: absent) */
+    float *contrib;        /* per query position: the candidate's contribution there (0: absent) */
     float *prefix;         /* or: the bounds of its terms by bound, summed (nterms + 1) */
     uint32_t *at;          /* or: each cursor's current docID, in bound order */
     uint32_t *space;       /* docs and freqs of every cursor: 2 x IDX_MAX_BLOCK each */
@@ -179,8 +179,14 @@ static cls_status cur_next_geq(host_worker *w, cursor *c, uint32_t target, uint3
     cls_status s = cur_load(w, c);
     if (s != CLS_OK) return s;
     if (fresh) c->pos = 0;
-    /* within the block: its last docID is >= target, so a posting is found */
-    uint32_t lo = c->pos, hi = c->n - 1;
+    /* within the block: its last docID is >= target, so a posting is found; galloping from the
+     * cursor's place, as lookups mostly land a few postings on */
+    uint32_t lo = c->pos, hi = c->n - 1, step = 1;
+    while (lo + step < hi && c->docs[lo + step] < target) {
+        lo += step;
+        step *= 2;
+    }
+    if (lo + step < hi) hi = lo + step;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (c->docs[mid] < target) lo = mid + 1;
@@ -264,14 +270,22 @@ static inline float heap_theta(const hhit *h, uint32_t n, uint32_t k) { return n
 /* ---- Scoring -------------------------------------------------------------------------------- */
 
 /* A candidate's exact score: its terms' contributions in query order from 0, as the reference
- * engine adds them. w->tf holds its tf per query position (0: absent). */
-static inline float exact_score(const host_worker *w, uint32_t nterms, uint32_t d)
+ * engine adds them. w->contrib holds each query position's contribution, 0 where the term is
+ * absent: x + 0.0f is x for every score (they are never -0), so adding the absent ones changes no
+ * bit of the sum. */
+static inline float exact_score(const host_worker *w, uint32_t nterms)
 {
-    const cls_index *idx = w->e->idx;
-    const float norm = w->e->norms[d];
     float s = 0.0f;
-    for (uint32_t i = 0; i < nterms; i++)
-        if (w->tf[i]) s += score_contrib(idx->scoring, w->cur[i].w, w->tf[i], norm);
+    for (uint32_t i = 0; i < nterms; i++) s += w->contrib[i];
+    return s;
+}
+
+/* Term c's contribution at the candidate d it is on (its block's frequencies decoded if need be). */
+static inline cls_status contribution(host_worker *w, cursor *c, uint32_t d, float *out)
+{
+    uint32_t tf;
+    cls_status s = cur_tf(w, c, &tf);
+    if (s == CLS_OK) *out = score_contrib(w->e->idx->scoring, c->w, tf, w->e->norms[d]);
     return s;
 }
 
@@ -322,9 +336,9 @@ static cls_status run_and(host_worker *w, uint32_t nt, uint32_t k, int prune, hh
                 continue;
             }
             /* d itself: the lead's exact contribution for its block's bound */
-            uint32_t tf;
-            if ((s = cur_tf(w, lead, &tf)) != CLS_OK) return s;
-            ub += score_contrib(idx->scoring, lead->w, tf, w->e->norms[d]) - idx->blocks[lead->b].max_score * lead->scale;
+            float lc;
+            if ((s = contribution(w, lead, d, &lc)) != CLS_OK) return s;
+            ub += lc - idx->blocks[lead->b].max_score * lead->scale;
             if (ub * BOUND_SLACK <= theta) {
                 if (d == UINT32_MAX - 1) return CLS_OK;
                 d++;
@@ -343,8 +357,8 @@ static cls_status run_and(host_worker *w, uint32_t nt, uint32_t k, int prune, hh
             continue;
         }
         for (uint32_t j = 0; j < nt; j++)
-            if ((s = cur_tf(w, &w->cur[j], &w->tf[j])) != CLS_OK) return s;
-        float sc = exact_score(w, nt, d);
+            if ((s = contribution(w, &w->cur[j], d, &w->contrib[j])) != CLS_OK) return s;
+        float sc = exact_score(w, nt);
         w->counts[HC_POSTINGS_SCORED] += nt;
         if (*n < k || sc > theta) heap_push(h, n, k, sc, d);
         if (d == UINT32_MAX - 1) return CLS_OK;
@@ -365,6 +379,7 @@ static int by_ub(const void *a, const void *b)
  * second tier), the k best into h (n of them). */
 static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int not_all, hhit *h, uint32_t *n)
 {
+    const cls_index *idx = w->e->idx;
     cls_status s;
     for (uint32_t i = 0; i < nt; i++) w->by[i] = &w->cur[i];
     qsort(w->by, nt, sizeof *w->by, by_ub);
@@ -376,6 +391,7 @@ static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int
     for (uint32_t i = 0; i < nt; i++)
         if ((s = cur_next_geq(w, w->by[i], 0, &docs_at[i])) != CLS_OK) return s;
     uint32_t ess = 0; /* by[ess..) are essential */
+    uint32_t fails = 0, wait = 0; /* region checks that failed in a row; candidates until the next */
     *n = 0;
     for (;;) {
         float theta = heap_theta(h, *n, k);
@@ -386,22 +402,61 @@ static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int
         for (uint32_t i = ess; i < nt; i++)
             if (docs_at[i] < d) d = docs_at[i];
         if (d == UINT32_MAX) return CLS_OK;
+        if (prune && *n == k && (wait == 0 || --wait == 0)) {
+            /* the region from d on where no list changes block: where the blocks' bounds there
+             * cannot beat theta, the essential lists move past it undecoded. A check that fails
+             * costs a pass over the terms: after failures in a row the next few candidates go
+             * unchecked (wait), as many as the failures, up to 32 */
+            float rb = 0.0f;
+            uint32_t end = UINT32_MAX;
+            for (uint32_t i = 0; i < nt; i++) {
+                cursor *c = w->by[i];
+                cur_shallow(idx, c, d);
+                if (c->b >= c->b1) continue;
+                const idx_block *bl = &idx->blocks[c->b];
+                if (bl->first <= d) {
+                    rb += bl->max_score * c->scale;
+                    if (bl->last < end) end = bl->last;
+                } else if (bl->first - 1 < end) {
+                    end = bl->first - 1;
+                }
+            }
+            if (rb * BOUND_SLACK <= theta) {
+                if (end == UINT32_MAX) return CLS_OK;
+                for (uint32_t i = ess; i < nt; i++)
+                    if (docs_at[i] <= end && (s = cur_next_geq(w, w->by[i], end + 1, &docs_at[i])) != CLS_OK) return s;
+                fails = 0;
+                continue;
+            }
+            fails += fails < 32;
+            wait = fails;
+        }
         /* the essential terms holding d; their exact part of the bound */
-        memset(w->tf, 0, nt * sizeof *w->tf);
-        float ub = prefix[ess];
+        memset(w->contrib, 0, nt * sizeof *w->contrib);
+        float ub = 0.0f;
         uint32_t holding = 0;
         for (uint32_t i = ess; i < nt; i++) {
             cursor *c = w->by[i];
             if (docs_at[i] != d) continue;
-            uint32_t tf;
-            if ((s = cur_tf(w, c, &tf)) != CLS_OK) return s;
-            w->tf[c->qpos] = tf;
-            ub += score_contrib(w->e->idx->scoring, c->w, tf, w->e->norms[d]);
+            if ((s = contribution(w, c, d, &w->contrib[c->qpos])) != CLS_OK) return s;
+            ub += w->contrib[c->qpos];
             holding++;
             if ((s = cur_advance(w, c, &docs_at[i])) != CLS_OK) return s;
         }
-        /* the non-essential ones, largest bound first, while d may still enter */
         int out = 0;
+        if (prune && *n == k && ess > 0) {
+            /* the lists' bounds of the others, then their blocks' that would hold d (no decoding) */
+            if ((ub + prefix[ess]) * BOUND_SLACK <= theta) continue;
+            float bub = ub;
+            for (uint32_t i = 0; i < ess; i++) {
+                cursor *c = w->by[i];
+                cur_shallow(idx, c, d);
+                if (c->b < c->b1 && idx->blocks[c->b].first <= d) bub += idx->blocks[c->b].max_score * c->scale;
+            }
+            if (bub * BOUND_SLACK <= theta) continue;
+        }
+        ub += prefix[ess];
+        /* the non-essential ones, largest bound first, while d may still enter */
         for (uint32_t i = ess; i-- > 0;) {
             if (prune && *n == k && ub * BOUND_SLACK <= theta) {
                 out = 1;
@@ -411,15 +466,13 @@ static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int
             ub -= c->ub;
             if (docs_at[i] < d && (s = cur_next_geq(w, c, d, &docs_at[i])) != CLS_OK) return s;
             if (docs_at[i] == d) {
-                uint32_t tf;
-                if ((s = cur_tf(w, c, &tf)) != CLS_OK) return s;
-                w->tf[c->qpos] = tf;
-                ub += score_contrib(w->e->idx->scoring, c->w, tf, w->e->norms[d]);
+                if ((s = contribution(w, c, d, &w->contrib[c->qpos])) != CLS_OK) return s;
+                ub += w->contrib[c->qpos];
                 holding++;
             }
         }
         if (out || (not_all && holding == nt)) continue;
-        float sc = exact_score(w, nt, d);
+        float sc = exact_score(w, nt);
         w->counts[HC_POSTINGS_SCORED] += holding;
         if (*n < k || sc > theta) heap_push(h, n, k, sc, d);
     }
@@ -541,9 +594,9 @@ static cls_status worker_room(host_worker *w, size_t nterms, size_t k)
         if (c) w->cur = c;
         cursor **by = c ? realloc(w->by, cap * sizeof *by) : NULL;
         if (by) w->by = by;
-        uint32_t *tf = by ? realloc(w->tf, cap * sizeof *tf) : NULL;
-        if (tf) w->tf = tf;
-        float *pf = tf ? realloc(w->prefix, (cap + 1) * sizeof *pf) : NULL;
+        float *ct = by ? realloc(w->contrib, cap * sizeof *ct) : NULL;
+        if (ct) w->contrib = ct;
+        float *pf = ct ? realloc(w->prefix, (cap + 1) * sizeof *pf) : NULL;
         if (pf) w->prefix = pf;
         uint32_t *at = pf ? realloc(w->at, cap * sizeof *at) : NULL;
         if (at) w->at = at;
@@ -575,7 +628,7 @@ void host_free(host_engine *e)
         if (w->started) pthread_join(w->th, NULL);
         free(w->cur);
         free(w->by);
-        free(w->tf);
+        free(w->contrib);
         free(w->prefix);
         free(w->at);
         free(w->space);
