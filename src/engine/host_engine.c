@@ -110,6 +110,7 @@ struct host_engine {
     uint64_t gen;          /* a new search for the workers */
     int stop;
     unsigned busy;         /* workers still on the search */
+    unsigned active;       /* the threads the search takes (at most its queries): workers 1.. */
     /* the search in progress */
     const cls_batch *bt;
     const query_algo *algo;
@@ -575,6 +576,7 @@ static void *worker_main(void *arg)
         while (e->gen == seen && !e->stop) pthread_cond_wait(&e->go, &e->mu);
         if (e->stop) break;
         seen = e->gen;
+        if ((unsigned)(w - e->w) >= e->active) continue; /* fewer queries than threads: not needed */
         pthread_mutex_unlock(&e->mu);
         work(w);
         pthread_mutex_lock(&e->mu);
@@ -726,9 +728,10 @@ cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_par
     e->status = CLS_OK;
     for (unsigned i = 0; i < e->nthreads; i++) memset(e->w[i].counts, 0, sizeof e->w[i].counts);
     pthread_mutex_lock(&e->mu);
-    e->busy = e->nthreads - 1;
+    e->active = bt->nq < e->nthreads ? (unsigned)(bt->nq ? bt->nq : 1) : e->nthreads;
+    e->busy = e->active - 1;
     e->gen++;
-    pthread_cond_broadcast(&e->go);
+    if (e->active > 1) pthread_cond_broadcast(&e->go);
     pthread_mutex_unlock(&e->mu);
     work(&e->w[0]); /* the calling thread is worker 0 */
     pthread_mutex_lock(&e->mu);
