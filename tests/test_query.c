@@ -249,7 +249,7 @@ static uint64_t counter(cls_engine *e, const char *name)
  * collection, on one thread and on several, at the blocks' BM25 parameters (bounds prune) and at
  * others (every candidate scored); on a collection of few words (long lists, many blocks) its
  * bounds leave most postings unscored at k 10 and the results are still the reference's. A host
- * spec of no or too many threads, or in a device list, is refused. */
+ * spec of no or too many threads is refused. */
 START_TEST(host_matches_reference)
 {
     fixture f = fixture_open(41, 6000, 300, 13, 300);
@@ -267,7 +267,7 @@ START_TEST(host_matches_reference)
         ck_assert_uint_eq(counter(h, "queries"), cls_batch_count(f.b));
         cls_engine_free(h);
     }
-    const char *bad[] = {"host:0", "host:", "host:x", "host:1025", "host:-1", "host,cpu", "cpu,host:2"};
+    const char *bad[] = {"host:0", "host:", "host:x", "host:1025", "host:-1"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cls_engine *e = NULL;
         ck_assert_msg(cls_engine_create(f.idx, bad[i], &e) == CLS_E_ARG, "%s accepted", bad[i]);
@@ -1171,6 +1171,70 @@ static cls_engine *device_set(const cls_index *idx, unsigned n, cls_placement pl
     return set;
 }
 
+/* The host executor beside a device (-d host:2,DEVICE, and DEVICE,host:2): every search split
+ * over both (split_min 1), weighed by their measured rates once each has run, then searches in
+ * flight (each whole on one), equal the reference engine's in every mode; each executor answers a
+ * share; a list with the host is never sharded, and takes the host once. */
+START_TEST(host_with_a_device_matches_reference)
+{
+    fixture f = fixture_open(47, 5000, 250, 19, 160);
+    char specs[2][128];
+    snprintf(specs[0], sizeof specs[0], "host:2,%s", tu_device());
+    snprintf(specs[1], sizeof specs[1], "%s,host:2", tu_device());
+    for (int i = 0; i < 2; i++) {
+        cls_engine *set;
+        ck_assert_msg(cls_engine_create(f.idx, specs[i], &set) == CLS_OK, "%s: %s", specs[i], cls_last_error());
+        ck_assert_uint_eq(engine_executors(set), 2);
+        ck_assert_msg(strstr(cls_engine_describe(set), "host executor") && strstr(cls_engine_describe(set), "never sharded"),
+                      "%s", cls_engine_describe(set));
+        ck_assert_ptr_nonnull(engine_clx(set));
+        sched_set_split_min(engine_sched(set), 1);
+        for (int pass = 0; pass < 2; pass++) /* the second: both rates measured */
+            for (int md = 0; md < CLS_NUM_MODES; md++) {
+                same_as_ref(set, f.ref, f.b, (cls_mode)md, 10);
+                same_as_ref(set, f.ref, f.b, (cls_mode)md, 1000);
+                ck_assert_uint_gt(counter(set, "device_0_queries"), 0);
+                ck_assert_uint_gt(counter(set, "device_1_queries"), 0);
+            }
+        /* searches in flight: each whole on one executor */
+        enum { N = 4 };
+        cls_search *jobs[N];
+        cls_results *res[N], *want[CLS_NUM_MODES];
+        cls_search_params p;
+        cls_search_defaults(&p);
+        p.k = 10;
+        for (int md = 0; md < CLS_NUM_MODES; md++) want[md] = search(f.ref, f.b, (cls_mode)md, 10);
+        for (int j = 0; j < N; j++) {
+            ck_assert_int_eq(cls_results_create(&res[j]), CLS_OK);
+            p.mode = (cls_mode)(j % CLS_NUM_MODES);
+            ck_assert_msg(cls_engine_submit(set, f.b, &p, res[j], &jobs[j]) == CLS_OK, "%s", cls_last_error());
+        }
+        for (int j = 0; j < N; j++) {
+            ck_assert_msg(cls_search_wait(jobs[j]) == CLS_OK, "%s", cls_last_error());
+            ck_assert_msg(cls_results_compare(want[j % CLS_NUM_MODES], res[j], 0.0) == CLS_OK, "in flight %d: %s", j,
+                          cls_last_error());
+            cls_search_free(jobs[j]);
+            cls_results_free(res[j]);
+        }
+        for (int md = 0; md < CLS_NUM_MODES; md++) cls_results_free(want[md]);
+        cls_engine_free(set);
+    }
+    cls_engine_opts o;
+    cls_engine_opts_init(&o);
+    o.device = specs[0];
+    o.placement = CLS_PLACEMENT_SHARD;
+    cls_engine *e = NULL;
+    ck_assert_int_eq(cls_engine_create_opts(f.idx, &o, &e), CLS_E_ARG);
+    ck_assert_msg(strstr(cls_last_error(), "never sharded"), "%s", cls_last_error());
+    const char *bad[] = {"host,host:2", "host,all", "all,cpu", "host:0,cpu"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_msg(cls_engine_create(f.idx, bad[i], &e) == CLS_E_ARG, "%s accepted", bad[i]);
+        ck_assert_ptr_null(e);
+    }
+    fixture_close(&f);
+}
+END_TEST
+
 /* A search in its parts, as a scheduler would run it over several executors: prepared once,
  * ordered, its queries run in two ranges (each with the re-runs its algorithm asks for), then
  * finished: every mode gives the whole search's results, and the counters count every query once. */
@@ -1751,6 +1815,7 @@ static Suite *suite(void)
     tcase_add_test(tc, list_cache_too_small_is_an_error);
     tcase_add_test(tc, list_cache_bookkeeping);
     tcase_add_test(tc, host_matches_reference);
+    tcase_add_test(tc, host_with_a_device_matches_reference);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -1094,9 +1095,22 @@ cls_status clx_search_order(clx_engine *e, const cls_batch *bt, const uint32_t *
     return CLS_OK;
 }
 
+/* The postings of the lists of the queries order[0..n) (NULL: 0 .. n - 1). */
+static uint64_t run_postings(const cls_index *idx, const cls_batch *bt, const uint32_t *order, uint64_t n)
+{
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const batch_query *q = &bt->q[order ? order[i] : i];
+        for (uint32_t j = 0; j < q->num_terms; j++) sum += idx->terms[bt->terms[q->term_start + j].term].df;
+    }
+    return sum;
+}
+
 cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *order, uint64_t n, cls_results *r)
 {
     dev_search *sr = &e->search;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     cls_status s = search_batches(e, bt, order, n, r);
     /* the queries the algorithm asks to run again (having raised what they outgrew), until none */
     while (s == CLS_OK && sr->algo->rerun) {
@@ -1108,6 +1122,13 @@ cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *or
         memcpy(e->again, again, m * sizeof *e->again);
         e->counters[DEV_C_QUERIES_RERUN].value += m;
         s = search_batches(e, bt, e->again, m, r);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double t = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    uint64_t postings = s == CLS_OK ? run_postings(e->idx, bt, order, n) : 0;
+    if (t > 0 && postings > 0) { /* smoothed as the cost model's rate */
+        double rate = (double)postings / t;
+        e->list_rate = e->list_rate > 0 ? 0.75 * e->list_rate + 0.25 * rate : rate;
     }
     return s;
 }
@@ -1140,7 +1161,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     return CLS_OK;
 }
 
-double clx_search_rate(const clx_engine *e) { return e->rate; }
+double clx_search_rate(const clx_engine *e) { return e->list_rate; }
 
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {

@@ -18,7 +18,8 @@
 
 struct cls_engine {
     const cls_index *idx;
-    const executor_ops *ops; /* its executors' kind */
+    int ref;                 /* the reference engine (no programs, no cache) */
+    const executor_ops *xops[64]; /* each executor's kind (MULTI_MAX) */
     sched *sched;            /* its searches over its executors */
     char *desc;              /* cls_engine_describe's text (heap: its length follows the paths and notes) */
     size_t desc_len;
@@ -43,7 +44,31 @@ static cls_status host_search_op(void *impl, const cls_batch *b, const cls_searc
 static void host_free_op(void *impl) { host_free(impl); }
 static size_t host_counters_op(const void *impl, const cls_counter **c) { return host_counters(impl, c); }
 
-static const executor_ops HOST_OPS = {.search = host_search_op, .free = host_free_op, .counters = host_counters_op};
+static cls_status host_prepare_op(void *impl, const cls_search_params *p, uint64_t nq)
+{
+    return host_search_prepare(impl, p, nq);
+}
+static cls_status host_order_op(void *impl, const cls_batch *b, const uint32_t **order)
+{
+    return host_search_order(impl, b, order);
+}
+static cls_status host_run_op(void *impl, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r)
+{
+    return host_search_run(impl, b, order, n, r);
+}
+static void host_finish_op(void *impl) { host_search_finish(impl); }
+static uint32_t host_k_op(const void *impl) { return host_search_k(impl); }
+static double host_rate_op(const void *impl) { return host_search_rate(impl); }
+
+static const executor_ops HOST_OPS = {.search = host_search_op,
+                                      .prepare = host_prepare_op,
+                                      .order = host_order_op,
+                                      .run = host_run_op,
+                                      .finish = host_finish_op,
+                                      .k = host_k_op,
+                                      .rate = host_rate_op,
+                                      .free = host_free_op,
+                                      .counters = host_counters_op};
 
 /* "host" (every online core) or "host:N" (N threads): 1 and *threads, else 0 (not the host). */
 static int host_spec(const char *device, unsigned *threads, cls_status *s)
@@ -110,6 +135,7 @@ static const executor_ops CLX_OPS = {.search = clx_search_op,
 #define MULTI_MAX 64u
 static cls_status device_specs(const char *device, char *buf, size_t len, const char **specs, unsigned *n)
 {
+    unsigned hosts = 0;
     *n = 0;
     if (strchr(device, ',')) {
         if (strlen(device) >= len) return err_set(CLS_E_ARG, "device list '%.60s...' is too long", device);
@@ -117,25 +143,32 @@ static cls_status device_specs(const char *device, char *buf, size_t len, const 
         for (char *p = buf, *next; p; p = next) {
             next = strchr(p, ',');
             if (next) *next++ = '\0';
-            if (!*p || strcmp(p, "ref") == 0 || strncmp(p, "host", 4) == 0 || *n == MULTI_MAX)
+            unsigned threads;
+            cls_status hs;
+            int host = host_spec(p, &threads, &hs);
+            if (!*p || strcmp(p, "ref") == 0 || strcmp(p, "all") == 0 || *n == MULTI_MAX || (host && hosts++))
                 return err_set(CLS_E_ARG, "device list '%s': %s", device,
                                *n == MULTI_MAX          ? "more than 64 devices"
                                : strcmp(p, "ref") == 0  ? "the reference engine is not a device of a list"
-                               : *p                     ? "the host executor runs alone (-d host), not in a list"
+                               : strcmp(p, "all") == 0  ? "'all' stands alone"
+                               : host                   ? "the host executor comes once (it takes every core given)"
                                                         : "an empty item");
+            if (host && hs != CLS_OK) return hs;
             specs[(*n)++] = p;
         }
         return CLS_OK;
     }
     specs[(*n)++] = device;
-    if (strcmp(device, "gpu") != 0) return CLS_OK;
+    int all = strcmp(device, "all") == 0;
+    if (strcmp(device, "gpu") != 0 && !all) return CLS_OK;
     cls_device_info *list = NULL;
     size_t nd = 0, ngpu = 0, at = 0;
     cls_status s = cls_devices_list(&list, &nd);
     if (s != CLS_OK) return s;
     for (size_t i = 0; i < nd; i++) ngpu += list[i].is_gpu != 0;
-    if (ngpu > 1) {
+    if (ngpu > 1 || all) {
         *n = 0;
+        if (all) specs[(*n)++] = "host";
         for (size_t i = 0; i < nd && *n < MULTI_MAX && at + 24 < len; i++) {
             if (!list[i].is_gpu) continue;
             specs[(*n)++] = buf + at;
@@ -162,17 +195,38 @@ typedef struct exec_make {
     const char *spec;
     const struct clx_params *prm;
     const cls_engine_opts *o;
-    clx_engine *x;
+    clx_engine *x;   /* an OpenCL device's executor, */
+    host_engine *h;  /* or the host's */
     cls_status s;
     int on_thread; /* made on a thread of its own, to be joined */
     char desc[EXEC_DESC_LEN];
     char err[1024];
 } exec_make;
 
+/* The host executor's description: its line, then its algorithms. */
+static void host_describe(const host_engine *h, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "device: host executor, %u threads of %u online cores (plain C over the index's blocks, a query a "
+             "thread; exact to the reference engine)\n"
+             "kernels: and=block-max AND (the shortest list drives, blocks skipped by their last docID and by "
+             "max_score), or=MaxScore (non-essential terms looked up only while a document may still enter the k "
+             "best; regions whose blocks cannot, skipped), and-or=and's k, then or over the documents without every "
+             "term; bounds from the blocks' max_score where a search's k1 and b are the index's, else every "
+             "candidate scored",
+             host_threads(h), host_threads_default());
+}
+
 static void *exec_make_run(void *arg)
 {
     exec_make *m = arg;
-    m->s = clx_create(m->idx, m->spec, m->prm, m->o, &m->x, m->desc, sizeof m->desc);
+    unsigned threads;
+    if (host_spec(m->spec, &threads, &m->s)) {
+        if (m->s == CLS_OK) m->s = host_create(m->idx, threads, &m->h);
+        if (m->s == CLS_OK) host_describe(m->h, m->desc, sizeof m->desc);
+    } else {
+        m->s = clx_create(m->idx, m->spec, m->prm, m->o, &m->x, m->desc, sizeof m->desc);
+    }
     if (m->s != CLS_OK) snprintf(m->err, sizeof m->err, "%s", cls_last_error());
     return NULL;
 }
@@ -186,10 +240,11 @@ static void *exec_make_run(void *arg)
  * threads (clx_threaded_launches). */
 static cls_status executors_create(const cls_index *const *idx, const char *const *specs, unsigned n,
                                    const struct clx_params *prm, const cls_engine_opts *o, void **impls,
-                                   unsigned *made, int *serial, const char *placed, char *desc, size_t desc_len)
+                                   const executor_ops **ops, int *serial, unsigned *made, const char *placed,
+                                   char *desc, size_t desc_len)
 {
     *made = 0;
-    *serial = 0;
+    int any_serial = 0;
     exec_make *m = calloc(n, sizeof *m);
     pthread_t *th = calloc(n, sizeof *th);
     if (!m || !th) {
@@ -199,10 +254,12 @@ static cls_status executors_create(const cls_index *const *idx, const char *cons
     }
     for (unsigned i = 0; i < n; i++) m[i] = (exec_make){.idx = idx[i], .spec = specs[i], .prm = prm, .o = o};
     exec_make_run(&m[0]);
-    int threaded = m[0].s == CLS_OK && clx_threaded_launches(&m[0].x->dc.dev.info);
+    int threaded = m[0].s == CLS_OK && (m[0].h || clx_threaded_launches(&m[0].x->dc.dev.info));
     for (unsigned i = 1; i < n && threaded; i++) {
         clx_device d;
-        threaded = clx_select(specs[i], &d) == CLS_OK && clx_threaded_launches(&d.info);
+        unsigned t;
+        cls_status hs;
+        threaded = host_spec(specs[i], &t, &hs) || (clx_select(specs[i], &d) == CLS_OK && clx_threaded_launches(&d.info));
     }
     for (unsigned i = 1; i < n && m[0].s == CLS_OK; i++) {
         m[i].on_thread = threaded && pthread_create(&th[i], NULL, exec_make_run, &m[i]) == 0;
@@ -212,8 +269,13 @@ static cls_status executors_create(const cls_index *const *idx, const char *cons
         if (m[i].on_thread) pthread_join(th[i], NULL);
     cls_status s = CLS_OK;
     for (unsigned i = 0; i < n; i++) {
-        if (m[i].x) impls[(*made)++] = m[i].x;
-        if (m[i].x) *serial |= !clx_threaded_launches(&m[i].x->dc.dev.info);
+        if (m[i].x || m[i].h) {
+            /* a device that takes no launches from several threads runs its executors one at a time */
+            serial[*made] = m[i].x && !clx_threaded_launches(&m[i].x->dc.dev.info);
+            any_serial |= serial[*made];
+            ops[*made] = m[i].x ? &CLX_OPS : &HOST_OPS;
+            impls[(*made)++] = m[i].x ? (void *)m[i].x : (void *)m[i].h;
+        }
         if (s == CLS_OK && m[i].s != CLS_OK && (i == 0 || m[0].s == CLS_OK)) {
             s = err_set(m[i].s, "%s", m[i].err);
             if (n > 1) s = err_wrap(s, "executor %u of %u ('%s'): ", i, n, specs[i]);
@@ -230,8 +292,8 @@ static cls_status executors_create(const cls_index *const *idx, const char *cons
             if (i == 0 && nl) rest = nl + 1;
             if (at < desc_len) at += (size_t)snprintf(desc + at, desc_len - at, "[%u] %s\n", i, m[i].desc);
         }
-        if (*serial && at < desc_len)
-            at += (size_t)snprintf(desc + at, desc_len - at, "executors run one at a time (a device here takes no "
+        if (any_serial && at < desc_len)
+            at += (size_t)snprintf(desc + at, desc_len - at, "a device's executors run one at a time (it takes no "
                                    "launches from several threads: clx_threaded_launches)\n");
         if (at < desc_len) snprintf(desc + at, desc_len - at, "%s", rest);
     }
@@ -328,6 +390,21 @@ static cls_status choose_placement(const cls_index *idx, const char *const *spec
     if (n < 2) {
         snprintf(why, len, "the index on the one device");
         if (o->placement == CLS_PLACEMENT_SHARD) snprintf(why, len, "the index whole: one device is one shard");
+        return CLS_OK;
+    }
+    int host = 0;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned t;
+        cls_status hs;
+        host |= host_spec(specs[i], &t, &hs);
+    }
+    if (host) {
+        /* the host reads the index where it lies; the devices hold it whole, in their list cache
+         * where it does not fit */
+        if (o->placement == CLS_PLACEMENT_SHARD)
+            return err_set(CLS_E_ARG, "a device list with the host executor holds the index replicated, never sharded");
+        snprintf(why, len, "the index replicated on each (the host executor's list: never sharded); a search runs "
+                           "whole on one, or split by measured rate over those free");
         return CLS_OK;
     }
     if (o->placement == CLS_PLACEMENT_REPLICATE) {
@@ -476,41 +553,25 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     void *impls[MULTI_MAX] = {0};
     uint32_t shard_base[MULTI_MAX];
     const uint32_t *base = NULL;
-    unsigned n = 0, host_n = 0;
-    int serial = 0;
+    unsigned n = 0;
+    int serial[MULTI_MAX] = {0};
     if (opts.placement != CLS_PLACEMENT_AUTO && opts.placement != CLS_PLACEMENT_REPLICATE &&
         opts.placement != CLS_PLACEMENT_SHARD)
         s = err_set(CLS_E_ARG, "unknown placement %d", (int)opts.placement);
     else if (strcmp(device, "ref") == 0) {
         ref_engine *re = NULL;
         s = ref_create(idx, &re);
-        e->ops = &REF_OPS;
+        e->ref = 1;
+        e->xops[n] = &REF_OPS;
         impls[n++] = re;
         if (s == CLS_OK) s = desc_alloc(e, 0);
         if (s == CLS_OK)
             snprintf(e->desc, e->desc_len, "device: reference engine (plain C, one query at a time; %s)", why);
-    } else if (host_spec(device, &host_n, &s)) {
-        host_engine *he = NULL;
-        if (s == CLS_OK) s = host_create(idx, host_n, &he);
-        e->ops = &HOST_OPS;
-        if (he) impls[n++] = he;
-        if (s == CLS_OK) s = desc_alloc(e, 0);
-        if (s == CLS_OK)
-            snprintf(e->desc, e->desc_len,
-                     "device: host executor, %u threads of %u online cores (plain C over the index's blocks, a "
-                     "query a thread; exact to the reference engine)\n"
-                     "kernels: and=block-max AND (the shortest list drives, blocks skipped by their last docID "
-                     "and by max_score), or=MaxScore (non-essential terms looked up only while a document may "
-                     "still enter the k best), and-or=and's k, then or over the documents without every term; "
-                     "bounds from the blocks' max_score where a search's k1 and b are the index's, else every "
-                     "candidate scored [device spec '%s' %s]",
-                     host_n, host_threads_default(), device, why);
     } else {
         char buf[1024], placed[1024], *d = NULL;
         const char *specs[MULTI_MAX];
         const cls_index *idxs[MULTI_MAX];
         opts.device = device;
-        e->ops = &CLX_OPS;
         s = device_specs(device, buf, sizeof buf, specs, &n);
         int shard = 0;
         if (s == CLS_OK) s = choose_placement(idx, specs, n, &opts, &shard, placed, sizeof placed);
@@ -526,16 +587,17 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         unsigned made = 0;
         if (s == CLS_OK) s = desc_alloc(e, n);
         if (s == CLS_OK && !(d = malloc(e->desc_len))) s = err_set(CLS_E_NOMEM, "cls_engine_create: out of memory");
-        if (s == CLS_OK) s = executors_create(idxs, specs, n, prm, &opts, impls, &made, &serial, placed, d, e->desc_len);
+        if (s == CLS_OK)
+            s = executors_create(idxs, specs, n, prm, &opts, impls, e->xops, serial, &made, placed, d, e->desc_len);
         if (s != CLS_OK) n = made;
         if (shard) base = shard_base;
         if (s == CLS_OK) snprintf(e->desc, e->desc_len, "%s [device spec '%s' %s]", d, device, why);
         free(d);
     }
-    if (s == CLS_OK) s = sched_create(idx, e->ops, impls, n, serial, base, &e->sched);
+    if (s == CLS_OK) s = sched_create(idx, e->xops, impls, serial, n, base, &e->sched);
     if (s != CLS_OK) {
         for (unsigned i = 0; i < n; i++)
-            if (impls[i]) e->ops->free(impls[i]);
+            if (impls[i]) e->xops[i]->free(impls[i]);
         for (unsigned i = 0; i < e->nshards; i++) cls_index_close(e->shards[i]);
         pthread_mutex_destroy(&e->one_mu);
         free(e->desc);
@@ -572,7 +634,7 @@ size_t cls_engine_counters(const cls_engine *e, const cls_counter **counters)
 void cls_engine_build_times(const cls_engine *e, double *seconds, int *from_cache)
 {
     sched_build_times(e->sched, seconds, from_cache);
-    if (e->ops == &REF_OPS) *from_cache = 0;
+    if (e->ref) *from_cache = 0;
 }
 
 static cls_status search_check(const cls_engine *e, const cls_batch *b, const cls_search_params *p, const void *r,
@@ -658,13 +720,18 @@ cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_sea
     return s;
 }
 
-clx_engine *engine_clx(cls_engine *e) { return engine_executor(e, 0); }
+clx_engine *engine_clx(cls_engine *e)
+{
+    for (unsigned i = 0; i < engine_executors(e); i++)
+        if (engine_executor(e, i)) return engine_executor(e, i);
+    return NULL;
+}
 
 unsigned engine_executors(const cls_engine *e) { return sched_executors(e->sched); }
 
 clx_engine *engine_executor(cls_engine *e, unsigned i)
 {
-    return e->ops == &CLX_OPS ? sched_executor(e->sched, i) : NULL;
+    return i < engine_executors(e) && e->xops[i] == &CLX_OPS ? sched_executor(e->sched, i) : NULL;
 }
 
 sched *engine_sched(cls_engine *e) { return e->sched; }

@@ -40,6 +40,16 @@ typedef struct host_engine host_engine;
 cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out);
 void host_free(host_engine *e);
 cls_status host_search(host_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
+/* host_search in parts, as clx_search's (below) for a scheduler's split: prepare, order (by the
+ * postings of each query's lists, most first), run a range (hits at r->docs + q * k), finish. */
+cls_status host_search_prepare(host_engine *e, const cls_search_params *p, uint64_t nq);
+cls_status host_search_order(host_engine *e, const cls_batch *b, const uint32_t **order);
+cls_status host_search_run(host_engine *e, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r);
+void host_search_finish(host_engine *e);
+uint32_t host_search_k(const host_engine *e);
+/* Postings of the queries' lists a second of run time, measured (0 before a search); the unit
+ * clx_search_rate gives too, so a split weighs the host against devices. */
+double host_search_rate(const host_engine *e);
 size_t host_counters(const host_engine *e, const cls_counter **counters);
 unsigned host_threads(const host_engine *e);
 unsigned host_threads_default(void);
@@ -67,7 +77,8 @@ cls_status clx_search_run(clx_engine *e, const cls_batch *b, const uint32_t *ord
 void clx_search_finish(clx_engine *e);
 /* The hits kept per query of the search prepared (k, at most the documents). */
 uint32_t clx_search_k(const clx_engine *e);
-/* The cost model's measured rate, postings a second of device batch time (0 before a batch). */
+/* Postings of the queries' lists a second of run time (clx_search_run), measured (0 before a
+ * search): the unit host_search_rate gives too. */
 double clx_search_rate(const clx_engine *e);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches);
@@ -85,15 +96,16 @@ void clx_fail_batch(clx_engine *e, uint32_t nth, int late);
 /* The kernel parameters the engine's programs were built with. */
 const struct clx_params *clx_engine_params(const clx_engine *e);
 
-/* The scheduler (scheduler.c): a cls_engine's searches over its n executors (all of one kind,
- * ops), run whole or split, synchronous or not, a failing executor set aside. serial: the
- * executors run one at a time (a device that takes no launches from several threads).
+/* The scheduler (scheduler.c): a cls_engine's searches over its n executors (executor i of kind
+ * ops[i]: devices and the host may mix), run whole or split, synchronous or not, a failing
+ * executor set aside. serial[i]: executor i runs only while no other serial one does (a device
+ * that takes no launches from several threads).
  * shard_base (NULL: each executor holds the whole of idx): executor i holds the documents of idx
  * from shard_base[i] on, numbered from 0, and every search runs on each, merged (merge.c). The
  * scheduler owns the executors from creation (sched_free frees them), except when creation fails. */
 typedef struct sched sched;
-cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *const *impls, unsigned n, int serial,
-                        const uint32_t *shard_base, sched **out);
+cls_status sched_create(const cls_index *idx, const executor_ops *const *ops, void *const *impls, const int *serial,
+                        unsigned n, const uint32_t *shard_base, sched **out);
 void sched_free(sched *s);
 /* A search queued; async: it may run on the executors' threads (else the caller's sched_wait
  * runs it when an executor is free). */

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
@@ -118,7 +119,12 @@ struct host_engine {
     uint32_t kk;
     int prune;
     cls_results *r;
+    const uint32_t *order; /* the run's queries (NULL: 0 .. nrun - 1) */
+    uint64_t nrun;
     _Atomic uint64_t next;
+    uint32_t *own_order;   /* host_search_order's */
+    size_t own_cap;
+    double rate;           /* postings of the lists a second of run time (host_search_rate) */
     _Atomic int failed;
     cls_status status;     /* the first failure (under mu) */
     char err[1024];
@@ -548,11 +554,11 @@ static cls_status run_query(host_worker *w, uint64_t qi)
 static void work(host_worker *w)
 {
     struct host_engine *e = w->e;
-    uint64_t nq = e->bt->nq;
     for (;;) {
         if (atomic_load(&e->failed)) return;
-        uint64_t qi = atomic_fetch_add(&e->next, 1);
-        if (qi >= nq) return;
+        uint64_t at = atomic_fetch_add(&e->next, 1);
+        if (at >= e->nrun) return;
+        uint64_t qi = e->order ? e->order[at] : at;
         cls_status s = run_query(w, qi);
         if (s != CLS_OK) {
             pthread_mutex_lock(&e->mu);
@@ -643,6 +649,7 @@ void host_free(host_engine *e)
     free(e->w);
     free(e->norms);
     free(e->term_ub);
+    free(e->own_order);
     free(e);
 }
 
@@ -699,36 +706,89 @@ cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out
 
 unsigned host_threads(const host_engine *e) { return e->nthreads; }
 
-cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
+cls_status host_search_prepare(host_engine *e, const cls_search_params *p, uint64_t nq)
 {
+    (void)nq;
     const cls_index *idx = e->idx;
     const query_algo *algo = query_algo_for((int)p->mode);
     if (!algo) return err_set(CLS_E_ARG, "host executor: no algorithm for mode %d", (int)p->mode);
-    uint32_t N = idx->num_docs, kk = p->k < N ? p->k : N;
     if (e->k1 != p->k1 || e->b != p->b) {
         bm25_norms(idx, p->k1, p->b, e->norms);
         e->k1 = p->k1;
         e->b = p->b;
     }
-    cls_status s = results_reset(r, bt->nq, bt->nq * (uint64_t)kk);
-    if (s != CLS_OK) return s;
-    size_t most = 0;
-    for (uint64_t i = 0; i < bt->nq; i++)
-        if (bt->q[i].num_terms > most) most = bt->q[i].num_terms;
-    for (unsigned i = 0; i < e->nthreads; i++)
-        if ((s = worker_room(&e->w[i], most, kk ? kk : 1)) != CLS_OK) return s;
-    e->bt = bt;
     e->algo = algo;
     e->mode = p->mode;
-    e->kk = kk;
+    e->kk = p->k < idx->num_docs ? p->k : idx->num_docs;
     e->prune = idx_bounds_valid(idx, p->k1, p->b);
+    for (unsigned i = 0; i < e->nthreads; i++) memset(e->w[i].counts, 0, sizeof e->w[i].counts);
+    return CLS_OK;
+}
+
+uint32_t host_search_k(const host_engine *e) { return e->kk; }
+
+/* The postings of query q's lists. */
+static uint64_t list_postings(const cls_index *idx, const cls_batch *bt, uint64_t q)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < bt->q[q].num_terms; i++) n += idx->terms[bt->terms[bt->q[q].term_start + i].term].df;
+    return n;
+}
+
+static int cmp_cost_desc(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b; /* (postings, query) pairs */
+    if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+cls_status host_search_order(host_engine *e, const cls_batch *bt, const uint32_t **order)
+{
+    /* the queries by the postings of their lists, most first: threads taking them in turn end
+     * together, the long ones started first */
+    uint64_t *pairs = malloc(bt->nq * 2 * sizeof *pairs + 1);
+    if (!pairs || !vec_reserve(&e->own_order, &e->own_cap, bt->nq + 1, sizeof *e->own_order)) {
+        free(pairs);
+        return err_set(CLS_E_NOMEM, "host executor: out of memory for the query order");
+    }
+    for (uint64_t q = 0; q < bt->nq; q++) pairs[2 * q] = list_postings(e->idx, bt, q), pairs[2 * q + 1] = q;
+    qsort(pairs, bt->nq, 2 * sizeof *pairs, cmp_cost_desc);
+    for (uint64_t q = 0; q < bt->nq; q++) e->own_order[q] = (uint32_t)pairs[2 * q + 1];
+    free(pairs);
+    *order = e->own_order;
+    return CLS_OK;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+cls_status host_search_run(host_engine *e, const cls_batch *bt, const uint32_t *order, uint64_t n, cls_results *r)
+{
+    const cls_index *idx = e->idx;
+    double t0 = now_s();
+    size_t most = 0;
+    uint64_t postings = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t q = order ? order[i] : i;
+        if (bt->q[q].num_terms > most) most = bt->q[q].num_terms;
+        postings += list_postings(idx, bt, q);
+    }
+    cls_status s;
+    for (unsigned i = 0; i < e->nthreads; i++)
+        if ((s = worker_room(&e->w[i], most, e->kk ? e->kk : 1)) != CLS_OK) return s;
+    e->bt = bt;
     e->r = r;
+    e->order = order;
+    e->nrun = n;
     atomic_store(&e->next, 0);
     atomic_store(&e->failed, 0);
     e->status = CLS_OK;
-    for (unsigned i = 0; i < e->nthreads; i++) memset(e->w[i].counts, 0, sizeof e->w[i].counts);
     pthread_mutex_lock(&e->mu);
-    e->active = bt->nq < e->nthreads ? (unsigned)(bt->nq ? bt->nq : 1) : e->nthreads;
+    e->active = n < e->nthreads ? (unsigned)(n ? n : 1) : e->nthreads;
     e->busy = e->active - 1;
     e->gen++;
     if (e->active > 1) pthread_cond_broadcast(&e->go);
@@ -739,13 +799,30 @@ cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_par
     s = e->status;
     pthread_mutex_unlock(&e->mu);
     if (s != CLS_OK) return err_set(s, "%s", e->err);
-    results_pack(r, kk);
+    double t = now_s() - t0;
+    if (t > 0 && postings > 0) { /* smoothed as the device's cost model smooths its rate */
+        double rate = (double)postings / t;
+        e->rate = e->rate > 0 ? 0.75 * e->rate + 0.25 * rate : rate;
+    }
     for (unsigned c = 0; c < HC_COUNT; c++) {
-        uint64_t v = c == HC_QUERIES ? bt->nq : 0;
+        uint64_t v = c == HC_QUERIES ? n : 0;
         for (unsigned i = 0; i < e->nthreads; i++) v += e->w[i].counts[c];
         e->counters[c] = (cls_counter){counter_names[c], v};
     }
     return idx_intact(idx, CLS_OK);
+}
+
+void host_search_finish(host_engine *e) { (void)e; }
+
+double host_search_rate(const host_engine *e) { return e->rate; }
+
+cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
+{
+    cls_status s = host_search_prepare(e, p, bt->nq);
+    if (s == CLS_OK) s = results_reset(r, bt->nq, bt->nq * (uint64_t)e->kk);
+    if (s == CLS_OK) s = host_search_run(e, bt, NULL, bt->nq, r);
+    if (s == CLS_OK) results_pack(r, e->kk);
+    return s;
 }
 
 size_t host_counters(const host_engine *e, const cls_counter **counters)

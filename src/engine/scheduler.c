@@ -1,5 +1,6 @@
-/* The scheduler: a cls_engine's searches over its executors (one device, the reference engine, or
- * a device set such as `-d gpu` on a host of several GPUs or `-d cpu,cpu`).
+/* The scheduler: a cls_engine's searches over its executors (one device, the reference engine, the
+ * host executor, or a set such as `-d gpu` on a host of several GPUs, `-d cpu,cpu`, or devices
+ * with the host executor: `-d host,1:0`, `-d all`).
  *
  * A search is a job. Submitted (cls_engine_submit), it waits in a queue of parts; an executor
  * that is free takes the queue's first part it may run. A job's first part is the whole search;
@@ -10,8 +11,8 @@
  *   - split, when executors are free and nothing else waits, so that one search alone still
  *     uses every device: prepared on the first executor, ordered by cost once, and dealt out
  *     like cards (by stride where the devices are alike: part i takes the queries at positions
- *     i, i + n, i + 2n, ... of that order; weighted by each device's measured rate where they are
- *     not), so each part holds the whole range of costs and like-cost batches, and the devices
+ *     i, i + n, i + 2n, ... of that order; weighted by each executor's measured rate, postings of
+ *     the queries' lists a second, where they are not), so each part holds the whole range of costs and like-cost batches, and the devices
  *     finish together. A search is split into at most nq / split_min parts: below split_min
  *     queries a device's batch time is its fixed cost and splitting only occupies more devices;
  *   - on every shard, on a sharded engine: a part pinned to each executor, the whole batch on
@@ -26,7 +27,8 @@
  * executor is free: one search alone pays no hand-over between threads (workers leave a
  * synchronous search's first part to its caller, and take only its parts and retries). Where a device takes no
  * launches from several threads at once (clx_threaded_launches: POCL), its executors run one at
- * a time (serial_mu); the CPU device is parallel within a part anyway.
+ * a time (serial_mu); the CPU device is parallel within a part anyway. The host executor's run
+ * beside any device's.
  *
  * Failures. A part that fails on an executor runs again on another that has not failed it, and
  * the executor is set aside (no longer given work; cls_engine_executors says why), unless the
@@ -104,6 +106,8 @@ typedef struct sched_exec {
     sched *s;
     unsigned id;
     void *impl;
+    const executor_ops *ops; /* its kind */
+    int serial;              /* runs only while no other serial executor does (serial_mu) */
     int busy;                /* running a part (claimed under the lock) */
     int aside;               /* set aside after a failure */
     char why[256];
@@ -116,10 +120,8 @@ struct sched {
     const cls_index *idx;
     uint32_t *shard_base;    /* executor i holds the documents from shard_base[i]; NULL: replicated */
     uint32_t total_docs;     /* the collection's, for a sharded engine's hits per query */
-    const executor_ops *ops;
     sched_exec *ex;
     unsigned n;
-    int serial;
     unsigned split_min;
     pthread_mutex_t mu;      /* everything below, the executors' states and every job's */
     pthread_cond_t cv;       /* any change: a part queued or finished, an executor free */
@@ -209,8 +211,8 @@ static cls_status collect(sched *s, sched_exec *x, cls_search *j, uint64_t queri
     const cls_counter *c = NULL;
     const cls_profile_step *st = NULL;
     uint32_t batches = 0;
-    size_t nc = s->ops->counters ? s->ops->counters(x->impl, &c) : 0;
-    size_t ns = s->ops->profile ? s->ops->profile(x->impl, &st, &batches) : 0;
+    size_t nc = x->ops->counters ? x->ops->counters(x->impl, &c) : 0;
+    size_t ns = x->ops->profile ? x->ops->profile(x->impl, &st, &batches) : 0;
     if (!add_counters(&j->counters, &j->ncounters, &j->counters_cap, c, nc) || !add_steps(j, st, ns))
         return err_set(CLS_E_NOMEM, "out of memory for a search's counters");
     j->batches += batches;
@@ -224,8 +226,8 @@ static cls_status collect(sched *s, sched_exec *x, cls_search *j, uint64_t queri
 static cls_status run_part(sched *s, sched_exec *x, sched_part *p)
 {
     cls_search *j = p->job;
-    const executor_ops *ops = s->ops;
-    if (s->serial) pthread_mutex_lock(&s->serial_mu);
+    const executor_ops *ops = x->ops;
+    if (x->serial) pthread_mutex_lock(&s->serial_mu);
     fault_set_executor((int)x->id);
     cls_status st = CLS_OK;
     if (p->nsub) {
@@ -246,7 +248,7 @@ static cls_status run_part(sched *s, sched_exec *x, sched_part *p)
         if (st == CLS_OK) ops->finish(x->impl);
     }
     fault_set_executor(-1);
-    if (s->serial) pthread_mutex_unlock(&s->serial_mu);
+    if (x->serial) pthread_mutex_unlock(&s->serial_mu);
     return st;
 }
 
@@ -386,9 +388,9 @@ static void run_unlocked(sched *s, sched_exec *x, sched_part *p)
  * out (the caller releases the others and runs j whole). */
 static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *ids, unsigned nparts)
 {
-    const executor_ops *ops = s->ops;
+    const executor_ops *ops = x->ops;
     const uint64_t nq = j->b->nq;
-    if (s->serial) pthread_mutex_lock(&s->serial_mu);
+    if (x->serial) pthread_mutex_lock(&s->serial_mu);
     fault_set_executor((int)x->id);
     const uint32_t *order = NULL;
     cls_status st = ops->prepare(x->impl, &j->p, nq);
@@ -398,7 +400,7 @@ static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *
     }
     if (st == CLS_OK) st = ops->order(x->impl, j->b, &order);
     fault_set_executor(-1);
-    if (s->serial) pthread_mutex_unlock(&s->serial_mu);
+    if (x->serial) pthread_mutex_unlock(&s->serial_mu);
     if (st != CLS_OK) return st;
     if (j->nslices < nparts) {
         uint32_t **sl = realloc(j->slices, nparts * sizeof *sl);
@@ -414,7 +416,7 @@ static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *
     double w[64], cur[64], total = 0;
     int measured = 1;
     for (unsigned i = 0; i < nparts; i++) {
-        w[i] = s->ops->rate ? s->ops->rate(s->ex[ids[i]].impl) : 0;
+        w[i] = s->ex[ids[i]].ops->rate ? s->ex[ids[i]].ops->rate(s->ex[ids[i]].impl) : 0;
         measured &= w[i] > 0;
     }
     for (unsigned i = 0; i < nparts; i++) {
@@ -489,11 +491,11 @@ static void take(sched *s, sched_exec *x, sched_part *p)
         j->state = JOB_RUNNING;
         /* split only when nothing else waits: then every free executor joins in */
         unsigned got[64], ng = 0; /* got[0] is x, then the free executors claimed */
-        uint64_t most = s->ops->prepare && s->split_min ? j->b->nq / s->split_min : 0;
+        uint64_t most = x->ops->prepare && s->split_min ? j->b->nq / s->split_min : 0;
         got[ng++] = x->id;
         if (!s->head && s->workers)
             for (unsigned i = 0; i < s->n && ng < most && ng < 64; i++)
-                if (i != x->id && can_take(&s->ex[i])) {
+                if (i != x->id && can_take(&s->ex[i]) && s->ex[i].ops->prepare) {
                     s->ex[i].busy = 1;
                     s->running++;
                     got[ng++] = i;
@@ -580,8 +582,8 @@ static cls_status start_workers(sched *s)
 
 /* ---- The scheduler's life ------------------------------------------------------------------- */
 
-cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *const *impls, unsigned n, int serial,
-                        const uint32_t *shard_base, sched **out)
+cls_status sched_create(const cls_index *idx, const executor_ops *const *ops, void *const *impls, const int *serial,
+                        unsigned n, const uint32_t *shard_base, sched **out)
 {
     assert(n >= 1 && n <= 64);
     *out = NULL;
@@ -592,7 +594,6 @@ cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *con
         return err_set(CLS_E_NOMEM, "out of memory for %u executors", n);
     }
     s->idx = idx;
-    s->ops = ops;
     s->n = n;
     s->total_docs = idx->num_docs;
     if (shard_base) {
@@ -604,10 +605,9 @@ cls_status sched_create(const cls_index *idx, const executor_ops *ops, void *con
         }
         memcpy(s->shard_base, shard_base, n * sizeof *s->shard_base);
     }
-    s->serial = serial;
     s->split_min = SPLIT_MIN;
     for (unsigned i = 0; i < n; i++) {
-        s->ex[i] = (sched_exec){.s = s, .id = i, .impl = impls[i]};
+        s->ex[i] = (sched_exec){.s = s, .id = i, .impl = impls[i], .ops = ops[i], .serial = serial && serial[i]};
         snprintf(s->share_names[i], sizeof s->share_names[i], "device_%u_queries", i);
     }
     if (pthread_mutex_init(&s->mu, NULL) != 0) goto fail;
@@ -669,7 +669,7 @@ void sched_free(sched *s)
     pthread_mutex_unlock(&s->mu);
     if (workers)
         for (unsigned i = 0; i < s->n; i++) pthread_join(s->ex[i].thread, NULL);
-    for (unsigned i = 0; i < s->n; i++) s->ops->free(s->ex[i].impl);
+    for (unsigned i = 0; i < s->n; i++) s->ex[i].ops->free(s->ex[i].impl);
     for (cls_search *j = s->free_jobs, *next; j; j = next) {
         next = j->next_free;
         job_release_arrays(j);
@@ -835,7 +835,7 @@ void sched_build_times(const sched *s, double *seconds, int *from_cache)
     for (unsigned i = 0; i < s->n; i++) {
         double t = 0;
         int c = 0;
-        if (s->ops->build_times) s->ops->build_times(s->ex[i].impl, &t, &c);
+        if (s->ex[i].ops->build_times) s->ex[i].ops->build_times(s->ex[i].impl, &t, &c);
         *seconds += t;
         *from_cache = *from_cache && c;
     }
