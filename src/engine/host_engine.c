@@ -77,11 +77,26 @@ typedef struct cursor {
     uint32_t *docs, *freqs; /* IDX_MAX_BLOCK each, the worker's */
 } cursor;
 
-/* A kept hit (the heap's order is hit_before's reverse: the least first). */
-typedef struct hhit {
+/* A kept hit as one key that orders as hits rank (hit_before): the score's bits above (scores are
+ * never negative, -0 or NaN: positive weights, k1 >= 0, tf >= 1, so their bits order as they
+ * do), the docID's complement below (the smaller docID ranks first). The heap keeps the least on
+ * top. */
+typedef uint64_t hhit;
+
+static inline hhit hit_key(float s, uint32_t d)
+{
+    uint32_t bits;
+    memcpy(&bits, &s, 4);
+    return (uint64_t)bits << 32 | (UINT32_MAX - d);
+}
+static inline float hit_score(hhit h)
+{
+    uint32_t bits = (uint32_t)(h >> 32);
     float s;
-    uint32_t d;
-} hhit;
+    memcpy(&s, &bits, 4);
+    return s;
+}
+static inline uint32_t hit_doc(hhit h) { return UINT32_MAX - (uint32_t)h; }
 
 typedef struct host_worker {
     struct host_engine *e;
@@ -234,45 +249,54 @@ static inline float cur_block_ub(const cls_index *idx, const cursor *c)
 
 /* ---- The heap of the k best --------------------------------------------------------------- */
 
-/* x ranks below y */
-static inline int worse(const hhit *x, const hhit *y) { return hit_before(y->s, y->d, x->s, x->d); }
+/* Moves h[i] down to its place in the heap h[0..n) (the least on top). */
+static inline void sift_down(hhit *h, uint32_t i, uint32_t n)
+{
+    hhit x = h[i];
+    for (;;) {
+        uint32_t l = 2 * i + 1, m = l;
+        if (l >= n) break;
+        if (l + 1 < n && h[l + 1] < h[l]) m = l + 1;
+        if (h[m] >= x) break;
+        h[i] = h[m];
+        i = m;
+    }
+    h[i] = x;
+}
+
+/* The heap h[0..n) sorted in place as hits rank, the best first: the least is taken to the end,
+ * again and again (heapsort). */
+static void heap_sort_out(hhit *h, uint32_t n)
+{
+    for (uint32_t i = n; i-- > 1;) {
+        hhit t = h[0];
+        h[0] = h[i];
+        h[i] = t;
+        sift_down(h, 0, i);
+    }
+}
 
 static void heap_push(hhit *h, uint32_t *n, uint32_t k, float s, uint32_t d)
 {
-    hhit x = {s, d};
+    hhit x = hit_key(s, d);
     if (*n == k) {
-        if (!worse(&h[0], &x)) return;
-        uint32_t i = 0; /* replace the least and sift down */
-        for (;;) {
-            uint32_t l = 2 * i + 1, r = l + 1, m = i;
-            const hhit *mv = &x;
-            if (l < *n && worse(&h[l], mv)) m = l, mv = &h[l];
-            if (r < *n && worse(&h[r], mv)) m = r;
-            if (m == i) break;
-            h[i] = h[m];
-            i = m;
-        }
-        h[i] = x;
+        if (x <= h[0]) return;
+        h[0] = x; /* replace the least and sift down */
+        sift_down(h, 0, *n);
         return;
     }
     uint32_t i = (*n)++;
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (!worse(&x, &h[p])) break;
+        if (h[p] <= x) break;
         h[i] = h[p];
         i = p;
     }
     h[i] = x;
 }
 
-static int cmp_rank(const void *a, const void *b)
-{
-    const hhit *x = a, *y = b;
-    return hit_before(x->s, x->d, y->s, y->d) ? -1 : hit_before(y->s, y->d, x->s, x->d) ? 1 : 0;
-}
-
 /* The heap's least score once it holds k (else -inf: every document enters). */
-static inline float heap_theta(const hhit *h, uint32_t n, uint32_t k) { return n == k ? h[0].s : -INFINITY; }
+static inline float heap_theta(const hhit *h, uint32_t n, uint32_t k) { return n == k ? hit_score(h[0]) : -INFINITY; }
 
 /* ---- Scoring -------------------------------------------------------------------------------- */
 
@@ -535,16 +559,16 @@ static cls_status run_query(host_worker *w, uint64_t qi)
                 s = run_and(w, nt, k, prune, w->tier, &n1);
                 query_setup(w, q, qt, &nt, &prune);
             }
-            qsort(w->tier, n1, sizeof *w->tier, cmp_rank);
-            for (uint32_t j = 0; j < n1; j++) docs[j] = w->tier[j].d, scores[j] = w->tier[j].s;
+            heap_sort_out(w->tier, n1);
+            for (uint32_t j = 0; j < n1; j++) docs[j] = hit_doc(w->tier[j]), scores[j] = hit_score(w->tier[j]);
             if (s == CLS_OK && n1 < k) s = run_or(w, nt, k - n1, prune, !q->unknown, w->heap, &n);
-            qsort(w->heap, n, sizeof *w->heap, cmp_rank);
-            for (uint32_t j = 0; j < n; j++) docs[n1 + j] = w->heap[j].d, scores[n1 + j] = w->heap[j].s;
+            heap_sort_out(w->heap, n);
+            for (uint32_t j = 0; j < n; j++) docs[n1 + j] = hit_doc(w->heap[j]), scores[n1 + j] = hit_score(w->heap[j]);
             r->start[qi + 1] = n1 + n;
             return s;
         }
-        qsort(w->heap, n, sizeof *w->heap, cmp_rank);
-        for (uint32_t j = 0; j < n; j++) docs[j] = w->heap[j].d, scores[j] = w->heap[j].s;
+        heap_sort_out(w->heap, n);
+        for (uint32_t j = 0; j < n; j++) docs[j] = hit_doc(w->heap[j]), scores[j] = hit_score(w->heap[j]);
     }
     r->start[qi + 1] = n;
     return s;
@@ -819,8 +843,10 @@ double host_search_rate(const host_engine *e) { return e->rate; }
 cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {
     cls_status s = host_search_prepare(e, p, bt->nq);
+    const uint32_t *order = NULL; /* a lone query needs none; more: the long ones first */
     if (s == CLS_OK) s = results_reset(r, bt->nq, bt->nq * (uint64_t)e->kk);
-    if (s == CLS_OK) s = host_search_run(e, bt, NULL, bt->nq, r);
+    if (s == CLS_OK && bt->nq > 1 && e->nthreads > 1) s = host_search_order(e, bt, &order);
+    if (s == CLS_OK) s = host_search_run(e, bt, order, bt->nq, r);
     if (s == CLS_OK) results_pack(r, e->kk);
     return s;
 }
