@@ -320,6 +320,23 @@ START_TEST(threads_submit_to_a_device_set)
 }
 END_TEST
 
+/* The host executor (three threads) beside the test device, shared by threads that keep searches
+ * in flight between synchronous ones: the host's pool and the scheduler's split between the two
+ * kinds under many callers, every result the reference's. */
+START_TEST(threads_share_the_host_executor_and_a_device)
+{
+    fixture();
+    char spec[256];
+    snprintf(spec, sizeof spec, "host:3,%s", tu_device());
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, spec, &e) == CLS_OK, "%s", cls_last_error());
+    sched_set_split_min(engine_sched(e), 16);
+    run_workers_async(e, NULL, THREADS / 2, 1, NPARAMS, 2);
+    cls_engine_free(e);
+    fixture_free();
+}
+END_TEST
+
 START_TEST(threads_share_a_reference_engine)
 {
     fixture();
@@ -411,6 +428,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, threads_share_a_device_engine);
     tcase_add_test(tc, threads_submit_to_a_device_set);
+    tcase_add_test(tc, threads_share_the_host_executor_and_a_device);
     tcase_add_test(tc, threads_share_a_reference_engine);
     tcase_add_test(tc, threads_each_own_engine_one_index);
     suite_add_tcase(s, tc);
