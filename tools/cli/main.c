@@ -149,6 +149,7 @@ static const command commands[] = {
      "  clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T]\n"
      "                  [--threads N] [--max-queue N] [--max-k K] [--timeout S] [--request-timeout S]\n"
      "                  [--max-conns N] [--max-conns-per-ip N] [--device-mem BYTES] [--placement P]\n"
+     "                  [--inflight N]\n"
      "                  the query server: HTTP and JSON, concurrent requests searched together in\n"
      "                  device batches of up to N queries (default 128), the first waiting at most T ms\n"
      "                  (default 5); prints 'listening on URL' (--listen default 127.0.0.1:8080, port 0:\n"
@@ -195,8 +196,8 @@ static const command commands[] = {
      "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"},
     {"bench serve", cmd_bench_serve, BENCH,
      "  clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--rate R1,R2,...] [--seed N]\n"
-     "                  [--max-batch 1,16,128] [--max-wait-ms 0,5] [-k 10] [-m or] [--threads N] [--seconds S]\n"
-     "                  [--json FILE]\n"
+     "                  [--max-batch 1,16,128] [--max-wait-ms 0,5] [--inflight 1,2] [-k 10] [-m or] [--threads N]\n"
+     "                  [--seconds S] [--json FILE]\n"
      "                  the query server in-process on a loopback port, driven by C keep-alive clients\n"
      "                  (1 to 16384, a thread each): queries/s against latency p50/p99 for each batching\n"
      "                  setting and client count; --rate: open loop instead, requests due at Poisson\n"
