@@ -168,7 +168,11 @@ static cls_status device_specs(const char *device, char *buf, size_t len, const 
     for (size_t i = 0; i < nd; i++) ngpu += list[i].is_gpu != 0;
     if (ngpu > 1 || all) {
         *n = 0;
-        if (all) specs[(*n)++] = "host";
+        if (all) { /* the host executor on the cores the devices' threads leave, one a GPU */
+            unsigned cores = host_threads_default();
+            specs[(*n)++] = buf;
+            at += (size_t)snprintf(buf, len, "host:%u", cores > ngpu ? cores - (unsigned)ngpu : 1) + 1;
+        }
         for (size_t i = 0; i < nd && *n < MULTI_MAX && at + 24 < len; i++) {
             if (!list[i].is_gpu) continue;
             specs[(*n)++] = buf + at;
