@@ -105,7 +105,9 @@ static int stop_server(server *sv)
     int st;
     ck_assert(waitpid(sv->pid, &st, 0) == sv->pid);
     close(sv->out);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (rc != 0) fprintf(stderr, "serve ended with %d; what it printed:\n%s\n", rc, server_stderr(sv));
+    return rc;
 }
 
 /* One request on a fresh connection; the answer's status, *body its text (a static copy). */
