@@ -17,7 +17,9 @@
  * and, on the reference side, decoding and per-document accumulation (src/engine/ref_engine.c).
  *
  * Adding an algorithm: a value in cls_mode, src/algo/<name>.c defining a query_algo, its kernels
- * in cl/<name>.cl, its row in algos.c, and its test in tests/test_query.c. */
+ * in cl/<name>.cl, its row in algos.c, and its test in tests/test_query.c. The host executor
+ * (src/engine/host_engine.c) runs its own document-at-a-time twin of each mode and refuses a mode
+ * it has none for. */
 #ifndef CLS_ALGO_ALGO_H
 #define CLS_ALGO_ALGO_H
 

@@ -553,7 +553,7 @@ static cls_status run_query(host_worker *w, uint64_t qi)
             s = run_and(w, nt, k, prune, w->heap, &n);
         } else if (e->mode == CLS_MODE_OR) {
             s = run_or(w, nt, k, prune, 0, w->heap, &n);
-        } else { /* and-or: every term's documents first, then the others */
+        } else { /* and-or (host_search_prepare refuses any other mode): every term's documents first, then the others */
             uint32_t n1 = 0;
             if (!q->unknown) {
                 s = run_and(w, nt, k, prune, w->tier, &n1);
@@ -736,6 +736,9 @@ cls_status host_search_prepare(host_engine *e, const cls_search_params *p, uint6
     const cls_index *idx = e->idx;
     const query_algo *algo = query_algo_for((int)p->mode);
     if (!algo) return err_set(CLS_E_ARG, "host executor: no algorithm for mode %d", (int)p->mode);
+    /* its own document-at-a-time twin of each algorithm (run_query): one it lacks is refused */
+    if (p->mode != CLS_MODE_AND && p->mode != CLS_MODE_OR && p->mode != CLS_MODE_AND_OR)
+        return err_set(CLS_E_ARG, "the host executor does not run '%s' yet", algo->name);
     if (e->k1 != p->k1 || e->b != p->b) {
         bm25_norms(idx, p->k1, p->b, e->norms);
         e->k1 = p->k1;
