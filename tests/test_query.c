@@ -1174,7 +1174,8 @@ static cls_engine *device_set(const cls_index *idx, unsigned n, cls_placement pl
 /* The host executor beside a device (-d host:2,DEVICE, and DEVICE,host:2): every search split
  * over both (split_min 1), weighed by their measured rates once each has run, then searches in
  * flight (each whole on one), equal the reference engine's in every mode; each executor answers a
- * share; a list with the host is never sharded, and takes the host once. */
+ * share; a search run whole goes to the executor predicted to finish it first. A list with the
+ * host is never sharded, and takes the host once. Then the time model's fit itself. */
 START_TEST(host_with_a_device_matches_reference)
 {
     fixture f = fixture_open(47, 5000, 250, 19, 160);
@@ -1217,6 +1218,29 @@ START_TEST(host_with_a_device_matches_reference)
             cls_results_free(res[j]);
         }
         for (int md = 0; md < CLS_NUM_MODES; md++) cls_results_free(want[md]);
+        /* a search run whole goes to the executor predicted to finish it first (models set, not
+         * timed): a lone query to the one of small fixed cost, a batch to the one of high rate,
+         * whichever comes first in the list */
+        unsigned host = i == 0 ? 0 : 1, dev = 1 - host;
+        sched_set_model(engine_sched(set), host, 1e7, 1e-6);
+        sched_set_model(engine_sched(set), dev, 1e9, 1e-2);
+        sched_set_split_min(engine_sched(set), 100000); /* no split */
+        cls_results *one;
+        ck_assert_int_eq(cls_results_create(&one), CLS_OK);
+        char name[2][32];
+        snprintf(name[0], sizeof name[0], "device_%u_queries", host);
+        snprintf(name[1], sizeof name[1], "device_%u_queries", dev);
+        for (int q = 0; q < 4; q++) {
+            ck_assert_msg(cls_engine_search_text(set, "w1 w7", NULL, one) == CLS_OK, "%s", cls_last_error());
+            ck_assert_msg(counter(set, name[0]) == 1, "%s: a lone query not on the host", specs[i]);
+        }
+        same_as_ref(set, f.ref, f.b, CLS_MODE_OR, 10);
+        ck_assert_msg(counter(set, name[1]) == cls_batch_count(f.b), "%s: the batch not on the device", specs[i]);
+        sched_set_model(engine_sched(set), host, 1e9, 1e-2);
+        sched_set_model(engine_sched(set), dev, 1e7, 1e-6);
+        ck_assert_msg(cls_engine_search_text(set, "w1 w7", NULL, one) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(counter(set, name[1]) == 1, "%s: the lone query not on the device", specs[i]);
+        cls_results_free(one);
         cls_engine_free(set);
     }
     cls_engine_opts o;
@@ -1226,6 +1250,19 @@ START_TEST(host_with_a_device_matches_reference)
     cls_engine *e = NULL;
     ck_assert_int_eq(cls_engine_create_opts(f.idx, &o, &e), CLS_E_ARG);
     ck_assert_msg(strstr(cls_last_error(), "never sharded"), "%s", cls_last_error());
+    /* the model: runs of several sizes on t = 2 ms + postings / 10^7 give that line back; runs
+     * of one size, the line through the origin; nothing measured predicts 0 */
+    exec_model mo = {0};
+    ck_assert(exec_model_predict(&mo, 1000) == 0);
+    for (int r = 0; r < 40; r++) {
+        uint64_t x = 1000 + (uint64_t)(r % 5) * 200000;
+        exec_model_add(&mo, x, 0.002 + (double)x / 1e7);
+    }
+    ck_assert_msg(fabs(mo.rate / 1e7 - 1) < 1e-6 && fabs(mo.fixed - 0.002) < 1e-9, "rate %g fixed %g", mo.rate, mo.fixed);
+    ck_assert(fabs(exec_model_predict(&mo, 500000) - 0.052) < 1e-9);
+    exec_model same = {0};
+    for (int r = 0; r < 5; r++) exec_model_add(&same, 50000, 0.01);
+    ck_assert_msg(fabs(same.rate / 5e6 - 1) < 1e-9 && same.fixed == 0, "rate %g fixed %g", same.rate, same.fixed);
     const char *bad[] = {"host,host:2", "host,all", "all,cpu", "host:0,cpu"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ck_assert_msg(cls_engine_create(f.idx, bad[i], &e) == CLS_E_ARG, "%s accepted", bad[i]);

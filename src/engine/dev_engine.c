@@ -1125,11 +1125,7 @@ cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *or
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double t = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    uint64_t postings = s == CLS_OK ? run_postings(e->idx, bt, order, n) : 0;
-    if (t > 0 && postings > 0) { /* smoothed as the cost model's rate */
-        double rate = (double)postings / t;
-        e->list_rate = e->list_rate > 0 ? 0.75 * e->list_rate + 0.25 * rate : rate;
-    }
+    if (s == CLS_OK) exec_model_add(&e->model, run_postings(e->idx, bt, order, n), t);
     return s;
 }
 
@@ -1161,7 +1157,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     return CLS_OK;
 }
 
-double clx_search_rate(const clx_engine *e) { return e->list_rate; }
+double clx_search_rate(const clx_engine *e) { return e->model.rate; }
+
+double clx_search_fixed(const clx_engine *e) { return e->model.fixed; }
 
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {

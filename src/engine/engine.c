@@ -59,6 +59,7 @@ static cls_status host_run_op(void *impl, const cls_batch *b, const uint32_t *or
 static void host_finish_op(void *impl) { host_search_finish(impl); }
 static uint32_t host_k_op(const void *impl) { return host_search_k(impl); }
 static double host_rate_op(const void *impl) { return host_search_rate(impl); }
+static double host_fixed_op(const void *impl) { return host_search_fixed(impl); }
 
 static const executor_ops HOST_OPS = {.search = host_search_op,
                                       .prepare = host_prepare_op,
@@ -67,6 +68,7 @@ static const executor_ops HOST_OPS = {.search = host_search_op,
                                       .finish = host_finish_op,
                                       .k = host_k_op,
                                       .rate = host_rate_op,
+                                      .fixed = host_fixed_op,
                                       .free = host_free_op,
                                       .counters = host_counters_op};
 
@@ -105,6 +107,7 @@ static cls_status clx_run_op(void *impl, const cls_batch *b, const uint32_t *ord
 static void clx_finish_op(void *impl) { clx_search_finish(impl); }
 static uint32_t clx_k_op(const void *impl) { return clx_search_k(impl); }
 static double clx_rate_op(const void *impl) { return clx_search_rate(impl); }
+static double clx_fixed_op(const void *impl) { return clx_search_fixed(impl); }
 static void clx_free_op(void *impl) { clx_free(impl); }
 static void clx_build_times_op(const void *impl, double *seconds, int *from_cache)
 {
@@ -124,6 +127,7 @@ static const executor_ops CLX_OPS = {.search = clx_search_op,
                                      .finish = clx_finish_op,
                                      .k = clx_k_op,
                                      .rate = clx_rate_op,
+                                     .fixed = clx_fixed_op,
                                      .free = clx_free_op,
                                      .build_times = clx_build_times_op,
                                      .profile = clx_profile_op,

@@ -18,15 +18,21 @@ typedef struct executor_ops {
     cls_status (*run)(void *impl, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r);
     void (*finish)(void *impl);
     uint32_t (*k)(const void *impl);
-    /* the rate its cost model has measured (any unit common to the kind; 0: not yet), so that a
-     * split gives a faster device more queries; NULL: every executor alike */
+    /* the rate it has measured, postings of the queries' lists a second of run time (0: not yet),
+     * so that a split gives a faster executor more queries; NULL: every executor alike */
     double (*rate)(const void *impl);
+    /* the seconds a search costs it besides its postings (launches, transfers, waking threads),
+     * measured (0: not yet): with rate, the time it would take a search it runs whole, so the
+     * scheduler gives such a search to the free executor that would finish it first; NULL: 0 */
+    double (*fixed)(const void *impl);
     void (*free)(void *impl);
     /* NULL where the engine has no programs or no profile */
     void (*build_times)(const void *impl, double *seconds, int *from_cache);
     size_t (*profile)(const void *impl, const cls_profile_step **steps, uint32_t *batches);
     size_t (*counters)(const void *impl, const cls_counter **counters);
 } executor_ops;
+
+#include "engine/exec_model.h"
 
 /* The reference engine: plain C, one query at a time. */
 typedef struct ref_engine ref_engine;
@@ -50,6 +56,8 @@ uint32_t host_search_k(const host_engine *e);
 /* Postings of the queries' lists a second of run time, measured (0 before a search); the unit
  * clx_search_rate gives too, so a split weighs the host against devices. */
 double host_search_rate(const host_engine *e);
+/* Seconds a search costs besides its postings, measured (0 before a search). */
+double host_search_fixed(const host_engine *e);
 size_t host_counters(const host_engine *e, const cls_counter **counters);
 unsigned host_threads(const host_engine *e);
 unsigned host_threads_default(void);
@@ -80,6 +88,8 @@ uint32_t clx_search_k(const clx_engine *e);
 /* Postings of the queries' lists a second of run time (clx_search_run), measured (0 before a
  * search): the unit host_search_rate gives too. */
 double clx_search_rate(const clx_engine *e);
+/* Seconds a search costs besides its postings (planning, launches, transfers), measured. */
+double clx_search_fixed(const clx_engine *e);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches);
 size_t clx_counters(const clx_engine *e, const cls_counter **counters);
@@ -127,6 +137,9 @@ void *sched_executor(sched *s, unsigned i);
 void sched_executor_state(sched *s, unsigned i, uint64_t *queries, int *aside, char *why, size_t why_len);
 /* The fewest queries a part of a split search holds (tests force 1; 0 never splits). */
 void sched_set_split_min(sched *s, unsigned queries);
+/* Executor i's time model for routing (exec_model.h) fixed at rate and fixed, in place of its
+ * measured one (tests route without timing anything; rate 0: its own again). */
+void sched_set_model(sched *s, unsigned i, double rate, double fixed);
 
 /* cls_engine_create with explicit kernel parameters for an OpenCL device (NULL: those in force):
  * how the benchmarks and clsearch tune build a variant without touching the environment. */

@@ -139,7 +139,7 @@ struct host_engine {
     _Atomic uint64_t next;
     uint32_t *own_order;   /* host_search_order's */
     size_t own_cap;
-    double rate;           /* postings of the lists a second of run time (host_search_rate) */
+    exec_model model;      /* its runs' time against their postings (host_search_rate, _fixed) */
     _Atomic int failed;
     cls_status status;     /* the first failure (under mu) */
     char err[1024];
@@ -827,10 +827,7 @@ cls_status host_search_run(host_engine *e, const cls_batch *bt, const uint32_t *
     pthread_mutex_unlock(&e->mu);
     if (s != CLS_OK) return err_set(s, "%s", e->err);
     double t = now_s() - t0;
-    if (t > 0 && postings > 0) { /* smoothed as the device's cost model smooths its rate */
-        double rate = (double)postings / t;
-        e->rate = e->rate > 0 ? 0.75 * e->rate + 0.25 * rate : rate;
-    }
+    exec_model_add(&e->model, postings, t);
     for (unsigned c = 0; c < HC_COUNT; c++) {
         uint64_t v = c == HC_QUERIES ? n : 0;
         for (unsigned i = 0; i < e->nthreads; i++) v += e->w[i].counts[c];
@@ -841,7 +838,9 @@ cls_status host_search_run(host_engine *e, const cls_batch *bt, const uint32_t *
 
 void host_search_finish(host_engine *e) { (void)e; }
 
-double host_search_rate(const host_engine *e) { return e->rate; }
+double host_search_rate(const host_engine *e) { return e->model.rate; }
+
+double host_search_fixed(const host_engine *e) { return e->model.fixed; }
 
 cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {

@@ -21,6 +21,10 @@
  * never on the batch it shares, so results equal one executor's bit for bit); the last part to
  * finish packs them.
  *
+ * A search run whole goes to the free executor its model predicts to finish it first
+ * (exec_model.h: t = fixed + postings / rate, fitted from the executor's own runs), so a lone
+ * query runs on the host's cores and a batch on a GPU where both are free.
+ *
  * Threads. Each executor has a worker thread once an engine has several executors or its first
  * asynchronous search: a device's launches and waits stay on one thread, and a device set runs
  * its parts at once. A synchronous search (submit, then wait) runs on the caller's thread when an
@@ -82,6 +86,7 @@ struct cls_search {
     int sync;                /* its submitter runs it (sched_wait): workers take only its retries */
     enum job_state state;
     uint32_t kk;             /* hits per query of a split search */
+    uint64_t postings;       /* its queries' lists' postings (job_postings; UINT64_MAX: not yet) */
     sched_part *parts;       /* one per executor at most; parts[0] the whole search until split */
     unsigned nparts, left;
     uint32_t **slices;       /* per part of a split search, its queries (kept for reuse) */
@@ -107,6 +112,7 @@ typedef struct sched_exec {
     unsigned id;
     void *impl;
     const executor_ops *ops; /* its kind */
+    double model_rate, model_fixed; /* sched_set_model's, in place of its own (rate 0: none) */
     int serial;              /* runs only while no other serial executor does (serial_mu) */
     int busy;                /* running a part (claimed under the lock) */
     int aside;               /* set aside after a failure */
@@ -468,6 +474,45 @@ static cls_status shard_parts(sched *s, cls_search *j)
     return CLS_OK;
 }
 
+/* The postings of job j's queries' lists, counted once a job. */
+static uint64_t job_postings(const sched *s, cls_search *j)
+{
+    if (j->postings == UINT64_MAX) {
+        uint64_t n = 0;
+        for (uint64_t q = 0; q < j->b->nq; q++)
+            for (uint32_t i = 0; i < j->b->q[q].num_terms; i++)
+                n += s->idx->terms[j->b->terms[j->b->q[q].term_start + i].term].df;
+        j->postings = n;
+    }
+    return j->postings;
+}
+
+/* The seconds executor x's model predicts for `postings` (0: not measured yet, so it is tried). */
+static double predict(const sched_exec *x, uint64_t postings)
+{
+    double rate = x->ops->rate ? x->ops->rate(x->impl) : 0, fixed = x->ops->fixed ? x->ops->fixed(x->impl) : 0;
+    if (x->model_rate > 0) rate = x->model_rate, fixed = x->model_fixed; /* sched_set_model's */
+    return rate > 0 ? fixed + (double)postings / rate : 0;
+}
+
+/* Of x (claimed) and the free executors, the one predicted to finish job j first when it runs it
+ * whole: x unless another is faster (a lone query on the host's cores rather than a GPU's fixed
+ * cost, a batch on the GPU). Only idle executors are read: a running one updates its model. */
+static sched_exec *fastest_free(sched *s, sched_exec *x, cls_search *j)
+{
+    if (s->n < 2 || s->shard_base) return x;
+    uint64_t postings = job_postings(s, j);
+    sched_exec *best = x;
+    double t = predict(x, postings);
+    for (unsigned i = 0; i < s->n; i++) {
+        sched_exec *y = &s->ex[i];
+        if (y == x || !can_take(y)) continue;
+        double ty = predict(y, postings);
+        if (ty < t) best = y, t = ty;
+    }
+    return best;
+}
+
 /* Executor x (claimed, busy) runs part p: a new job's first part is run whole or split first.
  * Called with the lock held; returns with it held, x still busy. */
 static void take(sched *s, sched_exec *x, sched_part *p)
@@ -518,6 +563,14 @@ static void take(sched *s, sched_exec *x, sched_part *p)
             } else {
                 for (unsigned i = 1; i < ng; i++) s->ex[got[i]].busy = 0, s->running--;
                 pthread_cond_broadcast(&s->cv);
+            }
+        } else if (s->workers) {
+            /* whole: on the free executor that would finish it first, by its worker */
+            sched_exec *best = fastest_free(s, x, j);
+            if (best != x) {
+                best->assigned = p;
+                pthread_cond_broadcast(&s->cv);
+                return;
             }
         }
     }
@@ -719,6 +772,7 @@ cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p
     j->ncounters = j->nsteps = 0;
     j->batches = 0;
     j->kk = 0;
+    j->postings = UINT64_MAX;
     memset(j->share, 0, s->n * sizeof *j->share);
     j->nparts = j->left = 1;
     j->parts[0] = (sched_part){.job = j};
@@ -744,12 +798,13 @@ cls_status sched_wait(cls_search *j)
     sched *s = j->s;
     pthread_mutex_lock(&s->mu);
     while (j->state != JOB_DONE) {
-        /* the job still waits and an executor is free: run it here, on the caller's thread (the
-         * first free one, so that a lone synchronous search always starts on the same) */
+        /* the job still waits and an executor is free: run it here, on the caller's thread (on
+         * the free one predicted to finish it first; among those unmeasured or alike, the first) */
         if (j->state == JOB_QUEUED) {
             sched_exec *x = NULL;
             for (unsigned i = 0; i < s->n && !x; i++)
                 if (can_take(&s->ex[i])) x = &s->ex[i];
+            if (x) x = fastest_free(s, x, j);
             if (x) {
                 queue_remove(s, &j->parts[0]);
                 x->busy = 1;
@@ -818,6 +873,13 @@ void sched_executor_state(sched *s, unsigned i, uint64_t *queries, int *aside, c
     *queries = s->ex[i].queries;
     *aside = s->ex[i].aside;
     snprintf(why, why_len, "%s", s->ex[i].aside ? s->ex[i].why : "");
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_set_model(sched *s, unsigned i, double rate, double fixed)
+{
+    pthread_mutex_lock(&s->mu);
+    if (i < s->n) s->ex[i].model_rate = rate, s->ex[i].model_fixed = fixed;
     pthread_mutex_unlock(&s->mu);
 }
 

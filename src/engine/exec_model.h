@@ -1,0 +1,26 @@
+/* An executor's time model: a run of a search (or a part of one) takes
+ *     t = fixed + postings / rate
+ * seconds, postings those of its queries' lists. Both are fitted from the executor's own runs by
+ * least squares over exponentially decayed sums (each run weighs EXEC_MODEL_DECAY of the one
+ * after it), so the model follows the executor as its load and the queries change. The rate
+ * weighs a split (more postings to a faster executor); the whole line predicts which free
+ * executor would finish a search it runs whole first (a lone query on the host's cores, a batch
+ * on a GPU). */
+#ifndef CLS_ENGINE_EXEC_MODEL_H
+#define CLS_ENGINE_EXEC_MODEL_H
+
+#include <stdint.h>
+
+#define EXEC_MODEL_DECAY 0.9
+
+typedef struct exec_model {
+    double w, x, y, xx, xy; /* decayed sums: weight, postings, seconds, postings^2, postings x seconds */
+    double rate, fixed;     /* the fit (0 and 0 before a run) */
+} exec_model;
+
+/* A run of `postings` that took t seconds. */
+void exec_model_add(exec_model *m, uint64_t postings, double t);
+/* The seconds it predicts for `postings` (0 before a run: an executor not yet measured is tried). */
+double exec_model_predict(const exec_model *m, uint64_t postings);
+
+#endif
