@@ -320,11 +320,12 @@ def _frame_module():
 
 
 class Engine(_Closable):
-    """A query engine over an index on one device (cls_engine_create_opts).
+    """A query engine over an index on its devices (cls_engine_create_opts).
 
-    device: "auto" (first GPU, else first CPU device), "gpu", "cpu", "ref" (the plain-C
-    reference engine, no OpenCL), or "P:D" as devices() numbers them; None: $CLSEARCH_DEVICE,
-    else "auto". device_mem: bytes of device memory the engine may take, an int or a string as
+    device: "auto" (first GPU, else first CPU device), "gpu", "cpu", "host" (the host executor:
+    every core, no OpenCL; "host:N" for N threads), "all" (every GPU and the host executor),
+    "ref" (the plain-C reference engine), "P:D" as devices() numbers them, or a list of these
+    ("host,1:0"); None: $CLSEARCH_DEVICE, else "auto". device_mem: bytes of device memory the engine may take, an int or a string as
     the command line writes it ("512M"); None: $CLSEARCH_DEVICE_MEM, else the device's.
     batch_ms: the wall time a device batch aims at; None: $CLSEARCH_BATCH_MS, else 25.
     placement: how a device list ("1:0,1:2", or "gpu" on a host of several) holds the index:

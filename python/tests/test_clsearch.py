@@ -122,6 +122,16 @@ class TestSearch(unittest.TestCase):
             self.assertIn("topk", [s.name for s in steps])
             self.assertEqual(eng.counters()["queries"], len(QUERIES))
 
+    def test_host_equals_command_and_reference(self):
+        with clsearch.Engine(self.idx, device="host:2") as eng:
+            self.assertTrue(eng.describe().startswith("device: host executor"))
+            for mode in clsearch.MODES:
+                with self.subTest(mode=mode):
+                    hits = eng.search(QUERIES, k=100, mode=mode)
+                    runs.assert_same(self, as_run(hits), command_run("host:2", mode, 100), "host " + mode)
+                    runs.assert_same(self, hits, self.ref.search(QUERIES, k=100, mode=mode), "host/ref " + mode)
+            self.assertEqual(eng.counters()["queries"], len(QUERIES))
+
     def test_query_forms(self):
         texts = [t for _, t in QUERIES[:5]]
         numbered = self.ref.search(texts, k=10)
