@@ -98,8 +98,10 @@ static inline float hit_score(hhit h)
 }
 static inline uint32_t hit_doc(hhit h) { return UINT32_MAX - (uint32_t)h; }
 
+/* A worker's state, on cache lines of its own: its counters change with every block it decodes,
+ * and a neighbour's on the same line would make the cores pass the line back and forth. */
 typedef struct host_worker {
-    struct host_engine *e;
+    _Alignas(64) struct host_engine *e;
     pthread_t th;
     int started;
     cursor *cur;           /* the query's cursors, its terms in query order */
@@ -136,7 +138,8 @@ struct host_engine {
     cls_results *r;
     const uint32_t *order; /* the run's queries (NULL: 0 .. nrun - 1) */
     uint64_t nrun;
-    _Atomic uint64_t next;
+    _Alignas(64) _Atomic uint64_t next; /* on a line of its own: every query taken writes it */
+    _Alignas(64) char after_next;
     uint32_t *own_order;   /* host_search_order's */
     size_t own_cap;
     exec_model model;      /* its runs' time against their postings (host_search_rate, _fixed) */
@@ -688,7 +691,8 @@ cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out
     cls_status s = idx_verify_words(idx);
     if (s != CLS_OK) return s;
     if (threads < 1 || threads > 1024) return err_set(CLS_E_ARG, "host executor: %u threads (1 to 1024)", threads);
-    host_engine *e = calloc(1, sizeof *e);
+    host_engine *e = aligned_alloc(64, sizeof *e); /* its counter's line: sizeof is a multiple of 64 */
+    if (e) memset(e, 0, sizeof *e);
     if (!e) return err_set(CLS_E_NOMEM, "host executor: out of memory");
     e->idx = idx;
     e->nthreads = threads;
@@ -696,7 +700,8 @@ cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->go, NULL);
     pthread_cond_init(&e->done, NULL);
-    e->w = calloc(threads, sizeof *e->w);
+    e->w = aligned_alloc(64, threads * sizeof *e->w); /* sizeof is a multiple of 64: _Alignas */
+    if (e->w) memset(e->w, 0, threads * sizeof *e->w);
     e->norms = malloc(((size_t)idx->num_docs + 1) * sizeof *e->norms);
     e->term_ub = calloc((size_t)idx->num_terms + 1, sizeof *e->term_ub);
     if (!e->w || !e->norms || !e->term_ub) {
