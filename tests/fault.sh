@@ -106,6 +106,17 @@ elif ! grep -q "^executors: \[0\] 0 queries (set aside: .*CL_OUT_OF_RESOURCES" "
   bad "enqueue:1+@0 on two executors: -v does not name executor 0 set aside: $(grep executors "$tmp/err" | cut -c1-300)"
 else say "enqueue:1+@0 on two executors: the run equals the reference engine's, executor 0 set aside"; fi
 rm -f "$tmp/out/"*
+# the device beside the host executor breaks (executor 0 of DEVICE,host:2, which takes the search
+# first: neither has a time model yet): the host runs it all
+CLSEARCH_FAULT='enqueue:1+@0' "$bin" search -v -x "$tmp/clean.idx" -q "$tmp/topics.tsv" -k 10 -d "$dev,host:2" \
+  -o "$tmp/out/x.run" 2>"$tmp/err"
+rc=$?
+if [ $rc != 0 ]; then bad "enqueue:1+@0 beside the host: exit $rc: $(tail -c 300 "$tmp/err")"
+elif ! cmp -s "$tmp/out/x.run" "$tmp/ref.run"; then bad "enqueue:1+@0 beside the host: the run differs from the reference engine's"
+elif ! grep -q "^executors: \[0\] 0 queries (set aside: .*CL_OUT_OF_RESOURCES" "$tmp/err"; then
+  bad "enqueue:1+@0 beside the host: -v does not name the device set aside: $(grep executors "$tmp/err" | cut -c1-300)"
+else say "enqueue:1+@0 beside the host: the run equals the reference engine's, the device set aside"; fi
+rm -f "$tmp/out/"*
 # and on one device the failure is the search's: exit 1, a clear error, no run
 CLSEARCH_FAULT='enqueue:1+@0' search "$dev" "$tmp/out/x.run" 2>"$tmp/err"
 rc=$?

@@ -374,19 +374,20 @@ static int search_write(const search_args *a, search_state *st)
     return 0;
 }
 
-/* -v: the device's steps and counters. */
+/* -v: the device's steps (where a device ran), the counters and each executor's share. */
 static void search_profile(const search_state *st)
 {
     const cls_profile_step *steps;
     uint32_t batches;
     size_t nsteps = cls_engine_profile(st->eng, &steps, &batches);
-    if (!batches) return;
-    fprintf(stderr, "device time in %u batch(es):", batches);
-    for (size_t i = 0; i < nsteps; i++) {
-        fprintf(stderr, "%s %s %.3f ms", i ? "," : "", steps[i].name, steps[i].seconds * 1e3);
-        if (steps[i].transfer) fprintf(stderr, " (%.2f MB)", (double)steps[i].bytes / 1e6);
+    if (batches) {
+        fprintf(stderr, "device time in %u batch(es):", batches);
+        for (size_t i = 0; i < nsteps; i++) {
+            fprintf(stderr, "%s %s %.3f ms", i ? "," : "", steps[i].name, steps[i].seconds * 1e3);
+            if (steps[i].transfer) fprintf(stderr, " (%.2f MB)", (double)steps[i].bytes / 1e6);
+        }
+        fputc('\n', stderr);
     }
-    fputc('\n', stderr);
     const cls_counter *cn;
     size_t ncn = cls_engine_counters(st->eng, &cn);
     uint64_t in_lists = 0, decoded = 0;
@@ -397,9 +398,11 @@ static void search_profile(const search_state *st)
     if (in_lists)
         fprintf(stderr, "blocks decoded: %llu of the %llu in the queries' lists (%.1f%%)\n",
                 (unsigned long long)decoded, (unsigned long long)in_lists, 100.0 * (double)decoded / (double)in_lists);
-    fprintf(stderr, "counters:");
-    for (size_t i = 0; i < ncn; i++) fprintf(stderr, " %s %llu", cn[i].name, (unsigned long long)cn[i].value);
-    fputc('\n', stderr);
+    if (ncn) {
+        fprintf(stderr, "counters:");
+        for (size_t i = 0; i < ncn; i++) fprintf(stderr, " %s %llu", cn[i].name, (unsigned long long)cn[i].value);
+        fputc('\n', stderr);
+    }
     /* a device list: each executor's share, and any set aside after a failure */
     cls_executor_info x[64];
     size_t nx = cls_engine_executors(st->eng, x, 64);
