@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -1095,22 +1094,10 @@ cls_status clx_search_order(clx_engine *e, const cls_batch *bt, const uint32_t *
     return CLS_OK;
 }
 
-/* The postings of the lists of the queries order[0..n) (NULL: 0 .. n - 1). */
-static uint64_t run_postings(const cls_index *idx, const cls_batch *bt, const uint32_t *order, uint64_t n)
-{
-    uint64_t sum = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        const batch_query *q = &bt->q[order ? order[i] : i];
-        for (uint32_t j = 0; j < q->num_terms; j++) sum += idx->terms[bt->terms[q->term_start + j].term].df;
-    }
-    return sum;
-}
-
 cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *order, uint64_t n, cls_results *r)
 {
     dev_search *sr = &e->search;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = clx_now();
     cls_status s = search_batches(e, bt, order, n, r);
     /* the queries the algorithm asks to run again (having raised what they outgrew), until none */
     while (s == CLS_OK && sr->algo->rerun) {
@@ -1123,9 +1110,7 @@ cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *or
         e->counters[DEV_C_QUERIES_RERUN].value += m;
         s = search_batches(e, bt, e->again, m, r);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double t = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    if (s == CLS_OK) exec_model_add(&e->model, run_postings(e->idx, bt, order, n), t);
+    if (s == CLS_OK) exec_model_add(&e->model, batch_postings(bt, order, n), clx_now() - t0);
     return s;
 }
 

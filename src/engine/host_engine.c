@@ -39,10 +39,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "device/clx.h"
 #include "engine/engine.h"
 #include "index/bm25.h"
 #include "util/err.h"
@@ -76,6 +76,12 @@ typedef struct cursor {
     uint32_t pos, n;      /* the posting within it, and its count */
     uint32_t *docs, *freqs; /* IDX_MAX_BLOCK each, the worker's */
 } cursor;
+
+/* A query and the postings of its lists, for host_search_order. */
+typedef struct host_qcost {
+    uint64_t cost;
+    uint32_t q;
+} host_qcost;
 
 /* A kept hit as one key that orders as hits rank (hit_before): the score's bits above (scores are
  * never negative, -0 or NaN: positive weights, k1 >= 0, tf >= 1, so their bits order as they
@@ -140,7 +146,9 @@ struct host_engine {
     uint64_t nrun;
     _Alignas(64) _Atomic uint64_t next; /* on a line of its own: every query taken writes it */
     _Alignas(64) char after_next;
-    uint32_t *own_order;   /* host_search_order's */
+    host_qcost *costs;     /* host_search_order's, */
+    size_t costs_cap;
+    uint32_t *own_order;   /* and the order it gives */
     size_t own_cap;
     exec_model model;      /* its runs' time against their postings (host_search_rate, _fixed) */
     _Atomic int failed;
@@ -360,7 +368,7 @@ static cls_status run_and(host_worker *w, uint32_t nt, uint32_t k, int prune, hh
                     ended = 1;
                     break;
                 }
-                ub += idx->blocks[c->b].max_score * c->scale;
+                ub += cur_block_ub(idx, c);
                 if (idx->blocks[c->b].last < skip_to) skip_to = idx->blocks[c->b].last;
             }
             if (ended) return CLS_OK;
@@ -372,7 +380,7 @@ static cls_status run_and(host_worker *w, uint32_t nt, uint32_t k, int prune, hh
             /* d itself: the lead's exact contribution for its block's bound */
             float lc;
             if ((s = contribution(w, lead, d, &lc)) != CLS_OK) return s;
-            ub += lc - idx->blocks[lead->b].max_score * lead->scale;
+            ub += lc - cur_block_ub(idx, lead);
             if (ub * BOUND_SLACK <= theta) {
                 if (d == UINT32_MAX - 1) return CLS_OK;
                 d++;
@@ -449,7 +457,7 @@ static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int
                 if (c->b >= c->b1) continue;
                 const idx_block *bl = &idx->blocks[c->b];
                 if (bl->first <= d) {
-                    rb += bl->max_score * c->scale;
+                    rb += cur_block_ub(idx, c);
                     if (bl->last < end) end = bl->last;
                 } else if (bl->first - 1 < end) {
                     end = bl->first - 1;
@@ -485,7 +493,7 @@ static cls_status run_or(host_worker *w, uint32_t nt, uint32_t k, int prune, int
             for (uint32_t i = 0; i < ess; i++) {
                 cursor *c = w->by[i];
                 cur_shallow(idx, c, d);
-                if (c->b < c->b1 && idx->blocks[c->b].first <= d) bub += idx->blocks[c->b].max_score * c->scale;
+                if (c->b < c->b1 && idx->blocks[c->b].first <= d) bub += cur_block_ub(idx, c);
             }
             if (bub * BOUND_SLACK <= theta) continue;
         }
@@ -677,6 +685,7 @@ void host_free(host_engine *e)
     free(e->norms);
     free(e->term_ub);
     free(e->own_order);
+    free(e->costs);
     free(e);
 }
 
@@ -759,55 +768,36 @@ cls_status host_search_prepare(host_engine *e, const cls_search_params *p, uint6
 
 uint32_t host_search_k(const host_engine *e) { return e->kk; }
 
-/* The postings of query q's lists. */
-static uint64_t list_postings(const cls_index *idx, const cls_batch *bt, uint64_t q)
-{
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < bt->q[q].num_terms; i++) n += idx->terms[bt->terms[bt->q[q].term_start + i].term].df;
-    return n;
-}
-
 static int cmp_cost_desc(const void *a, const void *b)
 {
-    const uint64_t *x = a, *y = b; /* (postings, query) pairs */
-    if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
-    return (x[1] > y[1]) - (x[1] < y[1]);
+    const host_qcost *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
+    return (x->q > y->q) - (x->q < y->q);
 }
 
 cls_status host_search_order(host_engine *e, const cls_batch *bt, const uint32_t **order)
 {
     /* the queries by the postings of their lists, most first: threads taking them in turn end
      * together, the long ones started first */
-    uint64_t *pairs = malloc(bt->nq * 2 * sizeof *pairs + 1);
-    if (!pairs || !vec_reserve(&e->own_order, &e->own_cap, bt->nq + 1, sizeof *e->own_order)) {
-        free(pairs);
+    if (!vec_reserve(&e->costs, &e->costs_cap, bt->nq + 1, sizeof *e->costs) ||
+        !vec_reserve(&e->own_order, &e->own_cap, bt->nq + 1, sizeof *e->own_order))
         return err_set(CLS_E_NOMEM, "host executor: out of memory for the query order");
-    }
-    for (uint64_t q = 0; q < bt->nq; q++) pairs[2 * q] = list_postings(e->idx, bt, q), pairs[2 * q + 1] = q;
-    qsort(pairs, bt->nq, 2 * sizeof *pairs, cmp_cost_desc);
-    for (uint64_t q = 0; q < bt->nq; q++) e->own_order[q] = (uint32_t)pairs[2 * q + 1];
-    free(pairs);
+    for (uint64_t q = 0; q < bt->nq; q++) e->costs[q] = (host_qcost){batch_query_postings(bt, q), (uint32_t)q};
+    qsort(e->costs, bt->nq, sizeof *e->costs, cmp_cost_desc);
+    for (uint64_t q = 0; q < bt->nq; q++) e->own_order[q] = e->costs[q].q;
     *order = e->own_order;
     return CLS_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 cls_status host_search_run(host_engine *e, const cls_batch *bt, const uint32_t *order, uint64_t n, cls_results *r)
 {
     const cls_index *idx = e->idx;
-    double t0 = now_s();
+    double t0 = clx_now();
     size_t most = 0;
-    uint64_t postings = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t q = order ? order[i] : i;
         if (bt->q[q].num_terms > most) most = bt->q[q].num_terms;
-        postings += list_postings(idx, bt, q);
     }
     cls_status s;
     for (unsigned i = 0; i < e->nthreads; i++)
@@ -831,8 +821,7 @@ cls_status host_search_run(host_engine *e, const cls_batch *bt, const uint32_t *
     s = e->status;
     pthread_mutex_unlock(&e->mu);
     if (s != CLS_OK) return err_set(s, "%s", e->err);
-    double t = now_s() - t0;
-    exec_model_add(&e->model, postings, t);
+    exec_model_add(&e->model, batch_postings(bt, order, n), clx_now() - t0);
     for (unsigned c = 0; c < HC_COUNT; c++) {
         uint64_t v = c == HC_QUERIES ? n : 0;
         for (unsigned i = 0; i < e->nthreads; i++) v += e->w[i].counts[c];

@@ -475,15 +475,9 @@ static cls_status shard_parts(sched *s, cls_search *j)
 }
 
 /* The postings of job j's queries' lists, counted once a job. */
-static uint64_t job_postings(const sched *s, cls_search *j)
+static uint64_t job_postings(cls_search *j)
 {
-    if (j->postings == UINT64_MAX) {
-        uint64_t n = 0;
-        for (uint64_t q = 0; q < j->b->nq; q++)
-            for (uint32_t i = 0; i < j->b->q[q].num_terms; i++)
-                n += s->idx->terms[j->b->terms[j->b->q[q].term_start + i].term].df;
-        j->postings = n;
-    }
+    if (j->postings == UINT64_MAX) j->postings = batch_postings(j->b, NULL, j->b->nq);
     return j->postings;
 }
 
@@ -501,7 +495,7 @@ static double predict(const sched_exec *x, uint64_t postings)
 static sched_exec *fastest_free(sched *s, sched_exec *x, cls_search *j)
 {
     if (s->n < 2 || s->shard_base) return x;
-    uint64_t postings = job_postings(s, j);
+    uint64_t postings = job_postings(j);
     sched_exec *best = x;
     double t = predict(x, postings);
     for (unsigned i = 0; i < s->n; i++) {

@@ -210,6 +210,20 @@ void cls_results_free(cls_results *r)
     free(r);
 }
 
+uint64_t batch_query_postings(const cls_batch *b, uint64_t q)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < b->q[q].num_terms; i++) n += b->idx->terms[b->terms[b->q[q].term_start + i].term].df;
+    return n;
+}
+
+uint64_t batch_postings(const cls_batch *b, const uint32_t *order, uint64_t n)
+{
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < n; i++) sum += batch_query_postings(b, order ? order[i] : i);
+    return sum;
+}
+
 cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total)
 {
     size_t c1 = r->cap_total, c2 = r->cap_total;

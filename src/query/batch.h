@@ -44,6 +44,11 @@ struct cls_results {
     size_t cap_total;
 };
 
+/* The postings of the lists of query q (its known terms' documents in the batch's index). */
+uint64_t batch_query_postings(const cls_batch *b, uint64_t q);
+/* The same summed over the queries order[0..n) (order NULL: 0 .. n - 1). */
+uint64_t batch_postings(const cls_batch *b, const uint32_t *order, uint64_t n);
+
 /* Makes room for nq queries with up to total hits; sets nq and start[0] = 0. */
 cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total);
 /* Packs results written a query at a time at q * kk (their counts in start[q + 1]) into order. */
