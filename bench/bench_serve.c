@@ -73,51 +73,41 @@
  * thousands of queued requests on a slow engine, short enough that a stuck server ends the run. */
 #define CLIENT_TIMEOUT_S 300
 
+/* The warm-up's batch: the first WARM_QUERIES topics. */
+enum { WARM_QUERIES = 4096 };
+
 typedef struct bodies {
     char **text;
     size_t n, cap;
     const char *mode;
     unsigned k;
     int nomem;
+    cls_batch *warm;   /* the first WARM_QUERIES topics, analysed, for warm_up */
+    cls_status warm_s; /* the first failure to add one */
 } bodies;
-
-/* The warm-up's batch: the first WARM_QUERIES topics. */
-enum { WARM_QUERIES = 4096 };
-typedef struct warm_batch {
-    cls_batch *b;
-    int full; /* stopped the reader at WARM_QUERIES */
-} warm_batch;
-
-static int warm_topic(void *u, const char *qid, const char *text)
-{
-    warm_batch *w = u;
-    if (cls_batch_count(w->b) >= WARM_QUERIES) return w->full = 1;
-    return cls_batch_add(w->b, qid, text) != CLS_OK;
-}
 
 /* One untimed search of the first topics before the first row, so that every device has built
  * its programs and the engine's cost model holds each device's rate when the clients start. */
-static cls_status warm_up(cls_engine *e, const cls_index *idx, const char *topics, const char *mode, unsigned k)
+static cls_status warm_up(cls_engine *e, const bodies *b)
 {
-    warm_batch w = {NULL, 0};
     cls_results *r = NULL;
     cls_search_params p;
     cls_search_defaults(&p);
-    p.k = k;
-    cls_status s = cls_mode_parse(mode, &p.mode);
-    if (s == CLS_OK) s = cls_batch_create(idx, &w.b);
+    p.k = b->k;
+    cls_status s = b->warm_s;
+    if (s == CLS_OK) s = cls_mode_parse(b->mode, &p.mode);
     if (s == CLS_OK) s = cls_results_create(&r);
-    if (s == CLS_OK && (s = cls_topics_read(CLS_TOPICS_AUTO, topics, warm_topic, &w)) != CLS_OK && w.full) s = CLS_OK;
-    if (s == CLS_OK) s = cls_engine_search(e, w.b, &p, r);
+    if (s == CLS_OK) s = cls_engine_search(e, b->warm, &p, r);
     cls_results_free(r);
-    cls_batch_free(w.b);
     return s;
 }
 
-/* Each topic as the body of a one-query request, made before any timing. */
+/* Each topic as the body of a one-query request, made before any timing (the first ones into
+ * the warm-up's batch too). */
 static int on_topic(void *u, const char *qid, const char *text)
 {
     bodies *b = u;
+    if (b->warm_s == CLS_OK && cls_batch_count(b->warm) < WARM_QUERIES) b->warm_s = cls_batch_add(b->warm, qid, text);
     cJSON *o = cJSON_CreateObject();
     char *s = NULL;
     if (o && cJSON_AddStringToObject(o, "qid", qid) && cJSON_AddStringToObject(o, "query", text) &&
@@ -589,7 +579,8 @@ int bench_serve(int argc, char **argv)
     cls_index *idx;
     cls_status s = cls_index_open(index, &idx);
     if (s != CLS_OK) return failed(s, index);
-    bodies b = {NULL, 0, 0, mode, k, 0};
+    bodies b = {NULL, 0, 0, mode, k, 0, NULL, CLS_OK};
+    if ((s = cls_batch_create(idx, &b.warm)) != CLS_OK) return failed(s, "setting up");
     if ((s = cls_topics_read(CLS_TOPICS_AUTO, topics, on_topic, &b)) != CLS_OK || b.nomem)
         return failed(b.nomem ? CLS_E_NOMEM : s, topics);
     if (b.n == 0) {
@@ -620,7 +611,7 @@ int bench_serve(int argc, char **argv)
     suite su = {.b = &b, .cl = calloc(max_c, sizeof *su.cl), .json = json, .desc = desc, .index = index, .mode = mode,
                 .dlen = dlen, .k = k, .seconds = seconds, .seed = seed};
     if (!su.cl) return failed(CLS_E_NOMEM, "clients");
-    if ((s = warm_up(e, idx, topics, mode, k)) != CLS_OK) return failed(s, "warming the engine up");
+    if ((s = warm_up(e, &b)) != CLS_OK) return failed(s, "warming the engine up");
     for (unsigned cfg = 0; cfg < nif * nmb * nmw && rc == 0; cfg++) {
             unsigned ii = cfg / (nmb * nmw), bi = cfg / nmw % nmb, wi = cfg % nmw;
             srv_opts so = defaults;
@@ -648,6 +639,7 @@ int bench_serve(int argc, char **argv)
     free(su.cl);
     for (size_t i = 0; i < b.n; i++) free(b.text[i]);
     free(b.text);
+    cls_batch_free(b.warm);
     cls_engine_free(e);
     cls_index_close(idx);
     return rc;
