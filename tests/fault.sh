@@ -96,27 +96,23 @@ for kind in device-alloc enqueue host-alloc write; do
   done
 done
 # ---- a device list with a device that breaks (every launch on executor 0 fails): the search runs
-# on the other, the run is the reference's, and -v names the executor set aside and why ----------
-CLSEARCH_FAULT='enqueue:1+@0' "$bin" search -v -x "$tmp/clean.idx" -q "$tmp/topics.tsv" -k 10 -d "$dev,$dev" \
-  -o "$tmp/out/x.run" 2>"$tmp/err"
-rc=$?
-if [ $rc != 0 ]; then bad "enqueue:1+@0 on two executors: exit $rc: $(tail -c 300 "$tmp/err")"
-elif ! cmp -s "$tmp/out/x.run" "$tmp/ref.run"; then bad "enqueue:1+@0 on two executors: the run differs from the reference engine's"
-elif ! grep -q "^executors: \[0\] 0 queries (set aside: .*CL_OUT_OF_RESOURCES" "$tmp/err"; then
-  bad "enqueue:1+@0 on two executors: -v does not name executor 0 set aside: $(grep executors "$tmp/err" | cut -c1-300)"
-else say "enqueue:1+@0 on two executors: the run equals the reference engine's, executor 0 set aside"; fi
-rm -f "$tmp/out/"*
-# the device beside the host executor breaks (executor 0 of DEVICE,host:2, which takes the search
-# first: neither has a time model yet): the host runs it all
-CLSEARCH_FAULT='enqueue:1+@0' "$bin" search -v -x "$tmp/clean.idx" -q "$tmp/topics.tsv" -k 10 -d "$dev,host:2" \
-  -o "$tmp/out/x.run" 2>"$tmp/err"
-rc=$?
-if [ $rc != 0 ]; then bad "enqueue:1+@0 beside the host: exit $rc: $(tail -c 300 "$tmp/err")"
-elif ! cmp -s "$tmp/out/x.run" "$tmp/ref.run"; then bad "enqueue:1+@0 beside the host: the run differs from the reference engine's"
-elif ! grep -q "^executors: \[0\] 0 queries (set aside: .*CL_OUT_OF_RESOURCES" "$tmp/err"; then
-  bad "enqueue:1+@0 beside the host: -v does not name the device set aside: $(grep executors "$tmp/err" | cut -c1-300)"
-else say "enqueue:1+@0 beside the host: the run equals the reference engine's, the device set aside"; fi
-rm -f "$tmp/out/"*
+# on the others, the run is the reference's, and -v names the executor set aside and why. $1: the
+# device list, $2: what it is for the messages ---------------------------------------------------
+set_aside() {
+  CLSEARCH_FAULT='enqueue:1+@0' "$bin" search -v -x "$tmp/clean.idx" -q "$tmp/topics.tsv" -k 10 -d "$1" \
+    -o "$tmp/out/x.run" 2>"$tmp/err"
+  rc=$?
+  if [ $rc != 0 ]; then bad "enqueue:1+@0 $2: exit $rc: $(tail -c 300 "$tmp/err")"
+  elif ! cmp -s "$tmp/out/x.run" "$tmp/ref.run"; then bad "enqueue:1+@0 $2: the run differs from the reference engine's"
+  elif ! grep -q "^executors: \[0\] 0 queries (set aside: .*CL_OUT_OF_RESOURCES" "$tmp/err"; then
+    bad "enqueue:1+@0 $2: -v does not name executor 0 set aside: $(grep executors "$tmp/err" | cut -c1-300)"
+  else say "enqueue:1+@0 $2: the run equals the reference engine's, executor 0 set aside"; fi
+  rm -f "$tmp/out/"*
+}
+set_aside "$dev,$dev" "on two executors"
+# the device beside the host executor (executor 0 of DEVICE,host:2 takes the search first: neither
+# has a time model yet): the host runs it all
+set_aside "$dev,host:2" "beside the host"
 # and on one device the failure is the search's: exit 1, a clear error, no run
 CLSEARCH_FAULT='enqueue:1+@0' search "$dev" "$tmp/out/x.run" 2>"$tmp/err"
 rc=$?

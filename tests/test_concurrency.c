@@ -302,21 +302,28 @@ START_TEST(threads_share_a_device_engine)
 }
 END_TEST
 
+/* An engine over the device list spec, searches split from 16 queries, shared by THREADS / 2
+ * threads keeping `inflight` searches in flight. */
+static void threads_submit_to(const char *spec, unsigned inflight)
+{
+    fixture();
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create(idx, spec, &e) == CLS_OK, "%s: %s", spec, cls_last_error());
+    sched_set_split_min(engine_sched(e), 16);
+    run_workers_async(e, NULL, THREADS / 2, 1, NPARAMS, inflight);
+    cls_engine_free(e);
+    fixture_free();
+}
+
 /* A device set of three executors on the test device, shared by threads that keep three
  * searches in flight (cls_engine_submit) between synchronous ones and single queries: searches
  * run whole on an executor or split over the free ones (parts of 16 queries and more), side by
  * side with other threads' searches, and every result is the reference's. */
 START_TEST(threads_submit_to_a_device_set)
 {
-    fixture();
     char spec[256];
     snprintf(spec, sizeof spec, "%s,%s,%s", tu_device(), tu_device(), tu_device());
-    cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, spec, &e) == CLS_OK, "%s", cls_last_error());
-    sched_set_split_min(engine_sched(e), 16);
-    run_workers_async(e, NULL, THREADS / 2, 1, NPARAMS, 3);
-    cls_engine_free(e);
-    fixture_free();
+    threads_submit_to(spec, 3);
 }
 END_TEST
 
@@ -325,15 +332,9 @@ END_TEST
  * kinds under many callers, every result the reference's. */
 START_TEST(threads_share_the_host_executor_and_a_device)
 {
-    fixture();
     char spec[256];
     snprintf(spec, sizeof spec, "host:3,%s", tu_device());
-    cls_engine *e;
-    ck_assert_msg(cls_engine_create(idx, spec, &e) == CLS_OK, "%s", cls_last_error());
-    sched_set_split_min(engine_sched(e), 16);
-    run_workers_async(e, NULL, THREADS / 2, 1, NPARAMS, 2);
-    cls_engine_free(e);
-    fixture_free();
+    threads_submit_to(spec, 2);
 }
 END_TEST
 

@@ -1156,6 +1156,16 @@ END_TEST
 
 /* An engine over n executors of the test device (`-d cpu,cpu,...`) with placement pl; split_min:
  * the fewest queries a part of a split search holds (0: the scheduler's own). */
+/* Every executor of set: OR by partitions with pools of 3 candidates, so that searches overflow
+ * them and run queries again. */
+static void small_or_pools(cls_engine *set)
+{
+    for (unsigned i = 0; i < engine_executors(set); i++) {
+        or_force_partitions(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 1);
+        or_set_pool(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 3);
+    }
+}
+
 static cls_engine *device_set(const cls_index *idx, unsigned n, cls_placement pl, unsigned split_min)
 {
     char spec[512] = "";
@@ -1319,11 +1329,7 @@ START_TEST(device_set_matches_reference)
     ck_assert_uint_eq(engine_executors(set), 3);
     ck_assert(strstr(cls_engine_describe(set), "3 executors") != NULL);
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1)
-            for (unsigned i = 0; i < 3; i++) {
-                or_force_partitions(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 1);
-                or_set_pool(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 3);
-            }
+        if (pass == 1) small_or_pools(set);
         for (int md = 0; md < CLS_NUM_MODES; md++) {
             same_as_ref(set, f.ref, f.b, (cls_mode)md, 10);
             same_as_ref(set, f.ref, f.b, (cls_mode)md, 1000);
@@ -1463,11 +1469,7 @@ START_TEST(device_set_sharded_matches_reference)
     ck_assert_msg(strstr(cls_engine_describe(set), "sharded by documents (asked)"), "%s", cls_engine_describe(set));
     const uint64_t nq = cls_batch_count(f.b);
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1)
-            for (unsigned i = 0; i < 3; i++) {
-                or_force_partitions(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 1);
-                or_set_pool(clx_algo_state(engine_executor(set, i), CLS_MODE_OR), 3);
-            }
+        if (pass == 1) small_or_pools(set);
         for (int md = 0; md < CLS_NUM_MODES; md++) {
             same_as_ref(set, f.ref, f.b, (cls_mode)md, 10);
             same_as_ref(set, f.ref, f.b, (cls_mode)md, 1000);

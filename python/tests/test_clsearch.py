@@ -106,31 +106,30 @@ class TestSearch(unittest.TestCase):
                 hits = self.ref.search(QUERIES, k=100, mode=mode)
                 runs.assert_same(self, as_run(hits), command_run("ref", mode, 100), "ref " + mode)
 
+    def engine_equals_command_and_reference(self, eng, device):
+        """eng's runs equal `clsearch search -d device` and the reference engine's, bit for bit."""
+        for mode in clsearch.MODES:
+            with self.subTest(device=device, mode=mode):
+                hits = eng.search(QUERIES, k=100, mode=mode)
+                runs.assert_same(self, as_run(hits), command_run(device, mode, 100), device + " " + mode)
+                # the engines agree bit for bit, not only to six decimals
+                runs.assert_same(self, hits, self.ref.search(QUERIES, k=100, mode=mode), device + "/ref " + mode)
+        self.assertEqual(eng.counters()["queries"], len(QUERIES))
+
     def test_pocl_equals_command_and_reference(self):
         if not cpu_device():
             self.skipTest("SKIP: no OpenCL CPU device (POCL: pocl-opencl-icd)")
         with clsearch.Engine(self.idx, device="cpu") as eng:
             self.assertTrue(eng.describe().startswith("device: "))
-            for mode in clsearch.MODES:
-                with self.subTest(mode=mode):
-                    hits = eng.search(QUERIES, k=100, mode=mode)
-                    runs.assert_same(self, as_run(hits), command_run("cpu", mode, 100), "cpu " + mode)
-                    # the engines agree bit for bit, not only to six decimals
-                    runs.assert_same(self, hits, self.ref.search(QUERIES, k=100, mode=mode), "cpu/ref " + mode)
+            self.engine_equals_command_and_reference(eng, "cpu")
             steps, batches = eng.profile()
             self.assertGreaterEqual(batches, 1)
             self.assertIn("topk", [s.name for s in steps])
-            self.assertEqual(eng.counters()["queries"], len(QUERIES))
 
     def test_host_equals_command_and_reference(self):
         with clsearch.Engine(self.idx, device="host:2") as eng:
             self.assertTrue(eng.describe().startswith("device: host executor"))
-            for mode in clsearch.MODES:
-                with self.subTest(mode=mode):
-                    hits = eng.search(QUERIES, k=100, mode=mode)
-                    runs.assert_same(self, as_run(hits), command_run("host:2", mode, 100), "host " + mode)
-                    runs.assert_same(self, hits, self.ref.search(QUERIES, k=100, mode=mode), "host/ref " + mode)
-            self.assertEqual(eng.counters()["queries"], len(QUERIES))
+            self.engine_equals_command_and_reference(eng, "host:2")
 
     def test_query_forms(self):
         texts = [t for _, t in QUERIES[:5]]
