@@ -4,7 +4,7 @@
  *
  *   clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--rate R1,R2,...] [--seed N]
  *                        [--max-batch 1,16,128] [--max-wait-ms 0,5] [--inflight 1,2] [-k 10] [-m or]
- *                        [--threads N]
+ *                        [--threads N] [--deadline-ms D]
  *                        [--seconds S] [--json FILE]
  *
  * One engine is created; for every max-batch and max-wait setting a server (serve/) is started
@@ -33,6 +33,9 @@
  * unsent ones, the mean device batch and device time per query as above. Where unsent is not 0
  * the server was past saturation: the percentiles leave those requests out and grow with S.
  * Failed requests are a result here, not an error: a note on stderr says why the first failed.
+ * --deadline-ms D gives every request that deadline (the server's --deadline-ms) and adds the
+ * column "in time %": the requests answered within D ms of their due time, over every request
+ * due in the row (failed and unsent ones count as missed).
  *
  * The server is given room for every connection (--max-conns and --max-conns-per-ip at least C,
  * --max-queue at least C, so that no request is refused for want of room) and a long --timeout,
@@ -312,6 +315,7 @@ static int failed(cls_status s, const char *what)
 static const char usage[] =
     "usage: clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--rate R1,R2,...] [--seed N]\n"
     "                            [--max-batch 1,16,128] [--max-wait-ms 0,5] [--inflight 1,2] [-k 10] [-m or]\n"
+    "                            [--deadline-ms D]\n"
     "                            [--threads N] [--seconds S] [--json FILE]\n";
 
 static int bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -423,7 +427,26 @@ typedef struct suite {
     unsigned k;
     double seconds;
     uint64_t seed;
+    double deadline_ms;  /* --deadline-ms (0: none) */
+    cls_engine *eng;
+    cls_executor_info *x0, *x1; /* the engine's executors before and after a row */
+    size_t nx;
 } suite;
+
+/* An engine of several executors: after each row, a line per executor with its share of the
+ * row's searches and queries, those it took from a busy one's queue, those it finished late, and
+ * its cost model's error and form (cls_engine_executors). */
+static void executors_row(suite *su)
+{
+    if (su->nx < 2 || !su->x1) return;
+    cls_engine_executors(su->eng, su->x1, su->nx);
+    for (size_t i = 0; i < su->nx; i++) {
+        const cls_executor_info *a = &su->x0[i], *b = &su->x1[i];
+        printf("    executor [%zu] %s: %llu searches, %llu queries, %llu stolen, %llu late; model %s\n", i, b->name,
+               (unsigned long long)(b->searches - a->searches), (unsigned long long)(b->queries - a->queries),
+               (unsigned long long)(b->stolen - a->stolen), (unsigned long long)(b->late - a->late), b->model);
+    }
+}
 
 static void json_head(const suite *su, const srv_opts *so)
 {
@@ -443,6 +466,7 @@ static int one_row(suite *su, srv *server, const srv_opts *so, unsigned C, doubl
     srv_stats s0, s1;
     double t0 = 0;
     row r;
+    if (su->x0) cls_engine_executors(su->eng, su->x0, su->nx);
     int rc = run_row(su->cl, C, su->b, srv_port(server), rate > 0 ? &arr : NULL, su->seconds, server, &s0, &t0,
                      &su->all, &su->all_cap, &r);
     srv_get_stats(server, &s1);
@@ -475,9 +499,15 @@ static int one_row(suite *su, srv *server, const srv_opts *so, unsigned C, doubl
     } else {
         double el = r.t_end - t0 > su->seconds ? r.t_end - t0 : su->seconds, got = (double)r.n / el,
                p999 = pct(all, r.n, 0.999) * 1e3;
-        printf("%8u %9u %8g %6u %10g %10.1f %9.3f %9.3f %9.3f %8zu %8zu %7u %7zu %10.2f %11.4f\n", so->inflight,
+        /* within the deadline: answered by it, over every request due (failed and unsent ones missed it) */
+        size_t in_time = 0;
+        for (size_t i = 0; i < r.n && su->deadline_ms > 0; i++) in_time += all[i] * 1e3 <= su->deadline_ms;
+        double within = su->deadline_ms > 0 ? 100.0 * (double)in_time / (double)(r.n + r.errors + unsent) : 0;
+        printf("%8u %9u %8g %6u %10g %10.1f %9.3f %9.3f %9.3f %8zu %8zu %7u %7zu %10.2f %11.4f", so->inflight,
                so->max_batch,
                so->max_wait_ms, C, rate, got, p50, p99, p999, r.sent, r.n, r.errors, unsent, mean_batch, dev);
+        if (su->deadline_ms > 0) printf(" %10.3f", within);
+        putchar('\n');
         if (r.errors)
             fprintf(stderr, "clsearch bench serve: note: %u of %zu requests failed at %g/s, the first: %s\n", r.errors,
                     r.sent, rate, r.why);
@@ -486,11 +516,13 @@ static int one_row(suite *su, srv *server, const srv_opts *so, unsigned C, doubl
             fprintf(su->json,
                     "\"loop\":\"open\",\"pool\":%u,\"seed\":%llu,\"seconds\":%g,\"offered_rps\":%g,\"achieved_rps\":%.3f,"
                     "\"latency_p50_ms\":%.4f,\"latency_p99_ms\":%.4f,\"latency_p999_ms\":%.4f,\"sent\":%zu,"
-                    "\"answered\":%zu,\"failed\":%u,\"unsent\":%zu,\"mean_batch\":%.3f,\"device_ms_per_query\":%.5f}\n",
+                    "\"answered\":%zu,\"failed\":%u,\"unsent\":%zu,\"mean_batch\":%.3f,\"device_ms_per_query\":%.5f,"
+                    "\"deadline_ms\":%g,\"within_deadline_pct\":%.4f}\n",
                     C, (unsigned long long)su->seed, su->seconds, rate, got, p50, p99, p999, r.sent, r.n, r.errors,
-                    unsent, mean_batch, dev);
+                    unsent, mean_batch, dev, su->deadline_ms, within);
         }
     }
+    executors_row(su);
     fflush(stdout);
     return 0;
 }
@@ -502,13 +534,13 @@ int bench_serve(int argc, char **argv)
     double cs[16], mbs[16], mws[16], rates[16], ifs[8];
     unsigned nc = 0, nr = 0, nmb = parse_list("1,16,128", mbs, 16), nmw = parse_list("0,5", mws, 16), k = 10,
              threads = 0, nif = parse_list("1", ifs, 8);
-    double seconds = 2.0;
+    double seconds = 2.0, deadline_ms = 0;
     uint64_t seed = 1;
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"seconds", required_argument, 0, 's'},
                                           {"max-batch", required_argument, 0, 'B'}, {"max-wait-ms", required_argument, 0, 'W'},
                                           {"threads", required_argument, 0, 'T'}, {"rate", required_argument, 0, 'R'},
                                           {"seed", required_argument, 0, 'S'}, {"inflight", required_argument, 0, 'I'},
-                                          {0, 0, 0, 0}};
+                                          {"deadline-ms", required_argument, 0, 'D'}, {0, 0, 0, 0}};
     int c, bad = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "x:q:d:c:k:m:", longs, NULL)) != -1) {
@@ -527,6 +559,13 @@ int bench_serve(int argc, char **argv)
         case 'T': threads = (unsigned)atoi(optarg); break;
         case 'j': json_path = optarg; break;
         case 's': seconds = atof(optarg); break;
+        case 'D': {
+            char *end;
+            deadline_ms = strtod(optarg, &end);
+            if (end == optarg || *end || !(deadline_ms > 0 && deadline_ms <= 600000))
+                return bad_arg("--deadline-ms '%s': give a deadline from above 0 to 600000 ms", optarg);
+            break;
+        }
         default: bad = 1;
         }
     }
@@ -601,15 +640,22 @@ int bench_serve(int argc, char **argv)
     if (nr) printf("; open loop, Poisson arrivals, seed %llu", (unsigned long long)seed);
     printf("\n%.*s\n", dlen, desc);
     if (nr)
-        printf("%8s %9s %8s %6s %10s %10s %9s %9s %9s %8s %8s %7s %7s %10s %11s\n", "inflight", "max-batch", "wait ms", "pool",
+        printf("%8s %9s %8s %6s %10s %10s %9s %9s %9s %8s %8s %7s %7s %10s %11s", "inflight", "max-batch", "wait ms", "pool",
                "offered/s", "answers/s", "p50 ms", "p99 ms", "p99.9 ms", "sent", "answered", "failed", "unsent",
                "mean batch", "device ms/q");
+    if (nr && deadline_ms > 0) printf("%11s", "in time %");
+    if (nr) putchar('\n');
     else
         printf("%8s %9s %8s %7s %9s %10s %9s %9s %10s %11s\n", "inflight", "max-batch", "wait ms", "clients", "requests", "q/s",
                "p50 ms", "p99 ms", "mean batch", "device ms/q");
     int rc = 0;
     suite su = {.b = &b, .cl = calloc(max_c, sizeof *su.cl), .json = json, .desc = desc, .index = index, .mode = mode,
-                .dlen = dlen, .k = k, .seconds = seconds, .seed = seed};
+                .dlen = dlen, .k = k, .seconds = seconds, .seed = seed, .deadline_ms = deadline_ms, .eng = e};
+    su.nx = cls_engine_executors(e, NULL, 0);
+    if (su.nx > 1) {
+        su.x0 = calloc(su.nx, sizeof *su.x0);
+        su.x1 = calloc(su.nx, sizeof *su.x1);
+    }
     if (!su.cl) return failed(CLS_E_NOMEM, "clients");
     if ((s = warm_up(e, &b)) != CLS_OK) return failed(s, "warming the engine up");
     for (unsigned cfg = 0; cfg < nif * nmb * nmw && rc == 0; cfg++) {
@@ -623,6 +669,7 @@ int bench_serve(int argc, char **argv)
             so.max_batch = (unsigned)mbs[bi];
             so.max_wait_ms = mws[wi];
             so.inflight = (unsigned)ifs[ii];
+            so.deadline_ms = deadline_ms;
             if (threads) so.threads = threads;
             srv *server;
             if ((s = srv_start(idx, e, &so, &server)) != CLS_OK) {
@@ -636,6 +683,8 @@ int bench_serve(int argc, char **argv)
         }
     if (bench_json_close(&jf, "bench serve")) rc = 1;
     free(su.all);
+    free(su.x0);
+    free(su.x1);
     free(su.cl);
     for (size_t i = 0; i < b.n; i++) free(b.text[i]);
     free(b.text);

@@ -487,11 +487,16 @@ typedef struct cls_search_params {
     uint32_t k;     /* results per query, 1 .. CLS_MAX_K */
     cls_mode mode;
     float k1, b;    /* BM25 */
+    /* The time the search should take, from its submission to its end, in milliseconds (0: no
+     * deadline). Searches waiting for an executor are taken earliest deadline first (those
+     * without one after them, in submission order), and a search that ends late counts its
+     * queries in the "queries_late" counter. Results never depend on it. */
+    double deadline_ms;
 } cls_search_params;
 
 #define CLS_MAX_K 100000u
 
-CLS_API void cls_search_defaults(cls_search_params *p); /* k 1000, OR, k1 0.9, b 0.4 */
+CLS_API void cls_search_defaults(cls_search_params *p); /* k 1000, OR, k1 0.9, b 0.4, no deadline */
 
 typedef struct cls_engine cls_engine;
 
@@ -645,12 +650,34 @@ CLS_API void cls_search_free(cls_search *s);
  * executor is left to run it; a failure that every executor repeats (a query whose lists fit no
  * device) is the search's, and sets none aside. */
 typedef struct cls_executor_info {
-    uint64_t queries; /* answered since the engine's creation */
+    uint64_t queries;   /* answered since the engine's creation */
     int set_aside;
-    char why[256];    /* the failure that set it aside; "" in service */
+    char why[256];      /* the failure that set it aside; "" in service */
+    char name[64];      /* "host (16 threads)", "1:0", "ref", ... */
+    uint64_t searches;  /* searches (or parts of one) it ran */
+    /* searches it ran whole that another executor, had both been free, was predicted to finish
+     * sooner: taken because that one was busy (stolen from its queue) */
+    uint64_t stolen;
+    uint64_t late;      /* searches it finished after their deadline */
+    int busy;           /* running a search now */
+    /* its cost model for the last mode it ran (see cls_engine_describe_model): the relative
+     * error of the model in use (0 before it has been measured) and the model in one line */
+    double model_error;
+    char model[512];
 } cls_executor_info;
-/* Fills out[0 .. min(n, max)) and returns n, the engine's executors. */
+/* Fills out[0 .. min(n, max)) and returns n, the engine's executors.
+ *
+ * Routing. Each executor keeps a cost model per mode, fitted from its own runs as it works
+ * (Ding et al.'s features: a query's shortest list, second-shortest list, total postings and
+ * terms; model and error in cls_executor_info.model). A search waiting for an executor is taken
+ * by the one predicted to finish it first, counting the time a busy executor still needs for the
+ * search it runs: a lone query goes to the host's cores, a batch to a GPU, and a free executor
+ * takes a search from a busy one's queue only when it would still finish it sooner. A large
+ * search with every executor free is split over them by their measured rates. */
 CLS_API size_t cls_engine_executors(cls_engine *e, cls_executor_info *out, size_t max);
+/* Executors in service and idle now (none running a search): a server submits at once while
+ * one is, rather than waiting for a batch to gather. */
+CLS_API size_t cls_engine_idle(cls_engine *e);
 
 /* ---- Devices -------------------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
  * nothing but each request's own rows. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,21 @@ double srv_now(void)
 static int same_params(const cls_search_params *a, const cls_search_params *b)
 {
     return a->k == b->k && a->mode == b->mode && a->k1 == b->k1 && a->b == b->b;
+}
+
+void batcher_queue(srv *s, srv_req *r)
+{
+    r->next = NULL;
+    if (!s->head || !(s->tail->t_due > r->t_due)) { /* the usual case: due no sooner than the last */
+        if (s->tail) s->tail->next = r;
+        else s->head = r;
+        s->tail = r;
+        return;
+    }
+    srv_req **at = &s->head;
+    while ((*at)->t_due <= r->t_due) at = &(*at)->next;
+    r->next = *at;
+    *at = r;
 }
 
 /* Queries queued with the oldest request's parameters, counting up to max_batch (with mu held). */
@@ -75,6 +91,18 @@ static srv_req *take_group(srv *s, size_t *nq)
     return first;
 }
 
+/* The search's deadline: its requests' earliest, from now (ms; 0: none of them has one; a
+ * deadline passed already still counts as one, the smallest). */
+static double group_deadline_ms(const srv_req *list)
+{
+    double due = INFINITY;
+    for (const srv_req *r = list; r; r = r->next)
+        if (r->t_due < due) due = r->t_due;
+    if (isinf(due)) return 0;
+    double ms = (due - srv_now()) * 1e3;
+    return ms > 1e-3 ? ms : 1e-3;
+}
+
 /* Copies request r's rows out of the shared results (its queries are entries first.. of them). */
 static int copy_rows(srv_req *r, const cls_results *res, size_t first)
 {
@@ -111,7 +139,10 @@ static void fail_req(srv_req *r, const char *what, cls_status st)
 static void answer_group(srv_slot *sl, cls_status st, double search_s)
 {
     size_t first = 0;
+    double now = srv_now();
     for (srv_req *r = sl->list; r; r = r->next) {
+        r->late = now > r->t_due;
+        if (!isinf(r->t_due)) metrics_deadline(&r->srv->m, r->late);
         r->batch_queries = sl->nq;
         r->queue_s = sl->t_start - r->t_queued;
         r->search_s = search_s;
@@ -149,7 +180,9 @@ static void submit_group(srv *s, srv_slot *sl)
         if (st != CLS_OK) break; /* out of memory: the queries were checked before they were queued */
     }
     cls_search *job = NULL;
-    if (st == CLS_OK) st = cls_engine_submit(s->eng, sl->batch, &sl->list->p, sl->res, &job);
+    cls_search_params p = sl->list->p;
+    p.deadline_ms = group_deadline_ms(sl->list);
+    if (st == CLS_OK) st = cls_engine_submit(s->eng, sl->batch, &p, sl->res, &job);
     pthread_mutex_lock(&s->mu);
     if (st == CLS_OK) {
         sl->job = job;
@@ -261,8 +294,14 @@ void *batcher_main(void *arg)
          * between the two): pending, not the list, says whether work is left */
         while (!s->head && !(s->stopping && s->pending == 0)) pthread_cond_wait(&s->work, &s->mu);
         if (!s->head) break;
+        /* an executor idle: the queue goes at once; else it gathers into a batch for max_wait_ms
+         * (not past the first request's deadline) */
         double deadline = s->head->t_queued + s->o.max_wait_ms * 1e-3;
-        while (!s->stopping && group_queries(s) < s->o.max_batch && srv_now() < deadline) wait_until(s, deadline);
+        if (s->head->t_due < deadline) deadline = s->head->t_due;
+        pthread_mutex_unlock(&s->mu);
+        int idle = cls_engine_idle(s->eng) > 0;
+        pthread_mutex_lock(&s->mu);
+        while (!idle && !s->stopping && group_queries(s) < s->o.max_batch && srv_now() < deadline) wait_until(s, deadline);
         /* a batch gathers while the devices run their searches */
         while (s->busy == s->nslots || s->running >= s->most) pthread_cond_wait(&s->work, &s->mu);
         srv_slot *sl = s->slots;

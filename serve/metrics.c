@@ -123,6 +123,14 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void metrics_deadline(srv_metrics *m, int late)
+{
+    pthread_mutex_lock(&m->mu);
+    m->due++;
+    m->late += late != 0;
+    pthread_mutex_unlock(&m->mu);
+}
+
 char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t conns, const uint64_t closed[NUM_CLOSED],
                    const cls_executor_info *x, size_t nx, size_t *len)
 {
@@ -181,6 +189,12 @@ char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t con
     }
     put(&t, "clsearch_request_seconds_sum %.6f\nclsearch_request_seconds_count %llu\n", m->lat_sum,
         (unsigned long long)m->lat_count);
+    put(&t, "# HELP clsearch_deadline_requests_total Search requests answered that had a deadline (their "
+            "deadline_ms, or --deadline-ms).\n# TYPE clsearch_deadline_requests_total counter\n"
+            "clsearch_deadline_requests_total %llu\n", (unsigned long long)m->due);
+    put(&t, "# HELP clsearch_deadline_misses_total Of those, the ones answered after their deadline.\n"
+            "# TYPE clsearch_deadline_misses_total counter\nclsearch_deadline_misses_total %llu\n",
+        (unsigned long long)m->late);
     put(&t, "# HELP clsearch_search_seconds_total Wall time of the searches, submission to answer.\n"
             "# TYPE clsearch_search_seconds_total counter\nclsearch_search_seconds_total %.6f\n", m->search_s);
     put(&t, "# HELP clsearch_device_seconds_total Device time by step (OpenCL profiling events; none on the "
@@ -202,6 +216,24 @@ char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t con
             "of a device list).\n# TYPE clsearch_executor_queries_total counter\n");
     for (size_t i = 0; i < nx; i++)
         put(&t, "clsearch_executor_queries_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].queries);
+    put(&t, "# HELP clsearch_executor_searches_total Searches (or parts of one) each executor ran.\n"
+            "# TYPE clsearch_executor_searches_total counter\n");
+    for (size_t i = 0; i < nx; i++)
+        put(&t, "clsearch_executor_searches_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].searches);
+    put(&t, "# HELP clsearch_executor_stolen_total Searches an executor ran that another, had both been free, was "
+            "predicted to finish sooner (taken from a busy executor's queue).\n"
+            "# TYPE clsearch_executor_stolen_total counter\n");
+    for (size_t i = 0; i < nx; i++)
+        put(&t, "clsearch_executor_stolen_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].stolen);
+    put(&t, "# HELP clsearch_executor_late_total Searches each executor finished after their deadline.\n"
+            "# TYPE clsearch_executor_late_total counter\n");
+    for (size_t i = 0; i < nx; i++)
+        put(&t, "clsearch_executor_late_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].late);
+    put(&t, "# HELP clsearch_executor_model_error Relative error of each executor's cost model, the decayed mean of "
+            "|predicted - measured| / measured over its recent runs (0: not yet measured).\n"
+            "# TYPE clsearch_executor_model_error gauge\n");
+    for (size_t i = 0; i < nx; i++)
+        put(&t, "clsearch_executor_model_error{executor=\"%zu\"} %.4f\n", i, x[i].model_error);
     put(&t, "# HELP clsearch_executor_set_aside 1 for an executor set aside after failing a batch that another "
             "then ran (/health says why).\n# TYPE clsearch_executor_set_aside gauge\n");
     for (size_t i = 0; i < nx; i++) put(&t, "clsearch_executor_set_aside{executor=\"%zu\"} %d\n", i, x[i].set_aside);

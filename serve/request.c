@@ -148,6 +148,7 @@ int req_from_json(srv_req *r, cJSON *doc, long nul_at, const srv_opts *o, char *
     r->doc = doc;
     cls_search_defaults(&r->p);
     r->p.k = 10; /* a page of results, not search's 1000: the answer goes over the wire */
+    r->p.deadline_ms = o->deadline_ms;
     if (!cJSON_IsObject(doc)) {
         snprintf(err, errlen, "the body must be a JSON object");
         return 400;
@@ -177,8 +178,11 @@ int req_from_json(srv_req *r, cJSON *doc, long nul_at, const srv_opts *o, char *
         } else if (strcmp(n, "b") == 0) {
             if (!number_field(f, "b", 0, 1, 0, &v, err, errlen)) return 400;
             r->p.b = (float)v;
+        } else if (strcmp(n, "deadline_ms") == 0) {
+            if (!number_field(f, "deadline_ms", 0, 600000, 0, &v, err, errlen)) return 400;
+            r->p.deadline_ms = v;
         } else {
-            snprintf(err, errlen, "unknown field \"%.64s\" (query, queries, qid, k, mode, k1, b)", n);
+            snprintf(err, errlen, "unknown field \"%.64s\" (query, queries, qid, k, mode, k1, b, deadline_ms)", n);
             return 400;
         }
     }
@@ -332,7 +336,9 @@ char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t 
     ok = ok && cJSON_AddNumberToObject(o, "k", r->p.k) && cJSON_AddStringToObject(o, "mode", cls_mode_name(r->p.mode)) &&
          cJSON_AddNumberToObject(o, "batch_queries", (double)r->batch_queries) &&
          cJSON_AddNumberToObject(o, "queue_ms", ms(r->queue_s)) && cJSON_AddNumberToObject(o, "search_ms", ms(r->search_s)) &&
-         cJSON_AddNumberToObject(o, "total_ms", ms(total_s));
+         cJSON_AddNumberToObject(o, "total_ms", ms(total_s)) &&
+         (!(r->p.deadline_ms > 0) ||
+          (cJSON_AddNumberToObject(o, "deadline_ms", r->p.deadline_ms) && cJSON_AddBoolToObject(o, "late", r->late)));
     char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (text) *len = strlen(text);

@@ -12,21 +12,27 @@
  * limits and timeouts. It also answers malformed HTTP itself.
  *
  * Threads: libmicrohttpd's pool threads read requests, parse and check their JSON (cJSON) and put
- * them in one bounded queue; ONE batcher thread takes queued requests until --max-batch queries
- * or --max-wait-ms since the oldest was queued, and submits them as one search
- * (cls_engine_submit) once the engine has fewer than --inflight searches a device in flight; a
- * completer thread per slot waits for its search, copies each request's rows into the request
- * and resumes its connection (batcher.c); a pool thread then writes the response. One search takes one set of parameters (k, mode, k1, b):
- * a batch holds requests with equal parameters only; the oldest queued request decides them and
- * requests asking for others wait, in order, for a later batch (never reordered among themselves,
- * never starved: the oldest always goes first). A request's queries are never split between
- * batches; one larger than --max-batch is a batch of its own.
+ * them in one bounded queue, earliest deadline first (requests without one after those with one,
+ * in arrival order); ONE batcher thread takes queued requests and submits them as one search
+ * (cls_engine_submit) once the engine has fewer than --inflight searches a device in flight: at
+ * once while an executor of the engine is idle (at low load a request waits for no batch), else
+ * up to --max-batch queries or --max-wait-ms since the oldest was queued, whichever comes first.
+ * The search carries the earliest deadline of its requests, so the engine takes it in deadline
+ * order and on the executor predicted to finish it first. A completer thread per slot waits for
+ * its search, copies each request's rows into the request and resumes its connection
+ * (batcher.c); a pool thread then writes the response. One search takes one set of parameters
+ * (k, mode, k1, b): a batch holds requests with equal parameters only; the first queued request
+ * decides them and requests asking for others wait, in order, for a later batch (never
+ * reordered among requests of one deadline, never starved by them). A request's queries are
+ * never split between batches; one larger than --max-batch is a batch of its own. A request
+ * answered after its deadline is answered all the same, and counted (/metrics).
  *
  * The protocol (README.md shows it with curl):
- *   POST /search   {"query": "text", "qid": "1", "k": 10, "mode": "or", "k1": 0.9, "b": 0.4}
+ *   POST /search   {"query": "text", "qid": "1", "k": 10, "mode": "or", "k1": 0.9, "b": 0.4,
+ *                   "deadline_ms": 20}
  *                  or {"queries": [{"qid": "1", "query": "text"}, ...], "k": ..., ...}
  *                  (qid optional: "1", "2", ... by position; k, mode, k1, b optional: 10, or, 0.9,
- *                  0.4; any other field is an error)
+ *                  0.4; deadline_ms optional: --deadline-ms's; any other field is an error)
  *   GET  /search?q=text&qid=1&k=10&mode=or&k1=0.9&b=0.4   the same, one query
  *     200 {"results": [{"qid": "1", "hits": [{"rank": 1, "docno": "d1", "score": 0.44395}, ...]},
  *          ...], "k": 10, "mode": "or", "batch_queries": 12, "queue_ms": 1.2, "search_ms": 3.4,
@@ -71,7 +77,10 @@ typedef struct srv_opts {
     const char *listen;   /* "ADDR:PORT": an IPv4 address, [IPv6] or a host name; port 0: any free
                            * port (srv_port says which); default "127.0.0.1:8080" */
     unsigned max_batch;   /* queries per device batch, 1..65536; default 128 */
-    double max_wait_ms;   /* how long the oldest queued query waits for others, 0..10000; default 5 */
+    double max_wait_ms;   /* how long the oldest queued query waits for others while every executor
+                           * is busy, 0..10000; default 5 (one idle: the batch goes at once) */
+    double deadline_ms;   /* a request's deadline when it gives none ("deadline_ms"), from its
+                           * arrival, 0..600000; 0: none (default) */
     unsigned inflight;    /* searches in flight a device (submitted, not yet ended), 1..8; default 1:
                            * the next batch gathers until a device is free, so a request waits
                            * for at most the search before its own */

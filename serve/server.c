@@ -5,6 +5,7 @@
 #define _DEFAULT_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ void srv_defaults(srv_opts *o)
     *o = (srv_opts){.listen = "127.0.0.1:8080",
                     .max_batch = 128,
                     .max_wait_ms = 5,
+                    .deadline_ms = 0,
                     .inflight = 1,
                     .threads = cores < 1 ? 1 : cores > 4 ? 4 : (unsigned)cores,
                     .max_queue = 4096,
@@ -48,6 +50,8 @@ static cls_status check_opts(const srv_opts *o)
     if (o->max_batch < 1 || o->max_batch > 65536) return err_set(CLS_E_ARG, "max batch %u: 1 to 65536", o->max_batch);
     if (!(o->max_wait_ms >= 0 && o->max_wait_ms <= 10000))
         return err_set(CLS_E_ARG, "max wait %g ms: 0 to 10000", o->max_wait_ms);
+    if (!(o->deadline_ms >= 0 && o->deadline_ms <= 600000))
+        return err_set(CLS_E_ARG, "deadline %g ms: 0 to 600000 (0: none)", o->deadline_ms);
     if (o->inflight < 1 || o->inflight > 8) return err_set(CLS_E_ARG, "searches in flight a device %u: 1 to 8", o->inflight);
     if (o->threads < 1 || o->threads > 64) return err_set(CLS_E_ARG, "threads %u: 1 to 64", o->threads);
     if (o->max_queue < 1 || o->max_queue > 1048576) return err_set(CLS_E_ARG, "max queue %u: 1 to 1048576", o->max_queue);
@@ -163,21 +167,29 @@ static enum MHD_Result respond_error(srv_req *r, int status, const char *fmt, ..
  * device; a device set aside leaves the server serving on the others, so it stays healthy). */
 static int add_executors(cJSON *o, cls_engine *eng)
 {
-    cls_executor_info x[64];
-    size_t nx = cls_engine_executors(eng, x, 64);
-    cJSON *a = cJSON_AddArrayToObject(o, "executors");
-    for (size_t i = 0; a && i < nx && i < 64; i++) {
+    size_t nx = cls_engine_executors(eng, NULL, 0);
+    cls_executor_info *x = calloc(nx ? nx : 1, sizeof *x);
+    cJSON *a = x ? cJSON_AddArrayToObject(o, "executors") : NULL;
+    if (a) cls_engine_executors(eng, x, nx);
+    int ok = a != NULL;
+    for (size_t i = 0; ok && i < nx; i++) {
         cJSON *e = cJSON_CreateObject();
         if (!e || !cJSON_AddItemToArray(a, e)) {
             cJSON_Delete(e);
-            return 0;
+            ok = 0;
+            break;
         }
-        if (!cJSON_AddNumberToObject(e, "queries", (double)x[i].queries) ||
-            !cJSON_AddBoolToObject(e, "set_aside", x[i].set_aside) ||
-            (x[i].set_aside && !cJSON_AddStringToObject(e, "why", x[i].why)))
-            return 0;
+        ok = cJSON_AddStringToObject(e, "name", x[i].name) && cJSON_AddNumberToObject(e, "queries", (double)x[i].queries) &&
+             cJSON_AddNumberToObject(e, "searches", (double)x[i].searches) &&
+             cJSON_AddNumberToObject(e, "stolen", (double)x[i].stolen) &&
+             cJSON_AddNumberToObject(e, "late", (double)x[i].late) && cJSON_AddBoolToObject(e, "busy", x[i].busy) &&
+             cJSON_AddStringToObject(e, "model", x[i].model) &&
+             cJSON_AddNumberToObject(e, "model_error", x[i].model_error) &&
+             cJSON_AddBoolToObject(e, "set_aside", x[i].set_aside) &&
+             (!x[i].set_aside || cJSON_AddStringToObject(e, "why", x[i].why));
     }
-    return a != NULL;
+    free(x);
+    return ok;
 }
 
 static enum MHD_Result answer_health(srv_req *r)
@@ -196,7 +208,8 @@ static enum MHD_Result answer_health(srv_req *r)
         cJSON_AddNumberToObject(ix, "postings", (double)st.num_postings) &&
         cJSON_AddStringToObject(ix, "codec", cls_codec_name(st.codec)) &&
         cJSON_AddNumberToObject(o, "max_batch", s->o.max_batch) && cJSON_AddNumberToObject(o, "max_wait_ms", s->o.max_wait_ms) &&
-        cJSON_AddNumberToObject(o, "inflight", s->o.inflight) && add_executors(o, s->eng))
+        cJSON_AddNumberToObject(o, "inflight", s->o.inflight) &&
+        cJSON_AddNumberToObject(o, "deadline_ms", s->o.deadline_ms) && add_executors(o, s->eng))
         body = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return respond(r, stopping || shrunk ? 503 : 200, body, body ? strlen(body) : 0, "application/json");
@@ -211,9 +224,11 @@ static enum MHD_Result answer_metrics(srv_req *r)
     uint64_t closed[NUM_CLOSED];
     conn_closed_counts(s, closed);
     size_t len = 0;
-    cls_executor_info x[64];
-    size_t nx = cls_engine_executors(s->eng, x, 64);
-    char *body = metrics_text(&s->m, s->device, queued, conn_count(s), closed, x, nx < 64 ? nx : 64, &len);
+    size_t nx = cls_engine_executors(s->eng, NULL, 0);
+    cls_executor_info *x = calloc(nx ? nx : 1, sizeof *x);
+    if (x) cls_engine_executors(s->eng, x, nx);
+    char *body = x ? metrics_text(&s->m, s->device, queued, conn_count(s), closed, x, nx, &len) : NULL;
+    free(x);
     return respond(r, 200, body, len, "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -254,7 +269,7 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *ke
     }
     const char *name = strcmp(key, "q") == 0 ? "query" : key;
     cJSON *v;
-    if (strcmp(name, "k") == 0 || strcmp(name, "k1") == 0 || strcmp(name, "b") == 0) {
+    if (strcmp(name, "k") == 0 || strcmp(name, "k1") == 0 || strcmp(name, "b") == 0 || strcmp(name, "deadline_ms") == 0) {
         char *end;
         errno = 0;
         double d = strtod(value, &end);
@@ -322,10 +337,9 @@ static enum MHD_Result handle_search(srv_req *r, const char *method)
     MHD_suspend_connection(r->conn);
     r->state = REQ_QUEUED;
     r->t_queued = srv_now();
+    r->t_due = r->p.deadline_ms > 0 ? r->t_queued + r->p.deadline_ms * 1e-3 : INFINITY;
     pthread_mutex_lock(&s->mu);
-    if (s->tail) s->tail->next = r;
-    else s->head = r;
-    s->tail = r;
+    batcher_queue(s, r);
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->mu);
     return MHD_YES;

@@ -59,6 +59,7 @@ typedef struct srv_req {
     srv_route route;
     double t0;              /* headers received (monotonic seconds) */
     double t_queued;
+    double t_due;           /* t_queued + its deadline (INFINITY: none) */
     char *body;
     size_t body_len, body_cap;
     int body_over;          /* the body passed max_body: discarded, answered 413 at its end */
@@ -78,6 +79,7 @@ typedef struct srv_req {
     float *scores;
     size_t batch_queries;
     double queue_s, search_s;
+    int late;               /* answered after t_due */
     struct srv_req *next;   /* the queue, then the batcher's taken list */
 } srv_req;
 
@@ -120,6 +122,7 @@ typedef struct srv_metrics {
     uint64_t lat_count;
     double lat_sum;
     double search_s;
+    uint64_t due, late;                   /* requests answered with a deadline, and after it */
     srv_step steps[MAX_STEPS];
     size_t nsteps;
 } srv_metrics;
@@ -132,6 +135,8 @@ void metrics_response(srv_metrics *m, srv_route route, int code, double latency_
 void metrics_aborted(srv_metrics *m);
 /* A batch of n queries searched in search_s, with the engine's profile of it. */
 void metrics_batch(srv_metrics *m, size_t n, double search_s, const cls_profile_step *steps, size_t nsteps);
+/* A request with a deadline answered, late (1) or in time. */
+void metrics_deadline(srv_metrics *m, int late);
 /* The Prometheus text (malloc'ed), NULL when out of memory. */
 /* conns: connections open; closed: connections the server shut down, by CLOSED_*. */
 /* x: the engine's executors (cls_engine_executors). */
@@ -213,6 +218,8 @@ int conns_drain(srv *s, double deadline);
 /* The batcher thread's body (arg: the srv). It returns once stopping is set, no admitted query
  * is left and every search in flight has been answered. */
 void *batcher_main(void *arg);
+/* Links r into the queue, earliest deadline first (with mu held). */
+void batcher_queue(srv *s, srv_req *r);
 /* The slots and their completer threads (with s->mu initialised); freed by batcher_slots_free
  * once the batcher has returned (or never started). */
 cls_status batcher_slots_create(struct srv *s);

@@ -16,6 +16,7 @@
 #include "algo/and.h"
 #include "algo/or.h"
 #include "engine/dev_engine.h"
+#include "engine/cost_model.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "testutil.h"
@@ -237,6 +238,17 @@ static uint64_t counter(cls_engine *e, const char *name)
 {
     const cls_counter *c;
     size_t n = cls_engine_counters(e, &c);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(c[i].name, name) == 0) return c[i].value;
+    ck_abort_msg("no counter %s", name);
+    return 0;
+}
+
+/* A finished search's own counter (cls_search_counters). */
+static uint64_t counter_of(const cls_search *j, const char *name)
+{
+    const cls_counter *c;
+    size_t n = cls_search_counters(j, &c);
     for (size_t i = 0; i < n; i++)
         if (strcmp(c[i].name, name) == 0) return c[i].value;
     ck_abort_msg("no counter %s", name);
@@ -1282,6 +1294,120 @@ START_TEST(host_with_a_device_matches_reference)
 }
 END_TEST
 
+/* Routing by finishing time and deadlines, the models set (sched_set_model) and executors held
+ * busy (sched_hold), so nothing is timed: a search waits for a busy executor that would still
+ * finish it sooner than the free one (and runs there once it is free), and is taken by the free
+ * one (counted stolen) when the busy one's wait makes it later. Searches queue earliest deadline
+ * first; a search past its deadline counts its queries late, results unchanged. */
+START_TEST(routing_by_finish_time_and_deadline)
+{
+    fixture f = fixture_open(53, 3000, 200, 23, 120);
+    char spec[128];
+    snprintf(spec, sizeof spec, "host:1,%s", tu_device());
+    cls_engine *set;
+    ck_assert_msg(cls_engine_create(f.idx, spec, &set) == CLS_OK, "%s", cls_last_error());
+    sched *sc = engine_sched(set);
+    sched_set_split_min(sc, 100000); /* whole searches only */
+    const unsigned host = 0, dev = 1;
+    cls_results *want = search(f.ref, f.b, CLS_MODE_OR, 10), *got;
+    ck_assert_int_eq(cls_results_create(&got), CLS_OK);
+    cls_search_params p;
+    cls_search_defaults(&p);
+    p.k = 10;
+    /* the device: 1 ms for the batch; the host: 1 s */
+    sched_set_model(sc, host, 1e3, 1.0);
+    sched_set_model(sc, dev, 1e12, 1e-3);
+    /* the device busy for 5 ms more: still sooner than the host; the search waits for it */
+    sched_hold(sc, dev, 5e-3);
+    cls_search *j;
+    ck_assert_msg(cls_engine_submit(set, f.b, &p, got, &j) == CLS_OK, "%s", cls_last_error());
+    sched_hold(sc, dev, 0);
+    ck_assert_msg(cls_search_wait(j) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_eq(counter_of(j, "device_1_queries"), cls_batch_count(f.b));
+    ck_assert_uint_eq(counter_of(j, "device_0_queries"), 0);
+    ck_assert_msg(cls_results_compare(want, got, 0.0) == CLS_OK, "%s", cls_last_error());
+    cls_search_free(j);
+    /* the device busy for 100 s: the free host finishes first and takes it from the device's queue */
+    sched_hold(sc, dev, 100);
+    ck_assert_msg(cls_engine_search(set, f.b, &p, got) == CLS_OK, "%s", cls_last_error());
+    sched_hold(sc, dev, 0);
+    ck_assert_uint_eq(counter(set, "device_0_queries"), cls_batch_count(f.b));
+    ck_assert_msg(cls_results_compare(want, got, 0.0) == CLS_OK, "%s", cls_last_error());
+    cls_executor_info x[2];
+    ck_assert_uint_eq(cls_engine_executors(set, x, 2), 2);
+    ck_assert_uint_eq(x[host].stolen, 1);
+    ck_assert_uint_eq(x[dev].stolen, 0);
+    ck_assert_str_eq(x[host].name, "host:1");
+    /* deadlines: both executors held, three searches queued, due in 300, 100 and 200 s: they run
+     * in that order of deadlines (each records when it ran through its executor's searches) */
+    sched_set_model(sc, host, 0, 0);
+    sched_set_model(sc, dev, 0, 0);
+    sched_hold(sc, host, 100);
+    sched_hold(sc, dev, 100);
+    double due[3] = {300e3, 100e3, 200e3};
+    cls_search *js[3];
+    cls_results *rs[3];
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(cls_results_create(&rs[i]), CLS_OK);
+        p.deadline_ms = due[i];
+        ck_assert_msg(cls_engine_submit(set, f.b, &p, rs[i], &js[i]) == CLS_OK, "%s", cls_last_error());
+    }
+    ck_assert_int_eq(sched_queued_position(sc, js[1]), 0);
+    ck_assert_int_eq(sched_queued_position(sc, js[2]), 1);
+    ck_assert_int_eq(sched_queued_position(sc, js[0]), 2);
+    sched_hold(sc, host, 0);
+    sched_hold(sc, dev, 0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(cls_search_wait(js[i]) == CLS_OK, "%s", cls_last_error());
+        ck_assert_uint_eq(counter_of(js[i], "queries_late"), 0);
+        ck_assert_msg(cls_results_compare(want, rs[i], 0.0) == CLS_OK, "%s", cls_last_error());
+        cls_search_free(js[i]);
+        cls_results_free(rs[i]);
+    }
+    /* a deadline already past when the search ends: every query late, the results the same */
+    p.deadline_ms = 1e-6;
+    ck_assert_msg(cls_engine_search(set, f.b, &p, got) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_eq(counter(set, "queries_late"), cls_batch_count(f.b));
+    ck_assert_msg(cls_results_compare(want, got, 0.0) == CLS_OK, "%s", cls_last_error());
+    p.deadline_ms = -1;
+    ck_assert_int_eq(cls_engine_search(set, f.b, &p, got), CLS_E_ARG);
+    ck_assert_msg(strstr(cls_last_error(), "deadline_ms"), "%s", cls_last_error());
+    cls_results_free(got);
+    cls_results_free(want);
+    cls_engine_free(set);
+    fixture_close(&f);
+}
+END_TEST
+
+/* The per-query cost model: runs drawn from t = 0.5 ms + 0.02 ms a query + 3 ms per million
+ * postings of the queries' shortest lists give those coefficients back, predict within 1e-6, and
+ * are predicted by the features once fitted (the line's error is larger); nothing measured
+ * predicts 0. */
+START_TEST(cost_model_fits_the_features)
+{
+    cost_model m;
+    memset(&m, 0, sizeof m);
+    double f[BATCH_COST_FEATURES] = {1, 1000, 100, 200, 2};
+    ck_assert(cost_model_predict(&m, f) == 0);
+    uint64_t r = 88172645463325252ull;
+    for (int run = 0; run < 200; run++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        double q = (double)(1 + r % 500), total = q * (double)(1000 + (r >> 9) % 200000);
+        double shortest = total * (double)((r >> 20) % 100) / 400, second = total * 0.3, terms = q * (double)(2 + (r >> 30) % 3);
+        double g[BATCH_COST_FEATURES] = {q, total, shortest, second, terms};
+        cost_model_add(&m, g, 0.5e-3 + 0.02e-3 * q + 3e-9 * shortest);
+    }
+    ck_assert_msg(cost_model_uses_features(&m), "line in use: features %g line %g", m.err, m.err_line);
+    double g[BATCH_COST_FEATURES] = {64, 5e6, 1e6, 1.5e6, 192};
+    double want = 0.5e-3 + 0.02e-3 * 64 + 3e-9 * 1e6;
+    ck_assert_msg(fabs(cost_model_predict(&m, g) - want) < 1e-6 * want, "predicted %g, want %g", cost_model_predict(&m, g), want);
+    ck_assert_msg(cost_model_error(&m) < 1e-3, "error %g", cost_model_error(&m));
+    char line[512];
+    cost_model_describe(&m, line, sizeof line);
+    ck_assert_msg(strstr(line, "features in use"), "%s", line);
+}
+END_TEST
+
 /* A search in its parts, as a scheduler would run it over several executors: prepared once,
  * ordered, its queries run in two ranges (each with the re-runs its algorithm asks for), then
  * finished: every mode gives the whole search's results, and the counters count every query once. */
@@ -1855,6 +1981,8 @@ static Suite *suite(void)
     tcase_add_test(tc, list_cache_bookkeeping);
     tcase_add_test(tc, host_matches_reference);
     tcase_add_test(tc, host_with_a_device_matches_reference);
+    tcase_add_test(tc, routing_by_finish_time_and_deadline);
+    tcase_add_test(tc, cost_model_fits_the_features);
     suite_add_tcase(s, tc);
     return s;
 }

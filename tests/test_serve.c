@@ -487,6 +487,53 @@ static void expect_error(const server *sv, const char *method, const char *path,
     cJSON_Delete(o);
 }
 
+/* Deadlines and routing: a server over the host executor and a device with --deadline-ms answers
+ * as `search --json` does; a request past its deadline is answered, marked late and counted in
+ * /metrics, one within it not; /health names each executor with its cost model; a bad
+ * deadline_ms is refused. */
+START_TEST(serve_deadlines)
+{
+    char *idx, *tp;
+    make_collection(&idx, &tp, 3000, 48);
+    server sv;
+    char dev[256];
+    snprintf(dev, sizeof dev, "host:1,%s", tu_device());
+    start_server_on(&sv, idx, dev, "--max-batch 8 --max-wait-ms 1 --threads 4 --deadline-ms 600000");
+    concurrent_equal(&sv, idx, tp, 4, 10, "or", 5, "and");
+    const char *r;
+    static const char *const bodies[2] = {"{\"query\": \"w1 w2\", \"deadline_ms\": 0.001}", "{\"query\": \"w1 w2\"}"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(http(&sv, "POST", "/search", bodies[i], &r), 200);
+        cJSON *o = cJSON_Parse(r);
+        ck_assert(o);
+        ck_assert_msg(cJSON_IsBool(cJSON_GetObjectItem(o, "late")) &&
+                          cJSON_IsTrue(cJSON_GetObjectItem(o, "late")) == (i == 0),
+                      "%s: %s", bodies[i], r);
+        ck_assert_msg(cJSON_GetObjectItem(o, "deadline_ms")->valuedouble == (i == 0 ? 0.001 : 600000), "%s", r);
+        cJSON_Delete(o);
+    }
+    ck_assert_int_eq(http(&sv, "GET", "/metrics", NULL, &r), 200);
+    ck_assert_msg(metric(r, "clsearch_deadline_misses_total") >= 1, "%s", r);
+    ck_assert_msg(metric(r, "clsearch_deadline_requests_total") >= metric(r, "clsearch_queries_total") / 5, "%s", r);
+    ck_assert_msg(strstr(r, "clsearch_executor_model_error{executor=\"1\"}"), "%s", r);
+    ck_assert_int_eq(http(&sv, "GET", "/health", NULL, &r), 200);
+    cJSON *o = cJSON_Parse(r);
+    ck_assert(o);
+    cJSON *ex = cJSON_GetObjectItem(o, "executors");
+    ck_assert_msg(cJSON_GetArraySize(ex) == 2, "%s", r);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(ex, 0), "name")->valuestring, "host:1");
+    ck_assert_msg(strstr(cJSON_GetObjectItem(cJSON_GetArrayItem(ex, 0), "model")->valuestring, "M/s"), "%s", r);
+    ck_assert(cJSON_GetObjectItem(o, "deadline_ms")->valuedouble == 600000);
+    cJSON_Delete(o);
+    expect_error(&sv, "POST", "/search", "{\"query\": \"a\", \"deadline_ms\": -1}", 400, "deadline_ms");
+    expect_error(&sv, "GET", "/search?q=a&deadline_ms=soon", NULL, 400, "deadline_ms");
+    int rc = stop_server(&sv);
+    ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(&sv));
+    remove(idx), remove(tp), remove(sv.err_path);
+    free(idx), free(tp);
+}
+END_TEST
+
 START_TEST(serve_refuses_bad_requests)
 {
     char *idx, *tp;
@@ -1038,6 +1085,7 @@ static Suite *plain(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, serve_answers_equal_search);
     tcase_add_test(tc, serve_device_set_answers_equal_search);
+    tcase_add_test(tc, serve_deadlines);
     tcase_add_test(tc, serve_refuses_bad_requests);
     tcase_add_test(tc, serve_sigterm_answers_the_queue);
     tcase_add_test(tc, serve_text_is_utf8);

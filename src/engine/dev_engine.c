@@ -1097,7 +1097,6 @@ cls_status clx_search_order(clx_engine *e, const cls_batch *bt, const uint32_t *
 cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *order, uint64_t n, cls_results *r)
 {
     dev_search *sr = &e->search;
-    double t0 = clx_now();
     cls_status s = search_batches(e, bt, order, n, r);
     /* the queries the algorithm asks to run again (having raised what they outgrew), until none */
     while (s == CLS_OK && sr->algo->rerun) {
@@ -1110,7 +1109,6 @@ cls_status clx_search_run(clx_engine *e, const cls_batch *bt, const uint32_t *or
         e->counters[DEV_C_QUERIES_RERUN].value += m;
         s = search_batches(e, bt, e->again, m, r);
     }
-    if (s == CLS_OK) exec_model_add(&e->model, batch_postings(bt, order, n), clx_now() - t0);
     return s;
 }
 
@@ -1142,9 +1140,7 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     return CLS_OK;
 }
 
-double clx_search_rate(const clx_engine *e) { return e->model.rate; }
 
-double clx_search_fixed(const clx_engine *e) { return e->model.fixed; }
 
 size_t clx_counters(const clx_engine *e, const cls_counter **counters)
 {

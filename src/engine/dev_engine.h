@@ -6,7 +6,6 @@
 
 #include "algo/algo.h"
 #include "engine/engine.h"
-#include "engine/exec_model.h"
 #include "engine/list_cache.h"
 #include "engine/plan.h"
 
@@ -118,9 +117,6 @@ typedef struct clx_engine {
     /* the cost model (clx_search): plan_cost units per second of a batch's wall time, measured
      * and smoothed (0 until a batch ran); the target time of a batch */
     double rate, batch_secs;
-    /* clx_search_run's wall time against its queries' postings (exec_model.h): the scheduler
-     * weighs a split and routes a whole search by it, against other devices and the host alike */
-    exec_model model;
     uint32_t batch_floor; /* queries a batch takes before the target time can close it */
     uint32_t *order; /* the search's queries, cheapest first (balanced batches) */
     dev_qcost *cost;

@@ -58,8 +58,6 @@ static cls_status host_run_op(void *impl, const cls_batch *b, const uint32_t *or
 }
 static void host_finish_op(void *impl) { host_search_finish(impl); }
 static uint32_t host_k_op(const void *impl) { return host_search_k(impl); }
-static double host_rate_op(const void *impl) { return host_search_rate(impl); }
-static double host_fixed_op(const void *impl) { return host_search_fixed(impl); }
 
 static const executor_ops HOST_OPS = {.search = host_search_op,
                                       .prepare = host_prepare_op,
@@ -67,8 +65,6 @@ static const executor_ops HOST_OPS = {.search = host_search_op,
                                       .run = host_run_op,
                                       .finish = host_finish_op,
                                       .k = host_k_op,
-                                      .rate = host_rate_op,
-                                      .fixed = host_fixed_op,
                                       .free = host_free_op,
                                       .counters = host_counters_op};
 
@@ -106,8 +102,6 @@ static cls_status clx_run_op(void *impl, const cls_batch *b, const uint32_t *ord
 }
 static void clx_finish_op(void *impl) { clx_search_finish(impl); }
 static uint32_t clx_k_op(const void *impl) { return clx_search_k(impl); }
-static double clx_rate_op(const void *impl) { return clx_search_rate(impl); }
-static double clx_fixed_op(const void *impl) { return clx_search_fixed(impl); }
 static void clx_free_op(void *impl) { clx_free(impl); }
 static void clx_build_times_op(const void *impl, double *seconds, int *from_cache)
 {
@@ -126,8 +120,6 @@ static const executor_ops CLX_OPS = {.search = clx_search_op,
                                      .run = clx_run_op,
                                      .finish = clx_finish_op,
                                      .k = clx_k_op,
-                                     .rate = clx_rate_op,
-                                     .fixed = clx_fixed_op,
                                      .free = clx_free_op,
                                      .build_times = clx_build_times_op,
                                      .profile = clx_profile_op,
@@ -316,6 +308,7 @@ void cls_search_defaults(cls_search_params *p)
     p->mode = CLS_MODE_OR;
     p->k1 = 0.9f;
     p->b = 0.4f;
+    p->deadline_ms = 0;
 }
 
 cls_status params_check(const cls_search_params *p)
@@ -326,6 +319,8 @@ cls_status params_check(const cls_search_params *p)
     if (!query_algo_for((int)p->mode)) return err_set(CLS_E_ARG, "unknown query mode %d", (int)p->mode);
     if (!(p->k1 >= 0 && p->k1 <= 100)) return err_set(CLS_E_ARG, "BM25 k1 must be in [0, 100]");
     if (!(p->b >= 0 && p->b <= 1)) return err_set(CLS_E_ARG, "BM25 b must be in [0, 1]");
+    if (!(p->deadline_ms >= 0 && p->deadline_ms <= 1e9))
+        return err_set(CLS_E_ARG, "deadline_ms must be in [0, 1e9] (0: none)");
     return CLS_OK;
 }
 
@@ -563,6 +558,7 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     const uint32_t *base = NULL;
     unsigned n = 0;
     int serial[MULTI_MAX] = {0};
+    char names[MULTI_MAX][64] = {{0}};
     if (opts.placement != CLS_PLACEMENT_AUTO && opts.placement != CLS_PLACEMENT_REPLICATE &&
         opts.placement != CLS_PLACEMENT_SHARD)
         s = err_set(CLS_E_ARG, "unknown placement %d", (int)opts.placement);
@@ -571,6 +567,7 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         s = ref_create(idx, &re);
         e->ref = 1;
         e->xops[n] = &REF_OPS;
+        snprintf(names[n], sizeof names[n], "ref");
         impls[n++] = re;
         if (s == CLS_OK) s = desc_alloc(e, 0);
         if (s == CLS_OK)
@@ -591,7 +588,10 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
             n = asked;
             snprintf(placed, sizeof placed, "the index replicated on each (it holds no document to shard)");
         }
-        for (unsigned i = 0; i < n; i++) idxs[i] = shard ? e->shards[i] : idx;
+        for (unsigned i = 0; i < n; i++) {
+            idxs[i] = shard ? e->shards[i] : idx;
+            snprintf(names[i], sizeof names[i], "%s", specs[i]);
+        }
         unsigned made = 0;
         if (s == CLS_OK) s = desc_alloc(e, n);
         if (s == CLS_OK && !(d = malloc(e->desc_len))) s = err_set(CLS_E_NOMEM, "cls_engine_create: out of memory");
@@ -603,6 +603,7 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
         free(d);
     }
     if (s == CLS_OK) s = sched_create(idx, e->xops, impls, serial, n, base, &e->sched);
+    for (unsigned i = 0; s == CLS_OK && i < n; i++) sched_set_name(e->sched, i, names[i]);
     if (s != CLS_OK) {
         for (unsigned i = 0; i < n; i++)
             if (impls[i]) e->xops[i]->free(impls[i]);
@@ -702,10 +703,12 @@ size_t cls_engine_executors(cls_engine *e, cls_executor_info *out, size_t max)
     for (unsigned i = 0; i < n && i < max; i++) {
         cls_executor_info *x = &out[i];
         memset(x, 0, sizeof *x);
-        sched_executor_state(e->sched, i, &x->queries, &x->set_aside, x->why, sizeof x->why);
+        sched_executor_state(e->sched, i, x);
     }
     return n;
 }
+
+size_t cls_engine_idle(cls_engine *e) { return e ? sched_idle(e->sched) : 0; }
 
 cls_status cls_engine_search_text(cls_engine *e, const char *text, const cls_search_params *p, cls_results *r)
 {

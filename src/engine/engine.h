@@ -18,21 +18,12 @@ typedef struct executor_ops {
     cls_status (*run)(void *impl, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r);
     void (*finish)(void *impl);
     uint32_t (*k)(const void *impl);
-    /* the rate it has measured, postings of the queries' lists a second of run time (0: not yet),
-     * so that a split gives a faster executor more queries; NULL: every executor alike */
-    double (*rate)(const void *impl);
-    /* the seconds a search costs it besides its postings (launches, transfers, waking threads),
-     * measured (0: not yet): with rate, the time it would take a search it runs whole, so the
-     * scheduler gives such a search to the free executor that would finish it first; NULL: 0 */
-    double (*fixed)(const void *impl);
     void (*free)(void *impl);
     /* NULL where the engine has no programs or no profile */
     void (*build_times)(const void *impl, double *seconds, int *from_cache);
     size_t (*profile)(const void *impl, const cls_profile_step **steps, uint32_t *batches);
     size_t (*counters)(const void *impl, const cls_counter **counters);
 } executor_ops;
-
-#include "engine/exec_model.h"
 
 /* The reference engine: plain C, one query at a time. */
 typedef struct ref_engine ref_engine;
@@ -53,11 +44,6 @@ cls_status host_search_order(host_engine *e, const cls_batch *b, const uint32_t 
 cls_status host_search_run(host_engine *e, const cls_batch *b, const uint32_t *order, uint64_t n, cls_results *r);
 void host_search_finish(host_engine *e);
 uint32_t host_search_k(const host_engine *e);
-/* Postings of the queries' lists a second of run time, measured (0 before a search); the unit
- * clx_search_rate gives too, so a split weighs the host against devices. */
-double host_search_rate(const host_engine *e);
-/* Seconds a search costs besides its postings, measured (0 before a search). */
-double host_search_fixed(const host_engine *e);
 size_t host_counters(const host_engine *e, const cls_counter **counters);
 unsigned host_threads(const host_engine *e);
 unsigned host_threads_default(void);
@@ -85,11 +71,6 @@ cls_status clx_search_run(clx_engine *e, const cls_batch *b, const uint32_t *ord
 void clx_search_finish(clx_engine *e);
 /* The hits kept per query of the search prepared (k, at most the documents). */
 uint32_t clx_search_k(const clx_engine *e);
-/* Postings of the queries' lists a second of run time (clx_search_run), measured (0 before a
- * search): the unit host_search_rate gives too. */
-double clx_search_rate(const clx_engine *e);
-/* Seconds a search costs besides its postings (planning, launches, transfers), measured. */
-double clx_search_fixed(const clx_engine *e);
 void clx_build_times(const clx_engine *e, double *seconds, int *from_cache);
 size_t clx_profile(const clx_engine *e, const cls_profile_step **steps, uint32_t *batches);
 size_t clx_counters(const clx_engine *e, const cls_counter **counters);
@@ -134,11 +115,21 @@ size_t sched_profile(const sched *s, const cls_profile_step **steps, uint32_t *b
 void sched_build_times(const sched *s, double *seconds, int *from_cache);
 unsigned sched_executors(const sched *s);
 void *sched_executor(sched *s, unsigned i);
-void sched_executor_state(sched *s, unsigned i, uint64_t *queries, int *aside, char *why, size_t why_len);
+void sched_executor_state(sched *s, unsigned i, cls_executor_info *info);
+/* Executor i's name in cls_executor_info (its device spec: "host:15", "1:0", "ref"). */
+void sched_set_name(sched *s, unsigned i, const char *name);
+/* Executors idle and in service, 0 while searches wait in the queue (cls_engine_idle). */
+unsigned sched_idle(sched *s);
+/* Tests: executor i held busy, as if running a part its model gives `seconds` more (it takes no
+ * work meanwhile); seconds 0 releases it. Call only while it is idle (or held). */
+void sched_hold(sched *s, unsigned i, double seconds);
+/* Tests: where search j waits in the queue (0 first), or -1 when it does not. */
+int sched_queued_position(sched *s, const cls_search *j);
 /* The fewest queries a part of a split search holds (tests force 1; 0 never splits). */
 void sched_set_split_min(sched *s, unsigned queries);
-/* Executor i's time model for routing (exec_model.h) fixed at rate and fixed, in place of its
- * measured one (tests route without timing anything; rate 0: its own again). */
+/* Executor i's time model for routing and splits fixed at the line t = fixed + postings / rate, in
+ * place of its measured cost models (tests route without timing anything; rate 0: its own
+ * again). */
 void sched_set_model(sched *s, unsigned i, double rate, double fixed);
 
 /* cls_engine_create with explicit kernel parameters for an OpenCL device (NULL: those in force):

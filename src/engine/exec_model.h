@@ -1,11 +1,11 @@
-/* An executor's time model: a run of a search (or a part of one) takes
+/* A time line: a run of a search (or a part of one) takes
  *     t = fixed + postings / rate
- * seconds, postings those of its queries' lists. Both are fitted from the executor's own runs by
- * least squares over exponentially decayed sums (each run weighs EXEC_MODEL_DECAY of the one
- * after it), so the model follows the executor as its load and the queries change. The rate
- * weighs a split (more postings to a faster executor); the whole line predicts which free
- * executor would finish a search it runs whole first (a lone query on the host's cores, a batch
- * on a GPU). */
+ * seconds, postings those of its queries' lists, fitted by least squares over exponentially
+ * decayed sums (each run weighs EXEC_MODEL_DECAY of the one after it), so it follows an executor
+ * as its load and the queries change. It is the plain half of an executor's cost model
+ * (cost_model.h): the scheduler splits a search by it (fixed cost and rate give each executor the
+ * share that ends with the others'), and predicts by it where the per-query features predict
+ * worse. */
 #ifndef CLS_ENGINE_EXEC_MODEL_H
 #define CLS_ENGINE_EXEC_MODEL_H
 

@@ -150,7 +150,6 @@ struct host_engine {
     size_t costs_cap;
     uint32_t *own_order;   /* and the order it gives */
     size_t own_cap;
-    exec_model model;      /* its runs' time against their postings (host_search_rate, _fixed) */
     _Atomic int failed;
     cls_status status;     /* the first failure (under mu) */
     char err[1024];
@@ -793,7 +792,6 @@ cls_status host_search_order(host_engine *e, const cls_batch *bt, const uint32_t
 cls_status host_search_run(host_engine *e, const cls_batch *bt, const uint32_t *order, uint64_t n, cls_results *r)
 {
     const cls_index *idx = e->idx;
-    double t0 = clx_now();
     size_t most = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t q = order ? order[i] : i;
@@ -821,7 +819,6 @@ cls_status host_search_run(host_engine *e, const cls_batch *bt, const uint32_t *
     s = e->status;
     pthread_mutex_unlock(&e->mu);
     if (s != CLS_OK) return err_set(s, "%s", e->err);
-    exec_model_add(&e->model, batch_postings(bt, order, n), clx_now() - t0);
     for (unsigned c = 0; c < HC_COUNT; c++) {
         uint64_t v = c == HC_QUERIES ? n : 0;
         for (unsigned i = 0; i < e->nthreads; i++) v += e->w[i].counts[c];
@@ -832,9 +829,7 @@ cls_status host_search_run(host_engine *e, const cls_batch *bt, const uint32_t *
 
 void host_search_finish(host_engine *e) { (void)e; }
 
-double host_search_rate(const host_engine *e) { return e->model.rate; }
 
-double host_search_fixed(const host_engine *e) { return e->model.fixed; }
 
 cls_status host_search(host_engine *e, const cls_batch *bt, const cls_search_params *p, cls_results *r)
 {

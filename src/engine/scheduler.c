@@ -10,9 +10,9 @@
  *     together (a batch shares decoded lists and fills the device) and the devices apart;
  *   - split, when executors are free and nothing else waits, so that one search alone still
  *     uses every device: prepared on the first executor, ordered by cost once, and dealt out
- *     like cards (by stride where the devices are alike: part i takes the queries at positions
- *     i, i + n, i + 2n, ... of that order; weighted by each executor's measured rate, postings of
- *     the queries' lists a second, where they are not), so each part holds the whole range of costs and like-cost batches, and the devices
+ *     like cards (each part takes every n-th query of that order, by smooth weighted round
+ *     robin, in the shares that make the executors end together by their cost models' lines:
+ *     split_shares), so each part holds the whole range of costs and like-cost batches, and the devices
  *     finish together. A search is split into at most nq / split_min parts: below split_min
  *     queries a device's batch time is its fixed cost and splitting only occupies more devices;
  *   - on every shard, on a sharded engine: a part pinned to each executor, the whole batch on
@@ -21,9 +21,16 @@
  * never on the batch it shares, so results equal one executor's bit for bit); the last part to
  * finish packs them.
  *
- * A search run whole goes to the free executor its model predicts to finish it first
- * (exec_model.h: t = fixed + postings / rate, fitted from the executor's own runs), so a lone
- * query runs on the host's cores and a batch on a GPU where both are free.
+ * Routing (Ding et al.; cls_engine_executors says it for the user). Each executor keeps a cost
+ * model per mode (cost_model.h: a query's shortest, second-shortest and total postings and its
+ * terms), fitted from the parts it runs. Queued searches wait earliest deadline first. A search
+ * not yet begun is taken by a free executor only if no other executor, counting the time it still
+ * needs for its part in progress and the searches already left to it, is predicted to finish it
+ * clearly sooner (finishes_first): a lone query goes to the host's cores, a batch waits for a
+ * GPU about to be free rather than run on the slow free host, and the host takes from a busy
+ * GPU's queue what it would still finish first (counted as stolen, against the executor that
+ * would have finished it first were all free). A search ending after its deadline counts its
+ * queries in "queries_late" and its executor's late searches.
  *
  * Threads. Each executor has a worker thread once an engine has several executors or its first
  * asynchronous search: a device's launches and waits stay on one thread, and a device set runs
@@ -46,12 +53,17 @@
  * share ("device_N_queries") on an engine of several; the engine keeps the last finished job's
  * for cls_engine_counters and cls_engine_profile. Jobs are pooled, so a search allocates nothing
  * once the engine has run one of its size. */
+#define _DEFAULT_SOURCE
 #include <assert.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "device/clx.h"
+#include "engine/cost_model.h"
 #include "engine/engine.h"
 #include "engine/merge.h"
 #include "util/err.h"
@@ -86,7 +98,9 @@ struct cls_search {
     int sync;                /* its submitter runs it (sched_wait): workers take only its retries */
     enum job_state state;
     uint32_t kk;             /* hits per query of a split search */
-    uint64_t postings;       /* its queries' lists' postings (job_postings; UINT64_MAX: not yet) */
+    double feat[BATCH_COST_FEATURES]; /* its queries' cost features (batch_cost_features), summed */
+    double due;              /* when it should end (clx_now's clock; INFINITY: no deadline) */
+    int preferred;           /* the executor predicted to finish it first were all free (-1: none yet) */
     sched_part *parts;       /* one per executor at most; parts[0] the whole search until split */
     unsigned nparts, left;
     uint32_t **slices;       /* per part of a split search, its queries (kept for reuse) */
@@ -112,7 +126,12 @@ typedef struct sched_exec {
     unsigned id;
     void *impl;
     const executor_ops *ops; /* its kind */
+    cost_model model[CLS_NUM_MODES]; /* per mode, fitted from its own runs (cost_model.h) */
+    int last_mode;           /* of its last run, for cls_engine_executors */
     double model_rate, model_fixed; /* sched_set_model's, in place of its own (rate 0: none) */
+    double run_start, run_until; /* its part in progress: when it began, when its model said it ends */
+    uint64_t searches, stolen, late;
+    char name[64];
     int serial;              /* runs only while no other serial executor does (serial_mu) */
     int busy;                /* running a part (claimed under the lock) */
     int aside;               /* set aside after a failure */
@@ -146,12 +165,28 @@ struct sched {
 
 /* ---- The queue ------------------------------------------------------------------------------ */
 
+/* Queues p: at the front (a retry: late already), else earliest deadline first, after every part
+ * due no later (those without a deadline last, in the order they came). */
 static void queue_push(sched *s, sched_part *p, int front)
 {
     p->next = NULL;
-    if (!s->head) s->head = s->tail = p;
-    else if (front) p->next = s->head, s->head = p;
-    else s->tail->next = p, s->tail = p;
+    if (!s->head) {
+        s->head = s->tail = p;
+        return;
+    }
+    if (front) {
+        p->next = s->head, s->head = p;
+        return;
+    }
+    double due = p->job->due;
+    if (isinf(due) || !(s->tail->job->due > due)) {
+        s->tail->next = p, s->tail = p;
+        return;
+    }
+    sched_part **at = &s->head;
+    while ((*at)->job->due <= due) at = &(*at)->next;
+    p->next = *at;
+    *at = p;
 }
 
 static void queue_remove(sched *s, sched_part *p)
@@ -164,20 +199,90 @@ static void queue_remove(sched *s, sched_part *p)
     p->next = NULL;
 }
 
-/* The first queued part executor x's worker may run (one it has not failed, pinned to no other
- * executor), or NULL. A synchronous search's first part is its caller's: a worker that reaches
- * one stops there and leaves x free for that caller (woken by release's broadcast), so that a
- * stream of submitted searches cannot starve a synchronous one queued before them. */
-static sched_part *queue_first_for(sched *s, unsigned x)
+static int can_take(const sched_exec *x) { return !x->busy && !x->aside && !x->assigned; }
+
+/* ---- Routing: which executor finishes a search first --------------------------------------- */
+
+/* The seconds executor x's model predicts for job j run whole (0: not measured yet, so it is
+ * tried). */
+static double predict(const sched_exec *x, const cls_search *j)
 {
+    if (x->model_rate > 0) /* sched_set_model's line */
+        return x->model_fixed + j->feat[BATCH_COST_POSTINGS] / x->model_rate;
+    return cost_model_predict(&x->model[j->p.mode], j->feat);
+}
+
+/* Seconds from now until executor y may start another search: 0 when free; else what its model
+ * gave the part it runs less the time that part has run, or, a part overrunning its prediction,
+ * as long again as it has run. */
+static double wait_for(const sched_exec *y, double now)
+{
+    if (!y->busy && !y->assigned) return 0;
+    return y->run_until > now ? y->run_until - now : now - y->run_start;
+}
+
+/* The executor predicted to finish job j first were every one free (-1 while none is measured):
+ * its preferred one, against which a search run elsewhere counts as stolen. */
+static int preferred_of(const sched *s, const cls_search *j)
+{
+    int best = -1;
+    double t = 0;
+    for (unsigned i = 0; i < s->n; i++) {
+        double ti = s->ex[i].aside ? 0 : predict(&s->ex[i], j);
+        if (ti > 0 && (best < 0 || ti < t)) best = (int)i, t = ti;
+    }
+    return best;
+}
+
+/* Whether executor x, free, should take job j to run whole: yes unless another executor that
+ * may run it is predicted to finish it clearly sooner (by 10%, so that near ties go to the one
+ * free now), counting its wait (wait_for) and the searches already left to it (backlog, in
+ * seconds, NULL: none). Else *other receives the sooner one. An executor not yet measured takes
+ * what comes, and is not waited for. */
+static int finishes_first(const sched *s, const sched_exec *x, const cls_search *j, double now, const double *backlog,
+                          unsigned *other)
+{
+    double tx = predict(x, j);
+    if (s->n < 2 || s->shard_base || tx <= 0) return 1;
+    double best = 0.9 * tx;
+    int b = -1;
+    for (unsigned i = 0; i < s->n; i++) {
+        const sched_exec *y = &s->ex[i];
+        if (y == x || y->aside || (j->parts[0].tried >> i & 1)) continue;
+        double ty = predict(y, j);
+        if (ty <= 0) continue;
+        double f = wait_for(y, now) + (backlog ? backlog[i] : 0) + ty;
+        if (f < best) best = f, b = (int)i;
+    }
+    if (b < 0) return 1;
+    *other = (unsigned)b;
+    return 0;
+}
+
+/* The first queued part executor x's worker may run (one it has not failed, pinned to no other
+ * executor), or NULL. A search not yet begun is x's only where x would finish it first
+ * (finishes_first); one it leaves adds to the backlog of the executor it leaves it to, so a later
+ * one weighs that executor's queue. *wake receives how long until an executor it left a search to
+ * should be free (the earliest moment the choice may change; unchanged when it left none). A
+ * synchronous search's first part is its caller's: a worker that reaches one stops there and
+ * leaves x free for that caller (woken by release's broadcast), so that a stream of submitted
+ * searches cannot starve a synchronous one queued before them. */
+static sched_part *queue_first_for(sched *s, unsigned x, double *wake)
+{
+    double backlog[64] = {0}, now = 0;
     for (sched_part *p = s->head; p; p = p->next) {
         if (p->job->sync && p->job->state == JOB_QUEUED) return NULL;
-        if (!(p->tried >> x & 1) && (!p->pin || p->pin == (int)x + 1)) return p;
+        if ((p->tried >> x & 1) || (p->pin && p->pin != (int)x + 1)) continue;
+        if (p->job->state != JOB_QUEUED || p->pin) return p;
+        if (now == 0) now = clx_now();
+        unsigned other;
+        if (finishes_first(s, &s->ex[x], p->job, now, backlog, &other)) return p;
+        backlog[other] += predict(&s->ex[other], p->job);
+        double w = wait_for(&s->ex[other], now);
+        if (w < *wake) *wake = w;
     }
     return NULL;
 }
-
-static int can_take(const sched_exec *x) { return !x->busy && !x->aside && !x->assigned; }
 
 /* ---- Counters ------------------------------------------------------------------------------- */
 
@@ -283,6 +388,10 @@ static void job_finish(sched *s, cls_search *j)
         results_pack(j->r, j->kk);
         pthread_mutex_lock(&s->mu);
     }
+    if (j->status == CLS_OK && !isinf(j->due) &&
+        !add_counters(&j->counters, &j->ncounters, &j->counters_cap,
+                      &(cls_counter){"queries_late", clx_now() > j->due ? j->b->nq : 0}, 1))
+        job_fail(j, CLS_E_NOMEM, "out of memory for a search's counters");
     if (s->n > 1 && j->status == CLS_OK)
         for (unsigned i = 0; i < s->n; i++)
             if (!add_counters(&j->counters, &j->ncounters, &j->counters_cap,
@@ -376,23 +485,71 @@ static void queue_drop_orphans(sched *s)
  * before anything else can overwrite them). Called with the lock held; returns with it held. */
 static void run_unlocked(sched *s, sched_exec *x, sched_part *p)
 {
+    cls_search *j = p->job;
+    /* the part's cost features: the job's, or a split part's own queries' */
+    double f[BATCH_COST_FEATURES];
+    memcpy(f, j->feat, sizeof f);
+    int model = s->n > 1 && !s->shard_base;
+    pthread_mutex_unlock(&s->mu);
+    if (model && p->order) batch_cost_features(j->b, p->order, p->n, f);
+    double t0 = clx_now();
+    pthread_mutex_lock(&s->mu);
+    x->run_start = t0;
+    x->run_until = t0 + (model ? cost_model_predict(&x->model[j->p.mode], f) : 0);
     pthread_mutex_unlock(&s->mu);
     cls_status st = run_part(s, x, p);
+    double t = clx_now() - t0;
     char msg[512] = "";
     int input = st != CLS_OK && err_is_input();
     if (st != CLS_OK) snprintf(msg, sizeof msg, "%s", cls_last_error());
     pthread_mutex_lock(&s->mu);
+    if (st == CLS_OK && model) cost_model_add(&x->model[j->p.mode], f, t);
+    x->last_mode = (int)j->p.mode;
+    x->searches++;
+    if (st == CLS_OK && j->left == 1 && clx_now() > j->due) x->late++;
     part_done(s, x, p, st, input, msg);
     if (st != CLS_OK) queue_drop_orphans(s);
 }
 
+/* The shares of job j for executors ids[0..n) that make them finish together (w, summing to 1),
+ * from each one's line for j's mode (cost_model.h: t = fixed + postings / rate): with V_i = P /
+ * rate_i for the job's P postings, executor i given share f_i ends at fixed_i + f_i V_i, equal for
+ * all at T = (1 + sum fixed_i / V_i) / sum 1 / V_i. A share below 2% (a fixed cost as long as the
+ * others' whole run) is raised to it. While any executor is unmeasured: equal shares, so each is
+ * measured. Called with the lock held. */
+static void split_shares(const sched *s, const cls_search *j, const unsigned *ids, unsigned n, double *w)
+{
+    double P = j->feat[BATCH_COST_POSTINGS] > 1 ? j->feat[BATCH_COST_POSTINGS] : 1, fixed[64], v[64], a = 1, b = 0;
+    int measured = 1;
+    for (unsigned i = 0; i < n; i++) {
+        const sched_exec *x = &s->ex[ids[i]];
+        const exec_model *line = &x->model[j->p.mode].line;
+        double rate = x->model_rate > 0 ? x->model_rate : line->rate;
+        fixed[i] = x->model_rate > 0 ? x->model_fixed : line->fixed;
+        measured &= rate > 0;
+        v[i] = rate > 0 ? P / rate : 0;
+    }
+    if (!measured) {
+        for (unsigned i = 0; i < n; i++) w[i] = 1.0 / n;
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) a += fixed[i] / v[i], b += 1 / v[i];
+    double T = a / b, sum = 0;
+    for (unsigned i = 0; i < n; i++) {
+        w[i] = (T - fixed[i]) / v[i];
+        if (!(w[i] >= 0.02)) w[i] = 0.02;
+        sum += w[i];
+    }
+    for (unsigned i = 0; i < n; i++) w[i] /= sum;
+}
+
 /* Splits job j, just taken by executor x, over nparts executors (ids[0] is x; all claimed, none
  * running): x's cost order dealt out by smooth weighted round robin, each executor weighing its
- * measured rate (ops->rate), so that each part holds the whole range of costs and a faster
- * device more of them; while any rate is unmeasured, equal weights, which is a stride: part i
- * takes the positions i, i + n, i + 2n, ... Called without the lock; on failure nothing was handed
- * out (the caller releases the others and runs j whole). */
-static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *ids, unsigned nparts)
+ * share (split_shares, w), so that each part holds the whole range of costs and a faster device
+ * more of them; with equal shares that is a stride: part i takes the positions i, i + n, i + 2n,
+ * ... Called without the lock; on failure nothing was handed out (the caller releases the others
+ * and runs j whole). */
+static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *ids, unsigned nparts, const double *w)
 {
     const executor_ops *ops = x->ops;
     const uint64_t nq = j->b->nq;
@@ -419,14 +576,8 @@ static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *
         for (unsigned i = j->nslices; i < nparts; i++) j->slices[i] = NULL, j->slice_cap[i] = 0;
         j->nslices = nparts;
     }
-    double w[64], cur[64], total = 0;
-    int measured = 1;
+    double cur[64], total = 0;
     for (unsigned i = 0; i < nparts; i++) {
-        w[i] = s->ex[ids[i]].ops->rate ? s->ex[ids[i]].ops->rate(s->ex[ids[i]].impl) : 0;
-        measured &= w[i] > 0;
-    }
-    for (unsigned i = 0; i < nparts; i++) {
-        if (!measured) w[i] = 1;
         total += w[i];
         cur[i] = 0;
         j->slice_n[i] = 0;
@@ -474,34 +625,18 @@ static cls_status shard_parts(sched *s, cls_search *j)
     return CLS_OK;
 }
 
-/* The postings of job j's queries' lists, counted once a job. */
-static uint64_t job_postings(cls_search *j)
-{
-    if (j->postings == UINT64_MAX) j->postings = batch_postings(j->b, NULL, j->b->nq);
-    return j->postings;
-}
-
-/* The seconds executor x's model predicts for `postings` (0: not measured yet, so it is tried). */
-static double predict(const sched_exec *x, uint64_t postings)
-{
-    double rate = x->ops->rate ? x->ops->rate(x->impl) : 0, fixed = x->ops->fixed ? x->ops->fixed(x->impl) : 0;
-    if (x->model_rate > 0) rate = x->model_rate, fixed = x->model_fixed; /* sched_set_model's */
-    return rate > 0 ? fixed + (double)postings / rate : 0;
-}
-
 /* Of x (claimed) and the free executors, the one predicted to finish job j first when it runs it
  * whole: x unless another is faster (a lone query on the host's cores rather than a GPU's fixed
- * cost, a batch on the GPU). Only idle executors are read: a running one updates its model. */
+ * cost, a batch on the GPU). */
 static sched_exec *fastest_free(sched *s, sched_exec *x, cls_search *j)
 {
     if (s->n < 2 || s->shard_base) return x;
-    uint64_t postings = job_postings(j);
     sched_exec *best = x;
-    double t = predict(x, postings);
-    for (unsigned i = 0; i < s->n; i++) {
+    double t = predict(x, j);
+    for (unsigned i = 0; i < s->n && t > 0; i++) {
         sched_exec *y = &s->ex[i];
         if (y == x || !can_take(y)) continue;
-        double ty = predict(y, postings);
+        double ty = predict(y, j);
         if (ty < t) best = y, t = ty;
     }
     return best;
@@ -540,8 +675,10 @@ static void take(sched *s, sched_exec *x, sched_part *p)
                     got[ng++] = i;
                 }
         if (ng > 1) {
+            double w[64];
+            split_shares(s, j, got, ng, w);
             pthread_mutex_unlock(&s->mu);
-            cls_status st = split(s, x, j, got, ng);
+            cls_status st = split(s, x, j, got, ng, w);
             pthread_mutex_lock(&s->mu);
             if (st == CLS_OK) {
                 j->nparts = j->left = ng;
@@ -558,11 +695,16 @@ static void take(sched *s, sched_exec *x, sched_part *p)
                 for (unsigned i = 1; i < ng; i++) s->ex[got[i]].busy = 0, s->running--;
                 pthread_cond_broadcast(&s->cv);
             }
-        } else if (s->workers) {
-            /* whole: on the free executor that would finish it first, by its worker */
-            sched_exec *best = fastest_free(s, x, j);
+        } else {
+            /* whole: on the free executor that would finish it first (by its worker) */
+            sched_exec *best = s->workers ? fastest_free(s, x, j) : x;
+            j->preferred = preferred_of(s, j);
+            if (j->preferred >= 0 && j->preferred != (int)best->id) best->stolen++;
             if (best != x) {
+                double now = clx_now();
                 best->assigned = p;
+                best->run_start = now;
+                best->run_until = now + predict(best, j);
                 pthread_cond_broadcast(&s->cv);
                 return;
             }
@@ -576,6 +718,19 @@ static void release(sched *s, sched_exec *x)
     x->busy = 0;
     s->running--;
     pthread_cond_broadcast(&s->cv);
+}
+
+/* Waits on cv for at most `seconds` (at least 20 us). */
+static void cond_wait_for(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds)
+{
+    if (seconds < 20e-6) seconds = 20e-6;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double whole = floor(seconds);
+    ts.tv_sec += (time_t)whole;
+    ts.tv_nsec += (long)((seconds - whole) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
 }
 
 static void *worker(void *arg)
@@ -593,7 +748,8 @@ static void *worker(void *arg)
             release(s, x);
             continue;
         }
-        sched_part *p = can_take(x) ? queue_first_for(s, x->id) : NULL;
+        double wake = INFINITY;
+        sched_part *p = can_take(x) ? queue_first_for(s, x->id, &wake) : NULL;
         if (p) {
             queue_remove(s, p);
             x->busy = 1;
@@ -603,7 +759,8 @@ static void *worker(void *arg)
             continue;
         }
         if (s->stop) break;
-        pthread_cond_wait(&s->cv, &s->mu);
+        if (isinf(wake)) pthread_cond_wait(&s->cv, &s->mu);
+        else cond_wait_for(&s->cv, &s->mu, wake); /* a search left to a busy executor: look again when it should be free */
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -738,6 +895,8 @@ cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p
                         cls_search **out)
 {
     *out = NULL;
+    double feat[BATCH_COST_FEATURES] = {0}, now = clx_now();
+    if (s->n > 1 && !s->shard_base) batch_cost_features(b, NULL, b->nq, feat);
     pthread_mutex_lock(&s->mu);
     cls_status st = async ? start_workers(s) : CLS_OK;
     cls_search *j = s->free_jobs;
@@ -766,7 +925,9 @@ cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p
     j->ncounters = j->nsteps = 0;
     j->batches = 0;
     j->kk = 0;
-    j->postings = UINT64_MAX;
+    memcpy(j->feat, feat, sizeof feat);
+    j->due = p->deadline_ms > 0 ? now + p->deadline_ms * 1e-3 : INFINITY;
+    j->preferred = -1;
     memset(j->share, 0, s->n * sizeof *j->share);
     j->nparts = j->left = 1;
     j->parts[0] = (sched_part){.job = j};
@@ -794,11 +955,19 @@ cls_status sched_wait(cls_search *j)
     while (j->state != JOB_DONE) {
         /* the job still waits and an executor is free: run it here, on the caller's thread (on
          * the free one predicted to finish it first; among those unmeasured or alike, the first) */
+        double wake = INFINITY;
         if (j->state == JOB_QUEUED) {
             sched_exec *x = NULL;
             for (unsigned i = 0; i < s->n && !x; i++)
                 if (can_take(&s->ex[i])) x = &s->ex[i];
             if (x) x = fastest_free(s, x, j);
+            unsigned other;
+            double now = clx_now();
+            if (x && !finishes_first(s, x, j, now, NULL, &other)) {
+                /* a busy executor would still finish it sooner: wait for it */
+                wake = wait_for(&s->ex[other], now);
+                x = NULL;
+            }
             if (x) {
                 queue_remove(s, &j->parts[0]);
                 x->busy = 1;
@@ -808,7 +977,8 @@ cls_status sched_wait(cls_search *j)
                 continue;
             }
         }
-        pthread_cond_wait(&s->cv, &s->mu);
+        if (isinf(wake)) pthread_cond_wait(&s->cv, &s->mu);
+        else cond_wait_for(&s->cv, &s->mu, wake);
     }
     cls_status st = j->status;
     pthread_mutex_unlock(&s->mu);
@@ -861,13 +1031,42 @@ size_t sched_profile(const sched *s, const cls_profile_step **steps, uint32_t *b
 unsigned sched_executors(const sched *s) { return s->n; }
 void *sched_executor(sched *s, unsigned i) { return i < s->n ? s->ex[i].impl : NULL; }
 
-void sched_executor_state(sched *s, unsigned i, uint64_t *queries, int *aside, char *why, size_t why_len)
+void sched_executor_state(sched *s, unsigned i, cls_executor_info *info)
 {
     pthread_mutex_lock(&s->mu);
-    *queries = s->ex[i].queries;
-    *aside = s->ex[i].aside;
-    snprintf(why, why_len, "%s", s->ex[i].aside ? s->ex[i].why : "");
+    const sched_exec *x = &s->ex[i];
+    info->queries = x->queries;
+    info->set_aside = x->aside;
+    snprintf(info->why, sizeof info->why, "%s", x->aside ? x->why : "");
+    snprintf(info->name, sizeof info->name, "%s", x->name);
+    info->searches = x->searches;
+    info->stolen = x->stolen;
+    info->late = x->late;
+    info->busy = x->busy || x->assigned;
+    const cost_model *m = &x->model[x->last_mode];
+    info->model_error = cost_model_error(m);
+    char line[sizeof info->model - 16];
+    cost_model_describe(m, line, sizeof line);
+    static const char *const modes[] = {"or", "and", "and-or"};
+    snprintf(info->model, sizeof info->model, "%s: %s", x->last_mode < 3 ? modes[x->last_mode] : "?", line);
     pthread_mutex_unlock(&s->mu);
+}
+
+void sched_set_name(sched *s, unsigned i, const char *name)
+{
+    pthread_mutex_lock(&s->mu);
+    if (i < s->n) snprintf(s->ex[i].name, sizeof s->ex[i].name, "%s", name);
+    pthread_mutex_unlock(&s->mu);
+}
+
+unsigned sched_idle(sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    unsigned n = 0;
+    for (unsigned i = 0; i < s->n; i++) n += can_take(&s->ex[i]);
+    if (s->head) n = 0; /* searches wait: those idle are leaving them to a busy one */
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }
 
 void sched_set_model(sched *s, unsigned i, double rate, double fixed)
@@ -875,6 +1074,34 @@ void sched_set_model(sched *s, unsigned i, double rate, double fixed)
     pthread_mutex_lock(&s->mu);
     if (i < s->n) s->ex[i].model_rate = rate, s->ex[i].model_fixed = fixed;
     pthread_mutex_unlock(&s->mu);
+}
+
+void sched_hold(sched *s, unsigned i, double seconds)
+{
+    pthread_mutex_lock(&s->mu);
+    sched_exec *x = &s->ex[i];
+    if (seconds > 0 && !x->busy) {
+        double now = clx_now();
+        x->busy = 1;
+        s->running++;
+        x->run_start = now;
+        x->run_until = now + seconds;
+    } else if (!(seconds > 0) && x->busy) {
+        x->busy = 0;
+        s->running--;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int sched_queued_position(sched *s, const cls_search *j)
+{
+    pthread_mutex_lock(&s->mu);
+    int at = 0, found = -1;
+    for (const sched_part *p = s->head; p && found < 0; p = p->next, at++)
+        if (p->job == j) found = at;
+    pthread_mutex_unlock(&s->mu);
+    return found;
 }
 
 void sched_set_split_min(sched *s, unsigned queries)

@@ -224,6 +224,28 @@ uint64_t batch_postings(const cls_batch *b, const uint32_t *order, uint64_t n)
     return sum;
 }
 
+void batch_cost_features(const cls_batch *b, const uint32_t *order, uint64_t n, double f[BATCH_COST_FEATURES])
+{
+    for (int i = 0; i < BATCH_COST_FEATURES; i++) f[i] = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const batch_query *q = &b->q[order ? order[i] : i];
+        uint64_t total = 0, first = UINT64_MAX, second = UINT64_MAX;
+        for (uint32_t t = 0; t < q->num_terms; t++) {
+            uint64_t df = b->idx->terms[b->terms[q->term_start + t].term].df;
+            total += df;
+            if (df < first) second = first, first = df;
+            else if (df < second) second = df;
+        }
+        uint32_t lists = q->num_terms + q->unknown;
+        if (q->unknown) second = first, first = 0; /* an unknown term's list: empty, the shortest */
+        f[BATCH_COST_QUERIES] += 1;
+        f[BATCH_COST_POSTINGS] += (double)total;
+        f[BATCH_COST_SHORTEST] += lists >= 1 && first != UINT64_MAX ? (double)first : 0;
+        f[BATCH_COST_SECOND] += lists >= 2 && second != UINT64_MAX ? (double)second : 0;
+        f[BATCH_COST_TERMS] += lists;
+    }
+}
+
 cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total)
 {
     size_t c1 = r->cap_total, c2 = r->cap_total;

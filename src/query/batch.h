@@ -49,6 +49,13 @@ uint64_t batch_query_postings(const cls_batch *b, uint64_t q);
 /* The same summed over the queries order[0..n) (order NULL: 0 .. n - 1). */
 uint64_t batch_postings(const cls_batch *b, const uint32_t *order, uint64_t n);
 
+/* Ding et al.'s per-query cost features of the queries order[0..n) (order NULL: 0 .. n - 1),
+ * each summed over them: the queries, their lists' postings, each query's shortest list and its
+ * second shortest (0 where it has fewer lists; an unknown term's list is empty), its terms. */
+enum { BATCH_COST_QUERIES, BATCH_COST_POSTINGS, BATCH_COST_SHORTEST, BATCH_COST_SECOND, BATCH_COST_TERMS,
+       BATCH_COST_FEATURES };
+void batch_cost_features(const cls_batch *b, const uint32_t *order, uint64_t n, double f[BATCH_COST_FEATURES]);
+
 /* Makes room for nq queries with up to total hits; sets nq and start[0] = 0. */
 cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total);
 /* Packs results written a query at a time at q * kk (their counts in start[q + 1]) into order. */

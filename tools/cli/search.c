@@ -180,6 +180,7 @@ static int search_options(int argc, char **argv, search_args *a)
                                        {"device-mem", required_argument, 0, 6}, {"batch-ms", required_argument, 0, 7},
                                        {"placement", required_argument, 0, 9},
                                        {"fields", required_argument, 0, 8},
+                                       {"deadline-ms", required_argument, 0, 10},
                                        {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":x:q:f:k:m:d:o:v", lo, NULL)) != -1) {
         switch (opt) {
@@ -202,6 +203,13 @@ static int search_options(int argc, char **argv, search_args *a)
             if (!parse_float(optarg, &a->p.b) || !(a->p.b >= 0 && a->p.b <= 1))
                 return usage_error("search: --b takes a number from 0 to 1, not '%s'", optarg);
             break;
+        case 10: {
+            float d;
+            if (!parse_float(optarg, &d) || !(d >= 0 && d <= 1e9))
+                return usage_error("search: --deadline-ms takes 0 to 1e9 milliseconds (0: none), not '%s'", optarg);
+            a->p.deadline_ms = d;
+            break;
+        }
         case 'd': a->device = optarg; break;
         case 'o': a->out = optarg; break;
         case 3: a->tag = optarg; break;
@@ -403,16 +411,22 @@ static void search_profile(const search_state *st)
         for (size_t i = 0; i < ncn; i++) fprintf(stderr, " %s %llu", cn[i].name, (unsigned long long)cn[i].value);
         fputc('\n', stderr);
     }
-    /* a device list: each executor's share, and any set aside after a failure */
-    cls_executor_info x[64];
-    size_t nx = cls_engine_executors(st->eng, x, 64);
-    if (nx > 1) {
+    /* a device list: each executor's share, its routing and cost model, and any set aside after a failure */
+    size_t nx = cls_engine_executors(st->eng, NULL, 0);
+    cls_executor_info *x = nx > 1 ? calloc(nx, sizeof *x) : NULL;
+    if (x) {
+        cls_engine_executors(st->eng, x, nx);
         fprintf(stderr, "executors:");
-        for (size_t i = 0; i < nx && i < 64; i++) {
-            fprintf(stderr, "%s [%zu] %llu queries", i ? "," : "", i, (unsigned long long)x[i].queries);
+        for (size_t i = 0; i < nx; i++) {
+            fprintf(stderr, "%s [%zu] %s: %llu queries", i ? "," : "", i, x[i].name, (unsigned long long)x[i].queries);
             if (x[i].set_aside) fprintf(stderr, " (set aside: %s)", x[i].why);
         }
         fputc('\n', stderr);
+        for (size_t i = 0; i < nx; i++)
+            fprintf(stderr, "executor [%zu] %s: %llu searches, %llu taken from a busy executor's queue, %llu late; model %s\n",
+                    i, x[i].name, (unsigned long long)x[i].searches, (unsigned long long)x[i].stolen,
+                    (unsigned long long)x[i].late, x[i].model);
+        free(x);
     }
 }
 

@@ -37,7 +37,8 @@ static int serve_parse(int argc, char **argv, serve_args *a)
                                        {"request-timeout", required_argument, 0, 9},
                                        {"max-conns", required_argument, 0, 10},
                                        {"max-conns-per-ip", required_argument, 0, 11},
-                                       {"inflight", required_argument, 0, 12}, {0, 0, 0, 0}};
+                                       {"inflight", required_argument, 0, 12},
+                                       {"deadline-ms", required_argument, 0, 13}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":x:d:", lo, NULL)) != -1) {
         switch (opt) {
         case 'x': a->index_path = optarg; break;
@@ -93,6 +94,11 @@ static int serve_parse(int argc, char **argv, serve_args *a)
             if (!parse_u64(optarg, 1, 8, &v))
                 return usage_error("serve: --inflight takes 1 to 8 searches a device, not '%s'", optarg);
             a->so.inflight = (unsigned)v;
+            break;
+        case 13:
+            if (!parse_float(optarg, &f) || !(f >= 0 && f <= 600000))
+                return usage_error("serve: --deadline-ms takes 0 to 600000 milliseconds (0: none), not '%s'", optarg);
+            a->so.deadline_ms = f;
             break;
         default: return bad_option(argc, argv, opt);
         }
