@@ -299,7 +299,7 @@ void *batcher_main(void *arg)
         double deadline = s->head->t_queued + s->o.max_wait_ms * 1e-3;
         if (s->head->t_due < deadline) deadline = s->head->t_due;
         pthread_mutex_unlock(&s->mu);
-        int idle = cls_engine_idle(s->eng) > 0;
+        int idle = !s->o.wait_when_idle && cls_engine_idle(s->eng) > 0;
         pthread_mutex_lock(&s->mu);
         while (!idle && !s->stopping && group_queries(s) < s->o.max_batch && srv_now() < deadline) wait_until(s, deadline);
         /* a batch gathers while the devices run their searches */

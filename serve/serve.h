@@ -15,7 +15,8 @@
  * them in one bounded queue, earliest deadline first (requests without one after those with one,
  * in arrival order); ONE batcher thread takes queued requests and submits them as one search
  * (cls_engine_submit) once the engine has fewer than --inflight searches a device in flight: at
- * once while an executor of the engine is idle (at low load a request waits for no batch), else
+ * once while an executor of the engine is idle (at low load a request waits for no batch;
+ * --wait-when-idle gathers all the same), else
  * up to --max-batch queries or --max-wait-ms since the oldest was queued, whichever comes first.
  * The search carries the earliest deadline of its requests, so the engine takes it in deadline
  * order and on the executor predicted to finish it first. A completer thread per slot waits for
@@ -79,6 +80,8 @@ typedef struct srv_opts {
     unsigned max_batch;   /* queries per device batch, 1..65536; default 128 */
     double max_wait_ms;   /* how long the oldest queued query waits for others while every executor
                            * is busy, 0..10000; default 5 (one idle: the batch goes at once) */
+    int wait_when_idle;   /* 1: wait max_wait_ms even while an executor is idle (batches gather
+                           * at any load); default 0 */
     double deadline_ms;   /* a request's deadline when it gives none ("deadline_ms"), from its
                            * arrival, 0..600000; 0: none (default) */
     unsigned inflight;    /* searches in flight a device (submitted, not yet ended), 1..8; default 1:

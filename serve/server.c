@@ -209,6 +209,7 @@ static enum MHD_Result answer_health(srv_req *r)
         cJSON_AddStringToObject(ix, "codec", cls_codec_name(st.codec)) &&
         cJSON_AddNumberToObject(o, "max_batch", s->o.max_batch) && cJSON_AddNumberToObject(o, "max_wait_ms", s->o.max_wait_ms) &&
         cJSON_AddNumberToObject(o, "inflight", s->o.inflight) &&
+        cJSON_AddBoolToObject(o, "wait_when_idle", s->o.wait_when_idle) &&
         cJSON_AddNumberToObject(o, "deadline_ms", s->o.deadline_ms) && add_executors(o, s->eng))
         body = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

@@ -691,7 +691,7 @@ START_TEST(serve_sigterm_answers_the_queue)
     read_topics(tp, &t);
     char **want_or = expected(idx, tp, &t, 10, "or"), **want_and = expected(idx, tp, &t, 5, "and");
     server sv;
-    start_server(&sv, idx, "--max-batch 1000 --max-wait-ms 10000 --max-queue 11");
+    start_server(&sv, idx, "--max-batch 1000 --max-wait-ms 10000 --wait-when-idle --max-queue 11");
     /* five one-query OR requests (topics 0-4), three two-query AND requests (topics 5-10) */
     char **got_or = calloc(t.n, sizeof *got_or), **got_and = calloc(t.n, sizeof *got_and);
     ck_assert(got_or && got_and);
@@ -930,7 +930,7 @@ START_TEST(serve_slow_clients)
                   metric(m, "clsearch_connections_closed_total{reason=\"idle_timeout\"}") > 0, "%s", m);
     ck_assert_int_eq(stop_server(&sv), 0);
     /* every connection of an address with a request being answered: the newcomer gets 503 */
-    start_server(&sv, idx, "--max-conns-per-ip 2 --max-batch 1000 --max-wait-ms 10000");
+    start_server(&sv, idx, "--max-conns-per-ip 2 --max-batch 1000 --max-wait-ms 10000 --wait-when-idle");
     int queued[2];
     static const char req[] = "POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{\"query\": \"w1\"}";
     for (int i = 0; i < 2; i++) {

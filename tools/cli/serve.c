@@ -38,7 +38,8 @@ static int serve_parse(int argc, char **argv, serve_args *a)
                                        {"max-conns", required_argument, 0, 10},
                                        {"max-conns-per-ip", required_argument, 0, 11},
                                        {"inflight", required_argument, 0, 12},
-                                       {"deadline-ms", required_argument, 0, 13}, {0, 0, 0, 0}};
+                                       {"deadline-ms", required_argument, 0, 13},
+                                       {"wait-when-idle", no_argument, 0, 14}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":x:d:", lo, NULL)) != -1) {
         switch (opt) {
         case 'x': a->index_path = optarg; break;
@@ -100,6 +101,7 @@ static int serve_parse(int argc, char **argv, serve_args *a)
                 return usage_error("serve: --deadline-ms takes 0 to 600000 milliseconds (0: none), not '%s'", optarg);
             a->so.deadline_ms = f;
             break;
+        case 14: a->so.wait_when_idle = 1; break;
         default: return bad_option(argc, argv, opt);
         }
     }
@@ -130,8 +132,13 @@ static int serve_run(serve_args *a, const sigset_t *sigs)
         goto done;
     }
     const char *d = cls_engine_describe(eng);
-    fprintf(stderr, "%s: serve: %s, %.*s; batches of up to %u queries or %g ms, %u in flight a device; %u HTTP threads\n",
-            prog, a->index_path, (int)strcspn(d, "\n"), d, a->so.max_batch, a->so.max_wait_ms, a->so.inflight,
+    char dl[64] = "no deadline";
+    if (a->so.deadline_ms > 0) snprintf(dl, sizeof dl, "deadline %g ms", a->so.deadline_ms);
+    fprintf(stderr, "%s: serve: %s, %.*s; batches of up to %u queries or %g ms (%s), %u in flight a device, %s; "
+                    "%u HTTP threads\n",
+            prog, a->index_path, (int)strcspn(d, "\n"), d, a->so.max_batch, a->so.max_wait_ms,
+            a->so.wait_when_idle ? "waiting while an executor is idle too" : "at once while an executor is idle",
+            a->so.inflight, dl,
             a->so.threads);
     /* one line on stdout, for a script (or the tests) to learn the port */
     printf("listening on %s\n", srv_url(server));
