@@ -104,7 +104,7 @@ set_aside() {
   rc=$?
   if [ $rc != 0 ]; then bad "enqueue:1+@0 $2: exit $rc: $(tail -c 300 "$tmp/err")"
   elif ! cmp -s "$tmp/out/x.run" "$tmp/ref.run"; then bad "enqueue:1+@0 $2: the run differs from the reference engine's"
-  elif ! grep -q "^executors: \[0\] 0 queries (set aside: .*CL_OUT_OF_RESOURCES" "$tmp/err"; then
+  elif ! grep -q "^executors: \[0\] [^ ]*: 0 queries (set aside: .*CL_OUT_OF_RESOURCES" "$tmp/err"; then
     bad "enqueue:1+@0 $2: -v does not name executor 0 set aside: $(grep executors "$tmp/err" | cut -c1-300)"
   else say "enqueue:1+@0 $2: the run equals the reference engine's, executor 0 set aside"; fi
   rm -f "$tmp/out/"*

@@ -1382,7 +1382,7 @@ END_TEST
 /* The per-query cost model: runs drawn from t = 0.5 ms + 0.02 ms a query + 3 ms per million
  * postings of the queries' shortest lists give those coefficients back, predict within 1e-6, and
  * are predicted by the features once fitted (the line's error is larger); nothing measured
- * predicts 0. */
+ * predicts 0. An executor running several queries at once fits one query's cost on one thread. */
 START_TEST(cost_model_fits_the_features)
 {
     cost_model m;
@@ -1405,6 +1405,19 @@ START_TEST(cost_model_fits_the_features)
     char line[512];
     cost_model_describe(&m, line, sizeof line);
     ck_assert_msg(strstr(line, "features in use"), "%s", line);
+    /* an executor of width 4 (four queries at once): runs of 1 to 40 queries at 0.4 ms a query on
+     * one thread, 0.1 ms a run, predict a lone query at 0.5 ms and 100 queries at 10.1 ms */
+    cost_model h;
+    memset(&h, 0, sizeof h);
+    h.width = 4;
+    for (int run = 0; run < 100; run++) {
+        double q = 1 + run % 40, at_once = q < 4 ? q : 4;
+        double g2[BATCH_COST_FEATURES] = {q, q * 1e4, q * 1e3, q * 2e3, q * 2};
+        cost_model_add(&h, g2, 0.1e-3 + q * 0.4e-3 / at_once);
+    }
+    double one[BATCH_COST_FEATURES] = {1, 1e4, 1e3, 2e3, 2}, hundred[BATCH_COST_FEATURES] = {100, 1e6, 1e5, 2e5, 200};
+    ck_assert_msg(fabs(cost_model_predict(&h, one) - 0.5e-3) < 1e-9, "lone query %g", cost_model_predict(&h, one));
+    ck_assert_msg(fabs(cost_model_predict(&h, hundred) - 10.1e-3) < 1e-8, "100 queries %g", cost_model_predict(&h, hundred));
 }
 END_TEST
 

@@ -7,14 +7,16 @@
 
 /* The regression's inputs: 1 for the run, then the features with postings in millions, so that
  * every column is of order one to thousands and the normal equations stay well conditioned. */
-static void vector_of(const double f[BATCH_COST_FEATURES], double x[COST_DIMS])
+static void vector_of(const cost_model *m, const double f[BATCH_COST_FEATURES], double x[COST_DIMS])
 {
+    double at_once = m->width > 1 ? (f[BATCH_COST_QUERIES] < m->width ? f[BATCH_COST_QUERIES] : m->width) : 1;
+    double w = at_once > 1 ? 1 / at_once : 1;
     x[0] = 1;
-    x[1 + BATCH_COST_QUERIES] = f[BATCH_COST_QUERIES];
-    x[1 + BATCH_COST_POSTINGS] = f[BATCH_COST_POSTINGS] * 1e-6;
-    x[1 + BATCH_COST_SHORTEST] = f[BATCH_COST_SHORTEST] * 1e-6;
-    x[1 + BATCH_COST_SECOND] = f[BATCH_COST_SECOND] * 1e-6;
-    x[1 + BATCH_COST_TERMS] = f[BATCH_COST_TERMS];
+    x[1 + BATCH_COST_QUERIES] = f[BATCH_COST_QUERIES] * w;
+    x[1 + BATCH_COST_POSTINGS] = f[BATCH_COST_POSTINGS] * 1e-6 * w;
+    x[1 + BATCH_COST_SHORTEST] = f[BATCH_COST_SHORTEST] * 1e-6 * w;
+    x[1 + BATCH_COST_SECOND] = f[BATCH_COST_SECOND] * 1e-6 * w;
+    x[1 + BATCH_COST_TERMS] = f[BATCH_COST_TERMS] * w;
 }
 
 static double features_ms(const cost_model *m, const double x[COST_DIMS])
@@ -67,7 +69,7 @@ static double line_predict(const cost_model *m, const double f[BATCH_COST_FEATUR
 static double fit_predict(const cost_model *m, const double f[BATCH_COST_FEATURES])
 {
     double x[COST_DIMS];
-    vector_of(f, x);
+    vector_of(m, f, x);
     return features_ms(m, x) * 1e-3;
 }
 
@@ -82,6 +84,12 @@ double cost_model_predict(const cost_model *m, const double f[BATCH_COST_FEATURE
     if (!cost_model_uses_features(m)) return line;
     double t = fit_predict(m, f);
     return t > 0 ? t : line; /* a fit below zero (far outside the runs it has seen): the line */
+}
+
+double cost_model_fixed(const cost_model *m)
+{
+    if (!cost_model_uses_features(m)) return m->line.fixed;
+    return m->coef[0] > 0 ? m->coef[0] * 1e-3 : 0;
 }
 
 double cost_model_error(const cost_model *m)
@@ -102,7 +110,7 @@ void cost_model_add(cost_model *m, const double f[BATCH_COST_FEATURES], double s
     }
     exec_model_add(&m->line, (uint64_t)f[BATCH_COST_POSTINGS], seconds);
     double x[COST_DIMS], t = seconds * 1e3;
-    vector_of(f, x);
+    vector_of(m, f, x);
     for (int i = 0; i < COST_DIMS; i++) {
         for (int j = 0; j < COST_DIMS; j++) m->xx[i][j] = COST_MODEL_DECAY * m->xx[i][j] + x[i] * x[j];
         m->xy[i] = COST_MODEL_DECAY * m->xy[i] + x[i] * t;

@@ -5,7 +5,10 @@
  * second-shortest list, terms_q its terms (batch_cost_features). c0 is the run's own cost
  * (launches, transfers, waking threads), c1..c5 the queries'. The shortest list leads a
  * conjunctive query on the host, the total bounds a disjunctive one and a device's decoding, so one
- * line fits both kinds of executor; a scheduler keeps one model per executor and mode.
+ * line fits both kinds of executor; a scheduler keeps one model per executor and mode. An
+ * executor that runs `width` queries at once (the host executor's threads) has the queries' terms
+ * divided by min(|Q|, width): its runs then fit one query's cost on one thread, whether it ran
+ * alone or among many.
  *
  * The coefficients are fitted by ridge-regularised least squares over exponentially decayed sums
  * (each run weighs COST_MODEL_DECAY of the one after it), refreshed by every run. Beside it runs
@@ -32,12 +35,15 @@ typedef struct cost_model {
     exec_model line;        /* fixed + postings / rate */
     double err, err_line;   /* decayed mean relative errors of the two, each run predicted before it was added */
     double err_w;           /* the weight behind them (0: nothing predicted yet) */
+    unsigned width;         /* queries it runs at once (0 or 1: one run of the batch) */
 } cost_model;
 
 /* A run of the queries whose summed features are f (batch_cost_features) that took `seconds`. */
 void cost_model_add(cost_model *m, const double f[BATCH_COST_FEATURES], double seconds);
 /* The seconds it predicts for features f: 0 before a run (an executor not yet measured is tried). */
 double cost_model_predict(const cost_model *m, const double f[BATCH_COST_FEATURES]);
+/* The seconds of a run's own cost in the model in use (c0, or the line's fixed). */
+double cost_model_fixed(const cost_model *m);
 /* Whether predictions come from the features (1) or the line (0). */
 int cost_model_uses_features(const cost_model *m);
 /* The relative error of the model in use (0 before two runs). */

@@ -43,6 +43,7 @@ static cls_status host_search_op(void *impl, const cls_batch *b, const cls_searc
 }
 static void host_free_op(void *impl) { host_free(impl); }
 static size_t host_counters_op(const void *impl, const cls_counter **c) { return host_counters(impl, c); }
+static unsigned host_width_op(const void *impl) { return host_threads(impl); }
 
 static cls_status host_prepare_op(void *impl, const cls_search_params *p, uint64_t nq)
 {
@@ -66,7 +67,8 @@ static const executor_ops HOST_OPS = {.search = host_search_op,
                                       .finish = host_finish_op,
                                       .k = host_k_op,
                                       .free = host_free_op,
-                                      .counters = host_counters_op};
+                                      .counters = host_counters_op,
+                                      .width = host_width_op};
 
 /* "host" (every online core) or "host:N" (N threads): 1 and *threads, else 0 (not the host). */
 static int host_spec(const char *device, unsigned *threads, cls_status *s)
@@ -407,12 +409,12 @@ static cls_status choose_placement(const cls_index *idx, const char *const *spec
         if (o->placement == CLS_PLACEMENT_SHARD)
             return err_set(CLS_E_ARG, "a device list with the host executor holds the index replicated, never sharded");
         snprintf(why, len, "the index replicated on each (the host executor's list: never sharded); a search runs "
-                           "whole on one, or split by measured rate over those free");
+                           "whole on one, or split over those free in the shares their cost models say end together");
         return CLS_OK;
     }
     if (o->placement == CLS_PLACEMENT_REPLICATE) {
-        snprintf(why, len, "the index replicated on each (asked); a search runs whole on one, or split by stride of "
-                           "cost over those free");
+        snprintf(why, len, "the index replicated on each (asked); a search runs whole on one, or split over those "
+                           "free in the shares their cost models say end together");
         return CLS_OK;
     }
     uint64_t need = idx->num_words * 4 + idx->num_blocks * (uint64_t)sizeof(idx_block) + ((uint64_t)idx->num_docs + 1) * 4;
@@ -430,8 +432,8 @@ static cls_status choose_placement(const cls_index *idx, const char *const *spec
                  o->placement == CLS_PLACEMENT_SHARD ? "asked"
                                                      : "it does not fit every device: more than half of the least one's memory");
     else
-        snprintf(why, len, "the index replicated on each (it fits every device); a search runs whole on one, or split by "
-                           "stride of cost over those free");
+        snprintf(why, len, "the index replicated on each (it fits every device); a search runs whole on one, or "
+                           "split over those free in the shares their cost models say end together");
     return CLS_OK;
 }
 

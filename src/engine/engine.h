@@ -23,6 +23,9 @@ typedef struct executor_ops {
     void (*build_times)(const void *impl, double *seconds, int *from_cache);
     size_t (*profile)(const void *impl, const cls_profile_step **steps, uint32_t *batches);
     size_t (*counters)(const void *impl, const cls_counter **counters);
+    /* the queries it runs at once (the host: its threads), so that its cost model weighs a run
+     * of n queries as n / min(n, width) of one's; NULL: 1 (a device's batch is one run) */
+    unsigned (*width)(const void *impl);
 } executor_ops;
 
 /* The reference engine: plain C, one query at a time. */

@@ -512,22 +512,22 @@ static void run_unlocked(sched *s, sched_exec *x, sched_part *p)
 }
 
 /* The shares of job j for executors ids[0..n) that make them finish together (w, summing to 1),
- * from each one's line for j's mode (cost_model.h: t = fixed + postings / rate): with V_i = P /
- * rate_i for the job's P postings, executor i given share f_i ends at fixed_i + f_i V_i, equal for
- * all at T = (1 + sum fixed_i / V_i) / sum 1 / V_i. A share below 2% (a fixed cost as long as the
- * others' whole run) is raised to it. While any executor is unmeasured: equal shares, so each is
- * measured. Called with the lock held. */
+ * from each one's cost model for j's mode: with T_i its prediction for the whole job and fixed_i
+ * its run's own cost, V_i = T_i - fixed_i scales with the share, so executor i given share f_i
+ * ends at fixed_i + f_i V_i, equal for all at T = (1 + sum fixed_i / V_i) / sum 1 / V_i. A share
+ * below 2% (a fixed cost as long as the others' whole run) is raised to it. While any executor is
+ * unmeasured: equal shares, so each is measured. Called with the lock held. */
 static void split_shares(const sched *s, const cls_search *j, const unsigned *ids, unsigned n, double *w)
 {
-    double P = j->feat[BATCH_COST_POSTINGS] > 1 ? j->feat[BATCH_COST_POSTINGS] : 1, fixed[64], v[64], a = 1, b = 0;
+    double fixed[64], v[64], a = 1, b = 0;
     int measured = 1;
     for (unsigned i = 0; i < n; i++) {
         const sched_exec *x = &s->ex[ids[i]];
-        const exec_model *line = &x->model[j->p.mode].line;
-        double rate = x->model_rate > 0 ? x->model_rate : line->rate;
-        fixed[i] = x->model_rate > 0 ? x->model_fixed : line->fixed;
-        measured &= rate > 0;
-        v[i] = rate > 0 ? P / rate : 0;
+        double t = predict(x, j);
+        fixed[i] = x->model_rate > 0 ? x->model_fixed : cost_model_fixed(&x->model[j->p.mode]);
+        if (!(fixed[i] < t)) fixed[i] = 0;
+        v[i] = t - fixed[i];
+        measured &= v[i] > 0;
     }
     if (!measured) {
         for (unsigned i = 0; i < n; i++) w[i] = 1.0 / n;
@@ -812,6 +812,8 @@ cls_status sched_create(const cls_index *idx, const executor_ops *const *ops, vo
     s->split_min = SPLIT_MIN;
     for (unsigned i = 0; i < n; i++) {
         s->ex[i] = (sched_exec){.s = s, .id = i, .impl = impls[i], .ops = ops[i], .serial = serial && serial[i]};
+        unsigned width = ops[i]->width ? ops[i]->width(impls[i]) : 1;
+        for (int m = 0; m < CLS_NUM_MODES; m++) s->ex[i].model[m].width = width;
         snprintf(s->share_names[i], sizeof s->share_names[i], "device_%u_queries", i);
     }
     if (pthread_mutex_init(&s->mu, NULL) != 0) goto fail;
