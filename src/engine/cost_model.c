@@ -7,10 +7,16 @@
 
 /* The regression's inputs: 1 for the run, then the features with postings in millions, so that
  * every column is of order one to thousands and the normal equations stay well conditioned. */
-static void vector_of(const cost_model *m, const double f[BATCH_COST_FEATURES], double x[COST_DIMS])
+/* The share of a run's queries that one of its lanes carries: 1 / min(queries, width). */
+static double lane_share(const cost_model *m, const double f[BATCH_COST_FEATURES])
 {
     double at_once = m->width > 1 ? (f[BATCH_COST_QUERIES] < m->width ? f[BATCH_COST_QUERIES] : m->width) : 1;
-    double w = at_once > 1 ? 1 / at_once : 1;
+    return at_once > 1 ? 1 / at_once : 1;
+}
+
+static void vector_of(const cost_model *m, const double f[BATCH_COST_FEATURES], double x[COST_DIMS])
+{
+    double w = lane_share(m, f);
     x[0] = 1;
     x[1 + BATCH_COST_QUERIES] = f[BATCH_COST_QUERIES] * w;
     x[1 + BATCH_COST_POSTINGS] = f[BATCH_COST_POSTINGS] * 1e-6 * w;
@@ -61,9 +67,15 @@ static int solve(const cost_model *m, double c[COST_DIMS])
     return 1;
 }
 
+/* The line's postings: those one lane carries, as the features'. */
+static uint64_t line_postings(const cost_model *m, const double f[BATCH_COST_FEATURES])
+{
+    return (uint64_t)(f[BATCH_COST_POSTINGS] * lane_share(m, f));
+}
+
 static double line_predict(const cost_model *m, const double f[BATCH_COST_FEATURES])
 {
-    return exec_model_predict(&m->line, (uint64_t)f[BATCH_COST_POSTINGS]);
+    return exec_model_predict(&m->line, line_postings(m, f));
 }
 
 static double fit_predict(const cost_model *m, const double f[BATCH_COST_FEATURES])
@@ -108,7 +120,7 @@ void cost_model_add(cost_model *m, const double f[BATCH_COST_FEATURES], double s
         m->err_line = COST_MODEL_DECAY * m->err_line + fabs(pl - seconds) / seconds;
         m->err_w = COST_MODEL_DECAY * m->err_w + 1;
     }
-    exec_model_add(&m->line, (uint64_t)f[BATCH_COST_POSTINGS], seconds);
+    exec_model_add(&m->line, line_postings(m, f), seconds);
     double x[COST_DIMS], t = seconds * 1e3;
     vector_of(m, f, x);
     for (int i = 0; i < COST_DIMS; i++) {

@@ -7,8 +7,8 @@
  * conjunctive query on the host, the total bounds a disjunctive one and a device's decoding, so one
  * line fits both kinds of executor; a scheduler keeps one model per executor and mode. An
  * executor that runs `width` queries at once (the host executor's threads) has the queries' terms
- * divided by min(|Q|, width): its runs then fit one query's cost on one thread, whether it ran
- * alone or among many.
+ * divided by min(|Q|, width) (the line's postings too): its runs then fit one query's cost on one
+ * thread, whether it ran alone or among many.
  *
  * The coefficients are fitted by ridge-regularised least squares over exponentially decayed sums
  * (each run weighs COST_MODEL_DECAY of the one after it), refreshed by every run. Beside it runs

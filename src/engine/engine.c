@@ -201,22 +201,30 @@ typedef struct exec_make {
     host_engine *h;  /* or the host's */
     cls_status s;
     int on_thread; /* made on a thread of its own, to be joined */
+    int nice;      /* the host executor's helpers' niceness (beside devices) */
     char desc[EXEC_DESC_LEN];
     char err[1024];
 } exec_make;
 
+/* The niceness of the host executor's helper threads beside devices (host_create says why). */
+#define HOST_NICE 5
+
 /* The host executor's description: its line, then its algorithms. */
 static void host_describe(const host_engine *h, char *buf, size_t len)
 {
+    int err, nice = host_nice(h, &err);
+    char pri[160] = "";
+    if (nice && !err) snprintf(pri, sizeof pri, "; its helper threads at nice +%d, the devices' threads first", nice);
+    else if (nice) snprintf(pri, sizeof pri, "; its helper threads not made nicer (+%d): %s", nice, strerror(err));
     snprintf(buf, len,
              "device: host executor, %u threads of %u online cores (plain C over the index's blocks, a query a "
-             "thread; exact to the reference engine)\n"
+             "thread; exact to the reference engine%s)\n"
              "kernels: and=block-max AND (the shortest list drives, blocks skipped by their last docID and by "
              "max_score), or=MaxScore (non-essential terms looked up only while a document may still enter the k "
              "best; regions whose blocks cannot, skipped), and-or=and's k, then or over the documents without every "
              "term; bounds from the blocks' max_score where a search's k1 and b are the index's, else every "
              "candidate scored",
-             host_threads(h), host_threads_default());
+             host_threads(h), host_threads_default(), pri);
 }
 
 static void *exec_make_run(void *arg)
@@ -224,7 +232,7 @@ static void *exec_make_run(void *arg)
     exec_make *m = arg;
     unsigned threads;
     if (host_spec(m->spec, &threads, &m->s)) {
-        if (m->s == CLS_OK) m->s = host_create(m->idx, threads, &m->h);
+        if (m->s == CLS_OK) m->s = host_create(m->idx, threads, m->nice, &m->h);
         if (m->s == CLS_OK) host_describe(m->h, m->desc, sizeof m->desc);
     } else {
         m->s = clx_create(m->idx, m->spec, m->prm, m->o, &m->x, m->desc, sizeof m->desc);
@@ -254,7 +262,16 @@ static cls_status executors_create(const cls_index *const *idx, const char *cons
         free(th);
         return err_set(CLS_E_NOMEM, "out of memory for %u executors", n);
     }
-    for (unsigned i = 0; i < n; i++) m[i] = (exec_make){.idx = idx[i], .spec = specs[i], .prm = prm, .o = o};
+    /* the host executor beside devices: its helper threads nicer than theirs (host_create) */
+    int devices = 0, host = 0;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned t;
+        cls_status hs;
+        if (host_spec(specs[i], &t, &hs)) host = 1;
+        else devices = 1;
+    }
+    for (unsigned i = 0; i < n; i++)
+        m[i] = (exec_make){.idx = idx[i], .spec = specs[i], .prm = prm, .o = o, .nice = host && devices ? HOST_NICE : 0};
     exec_make_run(&m[0]);
     int threaded = m[0].s == CLS_OK && (m[0].h || clx_threaded_launches(&m[0].x->dc.dev.info));
     for (unsigned i = 1; i < n && threaded; i++) {

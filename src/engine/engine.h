@@ -35,9 +35,13 @@ void ref_free(ref_engine *e);
 cls_status ref_search(ref_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 
 /* The host executor (host_engine.c): the CPU's cores, threads of them (1..1024; 0 at creation:
- * host_threads_default, every online core), one query per thread at a time. */
+ * host_threads_default, every online core), one query per thread at a time. nice > 0: its helper
+ * threads (all but the caller's) run that much nicer than the process, so that beside devices
+ * the threads that feed them (planning, launches, waits) and a server's are never queued behind
+ * its own; host_nice says so, and why not where the system refused (*err: errno, 0 none). */
 typedef struct host_engine host_engine;
-cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out);
+cls_status host_create(const cls_index *idx, unsigned threads, int nice, host_engine **out);
+int host_nice(const host_engine *e, int *err);
 void host_free(host_engine *e);
 cls_status host_search(host_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
 /* host_search in parts, as clx_search's (below) for a scheduler's split: prepare, order (by the

@@ -33,12 +33,15 @@
  * query uses is its worker's, sized when a search begins (the batch's longest query, its k), so
  * no query allocates. */
 #define _DEFAULT_SOURCE
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
@@ -125,6 +128,9 @@ typedef struct host_worker {
 struct host_engine {
     const cls_index *idx;
     unsigned nthreads;
+    int nice;              /* its helper threads' niceness above the process's (host_create) */
+    _Atomic int nice_errno; /* a helper's setpriority failure (0: none) */
+    unsigned ready;        /* helpers started (host_create waits for them all) */
     host_worker *w;
     float *norms;          /* at k1, b (recomputed when a search asks for others) */
     float k1, b;
@@ -611,7 +617,15 @@ static void *worker_main(void *arg)
     host_worker *w = arg;
     struct host_engine *e = w->e;
     uint64_t seen = 0;
+    if (e->nice) { /* beside devices: their threads first (host_create says why) */
+        errno = 0;
+        int now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+        if (errno || setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), now + e->nice) != 0)
+            atomic_store(&e->nice_errno, errno ? errno : EPERM);
+    }
     pthread_mutex_lock(&e->mu);
+    e->ready++;
+    pthread_cond_signal(&e->done);
     for (;;) {
         while (e->gen == seen && !e->stop) pthread_cond_wait(&e->go, &e->mu);
         if (e->stop) break;
@@ -694,7 +708,7 @@ unsigned host_threads_default(void)
     return n < 1 ? 1 : n > 1024 ? 1024 : (unsigned)n;
 }
 
-cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out)
+cls_status host_create(const cls_index *idx, unsigned threads, int nice, host_engine **out)
 {
     cls_status s = idx_verify_words(idx);
     if (s != CLS_OK) return s;
@@ -704,6 +718,7 @@ cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out
     if (!e) return err_set(CLS_E_NOMEM, "host executor: out of memory");
     e->idx = idx;
     e->nthreads = threads;
+    e->nice = nice > 0 ? nice : 0;
     e->k1 = e->b = -1;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->go, NULL);
@@ -733,6 +748,9 @@ cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out
         }
         e->w[i].started = 1;
     }
+    pthread_mutex_lock(&e->mu); /* every helper running (and niced where asked) before the first search */
+    while (e->ready + 1 < threads) pthread_cond_wait(&e->done, &e->mu);
+    pthread_mutex_unlock(&e->mu);
     if ((s = idx_intact(idx, CLS_OK)) != CLS_OK) {
         host_free(e);
         return s;
@@ -742,6 +760,12 @@ cls_status host_create(const cls_index *idx, unsigned threads, host_engine **out
 }
 
 unsigned host_threads(const host_engine *e) { return e->nthreads; }
+
+int host_nice(const host_engine *e, int *err)
+{
+    *err = atomic_load(&e->nice_errno);
+    return e->nice;
+}
 
 cls_status host_search_prepare(host_engine *e, const cls_search_params *p, uint64_t nq)
 {

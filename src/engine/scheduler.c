@@ -203,13 +203,23 @@ static int can_take(const sched_exec *x) { return !x->busy && !x->aside && !x->a
 
 /* ---- Routing: which executor finishes a search first --------------------------------------- */
 
-/* The seconds executor x's model predicts for job j run whole (0: not measured yet, so it is
- * tried). */
+/* The seconds executor x's model predicts for job j run whole (0: not measured at all). */
 static double predict(const sched_exec *x, const cls_search *j)
 {
     if (x->model_rate > 0) /* sched_set_model's line */
         return x->model_fixed + j->feat[BATCH_COST_POSTINGS] / x->model_rate;
     return cost_model_predict(&x->model[j->p.mode], j->feat);
+}
+
+/* The same for routing: 0 (so that it is tried when free, and not waited for when busy) until its
+ * model for j's mode has seen COST_MODEL_MIN_RUNS runs. An executor that a first prediction from
+ * one or two runs puts far behind would otherwise never run again, and never learn better: a
+ * host whose only runs were a large split part, its fixed cost read from those, would never be
+ * given a lone query. */
+static double route_predict(const sched_exec *x, const cls_search *j)
+{
+    if (x->model_rate <= 0 && x->model[j->p.mode].runs < COST_MODEL_MIN_RUNS) return 0;
+    return predict(x, j);
 }
 
 /* Seconds from now until executor y may start another search: 0 when free; else what its model
@@ -242,14 +252,14 @@ static int preferred_of(const sched *s, const cls_search *j)
 static int finishes_first(const sched *s, const sched_exec *x, const cls_search *j, double now, const double *backlog,
                           unsigned *other)
 {
-    double tx = predict(x, j);
+    double tx = route_predict(x, j);
     if (s->n < 2 || s->shard_base || tx <= 0) return 1;
     double best = 0.9 * tx;
     int b = -1;
     for (unsigned i = 0; i < s->n; i++) {
         const sched_exec *y = &s->ex[i];
         if (y == x || y->aside || (j->parts[0].tried >> i & 1)) continue;
-        double ty = predict(y, j);
+        double ty = route_predict(y, j);
         if (ty <= 0) continue;
         double f = wait_for(y, now) + (backlog ? backlog[i] : 0) + ty;
         if (f < best) best = f, b = (int)i;
@@ -277,7 +287,7 @@ static sched_part *queue_first_for(sched *s, unsigned x, double *wake)
         if (now == 0) now = clx_now();
         unsigned other;
         if (finishes_first(s, &s->ex[x], p->job, now, backlog, &other)) return p;
-        backlog[other] += predict(&s->ex[other], p->job);
+        backlog[other] += route_predict(&s->ex[other], p->job);
         double w = wait_for(&s->ex[other], now);
         if (w < *wake) *wake = w;
     }
@@ -632,11 +642,11 @@ static sched_exec *fastest_free(sched *s, sched_exec *x, cls_search *j)
 {
     if (s->n < 2 || s->shard_base) return x;
     sched_exec *best = x;
-    double t = predict(x, j);
+    double t = route_predict(x, j);
     for (unsigned i = 0; i < s->n && t > 0; i++) {
         sched_exec *y = &s->ex[i];
         if (y == x || !can_take(y)) continue;
-        double ty = predict(y, j);
+        double ty = route_predict(y, j);
         if (ty < t) best = y, t = ty;
     }
     return best;
