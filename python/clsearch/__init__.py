@@ -391,12 +391,15 @@ class Engine(_Closable):
         kernels, the programs. For reading, not parsing."""
         return _text(_lib.cls_engine_describe(self._handle()))
 
-    def search(self, queries, k=1000, mode="or", k1=0.9, b=0.4, as_frame=None):
+    def search(self, queries, k=1000, mode="or", k1=0.9, b=0.4, as_frame=None, deadline_ms=0):
         """Runs queries in one batch and returns their top k, query by query in the order given.
 
         queries: a str (one query, qid "1"), a list of str (qids "1", "2", ...), a list of
         (qid, text) pairs, a dict qid -> text, or a pandas DataFrame with columns qid and query.
         mode: one of MODES (cls_mode_parse refuses any other); k1, b: BM25's.
+        deadline_ms: the time the search should take (0: none); on an engine of several executors
+        it orders waiting searches, earliest deadline first, and a search ending later counts its
+        queries in counters()["queries_late"]; results never depend on it.
         Returns a list of Hit(qid, docno, rank, score, docid), rank from 0; or, with as_frame
         (the default when queries is a DataFrame), a pandas DataFrame with columns qid, docid,
         docno, rank, score (and query, when queries was a DataFrame).
@@ -420,7 +423,7 @@ class Engine(_Closable):
         _lib.cls_search_defaults(ct.byref(p))
         m = ct.c_int()
         _check(_lib.cls_mode_parse(_cstr(mode, "the mode"), ct.byref(m)), "cls_mode_parse")
-        p.k, p.mode, p.k1, p.b = k, m.value, float(k1), float(b)
+        p.k, p.mode, p.k1, p.b, p.deadline_ms = k, m.value, float(k1), float(b), float(deadline_ms)
         rows = []
         with self._lock:
             h = self._handle()

@@ -91,7 +91,7 @@ class IndexStats(ctypes.Structure):
 
 class SearchParams(ctypes.Structure):
     _fields_ = [("k", ctypes.c_uint32), ("mode", ctypes.c_int), ("k1", ctypes.c_float),
-                ("b", ctypes.c_float), _ROOM]
+                ("b", ctypes.c_float), ("deadline_ms", ctypes.c_double), _ROOM]
 
 
 class EngineOpts(ctypes.Structure):

@@ -130,6 +130,12 @@ class TestSearch(unittest.TestCase):
         with clsearch.Engine(self.idx, device="host:2") as eng:
             self.assertTrue(eng.describe().startswith("device: host executor"))
             self.engine_equals_command_and_reference(eng, "host:2")
+            # a deadline orders and counts; it never changes a result
+            late = eng.search(QUERIES, k=100, deadline_ms=1e-6)
+            self.assertEqual(eng.counters()["queries_late"], len(QUERIES))
+            runs.assert_same(self, late, self.ref.search(QUERIES, k=100), "host:2 with a deadline")
+            with self.assertRaises(clsearch.Error):
+                eng.search(QUERIES[:1], deadline_ms=-1)
 
     def test_query_forms(self):
         texts = [t for _, t in QUERIES[:5]]

@@ -118,6 +118,10 @@ struct cls_search {
     cls_results **sres;      /* a sharded engine's: per executor two result sets (kept for reuse) */
     uint32_t *scratch;       /* and-or's merge: kk docIDs */
     size_t scratch_cap;
+    uint64_t *cheap;         /* a split's queries by cost, cheapest first (split_cheap) */
+    size_t cheap_cap;
+    unsigned char *taken;    /* per query: taken by the lanes' part already */
+    size_t taken_cap;
     cls_search *next_free;
 };
 
@@ -527,7 +531,7 @@ static void run_unlocked(sched *s, sched_exec *x, sched_part *p)
  * ends at fixed_i + f_i V_i, equal for all at T = (1 + sum fixed_i / V_i) / sum 1 / V_i. A share
  * below 2% (a fixed cost as long as the others' whole run) is raised to it. While any executor is
  * unmeasured: equal shares, so each is measured. Called with the lock held. */
-static void split_shares(const sched *s, const cls_search *j, const unsigned *ids, unsigned n, double *w)
+static double split_shares(const sched *s, const cls_search *j, const unsigned *ids, unsigned n, double *w)
 {
     double fixed[64], v[64], a = 1, b = 0;
     int measured = 1;
@@ -541,7 +545,7 @@ static void split_shares(const sched *s, const cls_search *j, const unsigned *id
     }
     if (!measured) {
         for (unsigned i = 0; i < n; i++) w[i] = 1.0 / n;
-        return;
+        return 0;
     }
     for (unsigned i = 0; i < n; i++) a += fixed[i] / v[i], b += 1 / v[i];
     double T = a / b, sum = 0;
@@ -551,7 +555,17 @@ static void split_shares(const sched *s, const cls_search *j, const unsigned *id
         sum += w[i];
     }
     for (unsigned i = 0; i < n; i++) w[i] /= sum;
+    return T;
 }
+
+/* A split's plan: the shares (split_shares), and where an executor of several lanes (the host's
+ * threads) takes part, its model and the end time T it should meet. */
+typedef struct split_plan {
+    double w[64];
+    double T;             /* the parts' common end, from now (0: not measured) */
+    int lanes;            /* the part (index in ids) of the executor of several lanes, or -1 */
+    cost_model model;     /* its model for the search's mode, copied under the lock */
+} split_plan;
 
 /* Splits job j, just taken by executor x, over nparts executors (ids[0] is x; all claimed, none
  * running): x's cost order dealt out by smooth weighted round robin, each executor weighing its
@@ -559,7 +573,45 @@ static void split_shares(const sched *s, const cls_search *j, const unsigned *id
  * more of them; with equal shares that is a stride: part i takes the positions i, i + n, i + 2n,
  * ... Called without the lock; on failure nothing was handed out (the caller releases the others
  * and runs j whole). */
-static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *ids, unsigned nparts, const double *w)
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The part of an executor of several lanes (the host's threads): the cheapest queries (by their
+ * lists' postings), as many as its model says it ends within the plan's T (at least one). A part of
+ * lanes ends with its longest query, which a share dealt across the range of costs would hold: the
+ * cheap end keeps its queries short, and the device, whose time grows little with a query's
+ * cost, takes the long ones. At most `most`, so every other part keeps a query. Marks them in
+ * j->taken; returns how many. */
+static uint64_t split_cheap(cls_search *j, const split_plan *pl, uint64_t most, uint32_t *part)
+{
+    const cls_batch *b = j->b;
+    const uint64_t nq = b->nq;
+    for (uint64_t q = 0; q < nq; q++) {
+        uint64_t c = batch_query_postings(b, q);
+        j->cheap[q] = (c < UINT32_MAX ? c : UINT32_MAX) << 32 | q;
+        j->taken[q] = 0;
+    }
+    qsort(j->cheap, nq, sizeof *j->cheap, cmp_u64);
+    double fixed = cost_model_fixed(&pl->model), lanes = pl->model.width > 1 ? pl->model.width : 1, t = fixed;
+    uint64_t n = 0;
+    while (n < most) {
+        uint32_t q = (uint32_t)j->cheap[n];
+        double f[BATCH_COST_FEATURES];
+        batch_cost_features(b, &q, 1, f);
+        double one = cost_model_predict(&pl->model, f), add = (one - fixed) / lanes;
+        if (n > 0 && (t + add > pl->T || one > pl->T)) break;
+        t += add > 0 ? add : 0;
+        part[n++] = q;
+        j->taken[q] = 1;
+    }
+    return n;
+}
+
+static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *ids, unsigned nparts,
+                        const split_plan *pl)
 {
     const executor_ops *ops = x->ops;
     const uint64_t nq = j->b->nq;
@@ -586,15 +638,26 @@ static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *
         for (unsigned i = j->nslices; i < nparts; i++) j->slices[i] = NULL, j->slice_cap[i] = 0;
         j->nslices = nparts;
     }
-    double cur[64], total = 0;
+    double w[64], cur[64], total = 0;
     for (unsigned i = 0; i < nparts; i++) {
-        total += w[i];
+        w[i] = pl->w[i];
         cur[i] = 0;
         j->slice_n[i] = 0;
         if (!vec_reserve(&j->slices[i], &j->slice_cap[i], nq + 1, sizeof *j->slices[i]))
             return err_set(CLS_E_NOMEM, "out of memory for a search's parts");
     }
+    /* an executor of lanes takes the cheap end; the others are dealt the rest */
+    int lanes = pl->lanes >= 0 && pl->T > 0 && nparts > 1 ? pl->lanes : -1;
+    if (lanes >= 0 && (!vec_reserve(&j->cheap, &j->cheap_cap, nq, sizeof *j->cheap) ||
+                       !vec_reserve(&j->taken, &j->taken_cap, nq, sizeof *j->taken)))
+        return err_set(CLS_E_NOMEM, "out of memory for a search's parts");
+    if (lanes >= 0) {
+        j->slice_n[lanes] = split_cheap(j, pl, nq - (nparts - 1), j->slices[lanes]);
+        w[lanes] = 0;
+    }
+    for (unsigned i = 0; i < nparts; i++) total += w[i];
     for (uint64_t q = 0; q < nq; q++) {
+        if (lanes >= 0 && j->taken[order[q]]) continue;
         unsigned best = 0;
         for (unsigned i = 0; i < nparts; i++) {
             cur[i] += w[i];
@@ -685,10 +748,16 @@ static void take(sched *s, sched_exec *x, sched_part *p)
                     got[ng++] = i;
                 }
         if (ng > 1) {
-            double w[64];
-            split_shares(s, j, got, ng, w);
+            split_plan pl;
+            pl.T = split_shares(s, j, got, ng, pl.w);
+            pl.lanes = -1;
+            for (unsigned i = 0; i < ng; i++)
+                if (s->ex[got[i]].model[j->p.mode].width > 1 && s->ex[got[i]].model_rate <= 0) {
+                    pl.lanes = (int)i;
+                    pl.model = s->ex[got[i]].model[j->p.mode];
+                }
             pthread_mutex_unlock(&s->mu);
-            cls_status st = split(s, x, j, got, ng, w);
+            cls_status st = split(s, x, j, got, ng, &pl);
             pthread_mutex_lock(&s->mu);
             if (st == CLS_OK) {
                 j->nparts = j->left = ng;
@@ -871,6 +940,8 @@ static void job_release_arrays(cls_search *j)
         for (unsigned i = 0; i < 2 * j->s->n; i++) cls_results_free(j->sres[i]);
     free(j->sres);
     free(j->scratch);
+    free(j->cheap);
+    free(j->taken);
     free(j);
 }
 
