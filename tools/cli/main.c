@@ -105,6 +105,20 @@ static const command commands[] = {
      "                  has its lists cached on the device (LRU by bytes), uploaded as batches need them;\n"
      "                  --batch-ms MS (default $CLSEARCH_BATCH_MS, else 25): the time a device batch\n"
      "                  aims at, past 1,024 queries (the cost model: the rate measured on earlier batches)\n"},
+    {"features", cmd_features, HELP_MODES,
+     "  clsearch features --list [-x INDEX]          the learning-to-rank features: number, name, definition\n"
+     "                  (with -x: the index's numeric stored fields too)\n"
+     "  clsearch features -x INDEX -q TOPICS --qrels QRELS [-f FORMAT] [-k DEPTH] [-m MODE] [-d DEVICE]\n"
+     "                  [--k1 0.9] [--b 0.4] [--mu 2500] [--lambda 0.1] [-o FILE]\n"
+     "                  training data for a second ranking stage: each topic's top DEPTH (default 1000)\n"
+     "                  from the first stage (search's engine on DEVICE, as search: $CLSEARCH_DEVICE, else\n"
+     "                  auto; every device ranks the same), a line a candidate in rank order:\n"
+     "                  'label qid:Q 1:v 2:v ... # docno' (SVMlight/LETOR, as XGBoost and scikit-learn read\n"
+     "                  it), the label the qrels' relevance (TREC: qid iteration docno relevance; 0 when\n"
+     "                  unjudged), after a head of '#' lines naming the features; a qid not all digits is\n"
+     "                  written as its topic's place, the qid after the docno; --k1, --b: BM25 of both\n"
+     "                  stages; --mu, --lambda: the Dirichlet and Jelinek-Mercer smoothing; -o FILE:\n"
+     "                  written whole or not at all (the rules of search -o), else standard output\n"},
     {"stats", cmd_stats, 0,
      "  clsearch stats INDEX [--codecs] [--json]    sizes; --codecs: every codec and block size;\n"
      "                  the collection's format and roots, the stored fields (documents having each);\n"
