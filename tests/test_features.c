@@ -283,6 +283,98 @@ START_TEST(walk_matches_whole_lists)
 }
 END_TEST
 
+/* A random batch: nq queries of 0 to 12 terms, pairs of them with frequencies mostly 0 and
+ * lengths from 0 up, in the ranges an index gives (idf above 0, pc from 1e-7 to 1/2). */
+typedef struct rand_batch {
+    feat_term terms[40 * 12];
+    uint32_t term_start[40], num_terms[40];
+    uint32_t pair_query[3000], tf_start[3000];
+    feat_doc docs[3000];
+    uint32_t tf[3000 * 12];
+    feat_batch b;
+} rand_batch;
+
+static double unit(uint64_t *st) { return (double)(tu_rand(st) % 1000000) / 1000000.0; }
+
+static void random_batch(rand_batch *r, uint64_t seed, cls_scoring scoring, const feat_params *p)
+{
+    uint64_t st = seed;
+    size_t nt = 0, ntf = 0;
+    for (uint32_t q = 0; q < 40; q++) {
+        r->term_start[q] = (uint32_t)nt;
+        r->num_terms[q] = q == 0 ? 0 : (uint32_t)(tu_rand(&st) % 13);
+        for (uint32_t i = 0; i < r->num_terms[q]; i++, nt++) {
+            float idf = (float)(0.01 + 10 * unit(&st));
+            double qw = tu_rand(&st) % 4 == 0 ? 0.5 + 3 * unit(&st) : 1.0;
+            r->terms[nt] = (feat_term){idf, scoring == CLS_SCORING_IMPACT ? (float)qw : (float)(idf * qw),
+                                       (float)(1e-7 + 0.5 * unit(&st) * unit(&st))};
+        }
+    }
+    for (uint32_t j = 0; j < 3000; j++) {
+        uint32_t q = (uint32_t)(tu_rand(&st) % 40), sum = 0;
+        r->pair_query[j] = q;
+        r->tf_start[j] = (uint32_t)ntf;
+        for (uint32_t i = 0; i < r->num_terms[q]; i++) {
+            uint32_t f = tu_rand(&st) % 3 == 0 ? 1 + (uint32_t)(tu_rand(&st) % 50) : 0;
+            r->tf[ntf++] = f;
+            sum += f;
+        }
+        uint32_t dl = j % 97 == 0 && sum == 0 ? 0 : sum + (uint32_t)(tu_rand(&st) % 5000);
+        r->docs[j] = (feat_doc){dl, bm25_norm(p->k1, p->b, dl, 812.5)};
+    }
+    r->b = (feat_batch){r->terms, r->term_start, r->num_terms, 40, nt, r->pair_query, r->tf_start, r->docs, 3000,
+                        r->tf, ntf, scoring, *p};
+}
+
+/* cl/features.cl on the device ($CLS_TEST_DEVICE, POCL by default) against the C table: every
+ * row bit for bit, for BM25 and impact indexes, at the defaults and at other mu and lambda. */
+START_TEST(device_twin_bit_for_bit)
+{
+    rand_batch *r = malloc(sizeof *r);
+    float *want = malloc(3000 * FEAT_FIXED * sizeof *want), *got = malloc(3000 * FEAT_FIXED * sizeof *got);
+    float scratch[FEAT_FAMILIES * 12];
+    ck_assert(r && want && got);
+    for (int sc = 0; sc < 2; sc++) {
+        cls_scoring scoring = sc ? CLS_SCORING_IMPACT : CLS_SCORING_BM25;
+        feat_cl *c;
+        ck_assert_msg(feat_cl_create(tu_device(), scoring, &c) == CLS_OK, "%s", cls_last_error());
+        ck_assert_msg(feat_cl_exact(c), "the device does not round division correctly: the twin cannot match");
+        for (int v = 0; v < 2; v++) {
+            feat_params p;
+            feat_params_default(&p);
+            if (v) {
+                p.mu = 100;
+                p.lambda = 0.7f;
+                p.k1 = 1.2f;
+                p.b = 0.75f;
+            }
+            random_batch(r, 17 + (uint64_t)(2 * sc + v), scoring, &p);
+            ck_assert_int_eq(feat_batch_check(&r->b), CLS_OK);
+            feat_batch_compute(&r->b, scratch, want);
+            memset(got, 0xA5, 3000 * FEAT_FIXED * sizeof *got);
+            ck_assert_msg(feat_cl_compute(c, &r->b, got) == CLS_OK, "%s", cls_last_error());
+            for (uint32_t j = 0; j < 3000; j++)
+                for (uint32_t i = 0; i < FEAT_FIXED; i++)
+                    ck_assert_msg(memcmp(&want[j * FEAT_FIXED + i], &got[j * FEAT_FIXED + i], sizeof(float)) == 0,
+                                  "scoring %d variant %d pair %u %s: C %a, device %a", sc, v, j, feat_table()[i].name,
+                                  (double)want[j * FEAT_FIXED + i], (double)got[j * FEAT_FIXED + i]);
+        }
+        /* refused: a batch of the other scoring, an index past its arrays */
+        r->b.scoring = sc ? CLS_SCORING_BM25 : CLS_SCORING_IMPACT;
+        ck_assert_int_eq(feat_cl_compute(c, &r->b, got), CLS_E_ARG);
+        r->b.scoring = scoring;
+        r->tf_start[5] = (uint32_t)r->b.ntf;
+        ck_assert_int_eq(feat_cl_compute(c, &r->b, got), r->num_terms[r->pair_query[5]] ? CLS_E_ARG : CLS_OK);
+        r->pair_query[5] = 40;
+        ck_assert_int_eq(feat_cl_compute(c, &r->b, got), CLS_E_ARG);
+        feat_cl_free(c);
+    }
+    free(r);
+    free(want);
+    free(got);
+}
+END_TEST
+
 /* Stored fields: "year" (numbers, one document lacking it) is a feature, "title" (text) and
  * "code" (a number but also "12a") are not. */
 START_TEST(numeric_stored_fields)
@@ -647,6 +739,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, table_rows);
     tcase_add_test(tc, log_close_to_libm);
     tcase_add_test(tc, walk_matches_whole_lists);
+    tcase_add_test(tc, device_twin_bit_for_bit);
     tcase_add_test(tc, numeric_stored_fields);
     tcase_add_test(tc, qrels_reader);
     tcase_add_test(tc, command_writes_and_refuses);

@@ -149,6 +149,31 @@ void feat_pair_compute(const feat_term *terms, const uint32_t *tf, uint32_t n, c
     for (uint32_t r = 0; r < FEAT_FIXED; r++) out[r] = TABLE[r].value(&pair);
 }
 
+_Static_assert(sizeof(feat_term) == 12 && sizeof(feat_doc) == 8, "cl/features.cl reads feat_term as 3 floats, feat_doc as 2 words");
+
+cls_status feat_batch_check(const feat_batch *b)
+{
+    for (uint32_t q = 0; q < b->nq; q++)
+        if (b->term_start[q] > b->nterms || b->num_terms[q] > b->nterms - b->term_start[q])
+            return err_set(CLS_E_ARG, "features: query %u's terms pass the batch's %zu", q, b->nterms);
+    for (uint32_t j = 0; j < b->npairs; j++) {
+        if (b->pair_query[j] >= b->nq) return err_set(CLS_E_ARG, "features: pair %u's query is past the batch's %u", j, b->nq);
+        uint32_t n = b->num_terms[b->pair_query[j]];
+        if (b->tf_start[j] > b->ntf || n > b->ntf - b->tf_start[j])
+            return err_set(CLS_E_ARG, "features: pair %u's frequencies pass the batch's %zu", j, b->ntf);
+    }
+    return feat_params_check(&b->p);
+}
+
+void feat_batch_compute(const feat_batch *b, float *scratch, float *out)
+{
+    for (uint32_t j = 0; j < b->npairs; j++) {
+        uint32_t q = b->pair_query[j];
+        feat_pair_compute(b->terms + b->term_start[q], b->tf + b->tf_start[j], b->num_terms[q], &b->docs[j], b->scoring,
+                          &b->p, scratch, out + (size_t)j * FEAT_FIXED);
+    }
+}
+
 /* ---- the extractor ------------------------------------------------------------------------------ */
 
 typedef struct cand {

@@ -135,6 +135,43 @@ static inline void feat_term_values(const feat_term *t, uint32_t tf, const feat_
 void feat_pair_compute(const feat_term *terms, const uint32_t *tf, uint32_t n, const feat_doc *d, cls_scoring scoring,
                        const feat_params *p, float *scratch, float *out);
 
+/* ---- a batch of pairs, for the device twin (cl/features.cl) ---------------------------------- */
+
+/* Pairs of several queries: query q's terms are terms[term_start[q] .. + num_terms[q]); pair j
+ * is of query pair_query[j], its frequencies tf[tf_start[j] .. + num_terms of its query), its
+ * document docs[j]. */
+typedef struct feat_batch {
+    const feat_term *terms;
+    const uint32_t *term_start, *num_terms;
+    uint32_t nq;
+    size_t nterms;
+    const uint32_t *pair_query, *tf_start;
+    const feat_doc *docs;
+    uint32_t npairs;
+    const uint32_t *tf;
+    size_t ntf;
+    cls_scoring scoring;
+    feat_params p;
+} feat_batch;
+
+/* CLS_OK when every index of b stays within its arrays (a query's terms, a pair's query and
+ * frequencies), else CLS_E_ARG saying which does not. */
+cls_status feat_batch_check(const feat_batch *b);
+/* The fixed features of every pair of b (checked) into out: npairs rows of FEAT_FIXED, in plain C
+ * (feat_pair_compute); scratch holds FEAT_FAMILIES floats per term of the longest query. */
+void feat_batch_compute(const feat_batch *b, float *scratch, float *out);
+
+/* The device twin: an OpenCL device's context and the features program. */
+typedef struct feat_cl feat_cl;
+/* On the device spec (clx_select: "cpu", "gpu", "P:D", ...), for an index of this scoring. */
+cls_status feat_cl_create(const char *device, cls_scoring scoring, feat_cl **out);
+void feat_cl_free(feat_cl *c);
+/* Whether the device rounds division correctly: then feat_cl_compute equals feat_batch_compute
+ * bit for bit (else a division may differ in its last bit). */
+int feat_cl_exact(const feat_cl *c);
+/* feat_batch_compute on the device (b->scoring must be the one c was built for). */
+cls_status feat_cl_compute(feat_cl *c, const feat_batch *b, float *out);
+
 /* ---- the extractor ---------------------------------------------------------------------------- */
 
 typedef struct feat_extractor feat_extractor;
