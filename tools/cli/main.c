@@ -113,12 +113,13 @@ static const command commands[] = {
      "                  training data for a second ranking stage: each topic's top DEPTH (default 1000)\n"
      "                  from the first stage (search's engine on DEVICE, as search: $CLSEARCH_DEVICE, else\n"
      "                  auto; every device ranks the same), a line a candidate in rank order:\n"
-     "                  'label qid:Q 1:v 2:v ... # docno' (SVMlight/LETOR, as XGBoost and scikit-learn read\n"
-     "                  it), the label the qrels' relevance (TREC: qid iteration docno relevance; 0 when\n"
-     "                  unjudged), after a head of '#' lines naming the features; a qid not all digits is\n"
-     "                  written as its topic's place, the qid after the docno; --k1, --b: BM25 of both\n"
-     "                  stages; --mu, --lambda: the Dirichlet and Jelinek-Mercer smoothing; -o FILE:\n"
-     "                  written whole or not at all (the rules of search -o), else standard output\n"},
+     "                  'label qid:Q 1:v 2:v ... # docno' (SVMlight/LETOR, as scikit-learn's\n"
+     "                  load_svmlight_file reads it), the label the qrels' relevance (TREC: qid\n"
+     "                  iteration docno relevance; 0 when unjudged), after a head of '#' lines naming\n"
+     "                  the features; a qid not all digits is written as its topic's place, the qid\n"
+     "                  after the docno; --k1, --b: BM25 of both stages; --mu, --lambda: the Dirichlet\n"
+     "                  and Jelinek-Mercer smoothing; -o FILE: written whole or not at all (the rules\n"
+     "                  of search -o), else standard output\n"},
     {"stats", cmd_stats, 0,
      "  clsearch stats INDEX [--codecs] [--json]    sizes; --codecs: every codec and block size;\n"
      "                  the collection's format and roots, the stored fields (documents having each);\n"
