@@ -66,15 +66,15 @@ typedef struct feat_doc {
 /* The fixed features (the stored fields' come after them). */
 #define FEAT_FIXED (FEAT_FAMILIES * 5 + 4)
 
-/* One row of the table: a feature, its definition and the code that computes it from a pair's
- * term-level values. */
+/* What a row's code reads: one (query, document) pair's term-level values. */
 typedef struct feat_pair {
-    uint32_t n;        /* query terms */
-    const uint32_t *tf; /* n frequencies in d */
-    const float *v[FEAT_FAMILIES]; /* v[f][i]: family f's value of term i */
+    uint32_t n;                    /* query terms */
+    const uint32_t *tf;            /* their n frequencies in the document */
+    const float *v[FEAT_FAMILIES]; /* v[f][i]: family f's value of term i (feat_term_values) */
     uint32_t dl;
 } feat_pair;
 
+/* One row of the table: a feature, its definition and the code that computes it. */
 typedef struct feat_row {
     const char *name;
     const char *definition;
