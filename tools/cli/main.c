@@ -224,7 +224,7 @@ static const command commands[] = {
      "                  arrivals of R a second (--seed, default 1) over a pool of -c connections (default\n"
      "                  256), latency from the due time: offered and achieved rate, p50/p99/p99.9, the\n"
      "                  requests sent, answered, failed and unsent (still queued at the end); --deadline-ms:\n"
-     "                  each request's deadline, and the share answered within it (\"in time %\")\n"},
+     "                  each request's deadline, and the share answered within it (\"in time %%\")\n"},
     {"tune", bench_tune, BENCH,
      "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE] [--force]\n"
      "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"
