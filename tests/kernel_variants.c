@@ -272,6 +272,13 @@ int main(int argc, char **argv)
         snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DCOPY_VEC=%u", cv->candidates[i]);
         ok = ok && emit("copy", cfiles, opts);
     }
+    /* features (cl/features.cl): options as src/rank/features_cl.c writes them */
+    static const char *const ffiles[] = {"features.cl", NULL};
+    for (unsigned i = 0; i < 4; i++) {
+        snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_FEATURES=64%s%s", i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
+                 i / 2 ? " -DSCORE_IMPACT=1" : "");
+        ok = ok && emit("features", ffiles, opts);
+    }
     ok = (fclose(list) == 0) && ok;
     if (!ok) return 1;
     printf("variants: %u programs written to %s\n", nvariants, dir);

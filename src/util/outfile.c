@@ -79,6 +79,7 @@ static int looks_like(of_kind kind, const unsigned char *b, size_t n)
         head[m] = '\0';
         return !memchr(b, '\0', n) && first_byte(b, n) == '{' && strstr(head, "\"clsearch_tuning\"") != NULL;
     }
+    case OF_FEATURES: return !memchr(b, '\0', n) && n >= 19 && memcmp(b, "# clsearch features", 19) == 0;
     case OF_RUN:
     case OF_TOPICS: {
         if (memchr(b, '\0', n)) return 0;
@@ -106,6 +107,7 @@ static const char *kind_name(of_kind k)
     case OF_TOPICS: return "a topics file";
     case OF_JSONL: return "a JSON-lines file";
     case OF_TUNING: return "a clsearch tuning file";
+    case OF_FEATURES: return "a clsearch features file";
     }
     return "?";
 }

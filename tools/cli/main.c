@@ -105,6 +105,21 @@ static const command commands[] = {
      "                  has its lists cached on the device (LRU by bytes), uploaded as batches need them;\n"
      "                  --batch-ms MS (default $CLSEARCH_BATCH_MS, else 25): the time a device batch\n"
      "                  aims at, past 1,024 queries (the cost model: the rate measured on earlier batches)\n"},
+    {"features", cmd_features, HELP_MODES,
+     "  clsearch features --list [-x INDEX]          the learning-to-rank features: number, name, definition\n"
+     "                  (with -x: the index's numeric stored fields too)\n"
+     "  clsearch features -x INDEX -q TOPICS --qrels QRELS [-f FORMAT] [-k DEPTH] [-m MODE] [-d DEVICE]\n"
+     "                  [--k1 0.9] [--b 0.4] [--mu 2500] [--lambda 0.1] [-o FILE]\n"
+     "                  training data for a second ranking stage: each topic's top DEPTH (default 1000)\n"
+     "                  from the first stage (search's engine on DEVICE, as search: $CLSEARCH_DEVICE, else\n"
+     "                  auto; every device ranks the same), a line a candidate in rank order:\n"
+     "                  'label qid:Q 1:v 2:v ... # docno' (SVMlight/LETOR, as scikit-learn's\n"
+     "                  load_svmlight_file reads it), the label the qrels' relevance (TREC: qid\n"
+     "                  iteration docno relevance; 0 when unjudged), after a head of '#' lines naming\n"
+     "                  the features; a qid not all digits is written as its topic's place, the qid\n"
+     "                  after the docno; --k1, --b: BM25 of both stages; --mu, --lambda: the Dirichlet\n"
+     "                  and Jelinek-Mercer smoothing; -o FILE: written whole or not at all (the rules\n"
+     "                  of search -o), else standard output\n"},
     {"stats", cmd_stats, 0,
      "  clsearch stats INDEX [--codecs] [--json]    sizes; --codecs: every codec and block size;\n"
      "                  the collection's format and roots, the stored fields (documents having each);\n"
@@ -209,7 +224,7 @@ static const command commands[] = {
      "                  arrivals of R a second (--seed, default 1) over a pool of -c connections (default\n"
      "                  256), latency from the due time: offered and achieved rate, p50/p99/p99.9, the\n"
      "                  requests sent, answered, failed and unsent (still queued at the end); --deadline-ms:\n"
-     "                  each request's deadline, and the share answered within it (\"in time %\")\n"},
+     "                  each request's deadline, and the share answered within it (\"in time %%\")\n"},
     {"tune", bench_tune, BENCH,
      "  clsearch tune [-d DEVICE] [-o FILE] [-r N] [--quick] [--json FILE] [--force]\n"
      "                  sweeps the kernel variants on the device, writes the tuning file the engine loads\n"

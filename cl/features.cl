@@ -1,0 +1,106 @@
+/* features.cl: the learning-to-rank features of a batch of (query, candidate) pairs, the device
+ * twin of src/rank/features.c (feat_batch_compute), equal to it bit for bit.
+ *
+ * One work-item a pair. The host hands over what needs double or libm already rounded to float
+ * (each query term's idf, BM25 weight and collection probability; each pair's document length
+ * and BM25 norm) and every pair's term frequencies; the kernel does the float arithmetic of the
+ * table in the table's order: a first pass over the query's terms computes each term's six
+ * values (feat_term_values) and sums them, keeping the least and greatest; a second pass
+ * computes the same values again for the variance around the mean, rather than holding them in
+ * private memory (queries have any number of terms). Sums start from 0 in query-term order, the
+ * logarithm is feat_log's float sequence, no contraction (common.cl), and the host builds with
+ * correctly rounded division where the device has it, so each operation rounds as in C.
+ *
+ * Layouts (host: features_cl.c): terms, 3 floats a term (idf, weight, pc: feat_term), every
+ * query's terms from term_start[q], num_terms[q] of them; pair j: its query pair_query[j], its
+ * frequencies tf[tf_start[j] ..], its document as 2 words (dl, norm's bits: feat_doc); out:
+ * FEAT_FIXED floats a pair, the table's rows in order. */
+
+#define FEAT_FAMILIES 6
+#define FEAT_FIXED (FEAT_FAMILIES * 5 + 4)
+#ifndef WG_FEATURES
+#define WG_FEATURES 64 /* work-items (pairs) per work-group */
+#endif
+
+/* src/rank/features.h: feat_log, operation for operation. */
+inline float feat_log(float x)
+{
+    if (!(x > 0.0f)) return -3.40282347e38f;
+    int e = 0;
+    if (x < 1.17549435e-38f) {
+        x = x * 8388608.0f;
+        e = -23;
+    }
+    uint u = as_uint(x);
+    e += (int)((u >> 23) & 0xFFu) - 127;
+    u = (u & 0x007FFFFFu) | 0x3F800000u;
+    float m = as_float(u);
+    if (m > 1.41421354f) {
+        m = m * 0.5f;
+        e += 1;
+    }
+    float s = (m - 1.0f) / (m + 1.0f);
+    float s2 = s * s;
+    float poly = 0.333333343f + s2 * (0.2f + s2 * (0.142857149f + s2 * 0.111111112f));
+    float lnm = 2.0f * s + (2.0f * s) * (s2 * poly);
+    return (float)e * 0.693147182f + lnm;
+}
+
+/* src/rank/features.h: feat_term_values (tf, idf, bm25, tfidf, lm_dir, lm_jm). */
+inline void feat_term_values(__global const float *t, uint tf, uint dl, float norm, float mu, float lambda, float *v)
+{
+    float f = (float)tf, dlf = (float)dl, idf = t[0], weight = t[1], pc = t[2];
+    v[0] = f;
+    v[1] = idf;
+    v[2] = tf == 0 ? 0.0f : bm25_contrib(weight, tf, norm);
+    v[3] = f * idf;
+    v[4] = feat_log((f + mu * pc) / (dlf + mu));
+    float ml = dl == 0 ? 0.0f : f / dlf;
+    v[5] = feat_log((1.0f - lambda) * ml + lambda * pc);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG_FEATURES, 1, 1))) void
+features_pairs(__global const float *terms, __global const uint *term_start, __global const uint *num_terms,
+               __global const uint *pair_query, __global const uint *tf_start, __global const uint *docs,
+               __global const uint *tf, const uint npairs, const float mu, const float lambda, __global float *out)
+{
+    uint j = get_global_id(0);
+    if (j >= npairs) return;
+    uint q = pair_query[j], n = num_terms[q], t0 = term_start[q], f0 = tf_start[j];
+    uint dl = docs[2 * j];
+    float norm = as_float(docs[2 * j + 1]);
+    float v[FEAT_FAMILIES], sum[FEAT_FAMILIES], lo[FEAT_FAMILIES], hi[FEAT_FAMILIES], mean[FEAT_FAMILIES],
+        var[FEAT_FAMILIES];
+    for (int f = 0; f < FEAT_FAMILIES; f++) sum[f] = lo[f] = hi[f] = var[f] = 0.0f;
+    uint covered = 0;
+    for (uint i = 0; i < n; i++) {
+        uint c = tf[f0 + i];
+        feat_term_values(terms + 3 * (t0 + i), c, dl, norm, mu, lambda, v);
+        covered += c > 0;
+        for (int f = 0; f < FEAT_FAMILIES; f++) {
+            sum[f] = sum[f] + v[f];
+            if (i == 0 || v[f] < lo[f]) lo[f] = v[f];
+            if (i == 0 || v[f] > hi[f]) hi[f] = v[f];
+        }
+    }
+    for (int f = 0; f < FEAT_FAMILIES; f++) mean[f] = n ? sum[f] / (float)n : 0.0f;
+    for (uint i = 0; i < n; i++) {
+        feat_term_values(terms + 3 * (t0 + i), tf[f0 + i], dl, norm, mu, lambda, v);
+        for (int f = 0; f < FEAT_FAMILIES; f++) {
+            float d = v[f] - mean[f];
+            var[f] = var[f] + d * d;
+        }
+    }
+    __global float *o = out + (size_t)j * FEAT_FIXED;
+    for (int f = 0; f < FEAT_FAMILIES; f++) {
+        o[5 * f] = sum[f];
+        o[5 * f + 1] = lo[f];
+        o[5 * f + 2] = hi[f];
+        o[5 * f + 3] = mean[f];
+        o[5 * f + 4] = n ? var[f] / (float)n : 0.0f;
+    }
+    o[5 * FEAT_FAMILIES] = (float)covered;
+    o[5 * FEAT_FAMILIES + 1] = n ? (float)covered / (float)n : 0.0f;
+    o[5 * FEAT_FAMILIES + 2] = (float)dl;
+    o[5 * FEAT_FAMILIES + 3] = (float)n;
+}
