@@ -79,6 +79,19 @@ static int looks_like(of_kind kind, const unsigned char *b, size_t n)
         head[m] = '\0';
         return !memchr(b, '\0', n) && first_byte(b, n) == '{' && strstr(head, "\"clsearch_tuning\"") != NULL;
     }
+    case OF_SCORES: {
+        /* its first line is one number */
+        if (memchr(b, '\0', n)) return 0;
+        const unsigned char *nl = memchr(b, '\n', n);
+        char line[64];
+        size_t len = nl ? (size_t)(nl - b) : n;
+        if (len == 0 || len >= sizeof line) return 0;
+        memcpy(line, b, len);
+        line[len] = '\0';
+        char *e;
+        (void)strtod(line, &e);
+        return e != line && *e == '\0';
+    }
     case OF_RUN:
     case OF_TOPICS: {
         if (memchr(b, '\0', n)) return 0;
@@ -106,6 +119,7 @@ static const char *kind_name(of_kind k)
     case OF_TOPICS: return "a topics file";
     case OF_JSONL: return "a JSON-lines file";
     case OF_TUNING: return "a clsearch tuning file";
+    case OF_SCORES: return "a scores file";
     }
     return "?";
 }
