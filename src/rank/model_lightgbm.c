@@ -244,6 +244,7 @@ cls_status rank_model_parse_lightgbm(const char *text, const char *name, rank_bu
         p = next;
     }
     if (s != CLS_OK) return s;
+    if (lineno == 0) return err_set(CLS_E_FORMAT, "%s: not a LightGBM text model (an empty file)", name);
     if (!ended) {
         if (in_tree) return err_set(CLS_E_FORMAT, "%s: the model is cut short (no \"end of trees\" line)", name);
         return err_set(CLS_E_FORMAT, "%s: the model has no trees", name);
