@@ -5,7 +5,8 @@
  * left_child, right_child, leaf_value, ...), then "end of trees" and what follows it
  * (importances, parameters), which is not read. In a tree of L leaves the L - 1 splits are
  * numbered 0.. (0 the root) and a child c >= 0 is split c, c < 0 is leaf ~c; here split i is node
- * i and leaf j is node L - 1 + j, so the root comes first. Leaf values already carry the
+ * i and leaf j is node L - 1 + j, so the root comes first (the node numbers that the shape's
+ * errors give, model.c: rank_builder_finish). Leaf values already carry the
  * shrinkage, and boost_from_average's start is in the first tree's leaves: there is no base. */
 #include <errno.h>
 #include <math.h>

@@ -44,7 +44,7 @@ const char *rank_dev_name(const rank_dev *rd)
 cls_status rank_dev_score(rank_dev *rd, const float *rows, size_t stride, size_t n, float *out)
 {
     if (n == 0) return CLS_OK;
-    if (n > UINT32_MAX || stride > UINT32_MAX || n * stride > SIZE_MAX / sizeof(float))
+    if (n > UINT32_MAX || stride == 0 || stride > UINT32_MAX || n > SIZE_MAX / sizeof(float) / stride)
         return err_set(CLS_E_ARG, "%zu documents of %zu features: too many for one launch", n, stride);
     cls_status s;
     if ((s = dev_upload(&rd->dc, &rd->rows, rows, n * stride * sizeof(float), "document features")) != CLS_OK ||
