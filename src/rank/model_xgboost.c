@@ -108,7 +108,8 @@ static cls_status add_tree(rank_builder *b, const cJSON *tree)
                                name, ti, i, left, right, n);
             if (feat != floor(feat) || feat < 0 || feat > (double)ABI_TREE_FEATURE(~0u))
                 return err_set(CLS_E_FORMAT, "%s: tree %u, node %d: feature %g is out of range", name, ti, i, feat);
-            /* XGBoost's thresholds are floats written in full: the cast is exact */
+            /* XGBoost writes a float threshold in its shortest decimal form, which cJSON reads as
+             * the nearest double: rounding that to float gives the threshold back */
             nodes[i].split = (uint32_t)feat | ABI_TREE_NAN_DEFAULT | ABI_TREE_STRICT | (dleft ? ABI_TREE_DEFAULT_LEFT : 0);
             nodes[i].value = (float)cond;
             nodes[i].left = first + (uint32_t)left;

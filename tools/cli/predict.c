@@ -124,7 +124,7 @@ int cmd_predict(int argc, char **argv)
     FILE *dst = NULL;
     if (rc == 0 && out) {
         if ((s = of_open(&o, out, 0)) != CLS_OK) rc = fail(s, "predict");
-        dst = o.f;
+        else dst = o.f;
     } else if (rc == 0 && !(dst = tmpfile())) {
         fprintf(stderr, "%s: predict: a temporary file for the scores: %s\n", prog, strerror(errno));
         rc = 1;
