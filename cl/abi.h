@@ -268,6 +268,34 @@ typedef struct abi_place {
 #define ABI_OUT_OR(Q, k) (ABI_OUT_WORDS(Q, k) + 1)
 #define ABI_OUT_OR_WORDS(Q) ((Q) + 2)
 
+/* A node of a tree ensemble (src/rank/model.h), 16 bytes: the model's trees are one array of
+ * these, each tree's nodes together, its root first (the offsets of the roots in a second array
+ * of uints, ntrees + 1 of them). A node is one record so that a step of the walk is one 16-byte
+ * load. split holds the feature (ABI_TREE_FEATURE) and the flags (ABI_TREE_*) of a split, or
+ * ABI_TREE_LEAF alone; value is the split's threshold, or the leaf's value. left and right are
+ * the children's positions in the whole array (leaves: 0).
+ *
+ * A split sends a document's value x of its feature left or right as both libraries do
+ * (src/rank/model.h says how each maps onto these flags):
+ *   x NaN:   ABI_TREE_NAN_DEFAULT: to the default side; else x is taken as 0.0
+ *   ABI_TREE_ZERO_DEFAULT and |x| <= ABI_TREE_ZERO (1e-35f): to the default side
+ *   otherwise left when x <= value, or, with ABI_TREE_STRICT, when x < value.
+ * The default side is left with ABI_TREE_DEFAULT_LEFT, else right. */
+typedef struct abi_tree_node {
+    ABI_U32 split; /* feature | flags */
+    float value;
+    ABI_U32 left, right;
+} abi_tree_node;
+
+#define ABI_TREE_FEATURE_BITS 24u
+#define ABI_TREE_FEATURE(split) ((split) & 0xFFFFFFu) /* features 0 .. 2^24 - 1 */
+#define ABI_TREE_LEAF (1u << 24)
+#define ABI_TREE_DEFAULT_LEFT (1u << 25)
+#define ABI_TREE_NAN_DEFAULT (1u << 26)
+#define ABI_TREE_ZERO_DEFAULT (1u << 27)
+#define ABI_TREE_STRICT (1u << 28)
+#define ABI_TREE_ZERO 1e-35f /* LightGBM's kZeroThreshold */
+
 #ifndef ABI_DEVICE
 _Static_assert(sizeof(float) == 4, "the device's float is 32 bits");
 _Static_assert(sizeof(idx_block) == 32 && offsetof(idx_block, offset) == 8 && offsetof(idx_block, info) == 12 && offsetof(idx_block, max_score) == 24,
@@ -282,6 +310,8 @@ _Static_assert(sizeof(abi_place) == 16, "abi_place is 4 words");
 _Static_assert(sizeof(abi_bound) == 32 && offsetof(abi_bound, term) == 20 && offsetof(abi_bound, scale) == 24, "abi_bound is 8 words");
 _Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20 && offsetof(abi_skip, k) == 28,
                "abi_skip is 8 words");
+_Static_assert(sizeof(abi_tree_node) == 16 && offsetof(abi_tree_node, value) == 4 && offsetof(abi_tree_node, right) == 12,
+               "abi_tree_node is 4 words");
 #endif
 
 #endif

@@ -279,6 +279,13 @@ int main(int argc, char **argv)
                  i / 2 ? " -DSCORE_IMPACT=1" : "");
         ok = ok && emit("features", ffiles, opts);
     }
+    /* trees (cl/trees.cl): options as src/rank/rank_dev.c writes them (WG_TREES halved from 64
+     * where a device's work-groups are smaller) */
+    static const char *const tfiles[] = {"trees.cl", NULL};
+    for (unsigned wg = 64; wg >= 16; wg /= 2) {
+        snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_TREES=%u", wg);
+        ok = ok && emit("trees", tfiles, opts);
+    }
     ok = (fclose(list) == 0) && ok;
     if (!ok) return 1;
     printf("variants: %u programs written to %s\n", nvariants, dir);

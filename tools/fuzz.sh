@@ -29,7 +29,7 @@ cmake -S . -B $out -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_
   -DCLSEARCH_TESTS=OFF -DCLSEARCH_SERVE=OFF -DCLSEARCH_CIFF=ON -DCLSEARCH_SANITIZE=OFF >/dev/null
 cmake --build $out -j2 --target fuzz_all >/dev/null
 
-all="index corpus_jsonl corpus_beir corpus_trec corpus_smart corpus_html corpus_files topics ciff tuning"
+all="index corpus_jsonl corpus_beir corpus_trec corpus_smart corpus_html corpus_files topics ciff tuning rank"
 targets=${*:-$all}
 
 # ---- Seeds: data slices where ../shared/data has them, small generated inputs always ----------
@@ -49,6 +49,7 @@ gen topics/gen.anserini '<DOC>\n<DOCNO> 1 </DOCNO>\nalpha beta\n</DOC>\n'
 gen topics/gen.smart '.I 1\n.W\nalpha beta\n.I 2\n.W\ngamma\n'
 gen topics/gen.mq '20001:1:alpha beta\n20002:1:gamma\n'
 gen tuning/gen.json '{"devices": [{"device": "fuzz device", "driver": "1.0", "tuned": "2026-01-01", "params": {"WG_INTERSECT": 64, "WG_TOPK": 128}}]}\n'
+gen rank/gen.svm '1 qid:1 1:0.5 2:nan 7:-3e2 # a document\n0 2:1\n'
 # A tar of a few files, for the archive paths of the folder-tree readers.
 mkdir -p $out/tar-src && printf 'alpha beta\n' >$out/tar-src/a.txt && printf '<p>gamma</p>\n' >$out/tar-src/b.html
 tar -C $out/tar-src -cf "$seeds/corpus_files/gen.tar" a.txt b.html

@@ -80,6 +80,19 @@ static int looks_like(of_kind kind, const unsigned char *b, size_t n)
         return !memchr(b, '\0', n) && first_byte(b, n) == '{' && strstr(head, "\"clsearch_tuning\"") != NULL;
     }
     case OF_FEATURES: return !memchr(b, '\0', n) && n >= 19 && memcmp(b, "# clsearch features", 19) == 0;
+    case OF_SCORES: {
+        /* its first line is one number */
+        if (memchr(b, '\0', n)) return 0;
+        const unsigned char *nl = memchr(b, '\n', n);
+        char line[64];
+        size_t len = nl ? (size_t)(nl - b) : n;
+        if (len == 0 || len >= sizeof line) return 0;
+        memcpy(line, b, len);
+        line[len] = '\0';
+        char *e;
+        (void)strtod(line, &e);
+        return e != line && *e == '\0';
+    }
     case OF_RUN:
     case OF_TOPICS: {
         if (memchr(b, '\0', n)) return 0;
@@ -108,6 +121,7 @@ static const char *kind_name(of_kind k)
     case OF_JSONL: return "a JSON-lines file";
     case OF_TUNING: return "a clsearch tuning file";
     case OF_FEATURES: return "a clsearch features file";
+    case OF_SCORES: return "a scores file";
     }
     return "?";
 }

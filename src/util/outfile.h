@@ -26,7 +26,8 @@ typedef enum of_kind {
     OF_TOPICS, /* tab-separated topics */
     OF_JSONL,  /* JSON lines: generate's corpus.jsonl, the benchmarks' --json */
     OF_TUNING, /* clsearch tune's tuning file */
-    OF_FEATURES /* clsearch features' SVMlight lines, after their "# clsearch features" head */
+    OF_FEATURES, /* clsearch features' SVMlight lines, after their "# clsearch features" head */
+    OF_SCORES    /* clsearch predict's scores: a number a line */
 } of_kind;
 
 /* --force for every later of_guard (the command sets it once from its arguments). */

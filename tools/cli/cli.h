@@ -25,6 +25,7 @@ int cmd_shard(int argc, char **argv);    /* shard.c */
 int cmd_search(int argc, char **argv);   /* search.c */
 int cmd_features(int argc, char **argv); /* features.c */
 int cmd_generate(int argc, char **argv); /* generate.c */
+int cmd_predict(int argc, char **argv);  /* predict.c */
 int cmd_ciff_import(int argc, char **argv); /* ciff.c */
 int cmd_ciff_export(int argc, char **argv);
 int cmd_serve(int argc, char **argv); /* serve.c; without the server, says so */

@@ -160,6 +160,17 @@ static const command commands[] = {
      "                  x impact (no idf, no length norm; --k1, --b ignored); CIFF does not record it\n"},
     {"ciff-export", cmd_ciff_export, 0, "  clsearch ciff-export INDEX -o FILE.ciff [--description TEXT] [-v] [--force]\n"
                     "                  an impact index exports its impacts as tf (import it with --impact)\n"},
+    {"predict", cmd_predict, 0,
+     "  clsearch predict -m MODEL [-d ref|DEVICE] [-o OUT] [-v] FILE\n"
+     "                  a tree ensemble's raw score of each document of FILE ('-': standard input),\n"
+     "                  one a line (%%.9g: the float's exact value back); MODEL: a LightGBM text\n"
+     "                  model or an XGBoost JSON model (numeric splits; regression or ranking);\n"
+     "                  FILE: SVMlight / LETOR lines \"label [qid:Q] idx:val ... [# comment]\", ids\n"
+     "                  as written and increasing, \"nan\" a missing value; a feature a line lacks is\n"
+     "                  0 to a LightGBM model and missing to an XGBoost one, as each library has it;\n"
+     "                  -d: ref (default), the plain-C evaluator, or a device (auto, cpu, gpu, P:D)\n"
+     "                  running the OpenCL kernel, the same bits; -v: the model and which ran;\n"
+     "                  a malformed line is an error naming it, and nothing is written\n"},
     {"compare", cmd_compare, 0, "  clsearch compare RUN_A RUN_B                same docnos in the same order, scores within 1e-5\n"},
     {"serve", cmd_serve, 0,
      "  clsearch serve -x INDEX [-d DEVICE] [--listen ADDR:PORT] [--max-batch N] [--max-wait-ms T]\n"
