@@ -1314,9 +1314,9 @@ START_TEST(routing_by_finish_time_and_deadline)
     cls_search_params p;
     cls_search_defaults(&p);
     p.k = 10;
-    /* the device: 1 ms for the batch; the host: 1 s */
-    sched_set_model(sc, host, 1e3, 1.0);
-    sched_set_model(sc, dev, 1e12, 1e-3);
+    /* the device: 1 ms for the batch; the host: 1 s (rates so high that the postings add nothing) */
+    sched_set_model(sc, host, 1e15, 1.0);
+    sched_set_model(sc, dev, 1e15, 1e-3);
     /* the device busy for 5 ms more: still sooner than the host; the search waits for it */
     sched_hold(sc, dev, 5e-3);
     cls_search *j;

@@ -529,33 +529,41 @@ static void run_unlocked(sched *s, sched_exec *x, sched_part *p)
  * from each one's cost model for j's mode: with T_i its prediction for the whole job and fixed_i
  * its run's own cost, V_i = T_i - fixed_i scales with the share, so executor i given share f_i
  * ends at fixed_i + f_i V_i, equal for all at T = (1 + sum fixed_i / V_i) / sum 1 / V_i. A share
- * below 2% (a fixed cost as long as the others' whole run) is raised to it. While any executor is
- * unmeasured: equal shares, so each is measured. Called with the lock held. */
+ * below 2% (a fixed cost as long as the others' whole run) is raised to it. An executor not yet
+ * measured gets a probe of split_min queries' worth; with none measured, equal shares. Returns T
+ * (0 unless every one is measured). Called with the lock held. */
 static double split_shares(const sched *s, const cls_search *j, const unsigned *ids, unsigned n, double *w)
 {
     double fixed[64], v[64], a = 1, b = 0;
-    int measured = 1;
+    unsigned measured = 0;
     for (unsigned i = 0; i < n; i++) {
         const sched_exec *x = &s->ex[ids[i]];
         double t = predict(x, j);
         fixed[i] = x->model_rate > 0 ? x->model_fixed : cost_model_fixed(&x->model[j->p.mode]);
         if (!(fixed[i] < t)) fixed[i] = 0;
         v[i] = t - fixed[i];
-        measured &= v[i] > 0;
+        measured += v[i] > 0;
     }
-    if (!measured) {
+    if (measured == 0) { /* nothing to go by */
         for (unsigned i = 0; i < n; i++) w[i] = 1.0 / n;
         return 0;
     }
-    for (unsigned i = 0; i < n; i++) a += fixed[i] / v[i], b += 1 / v[i];
+    /* an executor not yet measured gets a probe, split_min queries' worth, the measured ones
+     * share the rest: half a large search on a slow executor would cost more than it learns */
+    double probe = s->split_min ? (double)s->split_min / (double)j->b->nq : 0, rest = 1;
+    if (probe > 1.0 / n) probe = 1.0 / n;
+    for (unsigned i = 0; i < n; i++)
+        if (v[i] > 0) a += fixed[i] / v[i], b += 1 / v[i];
+        else rest -= probe;
     double T = a / b, sum = 0;
     for (unsigned i = 0; i < n; i++) {
+        if (!(v[i] > 0)) continue;
         w[i] = (T - fixed[i]) / v[i];
         if (!(w[i] >= 0.02)) w[i] = 0.02;
         sum += w[i];
     }
-    for (unsigned i = 0; i < n; i++) w[i] /= sum;
-    return T;
+    for (unsigned i = 0; i < n; i++) w[i] = v[i] > 0 ? w[i] / sum * rest : probe;
+    return measured == n ? T : 0;
 }
 
 /* A split's plan: the shares (split_shares), and where an executor of several lanes (the host's
@@ -666,6 +674,15 @@ static cls_status split(sched *s, sched_exec *x, cls_search *j, const unsigned *
         cur[best] -= total;
         j->slices[best][j->slice_n[best]++] = order[q];
     }
+    /* every part runs something (a probe's weight may round to nothing): from the largest */
+    for (unsigned i = 0; i < nparts; i++)
+        if (j->slice_n[i] == 0) {
+            unsigned big = 0;
+            for (unsigned k = 1; k < nparts; k++)
+                if (j->slice_n[k] > j->slice_n[big]) big = k;
+            assert(j->slice_n[big] > 1);
+            j->slices[i][j->slice_n[i]++] = j->slices[big][--j->slice_n[big]];
+        }
     return CLS_OK;
 }
 
