@@ -14,7 +14,7 @@ run readers this script reuses.)
 
 Per collection (CACM, Cranfield, MED, CISI, as tests/effectiveness.sh reads them):
   1. `clsearch index` builds the index (default codec) and `clsearch features -k DEPTH -d ref`
-     writes the first stage's top DEPTH per topic (BM25 k1 0.9, b 0.4, OR) with 34 features and
+     writes the first stage's top DEPTH per topic (BM25 k1 0.9, b 0.4, OR) with its features and
      the qrels label. Cranfield's and CISI's qrels are first rewritten as TREC qrels with
      tools/eval.py's readers (Cranfield: grades 1-4 as gains 4-1, -1 as 0; CISI: every pair 1).
   2. The judged queries (in the qrels and with at least one candidate) are dealt into FOLDS folds
@@ -33,10 +33,11 @@ Per collection (CACM, Cranfield, MED, CISI, as tests/effectiveness.sh reads them
      draws, seeded) and a paired t-test.
   5. The check of the engine's evaluator: the first fold's model is saved as LightGBM text and
      `clsearch predict -m MODEL` scores the fold's feature lines; its order (same tie rule) is
-     compared with LightGBM's predictions position by position. Expect 0 differences.
+     compared with LightGBM's predictions position by position. Expect 0 differences; any
+     other count makes the exit status 1 (after the table).
 
 Depth 100, not 1000: re-ranking the top 100 is the usual setting for a learned second stage, and
-on these collections 1000 is most of the collection (MED has 1,033 documents, Cranfield 1,400),
+on these collections 1000 is most of the collection (their sizes are in ../shared/data/README.md),
 which would make the "re-ranker" rank nearly everything and swamp the training data with
 candidates BM25 itself puts far down. MAP here is MAP at depth 100, so BM25's MAP is a little below
 the 1000-hit figures recorded in docs/EFFECTIVENESS.md.
@@ -298,6 +299,9 @@ def main():
         extra = f"; {r['unretrieved']} judged queries without candidates left out" if r["unretrieved"] else ""
         print(f"{r['name']}: {r['rows']} candidate rows; clsearch predict -d {args.predict_device} on fold 0 "
               f"({n} rows): {diffs} rank differences from LightGBM, largest score difference {worst:.3g}{extra}")
+    if any(r["predict_diffs"][0] for r in results):
+        print("ltr_eval.py: clsearch predict ranks differently from LightGBM (above)", file=sys.stderr)
+        return 1
     return 0
 
 
