@@ -164,8 +164,6 @@ struct host_engine {
 
 /* ---- Cursors -------------------------------------------------------------------------------- */
 
-static inline uint32_t cur_doc(const cursor *c) { return c->docs[c->pos]; }
-
 /* Decodes the docIDs of the cursor's block b (once). */
 static cls_status cur_load(host_worker *w, cursor *c)
 {
