@@ -131,6 +131,36 @@ void metrics_deadline(srv_metrics *m, int late)
     pthread_mutex_unlock(&m->mu);
 }
 
+/* The metrics each executor of the engine has, a row each (cls_executor_info). */
+typedef struct executor_metric {
+    const char *name, *type, *help;
+    double (*value)(const cls_executor_info *x);
+} executor_metric;
+
+static double x_queries(const cls_executor_info *x) { return (double)x->queries; }
+static double x_searches(const cls_executor_info *x) { return (double)x->searches; }
+static double x_stolen(const cls_executor_info *x) { return (double)x->stolen; }
+static double x_late(const cls_executor_info *x) { return (double)x->late; }
+static double x_model_error(const cls_executor_info *x) { return x->model_error; }
+static double x_set_aside(const cls_executor_info *x) { return x->set_aside; }
+
+static const executor_metric per_executor[] = {
+    {"clsearch_executor_queries_total", "counter",
+     "Queries each executor of the engine answered (one per device of a device list).", x_queries},
+    {"clsearch_executor_searches_total", "counter", "Searches (or parts of one) each executor ran.", x_searches},
+    {"clsearch_executor_stolen_total", "counter",
+     "Searches an executor ran that another, had both been free, was predicted to finish sooner (taken from a busy "
+     "executor's queue).",
+     x_stolen},
+    {"clsearch_executor_late_total", "counter", "Searches each executor finished after their deadline.", x_late},
+    {"clsearch_executor_model_error", "gauge",
+     "Relative error of each executor's cost model, the decayed mean of |predicted - measured| / measured over its "
+     "recent runs (0: not yet measured).",
+     x_model_error},
+    {"clsearch_executor_set_aside", "gauge",
+     "1 for an executor set aside after failing a batch that another then ran (/health says why).", x_set_aside},
+};
+
 char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t conns, const uint64_t closed[NUM_CLOSED],
                    const cls_executor_info *x, size_t nx, size_t *len)
 {
@@ -212,31 +242,11 @@ char *metrics_text(srv_metrics *m, const char *device, size_t queued, size_t con
             put_label(&t, m->steps[j].name);
             put(&t, "\"} %llu\n", (unsigned long long)m->steps[j].bytes);
         }
-    put(&t, "# HELP clsearch_executor_queries_total Queries each executor of the engine answered (one per device "
-            "of a device list).\n# TYPE clsearch_executor_queries_total counter\n");
-    for (size_t i = 0; i < nx; i++)
-        put(&t, "clsearch_executor_queries_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].queries);
-    put(&t, "# HELP clsearch_executor_searches_total Searches (or parts of one) each executor ran.\n"
-            "# TYPE clsearch_executor_searches_total counter\n");
-    for (size_t i = 0; i < nx; i++)
-        put(&t, "clsearch_executor_searches_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].searches);
-    put(&t, "# HELP clsearch_executor_stolen_total Searches an executor ran that another, had both been free, was "
-            "predicted to finish sooner (taken from a busy executor's queue).\n"
-            "# TYPE clsearch_executor_stolen_total counter\n");
-    for (size_t i = 0; i < nx; i++)
-        put(&t, "clsearch_executor_stolen_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].stolen);
-    put(&t, "# HELP clsearch_executor_late_total Searches each executor finished after their deadline.\n"
-            "# TYPE clsearch_executor_late_total counter\n");
-    for (size_t i = 0; i < nx; i++)
-        put(&t, "clsearch_executor_late_total{executor=\"%zu\"} %llu\n", i, (unsigned long long)x[i].late);
-    put(&t, "# HELP clsearch_executor_model_error Relative error of each executor's cost model, the decayed mean of "
-            "|predicted - measured| / measured over its recent runs (0: not yet measured).\n"
-            "# TYPE clsearch_executor_model_error gauge\n");
-    for (size_t i = 0; i < nx; i++)
-        put(&t, "clsearch_executor_model_error{executor=\"%zu\"} %.4f\n", i, x[i].model_error);
-    put(&t, "# HELP clsearch_executor_set_aside 1 for an executor set aside after failing a batch that another "
-            "then ran (/health says why).\n# TYPE clsearch_executor_set_aside gauge\n");
-    for (size_t i = 0; i < nx; i++) put(&t, "clsearch_executor_set_aside{executor=\"%zu\"} %d\n", i, x[i].set_aside);
+    for (size_t r = 0; r < sizeof per_executor / sizeof *per_executor; r++) {
+        const executor_metric *em = &per_executor[r];
+        put(&t, "# HELP %s %s\n# TYPE %s %s\n", em->name, em->help, em->name, em->type);
+        for (size_t i = 0; i < nx; i++) put(&t, "%s{executor=\"%zu\"} %.15g\n", em->name, i, em->value(&x[i]));
+    }
     pthread_mutex_unlock(&m->mu);
     free(lat);
     if (!t.ok) {

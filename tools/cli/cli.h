@@ -93,5 +93,11 @@ int analyzer_option(int opt, cls_analyzer_opts *an);
 int device_mem_option(const char *cmd, const char *arg, cls_engine_opts *eo);
 /* --placement: eo->placement, or a usage error's exit status. */
 int placement_option(const char *cmd, const char *arg, cls_engine_opts *eo);
+/* A search's parameters as search and features take them: -k, -m, --k1, --b (0, or the usage
+ * error naming cmd). */
+int k_option(const char *cmd, const char *arg, uint32_t *k);
+int mode_option(const char *cmd, const char *arg, cls_mode *mode);
+int k1_option(const char *cmd, const char *arg, float *k1);
+int b_option(const char *cmd, const char *arg, float *b);
 
 #endif

@@ -152,6 +152,42 @@ int placement_option(const char *cmd, const char *arg, cls_engine_opts *eo)
     return usage_error(msg, arg);
 }
 
+int k_option(const char *cmd, const char *arg, uint32_t *k)
+{
+    unsigned long long v;
+    if (parse_u64(arg, 1, CLS_MAX_K, &v)) {
+        *k = (uint32_t)v;
+        return 0;
+    }
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: k must be a whole number from 1 to %u, not '%%s'", cmd, CLS_MAX_K);
+    return usage_error(msg, arg);
+}
+
+int mode_option(const char *cmd, const char *arg, cls_mode *mode)
+{
+    if (cls_mode_parse(arg, mode) == CLS_OK) return 0;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: %%s", cmd);
+    return usage_error(msg, cls_last_error());
+}
+
+int k1_option(const char *cmd, const char *arg, float *k1)
+{
+    if (parse_float(arg, k1) && *k1 >= 0 && *k1 <= 100) return 0;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: --k1 takes a number from 0 to 100, not '%%s'", cmd);
+    return usage_error(msg, arg);
+}
+
+int b_option(const char *cmd, const char *arg, float *b)
+{
+    if (parse_float(arg, b) && *b >= 0 && *b <= 1) return 0;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: --b takes a number from 0 to 1, not '%%s'", cmd);
+    return usage_error(msg, arg);
+}
+
 int device_mem_option(const char *cmd, const char *arg, cls_engine_opts *eo)
 {
     if (cls_parse_bytes(arg, &eo->device_mem) == CLS_OK && eo->device_mem != 0) return 0;

@@ -40,8 +40,7 @@ static const name_value topics_formats[] = {
 
 static int features_options(int argc, char **argv, features_args *a)
 {
-    unsigned long long v;
-    int opt;
+    int opt, rc;
     static const struct option lo[] = {{"index", required_argument, 0, 'x'}, {"topics", required_argument, 0, 'q'},
                                        {"format", required_argument, 0, 'f'}, {"k", required_argument, 0, 'k'},
                                        {"mode", required_argument, 0, 'm'}, {"device", required_argument, 0, 'd'},
@@ -55,21 +54,19 @@ static int features_options(int argc, char **argv, features_args *a)
         case 'q': a->topics = optarg; break;
         case 'f': a->fmt = optarg; break;
         case 'k':
-            if (!parse_u64(optarg, 1, CLS_MAX_K, &v))
-                return usage_error("features: k must be a whole number from 1 to 100000, not '%s'", optarg);
-            a->p.k = (uint32_t)v;
+            if ((rc = k_option("features", optarg, &a->p.k)) != 0) return rc;
             break;
         case 'm':
-            if (cls_mode_parse(optarg, &a->p.mode) != CLS_OK) return usage_error("features: %s", cls_last_error());
+            if ((rc = mode_option("features", optarg, &a->p.mode)) != 0) return rc;
             break;
         case 'd': a->device = optarg; break;
         case 'o': a->out = optarg; break;
         case 1: a->qrels = optarg; break;
         case 2:
-            if (!parse_float(optarg, &a->fp.k1)) return usage_error("features: --k1 takes a number, not '%s'", optarg);
+            if ((rc = k1_option("features", optarg, &a->fp.k1)) != 0) return rc;
             break;
         case 3:
-            if (!parse_float(optarg, &a->fp.b)) return usage_error("features: --b takes a number, not '%s'", optarg);
+            if ((rc = b_option("features", optarg, &a->fp.b)) != 0) return rc;
             break;
         case 4:
             if (!parse_float(optarg, &a->fp.mu)) return usage_error("features: --mu takes a number, not '%s'", optarg);

@@ -168,7 +168,6 @@ static const name_value topics_formats[] = {
 /* search's options into a; 0, or the exit status of a refusal. */
 static int search_options(int argc, char **argv, search_args *a)
 {
-    unsigned long long v;
     float batch_ms = 0;
     int opt, rc;
     static const struct option lo[] = {{"index", required_argument, 0, 'x'}, {"topics", required_argument, 0, 'q'},
@@ -188,20 +187,16 @@ static int search_options(int argc, char **argv, search_args *a)
         case 'q': a->topics = optarg; break;
         case 'f': a->fmt = optarg; break;
         case 'k':
-            if (!parse_u64(optarg, 1, CLS_MAX_K, &v))
-                return usage_error("search: k must be a whole number from 1 to 100000, not '%s'", optarg);
-            a->p.k = (uint32_t)v;
+            if ((rc = k_option("search", optarg, &a->p.k)) != 0) return rc;
             break;
         case 'm':
-            if (cls_mode_parse(optarg, &a->p.mode) != CLS_OK) return usage_error("search: %s", cls_last_error());
+            if ((rc = mode_option("search", optarg, &a->p.mode)) != 0) return rc;
             break;
         case 1:
-            if (!parse_float(optarg, &a->p.k1) || !(a->p.k1 >= 0 && a->p.k1 <= 100))
-                return usage_error("search: --k1 takes a number from 0 to 100, not '%s'", optarg);
+            if ((rc = k1_option("search", optarg, &a->p.k1)) != 0) return rc;
             break;
         case 2:
-            if (!parse_float(optarg, &a->p.b) || !(a->p.b >= 0 && a->p.b <= 1))
-                return usage_error("search: --b takes a number from 0 to 1, not '%s'", optarg);
+            if ((rc = b_option("search", optarg, &a->p.b)) != 0) return rc;
             break;
         case 10: {
             float d;
