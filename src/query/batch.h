@@ -42,6 +42,11 @@ struct cls_results {
     float *scores;
     uint64_t total;
     size_t cap_total;
+    /* a second ranking stage's (engine/rerank.h): the first stage's scores of the hits, and
+     * whether the results are reranked (results_reset clears it) */
+    float *first;
+    size_t cap_first;
+    int reranked;
 };
 
 /* The postings of the lists of query q (its known terms' documents in the batch's index). */

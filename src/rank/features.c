@@ -274,6 +274,13 @@ cls_status feat_create(const cls_index *idx, const feat_params *p, feat_extracto
     return CLS_OK;
 }
 
+cls_status feat_set_params(feat_extractor *x, const feat_params *p)
+{
+    cls_status s = feat_params_check(p);
+    if (s == CLS_OK) x->p = *p;
+    return s;
+}
+
 void feat_free(feat_extractor *x)
 {
     if (!x) return;

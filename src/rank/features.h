@@ -181,6 +181,9 @@ typedef struct feat_extractor feat_extractor;
  * when some document has it and every value present reads whole as a finite decimal number. */
 cls_status feat_create(const cls_index *idx, const feat_params *p, feat_extractor **out);
 void feat_free(feat_extractor *x);
+/* The term-level models' parameters from now on (checked): a second stage follows each search's
+ * k1 and b. */
+cls_status feat_set_params(feat_extractor *x, const feat_params *p);
 /* The features: FEAT_FIXED plus the numeric stored fields, and feature i's name and definition
  * (NULL past the end). */
 uint32_t feat_count(const feat_extractor *x);
