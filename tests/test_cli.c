@@ -1013,6 +1013,8 @@ START_TEST(search_rerank)
     ck_assert_msg(strstr(slurp(wp("rr.json")), "\"first_score\":"), "%s", slurp(wp("rr.json")));
     ck_assert_msg(strstr(err, "rerank: model LightGBM") && strstr(err, "the top 1000") && strstr(err, "on the host"),
                   "%s", err);
+    rc = tu_cli(NULL, wp("rr.json"), &err, "search -x '%s' -q '%s' -d cpu -k 3 --rerank '%s' -v", idx, topics, model);
+    ck_assert_msg(rc == 0 && strstr(err, "scored on the device") && strstr(err, "features "), "%s", err);
     /* refusals: nothing written */
     rc = cli(&err, "search -x '%s' -q '%s' -d ref --rerank '%s' -o '%s'", idx, topics, wide, wp("no.run"));
     expect_fail(rc, err, 1, "feature table has", "reads feature 300", wp("no.run"), "a wide model");

@@ -18,11 +18,17 @@
 #include "testutil.h"
 
 static const char TINY_MODEL[] = "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\n"
-                                 "max_feature_idx=33\nobjective=lambdarank\n\n"
+                                 "max_feature_idx=35\nobjective=lambdarank\n\n"
                                  "Tree=0\nnum_leaves=3\nnum_cat=0\nsplit_feature=33 31\nsplit_gain=1 1\n"
                                  "threshold=20.5 1.5\ndecision_type=2 2\nleft_child=1 -2\nright_child=-1 -3\n"
                                  "leaf_value=0.5 -0.25 1\nleaf_weight=1 1 1\nleaf_count=1 1 1\n"
                                  "internal_value=0 0\ninternal_weight=0 0\ninternal_count=3 3\nis_linear=0\n"
+                                 "shrinkage=1\n\n"
+                                 /* the stored field year, column 35 of an index that stores it */
+                                 "Tree=1\nnum_leaves=2\nnum_cat=0\nsplit_feature=35\nsplit_gain=1\n"
+                                 "threshold=1990.5\ndecision_type=2\nleft_child=-1\nright_child=-2\n"
+                                 "leaf_value=0 0.125\nleaf_weight=1 1\nleaf_count=1 1\n"
+                                 "internal_value=0\ninternal_weight=0\ninternal_count=2\nis_linear=0\n"
                                  "shrinkage=1\n\n\nend of trees\n";
 
 static const char *ltr_path(const char *name)
@@ -35,8 +41,9 @@ static const char *ltr_path(const char *name)
     return p;
 }
 
-/* A generated collection of n documents (words w0.. skewed to the small ones) and its index. */
-static cls_index *collection(uint32_t n)
+/* A generated collection of n documents (words w0.. skewed to the small ones) and its index; with
+ * fields, a numeric stored field "year" on most documents (a feature: field:year, column 35). */
+static cls_index *collection(uint32_t n, int fields)
 {
     cls_analyzer_opts an = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
     cls_build_opts o;
@@ -46,6 +53,8 @@ static cls_index *collection(uint32_t n)
     cls_builder *b;
     ck_assert_int_eq(cls_builder_create(&an, &b), CLS_OK);
     ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
+    static const char *const names[] = {"year"};
+    if (fields) ck_assert_int_eq(cls_builder_set_fields(b, names, 1), CLS_OK);
     uint64_t st = 5;
     for (uint32_t d = 0; d < n; d++) {
         char docno[32], text[1024];
@@ -56,7 +65,11 @@ static cls_index *collection(uint32_t n)
             len += (size_t)snprintf(text + len, sizeof text - len, "w%u ", (uint32_t)(u * u * 150));
         }
         snprintf(docno, sizeof docno, "D%u", d);
-        cls_doc doc = {docno, strlen(docno), text, len, 0, NULL, NULL};
+        char year[16];
+        snprintf(year, sizeof year, "%u", 1950 + (unsigned)(tu_rand(&st) % 70));
+        const char *vals[1] = {d % 7 == 3 ? NULL : year};
+        size_t lens[1] = {vals[0] ? strlen(year) : 0};
+        cls_doc doc = {docno, strlen(docno), text, len, fields ? 1 : 0, fields ? vals : NULL, fields ? lens : NULL};
         ck_assert_msg(cls_builder_add_doc(b, &doc) == CLS_OK, "%s", cls_last_error());
     }
     const char *path = tu_tmp_path("rerank.idx");
@@ -113,6 +126,16 @@ static cls_engine *engine(const cls_index *idx, const char *device, cls_placemen
     cls_engine *e;
     ck_assert_msg(cls_engine_create_opts(idx, &o, &e) == CLS_OK, "%s: %s", device, cls_last_error());
     return e;
+}
+
+/* Queries whose candidates the last search scored on the device (where 1) or on the host. */
+static uint64_t scored_on(const cls_engine *e, int device)
+{
+    const cls_counter *c;
+    uint64_t v = 0;
+    for (size_t i = 0, n = cls_engine_counters(e, &c); i < n; i++)
+        if (strcmp(c[i].name, device ? "rerank_queries_device" : "rerank_queries_host") == 0) v += c[i].value;
+    return v;
 }
 
 /* a and b the same bit for bit: counts, docIDs, scores and first-stage scores. */
@@ -231,7 +254,7 @@ static void equals_by_hand(const cls_index *idx, cls_engine *ref, const cls_batc
 /* Every executor, every mode, several (k, depth): the same bits, and the pipeline by hand. */
 START_TEST(identical_on_every_executor)
 {
-    cls_index *idx = collection(3000);
+    cls_index *idx = collection(3000, 1);
     cls_batch *b = queries(idx, 40);
     cls_model *models[3] = {model(ltr_path("cacm_lgb.txt")), model(ltr_path("cacm_xgb.json")), tiny_model()};
     const char *devices[3] = {"ref", "host:2", tu_device()};
@@ -258,6 +281,11 @@ START_TEST(identical_on_every_executor)
                     ck_assert_msg(cls_engine_search(eng[i], b, &p, r[i]) == CLS_OK, "%s: %s", what, cls_last_error());
                     ck_assert(cls_results_reranked(r[i]));
                     if (i) same(r[0], r[i], what);
+                    /* the device executor scored on its device (POCL divides correctly), the
+                     * others on the host */
+                    ck_assert_msg(scored_on(eng[i], i == 2) == cls_batch_count(b) && scored_on(eng[i], i != 2) == 0,
+                                  "%s: scored on the device %llu, on the host %llu", what,
+                                  (unsigned long long)scored_on(eng[i], 1), (unsigned long long)scored_on(eng[i], 0));
                 }
                 equals_by_hand(idx, eng[0], b, &p, r[0], what);
                 /* the empty queries have no hits; depth below k keeps depth */
@@ -287,7 +315,7 @@ END_TEST
  * scores of its own. */
 START_TEST(submitted_and_sharded)
 {
-    cls_index *idx = collection(2000);
+    cls_index *idx = collection(2000, 0);
     cls_batch *b = queries(idx, 30);
     cls_model *m = model(ltr_path("cacm_lgb.txt"));
     char pair[64];
@@ -308,6 +336,8 @@ START_TEST(submitted_and_sharded)
         ck_assert_int_eq(cls_engine_search(ref, b, &p, want), CLS_OK);
         ck_assert_msg(cls_engine_search(sh, b, &p, got) == CLS_OK, "%s", cls_last_error());
         same(want, got, "sharded");
+        /* a sharded search is scored after the merge, on the host */
+        ck_assert_uint_eq(scored_on(sh, 0), cls_batch_count(b));
         cls_search *s;
         ck_assert_int_eq(cls_engine_submit(host, b, &p, got, &s), CLS_OK);
         ck_assert_int_eq(cls_search_wait(s), CLS_OK);
@@ -341,10 +371,11 @@ END_TEST
  * what; a file that is no model: CLS_E_FORMAT or CLS_E_IO naming it. */
 START_TEST(refusals)
 {
-    cls_index *idx = collection(300);
+    cls_index *idx = collection(300, 0);
     cls_batch *b = queries(idx, 4);
-    cls_model *wide = model(ltr_path("lgb_reg.txt")), *ok = tiny_model();
+    cls_model *wide = model(ltr_path("lgb_reg.txt")), *ok = model(ltr_path("cacm_lgb.txt")), *tiny = tiny_model();
     ck_assert_uint_eq(cls_model_features(wide), 301);
+    ck_assert_uint_eq(cls_model_features(tiny), 36);
     ck_assert_ptr_nonnull(strstr(cls_model_describe(ok), "LightGBM"));
     const char *devices[3] = {"ref", "host:2", tu_device()};
     cls_results *r;
@@ -358,6 +389,10 @@ START_TEST(refusals)
         ck_assert_msg(strstr(cls_last_error(), "reads feature 300") && strstr(cls_last_error(), "feature table has 34"),
                       "%s", cls_last_error());
         ck_assert_int_eq(cls_engine_search_text(e, "w1", &p, r), CLS_E_ARG);
+        /* a model of the stored field on an index without it */
+        p.rerank = tiny;
+        ck_assert_int_eq(cls_engine_search(e, b, &p, r), CLS_E_ARG);
+        ck_assert_msg(strstr(cls_last_error(), "reads feature 35"), "%s", cls_last_error());
         p.rerank = ok;
         p.rerank_depth = CLS_MAX_K + 1;
         ck_assert_int_eq(cls_engine_search(e, b, &p, r), CLS_E_ARG);
@@ -377,6 +412,7 @@ START_TEST(refusals)
     cls_results_free(r);
     cls_model_free(wide);
     cls_model_free(ok);
+    cls_model_free(tiny);
     cls_batch_free(b);
     cls_index_close(idx);
 }

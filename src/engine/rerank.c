@@ -140,6 +140,7 @@ cls_status rerank_run(rerank_stage *st, const cls_batch *b, const cls_search_par
     fp.k1 = p->k1;
     fp.b = p->b;
     if (s == CLS_OK) s = feat_set_params(st->fx, &fp);
+    const int scored = r->scored; /* the executor scored them: the stage only ranks */
     const uint32_t stride = st->width + 1; /* a row as SVMlight numbers it: feature i at i + 1, 0 absent */
     if (s == CLS_OK && m->num_features > stride)
         s = err_set(CLS_E_ARG, "rerank model reads feature %u, the index's table has %u", m->num_features - 1,
@@ -155,16 +156,19 @@ cls_status rerank_run(rerank_stage *st, const cls_batch *b, const cls_search_par
     uint64_t at = 0;
     for (uint64_t q = 0; q < r->nq && s == CLS_OK; q++) {
         uint64_t from = r->start[q], n = r->start[q + 1] - from;
-        if (n && (s = feat_query(st->fx, b, (size_t)q, r->docs + from, (uint32_t)n, st->rows)) != CLS_OK) break;
-        /* the extractor's rows of width floats spread to the model's numbering, the last first so
-         * that no row is overwritten before it has moved */
-        for (uint64_t j = n; j-- > 0;) {
-            memmove(st->rows + j * stride + 1, st->rows + j * st->width, st->width * sizeof *st->rows);
-            st->rows[j * stride] = m->absent;
+        const float *model = scored ? r->model + from : st->scores;
+        if (!scored) {
+            if (n && (s = feat_query(st->fx, b, (size_t)q, r->docs + from, (uint32_t)n, st->rows)) != CLS_OK) break;
+            /* the extractor's rows of width floats spread to the model's numbering, the last
+             * first so that no row is overwritten before it has moved */
+            for (uint64_t j = n; j-- > 0;) {
+                memmove(st->rows + j * stride + 1, st->rows + j * st->width, st->width * sizeof *st->rows);
+                st->rows[j * stride] = m->absent;
+            }
+            rank_model_score_rows(m, st->rows, stride, (size_t)n, st->scores);
         }
-        rank_model_score_rows(m, st->rows, stride, (size_t)n, st->scores);
         for (uint64_t i = 0; i < n; i++)
-            st->hits[i] = (rr_hit){.score = st->scores[i], .first = r->scores[from + i], .doc = r->docs[from + i]};
+            st->hits[i] = (rr_hit){.score = model[i], .first = r->scores[from + i], .doc = r->docs[from + i]};
         qsort(st->hits, (size_t)n, sizeof *st->hits, hit_cmp);
         uint64_t keep = n < k ? n : k;
         r->start[q] = at;
@@ -179,5 +183,6 @@ cls_status rerank_run(rerank_stage *st, const cls_batch *b, const cls_search_par
     r->start[r->nq] = at;
     r->total = at;
     r->reranked = 1;
+    r->scored = 0;
     return CLS_OK;
 }

@@ -408,10 +408,16 @@ static void job_finish(sched *s, cls_search *j)
     if (j->status == CLS_OK && j->p.rerank) {
         /* the second ranking stage over the whole search's candidates (rerank.h) */
         pthread_mutex_unlock(&s->mu);
+        int on_device = j->r->scored;
         cls_status st = s->stage ? rerank_run(s->stage, j->b, &j->p, j->final_k, j->r)
                                  : err_set(CLS_E_ARG, "this engine has no second ranking stage");
         pthread_mutex_lock(&s->mu);
         if (st != CLS_OK) job_fail(j, st, cls_last_error());
+        /* where the candidates were scored: -v says so */
+        else if (!add_counters(&j->counters, &j->ncounters, &j->counters_cap,
+                               &(cls_counter){on_device ? "rerank_queries_device" : "rerank_queries_host", j->b->nq},
+                               1))
+            job_fail(j, CLS_E_NOMEM, "out of memory for a search's counters");
     }
     if (j->status == CLS_OK && !isinf(j->due) &&
         !add_counters(&j->counters, &j->ncounters, &j->counters_cap,
@@ -697,6 +703,7 @@ static cls_status shard_parts(sched *s, cls_search *j)
     if (!vec_reserve(&j->scratch, &j->scratch_cap, j->kk + 1, sizeof *j->scratch))
         return err_set(CLS_E_NOMEM, "out of memory for a search's shards");
     cls_search_params a = j->p, o = j->p;
+    a.rerank = o.rerank = NULL; /* a shard's candidates are ranked after the merge (job_finish) */
     if (and_or) {
         a.mode = CLS_MODE_AND;
         o.mode = CLS_MODE_OR;

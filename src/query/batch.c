@@ -208,6 +208,7 @@ void cls_results_free(cls_results *r)
     free(r->docs);
     free(r->scores);
     free(r->first);
+    free(r->model);
     free(r);
 }
 
@@ -259,6 +260,7 @@ cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total)
     r->start[0] = 0;
     r->total = 0;
     r->reranked = 0;
+    r->scored = 0;
     return CLS_OK;
 }
 

@@ -47,6 +47,11 @@ struct cls_results {
     float *first;
     size_t cap_first;
     int reranked;
+    /* an executor that scored the candidates itself (the device executor, on its device): each
+     * hit's model score, in the hits' order, for the stage to rank by (results_reset clears it) */
+    float *model;
+    size_t cap_model;
+    int scored;
 };
 
 /* The postings of the lists of query q (its known terms' documents in the batch's index). */

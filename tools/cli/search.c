@@ -357,8 +357,7 @@ static int search_engine(search_args *a, search_state *st)
         if ((s = cls_model_load(a->rerank, &st->model)) != CLS_OK) return fail(s, "--rerank");
         a->p.rerank = st->model;
         if (a->verbose)
-            fprintf(stderr, "rerank: model %s; the top %u of the first stage (%s) re-ranked by it, the top %u kept; "
-                    "features and trees in plain C on the host, in the engine's search after its top-k\n",
+            fprintf(stderr, "rerank: model %s; the top %u of the first stage (%s) re-ranked by it, the top %u kept\n",
                     cls_model_describe(st->model), a->p.rerank_depth ? a->p.rerank_depth : CLS_RERANK_DEPTH,
                     cls_mode_name(a->p.mode), a->p.k);
     }
@@ -367,6 +366,18 @@ static int search_engine(search_args *a, search_state *st)
     s = cls_engine_search(st->eng, st->batch, &a->p, st->res);
     st->t_search = now() - t1;
     if (s != CLS_OK) return fail_reading(st->idx, s, "searching");
+    if (a->verbose && a->rerank) {
+        /* where the candidates were scored: the engine's counters say */
+        const cls_counter *cn;
+        uint64_t dev = 0, host = 0;
+        for (size_t i = 0, n = cls_engine_counters(st->eng, &cn); i < n; i++) {
+            if (strcmp(cn[i].name, "rerank_queries_device") == 0) dev += cn[i].value;
+            if (strcmp(cn[i].name, "rerank_queries_host") == 0) host += cn[i].value;
+        }
+        fprintf(stderr, "rerank: in the engine's search after its top-k; candidates scored %s%s%s, ranked on the host\n",
+                dev ? "on the device (features.cl, trees.cl)" : "", dev && host ? " and " : "",
+                host ? "on the host (plain-C features and evaluator)" : "");
+    }
     /* an OpenCL engine may search without reading the file again: a shrunk one is found here */
     return index_whole(st->idx, "searching") ? 0 : 1;
 }
