@@ -1021,7 +1021,7 @@ cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p
     j->final_k = p->k;
     if (p->rerank) j->p.k = rerank_depth(p); /* the executors' first stage keeps the candidates */
     j->r = r;
-    r->reranked = 0;
+    r->reranked = r->scored = 0; /* a result set reused: nothing of its last search's stage */
     j->sync = !async;
     j->state = JOB_QUEUED;
     j->status = CLS_OK;
