@@ -5,7 +5,8 @@
  * rank_model_score_rows, a sort); the first stage's scores kept beside the model's; empty queries;
  * a model that reads past the feature table and a depth out of range refused with a clear message;
  * the device executor scoring on its device (counted), a few queries a launch as well as all.
- * Models: the CACM fixtures of tests/data/ltr (tools/ltr_rerank_fixtures.sh) and one written here
+ * A search split over the host and a device, and a sharded one, are scored after the pack or the
+ * merge. Models: the CACM fixtures of tests/data/ltr (tools/ltr_rerank_fixtures.sh) and one written here
  * in LightGBM's text format, of three leaves, so that most candidates tie. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,8 +325,11 @@ START_TEST(submitted_and_sharded)
     cls_model *m = model(ltr_path("cacm_lgb.txt"));
     char pair[64];
     snprintf(pair, sizeof pair, "%s,%s", tu_device(), tu_device());
+    char mixed[64];
+    snprintf(mixed, sizeof mixed, "host:1,%s", tu_device());
     cls_engine *ref = engine(idx, "ref", CLS_PLACEMENT_AUTO), *sh = engine(idx, pair, CLS_PLACEMENT_SHARD),
-               *host = engine(idx, "host:2", CLS_PLACEMENT_AUTO);
+               *host = engine(idx, "host:2", CLS_PLACEMENT_AUTO), *split = engine(idx, mixed, CLS_PLACEMENT_AUTO);
+    sched_set_split_min(engine_sched(split), 1); /* every search split over the host and the device */
     cls_results *want, *got;
     ck_assert_int_eq(cls_results_create(&want), CLS_OK);
     ck_assert_int_eq(cls_results_create(&got), CLS_OK);
@@ -342,6 +346,15 @@ START_TEST(submitted_and_sharded)
         same(want, got, "sharded");
         /* a sharded search is scored after the merge, on the host */
         ck_assert_uint_eq(scored_on(sh, 0), cls_batch_count(b));
+        /* a split search: its parts packed, then scored on the host */
+        ck_assert_msg(cls_engine_search(split, b, &p, got) == CLS_OK, "%s", cls_last_error());
+        same(want, got, "split");
+        ck_assert_uint_eq(scored_on(split, 0), cls_batch_count(b));
+        const cls_counter *c;
+        uint64_t shares = 0;
+        for (size_t i = 0, n = cls_engine_counters(split, &c); i < n; i++)
+            if (strncmp(c[i].name, "device_", 7) == 0 && c[i].value > 0) shares++;
+        ck_assert_uint_eq(shares, 2);
         cls_search *s;
         ck_assert_int_eq(cls_engine_submit(host, b, &p, got, &s), CLS_OK);
         ck_assert_int_eq(cls_search_wait(s), CLS_OK);
@@ -365,6 +378,7 @@ START_TEST(submitted_and_sharded)
     cls_engine_free(ref);
     cls_engine_free(sh);
     cls_engine_free(host);
+    cls_engine_free(split);
     cls_model_free(m);
     cls_batch_free(b);
     cls_index_close(idx);
