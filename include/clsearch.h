@@ -483,6 +483,25 @@ CLS_API const char *cls_mode_help(cls_mode m);
 /* The mode named name; CLS_E_ARG (with the valid names in the message) when unknown. */
 CLS_API cls_status cls_mode_parse(const char *name, cls_mode *out);
 
+/* A tree-ensemble ranking model for a second ranking stage (cls_search_params.rerank): a
+ * LightGBM text model or an XGBoost JSON model, regression or ranking, whose features are the
+ * columns of the feature table as `clsearch features` writes them in SVMlight and the libraries
+ * read those files: feature id i is the table's feature i, numbered from 1 (`clsearch features
+ * --list`), id 0 absent (0.0 to LightGBM, missing to XGBoost). Its score of a document is its raw score (the trees' leaf values summed, plus the
+ * base score). Read-only once loaded: searches of several threads may share one. */
+typedef struct cls_model cls_model;
+/* Reads the model at path (told apart by its first non-blank byte: '{' is XGBoost's JSON).
+ * CLS_E_IO when it cannot be read, CLS_E_FORMAT naming the file (and the tree) for a model that
+ * is not one or uses what is not supported (categorical splits, linear trees, several classes,
+ * DART, random forests). */
+CLS_API cls_status cls_model_load(const char *path, cls_model **out);
+CLS_API void cls_model_free(cls_model *m);
+/* One line for a person: "LightGBM lambdarank, 50 trees (1490 nodes, depth 9), 34 features,
+ * base 0 (path)". */
+CLS_API const char *cls_model_describe(const cls_model *m);
+/* The feature columns the model reads (its highest feature id + 1). */
+CLS_API uint32_t cls_model_features(const cls_model *m);
+
 typedef struct cls_search_params {
     uint32_t k;     /* results per query, 1 .. CLS_MAX_K */
     cls_mode mode;
@@ -492,11 +511,25 @@ typedef struct cls_search_params {
      * without one after them, in submission order), and a search that ends late counts its
      * queries in the "queries_late" counter. Results never depend on it. */
     double deadline_ms;
+    /* A second ranking stage (learning to rank), or NULL for none. With a model, the first stage
+     * (mode, k1, b above) keeps each query's top rerank_depth candidates by BM25, the model scores
+     * each candidate from its row of the feature table (`clsearch features --list`: term-level
+     * statistics aggregated over the query's terms, lengths, the index's numeric stored fields;
+     * Dirichlet mu and Jelinek-Mercer lambda at their defaults, 2500 and 0.1), and the search
+     * returns the top k by model score (ties to the smaller docID), min(k, candidates) hits.
+     * cls_results_get's scores are then the model's, cls_results_get_first's the first stage's
+     * of the same hits. The model must read no feature past the index's table (else the search
+     * is CLS_E_ARG, naming both widths). Results are the same, bit for bit, on every executor.
+     * The model stays alive and unchanged until the search has returned. */
+    const struct cls_model *rerank;
+    uint32_t rerank_depth; /* candidates the model re-ranks, 1 .. CLS_MAX_K; 0: CLS_RERANK_DEPTH */
 } cls_search_params;
 
 #define CLS_MAX_K 100000u
+#define CLS_RERANK_DEPTH 1000u
 
-CLS_API void cls_search_defaults(cls_search_params *p); /* k 1000, OR, k1 0.9, b 0.4, no deadline */
+/* k 1000, OR, k1 0.9, b 0.4, no deadline, no second stage (rerank NULL, depth 0: 1000) */
+CLS_API void cls_search_defaults(cls_search_params *p);
 
 typedef struct cls_engine cls_engine;
 
@@ -563,6 +596,12 @@ CLS_API size_t cls_results_count(const cls_results *r);
 /* Query i's hits in rank order: docs[j] and scores[j], j < *n. */
 CLS_API void cls_results_get(const cls_results *r, size_t i, size_t *n, const uint32_t **docs,
                              const float **scores);
+/* The first stage's (BM25) scores of query i's hits, in cls_results_get's order: with a second
+ * ranking stage (cls_search_params.rerank) the candidates' scores before it, else the same scores
+ * as cls_results_get's. */
+CLS_API void cls_results_get_first(const cls_results *r, size_t i, size_t *n, const float **scores);
+/* 1 when r holds a second ranking stage's results (its scores the model's), else 0. */
+CLS_API int cls_results_reranked(const cls_results *r);
 /* Compares two result sets: same docIDs in the same order and scores within rel_tol relative.
  * CLS_OK if equal, else CLS_E_MISMATCH with the first difference in cls_last_error(). */
 CLS_API cls_status cls_results_compare(const cls_results *a, const cls_results *b, double rel_tol);

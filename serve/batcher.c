@@ -33,7 +33,8 @@ double srv_now(void)
 
 static int same_params(const cls_search_params *a, const cls_search_params *b)
 {
-    return a->k == b->k && a->mode == b->mode && a->k1 == b->k1 && a->b == b->b;
+    return a->k == b->k && a->mode == b->mode && a->k1 == b->k1 && a->b == b->b && a->rerank == b->rerank &&
+           a->rerank_depth == b->rerank_depth;
 }
 
 void batcher_queue(srv *s, srv_req *r)
@@ -114,7 +115,8 @@ static int copy_rows(srv_req *r, const cls_results *res, size_t first)
     r->hit_start = malloc((r->nq + 1) * sizeof *r->hit_start);
     r->docs = malloc((total ? total : 1) * sizeof *r->docs);
     r->scores = malloc((total ? total : 1) * sizeof *r->scores);
-    if (!r->hit_start || !r->docs || !r->scores) return 0;
+    if (cls_results_reranked(res)) r->first = malloc((total ? total : 1) * sizeof *r->first);
+    if (!r->hit_start || !r->docs || !r->scores || (cls_results_reranked(res) && !r->first)) return 0;
     size_t at = 0;
     for (size_t q = 0; q < r->nq; q++) {
         const uint32_t *docs;
@@ -123,6 +125,10 @@ static int copy_rows(srv_req *r, const cls_results *res, size_t first)
         r->hit_start[q] = at;
         memcpy(r->docs + at, docs, n * sizeof *docs);
         memcpy(r->scores + at, scores, n * sizeof *scores);
+        if (r->first) {
+            cls_results_get_first(res, first + q, &n, &scores);
+            memcpy(r->first + at, scores, n * sizeof *scores);
+        }
         at += n;
     }
     r->hit_start[r->nq] = at;

@@ -22,6 +22,7 @@ void req_free(srv_req *r)
     free(r->hit_start);
     free(r->docs);
     free(r->scores);
+    free(r->first);
     free(r);
 }
 
@@ -149,6 +150,8 @@ int req_from_json(srv_req *r, cJSON *doc, long nul_at, const srv_opts *o, char *
     cls_search_defaults(&r->p);
     r->p.k = 10; /* a page of results, not search's 1000: the answer goes over the wire */
     r->p.deadline_ms = o->deadline_ms;
+    r->p.rerank = o->rerank; /* the server's model, unless the request says "rerank": false */
+    r->p.rerank_depth = o->rerank_depth;
     if (!cJSON_IsObject(doc)) {
         snprintf(err, errlen, "the body must be a JSON object");
         return 400;
@@ -181,8 +184,21 @@ int req_from_json(srv_req *r, cJSON *doc, long nul_at, const srv_opts *o, char *
         } else if (strcmp(n, "deadline_ms") == 0) {
             if (!number_field(f, "deadline_ms", 0, 600000, 0, &v, err, errlen)) return 400;
             r->p.deadline_ms = v;
+        } else if (strcmp(n, "rerank") == 0) {
+            /* a boolean, not a model: a path from a client would open files on the server */
+            int on = cJSON_IsTrue(f) || (cJSON_IsString(f) && strcmp(f->valuestring, "true") == 0);
+            int off = cJSON_IsFalse(f) || (cJSON_IsString(f) && strcmp(f->valuestring, "false") == 0);
+            if (!on && !off) {
+                snprintf(err, errlen, "\"rerank\" must be true or false (the server's model: serve --rerank MODEL)");
+                return 400;
+            }
+            if (on && !o->rerank) {
+                snprintf(err, errlen, "\"rerank\": true, but this server has no model (serve --rerank MODEL)");
+                return 400;
+            }
+            r->p.rerank = on ? o->rerank : NULL;
         } else {
-            snprintf(err, errlen, "unknown field \"%.64s\" (query, queries, qid, k, mode, k1, b, deadline_ms)", n);
+            snprintf(err, errlen, "unknown field \"%.64s\" (query, queries, qid, k, mode, k1, b, deadline_ms, rerank)", n);
             return 400;
         }
     }
@@ -329,6 +345,7 @@ char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t 
                  cJSON_AddNumberToObject(h, "rank", (double)(j - r->hit_start[q] + 1)) &&
                  add_text(h, "docno", cls_index_docno(idx, r->docs[j]), &utf8, &cap) &&
                  cJSON_AddNumberToObject(h, "score", run_score(r->scores[j])) &&
+                 (!r->first || cJSON_AddNumberToObject(h, "first_score", run_score(r->first[j]))) &&
                  add_fields(h, idx, r->docs[j], &utf8, &cap);
         }
     }
@@ -337,6 +354,7 @@ char *req_format(const srv_req *r, const cls_index *idx, double total_s, size_t 
          cJSON_AddNumberToObject(o, "batch_queries", (double)r->batch_queries) &&
          cJSON_AddNumberToObject(o, "queue_ms", ms(r->queue_s)) && cJSON_AddNumberToObject(o, "search_ms", ms(r->search_s)) &&
          cJSON_AddNumberToObject(o, "total_ms", ms(total_s)) &&
+         (!r->first || cJSON_AddBoolToObject(o, "rerank", 1)) &&
          (!(r->p.deadline_ms > 0) ||
           (cJSON_AddNumberToObject(o, "deadline_ms", r->p.deadline_ms) && cJSON_AddBoolToObject(o, "late", r->late)));
     char *text = ok ? cJSON_PrintUnformatted(o) : NULL;

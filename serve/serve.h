@@ -30,14 +30,18 @@
  *
  * The protocol (README.md shows it with curl):
  *   POST /search   {"query": "text", "qid": "1", "k": 10, "mode": "or", "k1": 0.9, "b": 0.4,
- *                   "deadline_ms": 20}
+ *                   "deadline_ms": 20, "rerank": true}
  *                  or {"queries": [{"qid": "1", "query": "text"}, ...], "k": ..., ...}
  *                  (qid optional: "1", "2", ... by position; k, mode, k1, b optional: 10, or, 0.9,
- *                  0.4; deadline_ms optional: --deadline-ms's; any other field is an error)
+ *                  0.4; deadline_ms optional: --deadline-ms's; rerank optional, true or false:
+ *                  the server's second ranking stage (serve --rerank MODEL: the model it loaded
+ *                  at its start, at its --rerank-depth; a client names no file), default true
+ *                  when it has one, true without one a 400; any other field is an error)
  *   GET  /search?q=text&qid=1&k=10&mode=or&k1=0.9&b=0.4   the same, one query
  *     200 {"results": [{"qid": "1", "hits": [{"rank": 1, "docno": "d1", "score": 0.44395}, ...]},
  *          ...], "k": 10, "mode": "or", "batch_queries": 12, "queue_ms": 1.2, "search_ms": 3.4,
- *          "total_ms": 4.9}
+ *          "total_ms": 4.9}; reranked, each hit's "score" is the model's and "first_score" the
+ *          first stage's, and the answer says "rerank": true
  *          scores with six decimals, as `clsearch search --json` and the TREC run print them,
  *          and where the index stores fields, each hit's "fields" as `search --json` has them;
  *          batch_queries: the queries of the device batch it ran in; queue_ms: from queued to
@@ -102,6 +106,9 @@ typedef struct srv_opts {
     unsigned max_queries; /* queries per request; default 1024 */
     size_t max_query_len; /* bytes of one query's text; default 4096 */
     size_t max_hits;      /* queries x k of one request; default 100000 */
+    const cls_model *rerank; /* the server's second ranking stage (serve --rerank; borrowed, alive
+                              * until srv_stop returns), or NULL: none */
+    uint32_t rerank_depth;   /* its depth (0: CLS_RERANK_DEPTH) */
 } srv_opts;
 
 void srv_defaults(srv_opts *o);

@@ -77,6 +77,7 @@ typedef struct srv_req {
     size_t *hit_start;      /* nq + 1 offsets into docs and scores */
     uint32_t *docs;
     float *scores;
+    float *first;           /* reranked: the first stage's scores (else NULL) */
     size_t batch_queries;
     double queue_s, search_s;
     int late;               /* answered after t_due */

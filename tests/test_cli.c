@@ -924,6 +924,112 @@ START_TEST(search_one_query_on_the_command_line)
 }
 END_TEST
 
+typedef struct cand {
+    char qid[32], docno[64];
+    int pos;      /* qid:N, the topic's place (features writes the qid after the docno) */
+    double score; /* the model's, as predict prints it (%.9g: the float exactly) */
+} cand;
+
+static int cand_cmp(const void *x, const void *y)
+{
+    const cand *a = x, *b = y;
+    int q = a->pos - b->pos;
+    if (q) return q;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return strcmp(a->docno, b->docno); /* generated docnos follow docIDs */
+}
+
+/* search --rerank: the same run, byte for byte, on ref, host:2 and POCL, and the pipeline by
+ * hand (features at the depth, predict, a sort by score then docID, the top k); --json carries
+ * both scores, -v names the model, the depth and where it ran; the refusals write nothing. */
+START_TEST(search_rerank)
+{
+    make_work();
+    const char *err;
+    char model[4096], wide[4096];
+    const char *src = getenv("CLS_SOURCE_DIR");
+    snprintf(model, sizeof model, "%s/tests/data/ltr/cacm_lgb.txt", src ? src : "..");
+    snprintf(wide, sizeof wide, "%s/tests/data/ltr/lgb_reg.txt", src ? src : "..");
+    int rc = cli(&err, "generate -o '%s' --docs 2000 --queries 16 --seed 3", wp("gen"));
+    ck_assert_msg(rc == 0, "generate: %s", err);
+    char corpus[4096], topics[4096], idx[4096];
+    snprintf(corpus, sizeof corpus, "%s/corpus.jsonl", wp("gen"));
+    snprintf(topics, sizeof topics, "%s/topics.tsv", wp("gen"));
+    snprintf(idx, sizeof idx, "%s", wp("gen.idx"));
+    rc = cli(&err, "index -q -c jsonl -o '%s' '%s'", idx, corpus);
+    ck_assert_msg(rc == 0, "index: %s", err);
+    static const char *devs[] = {"ref", "host:2", "cpu"};
+    char *want = NULL;
+    for (int d = 0; d < 3; d++) {
+        rc = cli(&err, "search -x '%s' -q '%s' -d %s -k 10 --rerank '%s' --rerank-depth 30 -o '%s'", idx, topics,
+                 devs[d], model, wp("rr.run"));
+        ck_assert_msg(rc == 0, "-d %s: exit %d: %s", devs[d], rc, err);
+        if (!want) want = slurp_dup(wp("rr.run"));
+        else ck_assert_msg(strcmp(slurp(wp("rr.run")), want) == 0, "-d %s differs from ref", devs[d]);
+    }
+    ck_assert(strlen(want) > 0);
+    /* by hand: features at depth 30 (qrels judge one pair: features asks for some), predict, sort */
+    put("one.qrels", "1 0 G00000000 1\n");
+    rc = cli(&err, "features -x '%s' -q '%s' --qrels '%s' -k 30 -d ref -o '%s'", idx, topics, wp("one.qrels"),
+             wp("f.svm"));
+    ck_assert_msg(rc == 0, "features: %s", err);
+    rc = cli(&err, "predict -m '%s' -o '%s' '%s'", model, wp("f.pred"), wp("f.svm"));
+    ck_assert_msg(rc == 0, "predict: %s", err);
+    FILE *fs = fopen(wp("f.svm"), "r"), *fp = fopen(wp("f.pred"), "r");
+    ck_assert(fs && fp);
+    size_t n = 0, cap = 1024;
+    cand *c = malloc(cap * sizeof *c);
+    ck_assert(c);
+    char line[8192], pl[128];
+    while (fgets(line, sizeof line, fs)) {
+        if (line[0] == '#') continue;
+        ck_assert(n < cap && fgets(pl, sizeof pl, fp));
+        const char *q = strstr(line, "qid:"), *hash = strrchr(line, '#');
+        ck_assert(q && hash);
+        ck_assert_int_eq(sscanf(q + 4, "%d", &c[n].pos), 1);
+        ck_assert_int_eq(sscanf(hash + 1, "%63s %31s", c[n].docno, c[n].qid), 2);
+        c[n].score = strtod(pl, NULL);
+        n++;
+    }
+    fclose(fs);
+    fclose(fp);
+    qsort(c, n, sizeof *c, cand_cmp);
+    char *hand = calloc(1, 1 << 20);
+    ck_assert(hand);
+    size_t at = 0;
+    for (size_t i = 0, rank = 0; i < n; i++) {
+        rank = i > 0 && strcmp(c[i].qid, c[i - 1].qid) == 0 ? rank + 1 : 1;
+        if (rank <= 10)
+            at += (size_t)snprintf(hand + at, (1 << 20) - at, "%s Q0 %s %zu %.6f clsearch\n", c[i].qid, c[i].docno, rank,
+                                   (double)(float)c[i].score);
+    }
+    ck_assert_msg(strcmp(hand, want) == 0, "by hand:\n%.2000s\nsearch --rerank:\n%.2000s", hand, want);
+    free(hand);
+    free(c);
+    /* --json: both scores; -v: the model, depth and where */
+    rc = tu_cli(NULL, wp("rr.json"), &err, "search -x '%s' -q '%s' -d ref -k 3 --rerank '%s' --json -v", idx, topics,
+                model);
+    ck_assert_msg(rc == 0, "--json: %s", err);
+    ck_assert_msg(strstr(slurp(wp("rr.json")), "\"first_score\":"), "%s", slurp(wp("rr.json")));
+    ck_assert_msg(strstr(err, "rerank: model LightGBM") && strstr(err, "the top 1000") && strstr(err, "on the host"),
+                  "%s", err);
+    rc = tu_cli(NULL, wp("rr.json"), &err, "search -x '%s' -q '%s' -d cpu -k 3 --rerank '%s' -v", idx, topics, model);
+    ck_assert_msg(rc == 0 && strstr(err, "scored on the device") && strstr(err, "features "), "%s", err);
+    /* refusals: nothing written */
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref --rerank '%s' -o '%s'", idx, topics, wide, wp("no.run"));
+    expect_fail(rc, err, 1, "feature table has", "reads feature 300", wp("no.run"), "a wide model");
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref --rerank '%s' -o '%s'", idx, topics, wp("absent.txt"), wp("no.run"));
+    expect_fail(rc, err, 1, "absent.txt", NULL, wp("no.run"), "an absent model");
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref --rerank-depth 5 -o '%s'", idx, topics, wp("no.run"));
+    expect_fail(rc, err, 2, "--rerank-depth goes with --rerank", NULL, wp("no.run"), "a depth alone");
+    rc = cli(&err, "search -x '%s' -q '%s' -d ref --rerank '%s' --rerank-depth 0 -o '%s'", idx, topics, model,
+             wp("no.run"));
+    expect_fail(rc, err, 2, "--rerank-depth must be", NULL, wp("no.run"), "depth 0");
+    free(want);
+    rm_work();
+}
+END_TEST
+
 /* --device-mem small enough that the lists are cached on the device (-v says so) gives the
  * reference engine's run, as does --batch-ms; bad values are usage errors, and a memory too
  * small for the index's norms is a clear error with no run written. */
@@ -1208,6 +1314,7 @@ static Suite *suite(void)
     tcase_add_test(tr, check_good_and_damaged);
     tcase_add_test(tr, search_topics_from_a_pipe);
     tcase_add_test(tr, search_one_query_on_the_command_line);
+    tcase_add_test(tr, search_rerank);
     tcase_add_test(tr, search_device_memory_and_batch_time);
     tcase_add_test(tr, json_output);
     tcase_add_test(tr, search_says_when_it_compiles);

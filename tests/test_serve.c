@@ -159,12 +159,14 @@ static void free_topics(topics *t)
     free(t->qid), free(t->text);
 }
 
-/* Per topic, the lines `search --json` prints for it (joined, each ending in '\n'). */
-static char **expected(const char *idx, const char *topics_path, const topics *t, unsigned k, const char *mode)
+/* Per topic, the lines `search --json extra` prints for it (joined, each ending in '\n'). */
+static char **expected_with(const char *idx, const char *topics_path, const topics *t, unsigned k, const char *mode,
+                            const char *extra)
 {
     const char *out = tu_tmp_path("expected.json"), *err;
     char args[8192];
-    snprintf(args, sizeof args, "search -x '%s' -q '%s' -k %u -m %s -d %s --json", idx, topics_path, k, mode, tu_device());
+    snprintf(args, sizeof args, "search -x '%s' -q '%s' -k %u -m %s -d %s --json %s", idx, topics_path, k, mode,
+             tu_device(), extra);
     int rc = tu_run_cli_to(args, out, &err);
     ck_assert_msg(rc == 0, "search: exit %d: %s", rc, err);
     char **want = calloc(t->n, sizeof *want);
@@ -191,6 +193,11 @@ static char **expected(const char *idx, const char *topics_path, const topics *t
     return want;
 }
 
+static char **expected(const char *idx, const char *topics_path, const topics *t, unsigned k, const char *mode)
+{
+    return expected_with(idx, topics_path, t, k, mode, "");
+}
+
 static void free_lines(char **v, size_t n)
 {
     for (size_t i = 0; i < n; i++) free(v[i]);
@@ -211,6 +218,8 @@ static char *as_lines(const cJSON *result)
                   cJSON_AddNumberToObject(o, "rank", cJSON_GetObjectItem(h, "rank")->valuedouble) &&
                   cJSON_AddStringToObject(o, "docno", cJSON_GetObjectItem(h, "docno")->valuestring) &&
                   cJSON_AddNumberToObject(o, "score", cJSON_GetObjectItem(h, "score")->valuedouble));
+        const cJSON *first = cJSON_GetObjectItem(h, "first_score"); /* reranked, as search --json */
+        if (first) ck_assert(cJSON_AddNumberToObject(o, "first_score", first->valuedouble));
         const cJSON *fields = cJSON_GetObjectItem(h, "fields"); /* stored fields, as search --json */
         if (fields) ck_assert(cJSON_AddItemToObject(o, "fields", cJSON_Duplicate(fields, 1)));
         char *line = cJSON_PrintUnformatted(o);
@@ -529,6 +538,80 @@ START_TEST(serve_deadlines)
     expect_error(&sv, "GET", "/search?q=a&deadline_ms=soon", NULL, 400, "deadline_ms");
     int rc = stop_server(&sv);
     ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(&sv));
+    remove(idx), remove(tp), remove(sv.err_path);
+    free(idx), free(tp);
+}
+END_TEST
+
+/* serve --rerank: the server's model re-ranks every request unless it says "rerank": false; the
+ * answers equal `search --rerank --json` (score the model's, first_score the first stage's) and,
+ * with "rerank": false, plain `search --json`; "rerank" takes true or false only (a client names
+ * no file), true on a server without a model is a 400; a model that reads past the index's
+ * feature table stops the server at its start. */
+START_TEST(serve_rerank)
+{
+    char *idx, *tp;
+    make_collection(&idx, &tp, 1500, 12);
+    topics t;
+    read_topics(tp, &t);
+    char model[4096], extra[8192];
+    const char *src = getenv("CLS_SOURCE_DIR");
+    snprintf(model, sizeof model, "%s/tests/data/ltr/cacm_lgb.txt", src ? src : "..");
+    snprintf(extra, sizeof extra, "--rerank '%s' --rerank-depth 40", model);
+    server sv;
+    start_server(&sv, idx, extra);
+    char **want = expected_with(idx, tp, &t, 5, "or", extra), **plain = expected(idx, tp, &t, 5, "or");
+    for (int off = 0; off < 3; off++) {
+        /* the server's default (its model), "rerank": true, "rerank": false */
+        char *body = request_body(&t, 0, t.n, 5, "or", 1);
+        cJSON *o = cJSON_Parse(body);
+        ck_assert(o);
+        if (off) ck_assert(cJSON_AddBoolToObject(o, "rerank", off == 1));
+        char *b2 = cJSON_PrintUnformatted(o);
+        const char *r;
+        ck_assert_int_eq(http(&sv, "POST", "/search", b2, &r), 200);
+        cJSON *a = cJSON_Parse(r);
+        ck_assert_msg(a, "%s", r);
+        ck_assert_int_eq(cJSON_IsTrue(cJSON_GetObjectItem(a, "rerank")), off != 2);
+        const cJSON *res;
+        size_t i = 0;
+        cJSON_ArrayForEach(res, cJSON_GetObjectItem(a, "results"))
+        {
+            char *got = as_lines(res);
+            ck_assert_msg(strcmp(got, off == 2 ? plain[i] : want[i]) == 0, "rerank %d, topic %s: got\n%swant\n%s", off,
+                          t.qid[i], got, off == 2 ? plain[i] : want[i]);
+            free(got);
+            i++;
+        }
+        ck_assert_uint_eq(i, t.n);
+        cJSON_Delete(a);
+        cJSON_Delete(o);
+        free(b2);
+        free(body);
+    }
+    const char *r;
+    ck_assert_int_eq(http(&sv, "GET", "/search?q=w1+w2&k=3&rerank=false", NULL, &r), 200);
+    ck_assert_msg(!strstr(r, "\"rerank\""), "%s", r);
+    ck_assert_int_eq(http(&sv, "GET", "/search?q=w1+w2&k=3&rerank=true", NULL, &r), 200);
+    ck_assert_msg(strstr(r, "\"rerank\":true"), "%s", r);
+    expect_error(&sv, "POST", "/search", "{\"query\": \"w1\", \"rerank\": \"/etc/passwd\"}", 400, "true or false");
+    expect_error(&sv, "POST", "/search", "{\"query\": \"w1\", \"rerank\": 1}", 400, "true or false");
+    int rc = stop_server(&sv);
+    ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(&sv));
+    start_server_on(&sv, idx, "ref", "");
+    expect_error(&sv, "POST", "/search", "{\"query\": \"w1\", \"rerank\": true}", 400, "no model");
+    ck_assert_int_eq(http(&sv, "POST", "/search", "{\"query\": \"w1\", \"rerank\": false}", &r), 200);
+    ck_assert_int_eq(stop_server(&sv), 0);
+    /* a model of 301 features on an index whose table has 34: refused before listening */
+    const char *err;
+    rc = tu_cli(NULL, NULL, &err, "serve -x '%s' -d ref --listen 127.0.0.1:0 --rerank '%s/tests/data/ltr/lgb_reg.txt'", idx,
+                src ? src : "..");
+    ck_assert_msg(rc == 1 && strstr(err, "feature table"), "exit %d: %s", rc, err);
+    rc = tu_cli(NULL, NULL, &err, "serve -x '%s' -d ref --rerank-depth 5", idx);
+    ck_assert_msg(rc == 2 && strstr(err, "--rerank MODEL"), "exit %d: %s", rc, err);
+    free_lines(want, t.n);
+    free_lines(plain, t.n);
+    free_topics(&t);
     remove(idx), remove(tp), remove(sv.err_path);
     free(idx), free(tp);
 }
@@ -1087,6 +1170,7 @@ static Suite *plain(void)
     tcase_add_test(tc, serve_device_set_answers_equal_search);
     tcase_add_test(tc, serve_deadlines);
     tcase_add_test(tc, serve_refuses_bad_requests);
+    tcase_add_test(tc, serve_rerank);
     tcase_add_test(tc, serve_sigterm_answers_the_queue);
     tcase_add_test(tc, serve_text_is_utf8);
     tcase_add_test(tc, serve_slow_clients);

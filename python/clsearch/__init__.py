@@ -34,7 +34,7 @@ import weakref
 from . import _capi
 
 __version__ = "0.1.0"
-__all__ = ["Error", "Index", "Engine", "Hit", "ProfileStep", "devices", "read_topics", "library_version",
+__all__ = ["Error", "Index", "Engine", "Model", "Hit", "ProfileStep", "devices", "read_topics", "library_version",
            "set_notice", "MAX_K", "MODES", "TOPICS_FORMATS", "LIBRARY", "LIBRARY_FOUND_BY"]
 
 _lib, LIBRARY, LIBRARY_FOUND_BY = _capi.load()  # what dlopen was given, and how it was found
@@ -63,8 +63,10 @@ STATUS_NAMES = ("CLS_OK", "CLS_E_ARG", "CLS_E_NOMEM", "CLS_E_IO", "CLS_E_FORMAT"
 # cls_topics_format's values in order, by the names of `clsearch search -f`.
 TOPICS_FORMATS = ("tsv", "anserini", "trec", "smart", "mq", "auto")
 
-Hit = collections.namedtuple("Hit", "qid docno rank score docid")
-Hit.__doc__ = "One search result: rank counts from 0 within its query; docid is the index's docID."
+Hit = collections.namedtuple("Hit", "qid docno rank score docid first_score", defaults=(None,))
+Hit.__doc__ = ("One search result: rank counts from 0 within its query; docid is the index's docID; with "
+               "a second ranking stage (search's rerank), score is the model's and first_score the first "
+               "stage's (else None).")
 ProfileStep = collections.namedtuple("ProfileStep", "name transfer seconds bytes")
 
 
@@ -319,6 +321,44 @@ def _frame_module():
     return pandas
 
 
+class Model(_Closable):
+    """A tree-ensemble ranking model for a second ranking stage (cls_model_load): a LightGBM text
+    model or an XGBoost JSON model over the feature table's columns, numbered as `clsearch
+    features` writes them (from 1; `clsearch features --list`). Engine.search(..., rerank=model)
+    re-ranks the first stage's top rerank_depth by it. Use as a context manager or call close();
+    searches of several engines and threads may share one."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self._h = None
+        h = _capi.ctypes.c_void_p()
+        _check(_lib.cls_model_load(_cstr(self.path, "the model path"), _capi.ctypes.byref(h)), "cls_model_load")
+        self._h = h
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError("the model %s is closed" % self.path)
+        return self._h
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    @property
+    def features(self):
+        """The feature columns the model reads (its highest feature id + 1)."""
+        return int(_lib.cls_model_features(self._handle()))
+
+    def describe(self):
+        """One line for a person: the library, objective, trees, features and the file."""
+        return _text(_lib.cls_model_describe(self._handle()))
+
+    def close(self):
+        if self._h is not None:
+            _lib.cls_model_free(self._h)
+            self._h = None
+
+
 class Engine(_Closable):
     """A query engine over an index on its devices (cls_engine_create_opts).
 
@@ -391,7 +431,8 @@ class Engine(_Closable):
         kernels, the programs. For reading, not parsing."""
         return _text(_lib.cls_engine_describe(self._handle()))
 
-    def search(self, queries, k=1000, mode="or", k1=0.9, b=0.4, as_frame=None, deadline_ms=0):
+    def search(self, queries, k=1000, mode="or", k1=0.9, b=0.4, as_frame=None, deadline_ms=0, rerank=None,
+               rerank_depth=0):
         """Runs queries in one batch and returns their top k, query by query in the order given.
 
         queries: a str (one query, qid "1"), a list of str (qids "1", "2", ...), a list of
@@ -400,6 +441,10 @@ class Engine(_Closable):
         deadline_ms: the time the search should take (0: none); on an engine of several executors
         it orders waiting searches, earliest deadline first, and a search ending later counts its
         queries in counters()["queries_late"]; results never depend on it.
+        rerank: a Model, a second ranking stage: the first stage keeps each query's top
+        rerank_depth (0: 1000), the model re-ranks them (ties to the smaller docid) and the top k
+        are returned, score the model's and first_score the first stage's (a DataFrame then has
+        a first_score column). The same on every device, bit for bit.
         Returns a list of Hit(qid, docno, rank, score, docid), rank from 0; or, with as_frame
         (the default when queries is a DataFrame), a pandas DataFrame with columns qid, docid,
         docno, rank, score (and query, when queries was a DataFrame).
@@ -424,6 +469,16 @@ class Engine(_Closable):
         m = ct.c_int()
         _check(_lib.cls_mode_parse(_cstr(mode, "the mode"), ct.byref(m)), "cls_mode_parse")
         p.k, p.mode, p.k1, p.b, p.deadline_ms = k, m.value, float(k1), float(b), float(deadline_ms)
+        if rerank is not None:
+            if not isinstance(rerank, Model):
+                raise TypeError("rerank is a clsearch.Model, not %s" % type(rerank).__name__)
+            if isinstance(rerank_depth, bool) or not isinstance(rerank_depth, int):
+                raise TypeError("rerank_depth is an int, not %s" % type(rerank_depth).__name__)
+            if not 0 <= rerank_depth <= MAX_K:
+                raise ValueError("rerank_depth must be from 1 to %d (0: 1000), not %d" % (MAX_K, rerank_depth))
+            p.rerank, p.rerank_depth = rerank._handle(), rerank_depth
+        elif rerank_depth:
+            raise ValueError("rerank_depth goes with rerank=Model(...)")
         rows = []
         with self._lock:
             h = self._handle()
@@ -438,6 +493,8 @@ class Engine(_Closable):
         cols = ["qid", "docid", "docno", "rank", "score"]
         df = pd.DataFrame([(r.qid, r.docid, r.docno, r.rank, r.score) for r in rows], columns=cols)
         df = df.astype({"docid": "int64", "rank": "int64", "score": "float64"})
+        if rerank is not None:
+            df["first_score"] = pd.Series([r.first_score for r in rows], dtype="float64")
         if from_frame:
             text = dict(pairs)
             df["query"] = [text[q] for q in df["qid"]]
@@ -448,12 +505,18 @@ class Engine(_Closable):
         n = ct.c_size_t()
         docs = ct.POINTER(ct.c_uint32)()
         scores = ct.POINTER(ct.c_float)()
+        first = ct.POINTER(ct.c_float)()
         idx = self.index._handle()
+        reranked = bool(_lib.cls_results_reranked(self._results))
         rows = []
         for i, (qid, _) in enumerate(pairs):
             _lib.cls_results_get(self._results, i, ct.byref(n), ct.byref(docs), ct.byref(scores))
-            for rank, (d, s) in enumerate(zip(docs[:n.value], scores[:n.value])):
-                rows.append(Hit(qid, _text(_lib.cls_index_docno(idx, d)), rank, s, d))
+            fs = [None] * n.value
+            if reranked:
+                _lib.cls_results_get_first(self._results, i, ct.byref(n), ct.byref(first))
+                fs = first[:n.value]
+            for rank, (d, s, f) in enumerate(zip(docs[:n.value], scores[:n.value], fs)):
+                rows.append(Hit(qid, _text(_lib.cls_index_docno(idx, d)), rank, s, d, f))
         return rows
 
     def profile(self):

@@ -91,7 +91,8 @@ class IndexStats(ctypes.Structure):
 
 class SearchParams(ctypes.Structure):
     _fields_ = [("k", ctypes.c_uint32), ("mode", ctypes.c_int), ("k1", ctypes.c_float),
-                ("b", ctypes.c_float), ("deadline_ms", ctypes.c_double), _ROOM]
+                ("b", ctypes.c_float), ("deadline_ms", ctypes.c_double), ("rerank", ctypes.c_void_p),
+                ("rerank_depth", ctypes.c_uint32), _ROOM]
 
 
 class EngineOpts(ctypes.Structure):
@@ -164,6 +165,12 @@ def _prototype(lib):
         "cls_results_free": (None, [vp]),
         "cls_results_count": (size, [vp]),
         "cls_results_get": (None, [vp, size, P(size), P(P(u32)), P(P(ctypes.c_float))]),
+        "cls_results_get_first": (None, [vp, size, P(size), P(P(ctypes.c_float))]),
+        "cls_results_reranked": (ctypes.c_int, [vp]),
+        "cls_model_load": (st, [cp, P(vp)]),
+        "cls_model_free": (None, [vp]),
+        "cls_model_describe": (cp, [vp]),
+        "cls_model_features": (u32, [vp]),
         "cls_devices_list": (st, [P(P(DeviceInfo)), P(size)]),
         "cls_devices_free": (None, [P(DeviceInfo)]),
     }

@@ -233,6 +233,89 @@ class TestSearch(unittest.TestCase):
         self.assertEqual(cm.exception.code, "CLS_E_ARG")
 
 
+LTR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "ltr")
+
+
+class TestRerank(unittest.TestCase):
+    """search(..., rerank=Model): the second ranking stage, the same on every engine and as
+    `clsearch search --rerank`."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.idx = clsearch.Index(IDX)
+        cls.ref = clsearch.Engine(cls.idx, device="ref")
+        cls.lgb = clsearch.Model(LTR + "/cacm_lgb.txt")
+        cls.xgb = clsearch.Model(LTR + "/cacm_xgb.json")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lgb.close()
+        cls.xgb.close()
+        cls.idx.close()
+
+    def test_model(self):
+        self.assertIn("LightGBM", self.lgb.describe())
+        self.assertIn("XGBoost", self.xgb.describe())
+        self.assertGreater(self.lgb.features, 1)
+        with self.assertRaises(clsearch.Error):
+            clsearch.Model(TMP + "/absent.txt")
+
+    def test_engines_agree_and_equal_command(self):
+        engines = [("host:2", clsearch.Engine(self.idx, device="host:2"))]
+        if cpu_device():
+            engines.append(("cpu", clsearch.Engine(self.idx, device="cpu")))
+        try:
+            for model in (self.lgb, self.xgb):
+                for mode in clsearch.MODES:
+                    want = self.ref.search(QUERIES, k=20, mode=mode, rerank=model, rerank_depth=60)
+                    self.assertTrue(all(h.first_score is not None for h in want))
+                    for name, eng in engines:
+                        with self.subTest(device=name, mode=mode, model=model.path):
+                            got = eng.search(QUERIES, k=20, mode=mode, rerank=model, rerank_depth=60)
+                            runs.assert_same(self, got, want, "%s/ref %s" % (name, mode))
+            out = TMP + "/rerank.run"
+            subprocess.run([runs.BIN, "search", "-x", IDX, "-q", TOPICS, "-d", "ref", "-k", "20", "--rerank",
+                            self.lgb.path, "--rerank-depth", "60", "-o", out], check=True, capture_output=True)
+            with open(out) as f:
+                cmd = [(q, d, int(r), sc) for q, _, d, r, sc, _ in (line.split() for line in f)]
+            runs.assert_same(self, as_run(self.ref.search(QUERIES, k=20, rerank=self.lgb, rerank_depth=60)), cmd,
+                             "command")
+        finally:
+            for _, eng in engines:
+                eng.close()
+
+    def test_first_scores_are_the_first_stage(self):
+        first = {(h.qid, h.docid): h.score for h in self.ref.search(QUERIES, k=60)}
+        hits = self.ref.search(QUERIES, k=20, rerank=self.lgb, rerank_depth=60)
+        for h in hits:
+            self.assertEqual(h.first_score, first[(h.qid, h.docid)])
+        # ranked by the model's score, ties to the smaller docID
+        for a, b in zip(hits, hits[1:]):
+            if a.qid == b.qid:
+                self.assertTrue(a.score > b.score or (a.score == b.score and a.docid < b.docid))
+        # without a stage: no first_score
+        self.assertIsNone(self.ref.search(QUERIES[:1], k=3)[0].first_score)
+
+    def test_frame(self):
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            self.skipTest("SKIP: no pandas")
+        df = self.ref.search(QUERIES, k=5, rerank=self.xgb, rerank_depth=30, as_frame=True)
+        self.assertIn("first_score", df.columns)
+
+    def test_errors(self):
+        with self.assertRaises(TypeError):
+            self.ref.search(QUERIES, k=5, rerank=LTR + "/cacm_lgb.txt")
+        with self.assertRaises(ValueError):
+            self.ref.search(QUERIES, k=5, rerank_depth=10)
+        with self.assertRaises(ValueError):
+            self.ref.search(QUERIES, k=5, rerank=self.lgb, rerank_depth=clsearch.MAX_K + 1)
+        with clsearch.Model(LTR + "/lgb_reg.txt") as wide:
+            with self.assertRaisesRegex(clsearch.Error, "feature table"):
+                self.ref.search(QUERIES, k=5, rerank=wide)
+
+
 class TestText(unittest.TestCase):
     """Text that is not UTF-8 reads as `search --json` prints it (U+FFFD for each byte outside a
     valid sequence); qids are checked as the command checks topics."""

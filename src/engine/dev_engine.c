@@ -551,6 +551,7 @@ fail:
 void clx_free(clx_engine *e)
 {
     if (!e) return;
+    dev_rerank_free(e->rerank); /* its programs and buffers before the context */
     dev_profile_collect(&e->dc, 0);
     size_t nalgo;
     const query_algo *const *algos = query_algos(&nalgo);
@@ -1137,7 +1138,9 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
         return s;
     clx_search_finish(e);
     results_pack(r, e->search.kk);
-    return CLS_OK;
+    /* the second ranking stage's scores, on this device, from the candidates read back */
+    if (p->rerank) s = dev_rerank_score(e, bt, p, r);
+    return s;
 }
 
 

@@ -126,6 +126,19 @@ typedef struct clx_engine {
     uint32_t batches;       /* batches of the last search */
     cls_counter *counters;  /* of the last search: the executor's, then its algorithm's */
     size_t ncounters, counters_cap;
+    struct dev_rerank *rerank; /* the second ranking stage's scores on this device (dev_rerank.c), or NULL */
+    uint64_t rerank_chunk;     /* candidates a launch of it takes at most (0: RERANK_CHUNK_PAIRS) */
 } clx_engine;
+
+/* The second ranking stage's scores (rerank.h) of a search the executor ran whole, r its packed
+ * results (p->rerank set): each candidate's features (cl/features.cl) and model score
+ * (cl/trees.cl) on e's device, into r->model, r->scored set; left to the host (r->scored 0) on a
+ * device whose division is not correctly rounded. The extractor and programs are made at the
+ * first call. */
+typedef struct dev_rerank dev_rerank;
+cls_status dev_rerank_score(clx_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
+void dev_rerank_free(dev_rerank *rr);
+/* Tests: candidates a launch takes at most (0: the default), so that small searches take several. */
+void clx_set_rerank_chunk(clx_engine *e, uint64_t pairs);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "algo/algo.h"
 #include "engine/dev_engine.h"
+#include "engine/rerank.h"
 #include "index/index_shard.h"
 #include "util/err.h"
 #include "util/tmpfile.h"
@@ -27,6 +28,7 @@ struct cls_engine {
     unsigned nshards;
     cls_batch *one; /* cls_engine_search_text's batch (NULL until first used), */
     pthread_mutex_t one_mu; /* held from its analysis to the end of its search */
+    rerank_stage *stage;    /* the second ranking stage, every executor's (rerank.h) */
 };
 
 static cls_status ref_search_op(void *impl, const cls_batch *b, const cls_search_params *p, cls_results *r)
@@ -328,6 +330,8 @@ void cls_search_defaults(cls_search_params *p)
     p->k1 = 0.9f;
     p->b = 0.4f;
     p->deadline_ms = 0;
+    p->rerank = NULL;
+    p->rerank_depth = 0;
 }
 
 cls_status params_check(const cls_search_params *p)
@@ -623,6 +627,11 @@ cls_status engine_create_full(const cls_index *idx, const cls_engine_opts *o, co
     }
     if (s == CLS_OK) s = sched_create(idx, e->xops, impls, serial, n, base, &e->sched);
     for (unsigned i = 0; s == CLS_OK && i < n; i++) sched_set_name(e->sched, i, names[i]);
+    if (s == CLS_OK && (s = rerank_create(idx, &e->stage)) != CLS_OK) {
+        sched_free(e->sched); /* it owns the executors now */
+        n = 0;
+    }
+    if (s == CLS_OK) sched_set_stage(e->sched, e->stage);
     if (s != CLS_OK) {
         for (unsigned i = 0; i < n; i++)
             if (impls[i]) e->xops[i]->free(impls[i]);
@@ -640,6 +649,7 @@ void cls_engine_free(cls_engine *e)
 {
     if (!e) return;
     sched_free(e->sched);
+    rerank_free(e->stage);
     for (unsigned i = 0; i < e->nshards; i++) cls_index_close(e->shards[i]);
     cls_batch_free(e->one);
     pthread_mutex_destroy(&e->one_mu);
@@ -671,8 +681,11 @@ static cls_status search_check(const cls_engine *e, const cls_batch *b, const cl
     if (!e || !b || !r || !p) return err_set(CLS_E_ARG, "%s: NULL argument", fn);
     if (b->idx != e->idx) return err_set(CLS_E_ARG, "the batch was analysed against another index");
     cls_status s = params_check(p);
-    if (s == CLS_OK && e->nshards && p->mode == CLS_MODE_AND_OR && p->k > CLS_MAX_K / 2)
-        return err_set(CLS_E_ARG, "and-or on a sharded engine takes k up to %u, not %u", CLS_MAX_K / 2, p->k);
+    uint32_t first_k = p->rerank ? rerank_depth(p) : p->k; /* what the first stage keeps */
+    if (s == CLS_OK && e->nshards && p->mode == CLS_MODE_AND_OR && first_k > CLS_MAX_K / 2)
+        return err_set(CLS_E_ARG, "and-or on a sharded engine takes %s up to %u, not %u",
+                       p->rerank ? "a rerank depth" : "k", CLS_MAX_K / 2, first_k);
+    if (s == CLS_OK) s = rerank_check(e->stage, p);
     return s;
 }
 

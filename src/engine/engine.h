@@ -127,6 +127,10 @@ void sched_executor_state(sched *s, unsigned i, cls_executor_info *info);
 void sched_set_name(sched *s, unsigned i, const char *name);
 /* Executors idle and in service, 0 while searches wait in the queue (cls_engine_idle). */
 unsigned sched_idle(sched *s);
+/* The second ranking stage the engine's searches end in when they ask for one (rerank.h; kept,
+ * freed by the engine after the scheduler). */
+struct rerank_stage;
+void sched_set_stage(sched *s, struct rerank_stage *stage);
 /* Tests: executor i held busy, as if running a part its model gives `seconds` more (it takes no
  * work meanwhile); seconds 0 releases it. Call only while it is idle (or held). */
 void sched_hold(sched *s, unsigned i, double seconds);

@@ -66,6 +66,7 @@
 #include "engine/cost_model.h"
 #include "engine/engine.h"
 #include "engine/merge.h"
+#include "engine/rerank.h"
 #include "util/err.h"
 #include "util/fault.h"
 #include "util/vec.h"
@@ -98,6 +99,7 @@ struct cls_search {
     int sync;                /* its submitter runs it (sched_wait): workers take only its retries */
     enum job_state state;
     uint32_t kk;             /* hits per query of a split search */
+    uint32_t final_k;        /* with a second stage (p.rerank): the hits it keeps (p.k: its depth) */
     double feat[BATCH_COST_FEATURES]; /* its queries' cost features (batch_cost_features), summed */
     double due;              /* when it should end (clx_now's clock; INFINITY: no deadline) */
     int preferred;           /* the executor predicted to finish it first were all free (-1: none yet) */
@@ -165,6 +167,7 @@ struct sched {
     cls_profile_step *last_steps;
     size_t nlast_steps, last_steps_cap;
     uint32_t last_batches;
+    rerank_stage *stage;     /* the second ranking stage's (sched_set_stage), or NULL */
 };
 
 /* ---- The queue ------------------------------------------------------------------------------ */
@@ -401,6 +404,20 @@ static void job_finish(sched *s, cls_search *j)
         pthread_mutex_unlock(&s->mu);
         results_pack(j->r, j->kk);
         pthread_mutex_lock(&s->mu);
+    }
+    if (j->status == CLS_OK && j->p.rerank) {
+        /* the second ranking stage over the whole search's candidates (rerank.h) */
+        pthread_mutex_unlock(&s->mu);
+        int on_device = j->r->scored;
+        cls_status st = s->stage ? rerank_run(s->stage, j->b, &j->p, j->final_k, j->r)
+                                 : err_set(CLS_E_ARG, "this engine has no second ranking stage");
+        pthread_mutex_lock(&s->mu);
+        if (st != CLS_OK) job_fail(j, st, cls_last_error());
+        /* where the candidates were scored: -v says so */
+        else if (!add_counters(&j->counters, &j->ncounters, &j->counters_cap,
+                               &(cls_counter){on_device ? "rerank_queries_device" : "rerank_queries_host", j->b->nq},
+                               1))
+            job_fail(j, CLS_E_NOMEM, "out of memory for a search's counters");
     }
     if (j->status == CLS_OK && !isinf(j->due) &&
         !add_counters(&j->counters, &j->ncounters, &j->counters_cap,
@@ -703,6 +720,7 @@ static cls_status shard_parts(sched *s, cls_search *j)
     if (!vec_reserve(&j->scratch, &j->scratch_cap, j->kk + 1, sizeof *j->scratch))
         return err_set(CLS_E_NOMEM, "out of memory for a search's shards");
     cls_search_params a = j->p, o = j->p;
+    a.rerank = o.rerank = NULL; /* a shard's candidates are ranked after the merge (job_finish) */
     if (and_or) {
         a.mode = CLS_MODE_AND;
         o.mode = CLS_MODE_OR;
@@ -1017,7 +1035,10 @@ cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p
     j->s = s;
     j->b = b;
     j->p = *p;
+    j->final_k = p->k;
+    if (p->rerank) j->p.k = rerank_depth(p); /* the executors' first stage keeps the candidates */
     j->r = r;
+    r->reranked = r->scored = 0; /* a result set reused: nothing of its last search's stage */
     j->sync = !async;
     j->state = JOB_QUEUED;
     j->status = CLS_OK;
@@ -1223,3 +1244,5 @@ void sched_build_times(const sched *s, double *seconds, int *from_cache)
         *from_cache = *from_cache && c;
     }
 }
+
+void sched_set_stage(sched *s, rerank_stage *stage) { s->stage = stage; }

@@ -207,6 +207,8 @@ void cls_results_free(cls_results *r)
     free(r->start);
     free(r->docs);
     free(r->scores);
+    free(r->first);
+    free(r->model);
     free(r);
 }
 
@@ -257,6 +259,8 @@ cls_status results_reset(cls_results *r, uint64_t nq, uint64_t total)
     r->nq = nq;
     r->start[0] = 0;
     r->total = 0;
+    r->reranked = 0;
+    r->scored = 0;
     return CLS_OK;
 }
 
@@ -287,6 +291,14 @@ void cls_results_get(const cls_results *r, size_t i, size_t *n, const uint32_t *
     if (docs) *docs = r->docs + r->start[i];
     if (scores) *scores = r->scores + r->start[i];
 }
+
+void cls_results_get_first(const cls_results *r, size_t i, size_t *n, const float **scores)
+{
+    cls_results_get(r, i, n, NULL, scores);
+    if (r->reranked && i < r->nq && scores) *scores = r->first + r->start[i];
+}
+
+int cls_results_reranked(const cls_results *r) { return r && r->reranked; }
 
 cls_status cls_results_compare(const cls_results *a, const cls_results *b, double tol)
 {

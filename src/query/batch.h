@@ -42,6 +42,16 @@ struct cls_results {
     float *scores;
     uint64_t total;
     size_t cap_total;
+    /* a second ranking stage's (engine/rerank.h): the first stage's scores of the hits, and
+     * whether the results are reranked (results_reset clears it) */
+    float *first;
+    size_t cap_first;
+    int reranked;
+    /* an executor that scored the candidates itself (the device executor, on its device): each
+     * hit's model score, in the hits' order, for the stage to rank by (results_reset clears it) */
+    float *model;
+    size_t cap_model;
+    int scored;
 };
 
 /* The postings of the lists of query q (its known terms' documents in the batch's index). */

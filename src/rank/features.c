@@ -274,6 +274,13 @@ cls_status feat_create(const cls_index *idx, const feat_params *p, feat_extracto
     return CLS_OK;
 }
 
+cls_status feat_set_params(feat_extractor *x, const feat_params *p)
+{
+    cls_status s = feat_params_check(p);
+    if (s == CLS_OK) x->p = *p;
+    return s;
+}
+
 void feat_free(feat_extractor *x)
 {
     if (!x) return;
@@ -356,6 +363,50 @@ static cls_status walk_term(feat_extractor *x, uint32_t term, uint32_t i, uint32
     }
     if (need_cf) x->cf[term] = cf;
     return CLS_OK;
+}
+
+cls_status feat_query_pairs(feat_extractor *x, const cls_batch *bt, size_t qi, const uint32_t *docs, uint32_t n,
+                            feat_term *terms, uint32_t *tf, feat_doc *d, float *fields)
+{
+    const cls_index *idx = x->idx;
+    if (!bt || bt->idx != idx || qi >= bt->nq)
+        return err_set(CLS_E_ARG, "features: query %zu is not one of a batch on the extractor's index", qi);
+    const batch_query *q = &bt->q[qi];
+    const batch_term *qt = bt->terms + q->term_start;
+    uint32_t nt = q->num_terms;
+    for (uint32_t j = 0; j < n; j++)
+        if (docs[j] >= idx->num_docs)
+            return err_set(CLS_E_ARG, "features: docID %u is past the index's %u documents", docs[j], idx->num_docs);
+    if (!vec_reserve(&x->cands, &x->cands_cap, n ? n : 1, sizeof *x->cands) ||
+        !vec_reserve(&x->tf, &x->tf_cap, (size_t)n * nt + 1, sizeof *x->tf))
+        return err_set(CLS_E_NOMEM, "features: out of memory for %u candidates of %u terms", n, nt);
+    for (uint32_t j = 0; j < n; j++) x->cands[j] = (cand){docs[j], j};
+    qsort(x->cands, n, sizeof *x->cands, cmp_cand);
+    memset(x->tf, 0, (size_t)n * nt * sizeof *x->tf);
+    cls_status s;
+    for (uint32_t i = 0; i < nt; i++) {
+        uint32_t t = qt[i].term;
+        if ((s = walk_term(x, t, i, nt, n)) != CLS_OK) return idx_intact(idx, s);
+        terms[i] = (feat_term){
+            .idf = bm25_idf(idx->coll_docs, idx_coll_df(idx, t)),
+            .weight = bm25_weight(idx, t, qt[i].weight),
+            .pc = (float)((double)x->cf[t] / (double)(idx->num_tokens ? idx->num_tokens : 1)),
+        };
+    }
+    for (uint32_t j = 0; j < n; j++) {
+        const cand *c = &x->cands[j];
+        uint32_t dl = idx->doclen[c->doc];
+        d[c->row] = (feat_doc){dl, bm25_norm(x->p.k1, x->p.b, dl, x->avgdl)};
+        memcpy(tf + (size_t)c->row * nt, x->tf + (size_t)j * nt, (size_t)nt * sizeof *tf);
+        for (uint32_t f = 0; f < x->nfields; f++) {
+            size_t len;
+            const char *v = cls_index_field(idx, c->doc, x->field[f], &len);
+            double val = 0;
+            if (v && !numeric(v, len, &val)) val = 0; /* as feat_query */
+            fields[(size_t)c->row * x->nfields + f] = (float)val;
+        }
+    }
+    return idx_intact(idx, CLS_OK);
 }
 
 cls_status feat_query(feat_extractor *x, const cls_batch *bt, size_t qi, const uint32_t *docs, uint32_t n, float *out)

@@ -165,6 +165,10 @@ void feat_batch_compute(const feat_batch *b, float *scratch, float *out);
 typedef struct feat_cl feat_cl;
 /* On the device spec (clx_select: "cpu", "gpu", "P:D", ...), for an index of this scoring. */
 cls_status feat_cl_create(const char *device, cls_scoring scoring, feat_cl **out);
+/* The same on a device an engine holds (its context and queue, its profile: the launches count
+ * as "features"); dc stays the caller's and must outlive c. */
+struct dev_ctx;
+cls_status feat_cl_create_on(struct dev_ctx *dc, cls_scoring scoring, feat_cl **out);
 void feat_cl_free(feat_cl *c);
 /* Whether the device rounds division correctly: then feat_cl_compute equals feat_batch_compute
  * bit for bit (else a division may differ in its last bit). */
@@ -181,6 +185,9 @@ typedef struct feat_extractor feat_extractor;
  * when some document has it and every value present reads whole as a finite decimal number. */
 cls_status feat_create(const cls_index *idx, const feat_params *p, feat_extractor **out);
 void feat_free(feat_extractor *x);
+/* The term-level models' parameters from now on (checked): a second stage follows each search's
+ * k1 and b. */
+cls_status feat_set_params(feat_extractor *x, const feat_params *p);
 /* The features: FEAT_FIXED plus the numeric stored fields, and feature i's name and definition
  * (NULL past the end). */
 uint32_t feat_count(const feat_extractor *x);
@@ -192,6 +199,13 @@ const char *feat_definition(const feat_extractor *x, uint32_t i);
  * out: n rows of feat_count values, row j for docs[j]. A docID out of range is CLS_E_ARG; a
  * block that does not decode, CLS_E_CORRUPT. */
 cls_status feat_query(feat_extractor *x, const cls_batch *b, size_t qi, const uint32_t *docs, uint32_t n, float *out);
+
+/* What feat_query computes from, for a device to compute the rows (feat_batch, feat_cl_compute):
+ * the query's num_terms terms into terms, pair j's (docs[j]'s) frequencies into tf[j * num_terms
+ * ..), its document into d[j], its numeric stored fields' values into fields[j * (feat_count -
+ * FEAT_FIXED) ..]. The same walk as feat_query's, so that the device's rows equal its rows. */
+cls_status feat_query_pairs(feat_extractor *x, const cls_batch *b, size_t qi, const uint32_t *docs, uint32_t n,
+                            feat_term *terms, uint32_t *tf, feat_doc *d, float *fields);
 
 /* ---- relevance judgements --------------------------------------------------------------------- */
 

@@ -10,7 +10,8 @@
 #include "rank/model.h"
 
 typedef struct rank_dev {
-    dev_ctx dc;
+    dev_ctx own;  /* rank_dev_open's device (unused when it borrows one) */
+    dev_ctx *dc;  /* the device it runs on: &own, or an engine's (rank_dev_open_on) */
     cl_program prog;
     dbuf nodes, roots, rows, out;
     uint32_t num_trees;
@@ -22,6 +23,11 @@ typedef struct rank_dev {
 /* Opens the device spec names ("cpu", "gpu", "P:D", as clx_select takes it), builds trees.cl
  * and uploads m's trees. On failure everything is released. */
 cls_status rank_dev_open(rank_dev *rd, const char *spec, const rank_model *m);
+/* The same on a device an engine holds (its context and queue, its profile: the launches count as
+ * "trees"), m NULL: no model yet (rank_dev_load). dc stays the caller's and must outlive rd. */
+cls_status rank_dev_open_on(rank_dev *rd, dev_ctx *dc, const rank_model *m);
+/* m's trees uploaded in place of those rd holds. */
+cls_status rank_dev_load(rank_dev *rd, const rank_model *m);
 /* The scores of n documents (rows of stride floats, stride >= m's num_features) into out. */
 cls_status rank_dev_score(rank_dev *rd, const float *rows, size_t stride, size_t n, float *out);
 /* The device's name. */

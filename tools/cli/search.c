@@ -92,16 +92,18 @@ static double run_score(float score)
     return strtod(buf, NULL);
 }
 
-/* --json: one object a hit, {"qid", "rank", "docno", "score"}, and "fields" when fields are
- * printed: {"name": value, ...}, null for an absent value. Every string valid UTF-8 (utf8_json's
+/* --json: one object a hit, {"qid", "rank", "docno", "score"}, with a second ranking stage
+ * (--rerank) "score" the model's and "first_score" the first stage's, and "fields" when fields
+ * are printed: {"name": value, ...}, null for an absent value. Every string valid UTF-8 (utf8_json's
  * rule, as the server and the Python bindings apply it). */
 static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const cls_results *r, field_sel *sel)
 {
     for (size_t q = 0; q < cls_results_count(r); q++) {
         size_t n;
         const uint32_t *docs;
-        const float *scores;
+        const float *scores, *first;
         cls_results_get(r, q, &n, &docs, &scores);
+        cls_results_get_first(r, q, &n, &first);
         for (size_t j = 0; j < n; j++) {
             /* qids come from topics files and docnos from the collection, as any bytes: each is
              * copied into the object before the buffer json_text reuses is written again */
@@ -110,7 +112,8 @@ static int write_json(FILE *f, const cls_index *idx, const cls_batch *b, const c
             if (!o || !(u = json_text(sel, qid, strlen(qid))) || !cJSON_AddStringToObject(o, "qid", u) ||
                 !cJSON_AddNumberToObject(o, "rank", (double)(j + 1)) ||
                 !(u = json_text(sel, docno, strlen(docno))) || !cJSON_AddStringToObject(o, "docno", u) ||
-                !cJSON_AddNumberToObject(o, "score", run_score(scores[j]))) {
+                !cJSON_AddNumberToObject(o, "score", run_score(scores[j])) ||
+                (cls_results_reranked(r) && !cJSON_AddNumberToObject(o, "first_score", run_score(first[j])))) {
                 cJSON_Delete(o);
                 return 0;
             }
@@ -141,6 +144,7 @@ static int write_results(FILE *f, int json, const cls_index *idx, const cls_batc
 /* What `search` was asked. */
 typedef struct search_args {
     const char *index_path, *topics, *fmt, *device, *out, *tag, *qid, *fields_opt;
+    const char *rerank; /* --rerank's model file, or NULL */
     const char *topics_path; /* topics, "/dev/stdin" for '-' */
     int verbose, json;
     cls_topics_format tf;
@@ -155,6 +159,7 @@ typedef struct search_state {
     cls_batch *batch;
     cls_engine *eng;
     cls_results *res;
+    cls_model *model;   /* --rerank's */
     char *fields_buf;
     field_sel sel;
     double t_search;
@@ -180,6 +185,8 @@ static int search_options(int argc, char **argv, search_args *a)
                                        {"placement", required_argument, 0, 9},
                                        {"fields", required_argument, 0, 8},
                                        {"deadline-ms", required_argument, 0, 10},
+                                       {"rerank", required_argument, 0, 11},
+                                       {"rerank-depth", required_argument, 0, 12},
                                        {"verbose", no_argument, 0, 'v'}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":x:q:f:k:m:d:o:v", lo, NULL)) != -1) {
         switch (opt) {
@@ -205,6 +212,12 @@ static int search_options(int argc, char **argv, search_args *a)
             a->p.deadline_ms = d;
             break;
         }
+        case 11: a->rerank = optarg; break;
+        case 12:
+            if (!parse_u64(optarg, 1, CLS_MAX_K, &v))
+                return usage_error("search: --rerank-depth must be a whole number from 1 to 100000, not '%s'", optarg);
+            a->p.rerank_depth = (uint32_t)v;
+            break;
         case 'd': a->device = optarg; break;
         case 'o': a->out = optarg; break;
         case 3: a->tag = optarg; break;
@@ -250,6 +263,8 @@ static int search_parse(int argc, char **argv, search_args *a)
     }
     if (!a->index_path || (!a->topics && optind >= argc))
         return usage_error("search: -x INDEX and -q TOPICS (or a query) are required%s", "");
+    if (a->p.rerank_depth && !a->rerank)
+        return usage_error("search: --rerank-depth goes with --rerank MODEL%s", "");
     if (strpbrk(a->tag, " \t\n")) return usage_error("search: the tag '%s' holds white space", a->tag);
     if (a->qid && (!*a->qid || strpbrk(a->qid, " \t\n")))
         return usage_error("search: the qid '%s' is empty or holds white space", a->qid);
@@ -259,8 +274,8 @@ static int search_parse(int argc, char **argv, search_args *a)
     /* '-' is standard input: read once, in any format (the format is told from the first line
      * as it goes by) */
     a->topics_path = a->topics && strcmp(a->topics, "-") == 0 ? "/dev/stdin" : a->topics;
-    char *search_in[2] = {(char *)a->index_path, (char *)a->topics_path};
-    if (a->out && guard_output("search", a->out, OF_RUN, search_in, 2)) return 1;
+    char *search_in[3] = {(char *)a->index_path, (char *)a->topics_path, (char *)a->rerank};
+    if (a->out && guard_output("search", a->out, OF_RUN, search_in, a->rerank ? 3 : 2)) return 1;
     if (optind < argc) {
         size_t len = 1;
         for (int i = optind; i < argc; i++) len += strlen(argv[i]) + 1;
@@ -333,11 +348,31 @@ static int search_engine(search_args *a, search_state *st)
         fprintf(stderr, "engine start-up %.3f s (%s)\n", t_start,
                 bs > 0 ? (cached ? "warm: program from cache" : "cold: program built") : "no kernels");
     }
+    if (a->rerank) {
+        if ((s = cls_model_load(a->rerank, &st->model)) != CLS_OK) return fail(s, "--rerank");
+        a->p.rerank = st->model;
+        if (a->verbose)
+            fprintf(stderr, "rerank: model %s; the top %u of the first stage (%s) re-ranked by it, the top %u kept\n",
+                    cls_model_describe(st->model), a->p.rerank_depth ? a->p.rerank_depth : CLS_RERANK_DEPTH,
+                    cls_mode_name(a->p.mode), a->p.k);
+    }
     if ((s = cls_results_create(&st->res)) != CLS_OK) return fail(s, "search");
     double t1 = now();
     s = cls_engine_search(st->eng, st->batch, &a->p, st->res);
     st->t_search = now() - t1;
     if (s != CLS_OK) return fail_reading(st->idx, s, "searching");
+    if (a->verbose && a->rerank) {
+        /* where the candidates were scored: the engine's counters say */
+        const cls_counter *cn;
+        uint64_t dev = 0, host = 0;
+        for (size_t i = 0, n = cls_engine_counters(st->eng, &cn); i < n; i++) {
+            if (strcmp(cn[i].name, "rerank_queries_device") == 0) dev += cn[i].value;
+            if (strcmp(cn[i].name, "rerank_queries_host") == 0) host += cn[i].value;
+        }
+        fprintf(stderr, "rerank: in the engine's search after its top-k; candidates scored %s%s%s, ranked on the host\n",
+                dev ? "on the device (features.cl, trees.cl)" : "", dev && host ? " and " : "",
+                host ? "on the host (plain-C features and evaluator)" : "");
+    }
     /* an OpenCL engine may search without reading the file again: a shrunk one is found here */
     return index_whole(st->idx, "searching") ? 0 : 1;
 }
@@ -451,6 +486,7 @@ static void search_free(search_state *st)
     free(st->sel.utf8);
     cls_results_free(st->res);
     cls_engine_free(st->eng);
+    cls_model_free(st->model);
     cls_batch_free(st->batch);
     cls_index_close(st->idx);
 }

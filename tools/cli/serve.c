@@ -14,6 +14,7 @@
 /* What `serve` was asked. */
 typedef struct serve_args {
     const char *index_path, *device;
+    const char *rerank; /* --rerank's model file, or NULL */
     srv_opts so;
     int conns_given; /* --max-conns given: refused, never lowered, where it does not fit */
     cls_engine_opts eo;
@@ -39,7 +40,9 @@ static int serve_parse(int argc, char **argv, serve_args *a)
                                        {"max-conns-per-ip", required_argument, 0, 11},
                                        {"inflight", required_argument, 0, 12},
                                        {"deadline-ms", required_argument, 0, 13},
-                                       {"wait-when-idle", no_argument, 0, 14}, {0, 0, 0, 0}};
+                                       {"wait-when-idle", no_argument, 0, 14},
+                                       {"rerank", required_argument, 0, 15},
+                                       {"rerank-depth", required_argument, 0, 16}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":x:d:", lo, NULL)) != -1) {
         switch (opt) {
         case 'x': a->index_path = optarg; break;
@@ -102,11 +105,18 @@ static int serve_parse(int argc, char **argv, serve_args *a)
             a->so.deadline_ms = f;
             break;
         case 14: a->so.wait_when_idle = 1; break;
+        case 15: a->rerank = optarg; break;
+        case 16:
+            if (!parse_u64(optarg, 1, CLS_MAX_K, &v))
+                return usage_error("serve: --rerank-depth takes 1 to 100000 candidates, not '%s'", optarg);
+            a->so.rerank_depth = (uint32_t)v;
+            break;
         default: return bad_option(argc, argv, opt);
         }
     }
     if (optind < argc) return usage_error("serve: unexpected argument '%s'", argv[optind]);
     if (!a->index_path) return usage_error("serve: -x INDEX is required%s", "");
+    if (a->so.rerank_depth && !a->rerank) return usage_error("serve: --rerank-depth goes with --rerank MODEL%s", "");
     return 0;
 }
 
@@ -115,6 +125,8 @@ static int serve_run(serve_args *a, const sigset_t *sigs)
 {
     cls_index *idx = NULL;
     cls_engine *eng = NULL;
+    cls_model *model = NULL;
+    cls_results *probe = NULL;
     srv *server = NULL;
     int rc = 1;
     cls_status s = cls_index_open(a->index_path, &idx);
@@ -126,6 +138,26 @@ static int serve_run(serve_args *a, const sigset_t *sigs)
     if ((s = cls_engine_create_opts(idx, &a->eo, &eng)) != CLS_OK) {
         fail(s, "starting the engine");
         goto done;
+    }
+    if (a->rerank) {
+        /* the model read, and checked against this index's feature table by a search of no
+         * term, before any request can ask for it */
+        cls_search_params p;
+        cls_search_defaults(&p);
+        if ((s = cls_model_load(a->rerank, &model)) != CLS_OK) {
+            fail(s, "serve: --rerank");
+            goto done;
+        }
+        p.rerank = model;
+        p.rerank_depth = a->so.rerank_depth;
+        if ((s = cls_results_create(&probe)) != CLS_OK || (s = cls_engine_search_text(eng, "", &p, probe)) != CLS_OK) {
+            fail(s, "serve: --rerank");
+            goto done;
+        }
+        a->so.rerank = model;
+        fprintf(stderr, "%s: serve: rerank: %s, the top %u re-ranked (\"rerank\": false in a request: the first "
+                        "stage alone)\n", prog, cls_model_describe(model),
+                a->so.rerank_depth ? a->so.rerank_depth : CLS_RERANK_DEPTH);
     }
     if ((s = srv_start(idx, eng, &a->so, &server)) != CLS_OK) {
         fail(s, "serve");
@@ -156,7 +188,9 @@ static int serve_run(serve_args *a, const sigset_t *sigs)
             (unsigned long long)st.aborted);
     rc = 0;
 done:
+    cls_results_free(probe);
     cls_engine_free(eng);
+    cls_model_free(model);
     cls_index_close(idx);
     return rc;
 }
