@@ -213,11 +213,13 @@ static int search_options(int argc, char **argv, search_args *a)
             break;
         }
         case 11: a->rerank = optarg; break;
-        case 12:
+        case 12: {
+            unsigned long long v;
             if (!parse_u64(optarg, 1, CLS_MAX_K, &v))
                 return usage_error("search: --rerank-depth must be a whole number from 1 to 100000, not '%s'", optarg);
             a->p.rerank_depth = (uint32_t)v;
             break;
+        }
         case 'd': a->device = optarg; break;
         case 'o': a->out = optarg; break;
         case 3: a->tag = optarg; break;
