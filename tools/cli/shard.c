@@ -4,7 +4,8 @@
  *
  * The shards are a set: each is written to a temporary file beside its name, and only when all
  * are whole are they renamed, one after another, so a failure (a full disk at the last shard)
- * leaves every OUT.i as it was, and no partial set. */
+ * leaves every OUT.i as it was, and no partial set. `index --shards` writes its set through the
+ * same two calls (shard_set_names, shard_set_write), so its shards are these, byte for byte. */
 #define _DEFAULT_SOURCE /* getopt_long */
 #include <errno.h>
 #include <stdlib.h>
