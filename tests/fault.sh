@@ -97,7 +97,9 @@ for kind in host-alloc write; do
       bad "$what: sanitizer report"; sed -n 1,20p "$tmp/err"
     elif [ "$rc" = 0 ]; then
       survived=$((survived + 1))
-      for j in 0 1 2; do cmp -s "$tmp/out/s.$j" "$tmp/clean3/s.$j" || bad "$what: exit 0 but s.$j differs from the clean one"; done
+      for j in 0 1 2; do
+        cmp -s "$tmp/out/s.$j" "$tmp/clean3/s.$j" || bad "$what: exit 0 but s.$j differs from the clean one"
+      done
       [ "$(ls "$tmp/out" | wc -l)" = 3 ] || bad "$what: exit 0 but left $(ls "$tmp/out" | tr '\n' ' ')"
     else
       stopped=$((stopped + 1))

@@ -250,7 +250,8 @@ START_TEST(index_reports_stages)
     ck_assert_msg(rc == 0, "index -v: exit %d: %s", rc, err);
     const char *want[] = {"indexed 5 documents", " tokens in ", " MB/s, ", " M tokens/s, ",
                           "stage reading and analysis: ", "stage analysis still in flight: ",
-                          "stage inversion (postings sorted by term): ", "stage encoding and compression (bp, block 128): ",
+                          "stage inversion (postings sorted by term): ",
+                          "stage encoding and compression (bp, block 128): ",
                           "stage writing: ", "peak memory: ", "stored fields:"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         ck_assert_msg(strstr(err, want[i]), "index -v: no '%s' in: %s", want[i], err);

@@ -865,8 +865,8 @@ START_TEST(index_shards)
     const char *layouts[] = {"", "--codec pfor --block 64 --store id"};
     const uint32_t ns[] = {1, 3, 5};
     for (size_t l = 0; l < sizeof layouts / sizeof *layouts; l++) {
-        ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "index -q --threads 2 -c jsonl %s -o '%s' '%s'", layouts[l], whole,
-                             corpus) == 0, "%s", err);
+        ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "index -q --threads 2 -c jsonl %s -o '%s' '%s'", layouts[l],
+                             whole, corpus) == 0, "%s", err);
         for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
             const uint32_t n = ns[k];
             ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "shard '%s' -n %u -o '%s'", whole, n, cut) == 0, "%s", err);
