@@ -80,6 +80,38 @@ for kind in host-alloc write device-alloc enqueue; do
   done
 done
 
+# ---- index --shards 3: the set, whole and equal to a clean run's, or no file of it ------------
+shards() { "$bin" index -q -c jsonl --threads 1 --block 64 --store none --shards 3 -o "$1" "$tmp/c.jsonl"; }
+mkdir -p "$tmp/clean3" || exit 1
+shards "$tmp/clean3/s" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+CLSEARCH_FAULT=count shards "$tmp/count3" 2>"$tmp/count.err" || { cat "$tmp/count.err"; exit 1; }
+for kind in host-alloc write; do
+  n=$(counts $kind)
+  say "index --shards 3: $kind: ${n:-?} operations"
+  i=1
+  while [ "$i" -le "${n:-0}" ]; do
+    what="index --shards 3 $kind:$i"
+    CLSEARCH_FAULT=$kind:$i shards "$tmp/out/s" 2>"$tmp/err"
+    rc=$?
+    if grep -q -e 'Sanitizer' -e 'runtime error' "$tmp/err"; then
+      bad "$what: sanitizer report"; sed -n 1,20p "$tmp/err"
+    elif [ "$rc" = 0 ]; then
+      survived=$((survived + 1))
+      for j in 0 1 2; do
+        cmp -s "$tmp/out/s.$j" "$tmp/clean3/s.$j" || bad "$what: exit 0 but s.$j differs from the clean one"
+      done
+      [ "$(ls "$tmp/out" | wc -l)" = 3 ] || bad "$what: exit 0 but left $(ls "$tmp/out" | tr '\n' ' ')"
+    else
+      stopped=$((stopped + 1))
+      [ -s "$tmp/err" ] || bad "$what: exit $rc without a message"
+      if ls "$tmp/out" | grep -q .; then bad "$what: exit $rc left $(ls "$tmp/out" | head -3 | tr '\n' ' ')"; fi
+      [ "$rc" -ge 128 ] && bad "$what: killed by signal $((rc - 128))"
+    fi
+    rm -f "$tmp/out/"*
+    i=$((i + 1)) runs=$((runs + 1))
+  done
+done
+
 # ---- search on the device, against the reference engine ----------------------------------
 search() { "$bin" search -x "$tmp/clean.idx" -q "$tmp/topics.tsv" -k 10 -d "$1" -o "$2"; }
 search ref "$tmp/ref.run" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }

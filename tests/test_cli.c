@@ -238,6 +238,49 @@ START_TEST(index_errors)
 }
 END_TEST
 
+/* What index says: the summary line with tokens and both rates (without -q, on a file as on a
+ * terminal), and with -v each stage of the build and the peak memory, with --shards the cut too;
+ * the numbers only read, never judged (tests never time anything). */
+START_TEST(index_reports_stages)
+{
+    make_work();
+    put("corpus.jsonl", CORPUS);
+    const char *err;
+    int rc = cli(&err, "index -v -c jsonl -o '%s' '%s'", wp("v.idx"), wp("corpus.jsonl"));
+    ck_assert_msg(rc == 0, "index -v: exit %d: %s", rc, err);
+    const char *want[] = {"indexed 5 documents", " tokens in ", " MB/s, ", " M tokens/s, ",
+                          "stage reading and analysis: ", "stage analysis still in flight: ",
+                          "stage inversion (postings sorted by term): ",
+                          "stage encoding and compression (bp, block 128): ",
+                          "stage writing: ", "peak memory: ", "stored fields:"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(strstr(err, want[i]), "index -v: no '%s' in: %s", want[i], err);
+    ck_assert_msg(!strstr(err, "stage cutting"), "%s", err);
+    /* the summary counts the corpus's tokens (stopwords out: 19 indexed) */
+    unsigned long long tokens = 0;
+    const char *sum = strstr(err, "), ");
+    ck_assert_msg(sum && sscanf(sum, "), %llu tokens in", &tokens) == 1 && tokens == 19, "%s", err);
+    /* the peak is a positive number of MB */
+    double peak = 0;
+    ck_assert_msg(sscanf(strstr(err, "peak memory: "), "peak memory: %lf MB", &peak) == 1 && peak > 0, "%s", err);
+    /* without -v: the summary line only; -q: nothing */
+    rc = cli(&err, "index -c jsonl -o '%s' '%s'", wp("v.idx"), wp("corpus.jsonl"));
+    ck_assert_msg(rc == 0 && strstr(err, "M tokens/s") && !strstr(err, "stage ") && !strstr(err, "peak memory"), "%s",
+                  err);
+    rc = cli(&err, "index -q -c jsonl -o '%s' '%s'", wp("v.idx"), wp("corpus.jsonl"));
+    ck_assert_msg(rc == 0 && err[0] == '\0', "%s", err);
+    /* --shards: the cut is a stage, the set is what was written */
+    rc = cli(&err, "index -v --shards 2 -c jsonl -o '%s' '%s'", wp("s"), wp("corpus.jsonl"));
+    ck_assert_msg(rc == 0, "index -v --shards: exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "stage cutting into 2 shards: ") && strstr(err, "(2 shards): ") &&
+                  strstr(err, "s.1: documents") && strstr(err, "peak memory: "), "%s", err);
+    ck_assert(tu_exists(wp("s.0")) && tu_exists(wp("s.1")) && !tu_exists(wp("s")));
+    ck_assert_int_eq(leftover_tmp(), 0);
+    rm_work();
+}
+END_TEST
+
+
 /* Inputs read whole or not at all: an archive cut short (a tar between two entries, as a file
  * and through a pipe) and a zip through a pipe are errors naming the input, an input without
  * documents is one unless --allow-empty, and none of them writes or replaces the output. */
@@ -1295,6 +1338,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("errors");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, index_errors);
+    tcase_add_test(tc, index_reports_stages);
     tcase_add_test(tc, index_inputs_whole);
     tcase_add_test(tc, index_files_links);
     tcase_add_test(tc, search_errors);

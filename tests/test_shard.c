@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "generate.h"
@@ -826,6 +827,158 @@ START_TEST(command)
 }
 END_TEST
 
+/* ---- index --shards ------------------------------------------------------------------------ */
+
+static int same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    unsigned char *x = tu_read_file(a, &la), *y = tu_read_file(b, &lb);
+    int same = la > 0 && la == lb && memcmp(x, y, la) == 0;
+    free(x), free(y);
+    return same;
+}
+
+/* Files in dir whose name holds ".tmp." (temporary files a command left behind). */
+static int leftover_tmp(const char *dir)
+{
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -q '\\.tmp\\.'", dir);
+    return system(cmd) == 0;
+}
+
+/* `index --shards N` writes the set that `index` then `shard -n N` writes, byte for byte (the same
+ * cut, the same writer), for 1, 3 and 5 shards and two layouts; the set's merged top k is the
+ * whole index's on the reference engine and on the device; bad N, outputs that may not be
+ * replaced and failures at every shard leave no file of the set and no temporary file. */
+START_TEST(index_shards)
+{
+    const char *err;
+    char *dir = tu_strdup(tu_tmp_path("ixsh"));
+    ck_assert(mkdir(dir, 0755) == 0);
+    char corpus[4400], whole[4400], cut[4400], set[4400], a[4500], b[4500], topics_path[4400];
+    ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "generate -o '%s' --docs 1500 --queries 30 --seed 7", dir), 0);
+    snprintf(corpus, sizeof corpus, "%s/corpus.jsonl", dir);
+    snprintf(topics_path, sizeof topics_path, "%s/topics.tsv", dir);
+    snprintf(whole, sizeof whole, "%s/whole.idx", dir);
+    snprintf(cut, sizeof cut, "%s/cut", dir);
+    snprintf(set, sizeof set, "%s/set", dir);
+    const char *layouts[] = {"", "--codec pfor --block 64 --store id"};
+    const uint32_t ns[] = {1, 3, 5};
+    for (size_t l = 0; l < sizeof layouts / sizeof *layouts; l++) {
+        ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "index -q --threads 2 -c jsonl %s -o '%s' '%s'", layouts[l],
+                             whole, corpus) == 0, "%s", err);
+        for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+            const uint32_t n = ns[k];
+            ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "shard '%s' -n %u -o '%s'", whole, n, cut) == 0, "%s", err);
+            ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "index --threads 2 --shards %u -c jsonl %s -o '%s' '%s'", n,
+                                 layouts[l], set, corpus) == 0, "%s", err);
+            char want[64];
+            snprintf(want, sizeof want, "(%u shard%s)", n, n == 1 ? "" : "s");
+            ck_assert_msg(strstr(err, want), "no '%s' in: %s", want, err);
+            for (uint32_t i = 0; i < n; i++) {
+                snprintf(a, sizeof a, "%s.%u", cut, i);
+                snprintf(b, sizeof b, "%s.%u", set, i);
+                ck_assert_msg(same_file(a, b), "%s and %s differ (layout '%s')", a, b, layouts[l]);
+            }
+            /* the merge of the command's shards is the whole index's top k */
+            if (l == 1 && n == 3) {
+                cls_index *w = open_ok(whole);
+                shard_set s = {.n = n};
+                ck_assert_int_eq(cls_index_shard_bounds(w, n, s.bounds), CLS_OK);
+                for (uint32_t i = 0; i < n; i++) {
+                    snprintf(b, sizeof b, "%s.%u", set, i);
+                    s.path[i] = tu_strdup(b);
+                }
+                topics tp = {0};
+                read_topics(topics_path, CLS_TOPICS_AUTO, w, &tp);
+                cls_index_close(w);
+                const char *kinds[] = {"ref", tu_device()};
+                ck_assert(compare_sets(whole, &tp, &s, 1, kinds, 2, "index --shards") > 0);
+                topics_free(&tp);
+                for (uint32_t i = 0; i < n; i++) free(s.path[i]);
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                snprintf(a, sizeof a, "%s.%u", cut, i);
+                snprintf(b, sizeof b, "%s.%u", set, i);
+                remove(a), remove(b);
+            }
+        }
+    }
+    ck_assert(!leftover_tmp(dir));
+
+    /* bad N: a usage error, nothing written */
+    const char *bad[] = {"0", "1025", "3x", "-1", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "index -q --shards '%s' -c jsonl -o '%s' '%s'", bad[i], set,
+                                corpus), 2);
+        ck_assert_msg(strstr(err, "--shards"), "%s", err);
+        snprintf(b, sizeof b, "%s.0", set);
+        ck_assert(!tu_exists(b));
+    }
+
+    /* outputs that exist: a file that is not an index among them, or a folder, is refused before
+     * anything is read, and stays as it was; an existing set is replaced */
+    snprintf(b, sizeof b, "%s.2", set);
+    tu_write_file(b, "not an index\n", 13);
+    ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "index -q --shards 3 -c jsonl -o '%s' '%s'", set, corpus), 1);
+    ck_assert_msg(strstr(err, b), "%s", err);
+    size_t len;
+    unsigned char *text = tu_read_file(b, &len);
+    ck_assert(len == 13 && memcmp(text, "not an index\n", 13) == 0);
+    free(text);
+    remove(b);
+    snprintf(b, sizeof b, "%s.1", set);
+    ck_assert(mkdir(b, 0755) == 0);
+    ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "index -q --shards 3 -c jsonl -o '%s' '%s'", set, corpus), 1);
+    ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
+    rmdir(b);
+    snprintf(b, sizeof b, "%s.0", set);
+    ck_assert(!tu_exists(b));
+    ck_assert(!leftover_tmp(dir));
+    ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "index -q --shards 3 -c jsonl -o '%s' '%s'", set, corpus), 0);
+    ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "index -q --shards 3 --codec rice -c jsonl -o '%s' '%s'", set,
+                         corpus) == 0, "%s", err);
+    for (uint32_t i = 0; i < 3; i++) {
+        snprintf(b, sizeof b, "%s.%u", set, i);
+        cls_index *x = open_ok(b);
+        ck_assert_int_eq(x->codec, CLS_CODEC_RICE);
+        cls_index_close(x);
+        remove(b);
+    }
+
+    /* a write that fails (a full disk, CLSEARCH_FAULT) in the whole index or in any shard: no file
+     * of the set, no temporary file */
+    setenv("CLSEARCH_FAULT", "count", 1);
+    ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "index -q --shards 3 -c jsonl -o '%s' '%s'", set, corpus), 0);
+    unsigned long writes = 0;
+    const char *counts = strstr(err, " write ");
+    ck_assert_msg(counts && sscanf(counts, " write %lu", &writes) == 1 && writes > 3, "%s", err);
+    for (uint32_t i = 0; i < 3; i++) {
+        snprintf(b, sizeof b, "%s.%u", set, i);
+        remove(b);
+    }
+    const unsigned long at[] = {1, writes / 2, writes - 1, writes};
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        char fault[64];
+        snprintf(fault, sizeof fault, "write:%lu", at[i]);
+        setenv("CLSEARCH_FAULT", fault, 1);
+        ck_assert_int_eq(tu_cli(NULL, "/dev/null", &err, "index -q --shards 3 -c jsonl -o '%s' '%s'", set, corpus), 1);
+        ck_assert_msg(strstr(err, "No space left"), "%s: %s", fault, err);
+        for (uint32_t j = 0; j < 3; j++) {
+            snprintf(b, sizeof b, "%s.%u", set, j);
+            ck_assert_msg(!tu_exists(b), "%s: %s written", fault, b);
+        }
+        ck_assert_msg(!leftover_tmp(dir), "%s: a temporary file left", fault);
+    }
+    unsetenv("CLSEARCH_FAULT");
+
+    char cmd[4500];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(dir);
+}
+END_TEST
+
 /* A collection of 2 documents cut into 5: three empty shards, each searched. */
 START_TEST(more_shards_than_documents)
 {
@@ -896,6 +1049,7 @@ static Suite *plain(void)
     tcase_add_test(tc, damaged_shard);
     tcase_add_test(tc, command);
     tcase_add_test(tc, more_shards_than_documents);
+    tcase_add_test(tc, index_shards);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -303,6 +303,7 @@ struct cls_builder {
     char **roots;
     uint32_t nroots;
     size_t roots_cap;
+    idx_build_times times; /* cls_builder_write's stages */
 };
 
 /* ---- Test hook ---------------------------------------------------------------------------- */
@@ -945,8 +946,12 @@ cls_status cls_builder_add_doc(cls_builder *b, const cls_doc *doc)
 cls_status cls_builder_write(cls_builder *b, const char *path)
 {
     if (!b || !path) return err_set(CLS_E_ARG, "cls_builder_write: NULL argument");
+    memset(&b->times, 0, sizeof b->times);
+    double t0 = idx_clock();
     cls_status st = drain(b);
     if (st != CLS_OK) return st;
+    double t_invert = idx_clock();
+    b->times.drain = t_invert - t0;
     st = CLS_E_NOMEM;
     uint32_t T = b->dict.n;
     uint64_t P = b->num_postings;
@@ -991,6 +996,7 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         sdoc[at] = b->p_doc[i];
         stf[at] = b->p_tf[i];
     }
+    b->times.invert = idx_clock() - t_invert;
     uint64_t base = 0;
     for (uint32_t f = 0; f < F; f++) {
         const bfield *bf = &b->fields[f];
@@ -1022,6 +1028,7 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         .field_off = foff,
         .field_blob = fblob,
         .field_blob_len = flen,
+        .times = &b->times.w,
     };
     st = idx_write_lists(path, &l, &b->opts);
 out:
@@ -1039,6 +1046,10 @@ out:
     free(term_blob);
     return st;
 }
+
+void idx_builder_times(const cls_builder *b, idx_build_times *t) { *t = b->times; }
+
+uint64_t idx_builder_tokens(const cls_builder *b) { return b->num_tokens; }
 
 void cls_builder_free(cls_builder *b)
 {

@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codec/codec.h"
 #include "util/err.h"
@@ -144,6 +145,13 @@ cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const 
     return CLS_OK;
 }
 
+double idx_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o)
 {
     cls_status st = idx_check_opts(o);
@@ -172,6 +180,7 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     }
     for (uint32_t d = 0; d < N; d++) norm[d] = bm25_norm(IDX_SCORE_K1, IDX_SCORE_B, l->doclen[d], avgdl);
 
+    double t_encode = idx_clock();
     uint64_t nb = 0;
     for (uint32_t t = 0; t < T; t++) {
         const uint32_t *docs = l->docs + l->list_start[t], *freqs = l->freqs + l->list_start[t];
@@ -224,7 +233,9 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         .coll_docs = sh ? sh->coll_docs : 0,
         .coll_tokens = sh ? sh->coll_tokens : 0,
     };
+    double t_write = idx_clock();
     st = idx_file_write(path, &parts);
+    if (l->times) *l->times = (idx_write_times){.encode = t_write - t_encode, .write = idx_clock() - t_write};
 out:
     free(terms);
     free(blocks);

@@ -15,6 +15,12 @@ typedef struct idx_shard {
     const uint32_t *cdf;         /* per term: the collection's df, at least 1 and the list's postings */
 } idx_shard;
 
+/* Where idx_write_lists spent its time, in seconds (monotonic clock): coding the lists into
+ * blocks (gaps, the codec, block maxima), and laying out and writing the file. */
+typedef struct idx_write_times {
+    double encode, write;
+} idx_write_times;
+
 /* A collection, inverted: documents, and per term (in byte order) its postings. */
 typedef struct idx_lists {
     unsigned analyzer;          /* an_opts_pack() flags */
@@ -41,6 +47,7 @@ typedef struct idx_lists {
     const struct cls_index *source; /* idx_file_parts.source */
     /* NULL for a whole index; a shard's lists may be empty (the term is the collection's) */
     const idx_shard *shard;
+    idx_write_times *times;     /* NULL, or receives idx_write_lists' stage times */
 } idx_lists;
 
 /* A term's bytes and the caller's number for it; idx_term_ref_cmp sorts them into the
@@ -70,6 +77,22 @@ cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const 
 /* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
  * size, and writes the file at path through a temporary name. */
 cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o);
+/* Seconds on the monotonic clock, for the stage times. */
+double idx_clock(void);
+
+/* The builder's stages, in seconds, as cls_builder_write measured them (all 0 before it):
+ * finishing the analysis still in flight, inverting (sorting the postings by term), then
+ * idx_write_lists' encoding and writing. The reading and analysis before cls_builder_write run
+ * as the caller feeds documents, and the caller times them. */
+typedef struct idx_build_times {
+    double drain, invert;
+    idx_write_times w;
+} idx_build_times;
+void idx_builder_times(const cls_builder *b, idx_build_times *t);
+/* The tokens of the documents inverted so far (with threads, those still being analysed are not
+ * counted yet); every document's once cls_builder_write has run. */
+uint64_t idx_builder_tokens(const cls_builder *b);
+
 /* CLS_E_ARG unless o is a valid layout (codec, block size, pfor depth). */
 cls_status idx_check_opts(const cls_build_opts *o);
 

@@ -53,6 +53,15 @@ int bad_option(int argc, char **argv, int opt);
  * a read-only file, a file of another kind, --force), before any work. Returns 0 when path may
  * be written, else 1 after the message. */
 int guard_output(const char *what, const char *path, of_kind kind, char *const *inputs, int ninputs);
+/* A set of document-range shards (shard.c): the names OUT.0 .. OUT.<n-1>, cap bytes apart in
+ * one buffer the caller frees, each checked as guard_output checks one output (and refused when
+ * it exists as anything but a file), before any work; NULL after the message. */
+char *shard_set_names(const char *what, const char *out, uint32_t n, char *const *inputs, int ninputs, size_t *cap);
+/* The whole index idx cut into n shards (cls_index_shard_bounds), written as a set to names
+ * (shard_set_names): every file to its temporary name first, all renamed only once all are
+ * whole, so a failure leaves each name as it was. -v: each shard's documents. 0, or 1 after
+ * the message. */
+int shard_set_write(const cls_index *idx, const char *what, const char *names, size_t cap, uint32_t n, int verbose);
 /* Prints obj as one line and frees it; 0 when out of memory or the write fails. */
 int put_json_line(FILE *f, cJSON *obj);
 

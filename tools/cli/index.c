@@ -3,10 +3,12 @@
 #define _DEFAULT_SOURCE /* getopt_long */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "index/index_write.h"
 #include "util/err.h"
 
 /* The fields `index` stores when --store is not given: what a person searching the collection
@@ -48,8 +50,9 @@ static int on_doc(void *user, const cls_doc *d)
     return 0;
 }
 
-/* One line, redrawn in place: documents, input MB and MB/s since the start, and for the current
- * input its percentage and the time left at its rate so far. */
+/* One line, redrawn in place: documents, input MB, MB/s and tokens/s since the start (the tokens
+ * of the documents inverted so far: with threads, a few batches behind the reading), and for the
+ * current input its percentage and the time left at its rate so far. */
 static void on_progress(void *user, uint64_t docs, uint64_t done, uint64_t total)
 {
     index_ctx *c = user;
@@ -60,7 +63,9 @@ static void on_progress(void *user, uint64_t docs, uint64_t done, uint64_t total
     if (t - c->last_draw < 0.1 && !(total && done >= total)) return;
     c->last_draw = t;
     double el = t - c->t0, mb = (double)(c->bytes_before + done) / 1e6;
-    fprintf(stderr, "\r%llu documents  %.1f MB  %.1f MB/s", c->docs, mb, el > 0 ? mb / el : 0.0);
+    double mtok = (double)idx_builder_tokens(c->b) / 1e6;
+    fprintf(stderr, "\r%llu documents  %.1f MB  %.1f MB/s  %.2f M tokens/s", c->docs, mb, el > 0 ? mb / el : 0.0,
+            el > 0 ? mtok / el : 0.0);
     if (total) {
         fprintf(stderr, "  %5.1f%%", 100.0 * (double)done / (double)total);
         if (c->ninputs > 1) fprintf(stderr, " of input %d/%d", c->input, c->ninputs);
@@ -90,6 +95,7 @@ typedef struct index_args {
     const char *fmt, *out, *store;
     cls_corpus_format cf;
     int verbose, quiet, allow_dups, allow_empty, follow_links;
+    uint32_t shards;         /* --shards: OUT.0 .. OUT.<shards-1> instead of OUT; 0: one index */
     cls_analyzer_opts an;
     cls_build_opts bo;
     char **inputs;
@@ -118,6 +124,7 @@ static int index_parse(int argc, char **argv, index_args *a)
                                        {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
                                        {"store", required_argument, 0, 9}, {"allow-duplicate-ids", no_argument, 0, 10},
                                        {"allow-empty", no_argument, 0, 11}, {"follow-links", no_argument, 0, 12},
+                                       {"shards", required_argument, 0, 13},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
         if (analyzer_option(opt, &a->an)) continue;
@@ -130,6 +137,11 @@ static int index_parse(int argc, char **argv, index_args *a)
         case 'o': a->out = optarg; break;
         case 'v': a->verbose = 1; break;
         case 'q': a->quiet = 1; break;
+        case 13:
+            if (!parse_u64(optarg, 1, CLS_MAX_SHARDS, &v))
+                return usage_error("index: --shards takes a number of shards from 1 to 1024, not '%s'", optarg);
+            a->shards = (uint32_t)v;
+            break;
         case 5:
             if (!parse_u64(optarg, 1, 1024, &v)) {
                 fprintf(stderr, "%s: index: --threads takes a number from 1 to 1024, not '%s'\n", prog, optarg);
@@ -211,12 +223,40 @@ static int index_read(index_ctx *c, const index_args *a, const char **fields, si
     return 0;
 }
 
-/* What index says once the index is written: the summary line (unless -q), timings and stored
- * fields (-v), and notes on what was skipped. */
-static void index_report(const index_ctx *c, const index_args *a, const char **fields, size_t nfields,
-                         const cls_corpus_counts *counts, uint64_t dups, double t_read)
+/* Where the build went, for the report: each stage's time and what was written. */
+typedef struct index_done {
+    double t_read;         /* reading and analysis, while the documents were fed to the builder */
+    idx_build_times build; /* cls_builder_write's stages */
+    double t_cut;          /* --shards: the whole index cut into its shards */
+    uint64_t tokens, dups;
+    const char *names;     /* --shards: the shards' names, cap bytes apart (shard_set_names) */
+    size_t cap;
+} index_done;
+
+/* The bytes written: the index, or every shard of the set. */
+static double output_mb(const index_args *a, const index_done *d)
 {
-    double el = now() - c->t0, mb = (double)c->bytes_before / 1e6;
+    struct stat ost;
+    if (!a->shards) return stat(a->out, &ost) == 0 ? (double)ost.st_size / 1e6 : 0.0;
+    double mb = 0;
+    for (uint32_t i = 0; i < a->shards; i++)
+        if (stat(d->names + (size_t)i * d->cap, &ost) == 0) mb += (double)ost.st_size / 1e6;
+    return mb;
+}
+
+/* The largest resident set of the process so far (getrusage: Linux counts it in KiB). */
+static double peak_mb(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 / 1e6 : 0.0;
+}
+
+/* What index says once the index is written: the summary line (unless -q), each stage's time,
+ * the peak memory and the stored fields (-v), and notes on what was skipped. */
+static void index_report(const index_ctx *c, const index_args *a, const char **fields, size_t nfields,
+                         const cls_corpus_counts *counts, const index_done *d)
+{
+    double el = now() - c->t0, mb = (double)c->bytes_before / 1e6, mtok = (double)d->tokens / 1e6;
     if (c->drawn) fputc('\n', stderr);
     char skipped[128] = "";
     if (counts->skipped_binary)
@@ -226,25 +266,37 @@ static void index_report(const index_ctx *c, const index_args *a, const char **f
         snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "; indexed %llu file%s only up to 64 MiB",
                  (unsigned long long)counts->truncated, counts->truncated == 1 ? "" : "s");
     if (!a->quiet) { /* the one-line summary, on a terminal or not (-q: none) */
-        struct stat ost;
-        double out_mb = stat(a->out, &ost) == 0 ? (double)ost.st_size / 1e6 : 0.0;
-        fprintf(stderr, "indexed %llu documents, %.1f MB of input (%.1f MB of text) in %.2f s: %.1f MB/s, %u thread%s%s; "
-                "%s: %.1f MB\n",
-                c->docs, mb, (double)c->text_bytes / 1e6, el, el > 0 ? mb / el : 0.0, a->bo.threads,
-                a->bo.threads == 1 ? "" : "s", skipped, a->out, out_mb);
+        char written[4200];
+        if (a->shards)
+            snprintf(written, sizeof written, "%s.0 .. %s.%u (%u shard%s)", a->out, a->out, a->shards - 1, a->shards,
+                     a->shards == 1 ? "" : "s");
+        else
+            snprintf(written, sizeof written, "%s", a->out);
+        fprintf(stderr, "indexed %llu documents, %.1f MB of input (%.1f MB of text), %llu tokens in %.2f s: %.1f MB/s, "
+                "%.2f M tokens/s, %u thread%s%s; %s: %.1f MB\n",
+                c->docs, mb, (double)c->text_bytes / 1e6, (unsigned long long)d->tokens, el, el > 0 ? mb / el : 0.0,
+                el > 0 ? mtok / el : 0.0, a->bo.threads, a->bo.threads == 1 ? "" : "s", skipped, written,
+                output_mb(a, d));
     }
-    if (a->verbose)
-        fprintf(stderr, "reading and analysis %.2f s, inverting and writing %.2f s, index %s (%s, block %u)\n", t_read,
-                el - t_read, a->out, cls_codec_name(a->bo.codec), a->bo.block_size);
     if (a->verbose) {
+        /* the builder's stages where they are: reading overlaps analysis (worker threads) and the
+         * appending of each analysed batch's postings; the rest runs one after another */
+        fprintf(stderr, "stage reading and analysis: %.2f s\n", d->t_read);
+        fprintf(stderr, "stage analysis still in flight: %.2f s\n", d->build.drain);
+        fprintf(stderr, "stage inversion (postings sorted by term): %.2f s\n", d->build.invert);
+        fprintf(stderr, "stage encoding and compression (%s, block %u): %.2f s\n", cls_codec_name(a->bo.codec),
+                a->bo.block_size, d->build.w.encode);
+        fprintf(stderr, "stage writing: %.2f s\n", d->build.w.write);
+        if (a->shards) fprintf(stderr, "stage cutting into %u shards: %.2f s\n", a->shards, d->t_cut);
+        fprintf(stderr, "peak memory: %.1f MB (resident, getrusage)\n", peak_mb());
         fprintf(stderr, "stored fields:");
         for (size_t f = 0; f < nfields; f++)
             fprintf(stderr, "%s %s (%llu of %llu documents)", f ? "," : "", fields[f], c->present[f], c->docs);
         fprintf(stderr, "%s\n", nfields ? "" : " none");
     }
-    if (dups && !a->quiet)
+    if (d->dups && !a->quiet)
         fprintf(stderr, "%s: note: skipped %llu document%s whose id was given before (--allow-duplicate-ids kept the "
-                "first)\n", prog, (unsigned long long)dups, dups == 1 ? "" : "s");
+                "first)\n", prog, (unsigned long long)d->dups, d->dups == 1 ? "" : "s");
     if (counts->skipped_links && !a->quiet)
         fprintf(stderr, "%s: note: skipped %llu symbolic link%s leading out of the input folder (--follow-links "
                 "follows them)\n", prog, (unsigned long long)counts->skipped_links, counts->skipped_links == 1 ? "" : "s");
@@ -253,11 +305,29 @@ static void index_report(const index_ctx *c, const index_args *a, const char **f
         if (c->present[f] == 0) fprintf(stderr, "%s: note: no document has the field '%s'\n", prog, fields[f]);
 }
 
-/* The builder made and configured, the inputs read, the index written and reported. 0, or the
- * exit status of a failure. */
-static int index_build(const index_args *a, const char **fields, size_t nfields)
+/* --shards: the whole index at whole (a temporary file) cut into the set d->names, as `clsearch
+ * shard` cuts it. 0, or 1 after the message. */
+static int index_cut(index_ctx *c, const index_args *a, const char *whole, index_done *d)
+{
+    if (c->drawn) fputc('\n', stderr);
+    c->drawn = 0;
+    double t = now();
+    cls_index *idx;
+    cls_status s = cls_index_open(whole, &idx);
+    if (s != CLS_OK) return fail(s, "opening the index just written");
+    int rc = shard_set_write(idx, "index", d->names, d->cap, a->shards, a->verbose);
+    cls_index_close(idx);
+    d->t_cut = now() - t;
+    return rc;
+}
+
+/* The builder made and configured, the inputs read, the index written (or, with --shards, written
+ * whole to a temporary file and cut into the set names) and reported. 0, or the exit status of
+ * a failure. */
+static int index_build(const index_args *a, const char **fields, size_t nfields, const char *names, size_t cap)
 {
     index_ctx c = {0};
+    index_done d = {.names = names, .cap = cap};
     cls_status s = cls_builder_create(&a->an, &c.b);
     if (s != CLS_OK) return fail(s, "index");
     if ((s = cls_builder_configure(c.b, &a->bo)) != CLS_OK || (s = cls_builder_set_fields(c.b, fields, nfields)) != CLS_OK ||
@@ -269,11 +339,33 @@ static int index_build(const index_args *a, const char **fields, size_t nfields)
     cls_corpus_counts counts;
     int rc = index_read(&c, a, fields, nfields, &counts);
     if (rc != 0) return rc;
-    double t_read = now() - c.t0;
-    if ((s = cls_builder_write(c.b, a->out)) != CLS_OK) return index_fail(&c, s, "writing the index");
-    uint64_t dups = cls_builder_duplicates(c.b);
+    d.t_read = now() - c.t0;
+    /* --shards: the builder holds the whole collection until it writes, so the index is written
+     * whole first, beside the first shard (a temporary file, removed on every path and on a
+     * signal), then cut by the code `clsearch shard` runs: the same set, byte for byte */
+    of_file whole = {0};
+    const char *target = a->out;
+    if (a->shards) {
+        if ((s = of_open(&whole, names, 0)) != CLS_OK) return index_fail(&c, s, "index --shards");
+        fclose(whole.f); /* the builder writes the file itself */
+        whole.f = NULL;
+        target = whole.tmp;
+    }
+    if ((s = cls_builder_write(c.b, target)) != CLS_OK) {
+        of_discard(&whole);
+        return index_fail(&c, s, "writing the index");
+    }
+    d.dups = cls_builder_duplicates(c.b);
+    d.tokens = idx_builder_tokens(c.b);
+    idx_builder_times(c.b, &d.build);
     cls_builder_free(c.b);
-    index_report(&c, a, fields, nfields, &counts, dups, t_read);
+    c.b = NULL;
+    if (a->shards) {
+        rc = index_cut(&c, a, whole.tmp, &d);
+        of_discard(&whole);
+        if (rc != 0) return rc;
+    }
+    index_report(&c, a, fields, nfields, &counts, &d);
     return 0;
 }
 
@@ -289,8 +381,13 @@ int cmd_index(int argc, char **argv)
     rc = split_fields("index: --store", a.store ? a.store : default_store(a.cf), &fields_buf, fields, &nfields);
     for (size_t i = 0; rc == 0 && i < nfields; i++)
         if (cls_corpus_field_check(a.cf, fields[i]) != CLS_OK) rc = usage_error("index: --store: %s", cls_last_error());
-    if (rc == 0 && guard_output("index", a.out, OF_INDEX, a.inputs, a.ninputs)) rc = 1;
-    if (rc == 0) rc = index_build(&a, fields, nfields);
+    /* the outputs checked before anything is read: the index, or every shard of the set */
+    char *names = NULL;
+    size_t cap = 0;
+    if (rc == 0 && a.shards && !(names = shard_set_names("index", a.out, a.shards, a.inputs, a.ninputs, &cap))) rc = 1;
+    if (rc == 0 && !a.shards && guard_output("index", a.out, OF_INDEX, a.inputs, a.ninputs)) rc = 1;
+    if (rc == 0) rc = index_build(&a, fields, nfields, names, cap);
+    free(names);
     free(fields_buf);
     return rc;
 }

@@ -48,7 +48,7 @@ static const command commands[] = {
      "                  [--no-stem] [--no-stopwords] [--no-lowercase] [--no-possessive]\n"
      "                  [--threads N] [--codec %1$s] [--block 64|128|256|512]\n"
      "                  [--pfor-depth 0..3] [--store FIELD,...|none] [-q|--quiet] [-v|--verbose]\n"
-     "                  [--allow-duplicate-ids] [--allow-empty] [--follow-links] [--force]\n"
+     "                  [--allow-duplicate-ids] [--allow-empty] [--follow-links] [--force] [--shards N]\n"
      "                  a document id given twice is an error unless --allow-duplicate-ids (the\n"
      "                  first is kept); an INPUT without documents is an error unless --allow-empty;\n"
      "                  -o must not name an input or an existing non-index file unless --force,\n"
@@ -69,7 +69,11 @@ static const command commands[] = {
      "                  files: a folder tree, archive or file of plain text, docno = relative path\n"
      "                  (%%XX-escaped), *.gz decompressed, binary files skipped;\n"
      "                  --threads: analysis threads (default: all cores); -q, --quiet: no progress\n"
-     "                  line (shown when stderr is a terminal) and no notes; -v: summary and timings;\n"
+     "                  line (shown when stderr is a terminal: MB/s and tokens/s) and no notes; -v: each\n"
+     "                  stage's time (reading and analysis, inversion, encoding and compression,\n"
+     "                  writing) and the peak memory; --shards N (1 to 1024): INDEX.0 .. INDEX.<N-1>, the\n"
+     "                  set `clsearch index` then `clsearch shard -n N` writes, byte for byte (the index\n"
+     "                  is written whole to a temporary file beside INDEX.0, then cut), written as a set;\n"
      "                  INDEX's folder must exist and be writable (checked before any input is read)\n"},
     {"search", cmd_search, HELP_MODES | HELP_ENVIRONMENT,
      "  clsearch search -x INDEX {-q TOPICS | QUERY...} [-f {auto,tsv,anserini,trec,smart,mq}] [-k K]\n"
