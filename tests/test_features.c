@@ -37,13 +37,7 @@ static cls_index *index_of(const char *const *texts, uint32_t n, const char *con
         cls_doc doc = {docno, strlen(docno), texts[d], strlen(texts[d]), nf, nf ? fields + d * nf : NULL, lens};
         ck_assert_msg(cls_builder_add_doc(b, &doc) == CLS_OK, "%s", cls_last_error());
     }
-    const char *path = tu_tmp_path("features.idx");
-    ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
-    cls_builder_free(b);
-    cls_index *idx;
-    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
-    remove(path);
-    return idx;
+    return tu_builder_open(b, "features.idx");
 }
 
 static void near(const char *what, float got, double want)

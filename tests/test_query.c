@@ -40,13 +40,7 @@ static cls_index *built_index(uint32_t ndocs, doc_text_fn text_of, void *ctx)
         snprintf(docno, sizeof docno, "D%u", d);
         ck_assert_int_eq(cls_builder_add(b, docno, strlen(docno), text, len), CLS_OK);
     }
-    const char *path = tu_tmp_path("query.idx");
-    ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
-    cls_builder_free(b);
-    cls_index *idx;
-    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
-    remove(path);
-    return idx;
+    return tu_builder_open(b, "query.idx");
 }
 
 typedef struct random_docs {

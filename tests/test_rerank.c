@@ -75,13 +75,7 @@ static cls_index *collection(uint32_t n, int fields)
         cls_doc doc = {docno, strlen(docno), text, len, fields ? 1 : 0, fields ? vals : NULL, fields ? lens : NULL};
         ck_assert_msg(cls_builder_add_doc(b, &doc) == CLS_OK, "%s", cls_last_error());
     }
-    const char *path = tu_tmp_path("rerank.idx");
-    ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
-    cls_builder_free(b);
-    cls_index *idx;
-    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
-    remove(path);
-    return idx;
+    return tu_builder_open(b, "rerank.idx");
 }
 
 /* Queries of one to four words, an unknown word alone and an empty one among them. */

@@ -110,6 +110,13 @@ static int stop_server(server *sv)
     return rc;
 }
 
+/* Stops sv and requires its exit 0, with its stderr in the message where not. */
+static void stop_cleanly(server *sv)
+{
+    int rc = stop_server(sv);
+    ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(sv));
+}
+
 /* One request on a fresh connection; the answer's status, *body its text (a static copy). */
 static int http(const server *sv, const char *method, const char *path, const char *body, const char **resp)
 {
@@ -434,8 +441,7 @@ START_TEST(serve_device_set_answers_equal_search)
         each += v;
     }
     ck_assert_msg(each == total, "executors %g, queries %g", each, total);
-    int rc = stop_server(&sv);
-    ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(&sv));
+    stop_cleanly(&sv);
     remove(idx), remove(tp), remove(sv.err_path);
     free(idx), free(tp);
 }
@@ -473,8 +479,7 @@ START_TEST(serve_answers_equal_search)
                   "GET answered\n%s\nPOST answered\n%s", get, post);
     free(get), free(post), free(body);
     free_topics(&t);
-    int rc = stop_server(&sv);
-    ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(&sv));
+    stop_cleanly(&sv);
     ck_assert_msg(strstr(server_stderr(&sv), "stopped:") != NULL, "%s", server_stderr(&sv));
     remove(idx), remove(tp), remove(sv.err_path);
     free(idx), free(tp);
@@ -536,8 +541,7 @@ START_TEST(serve_deadlines)
     cJSON_Delete(o);
     expect_error(&sv, "POST", "/search", "{\"query\": \"a\", \"deadline_ms\": -1}", 400, "deadline_ms");
     expect_error(&sv, "GET", "/search?q=a&deadline_ms=soon", NULL, 400, "deadline_ms");
-    int rc = stop_server(&sv);
-    ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(&sv));
+    stop_cleanly(&sv);
     remove(idx), remove(tp), remove(sv.err_path);
     free(idx), free(tp);
 }
@@ -596,16 +600,16 @@ START_TEST(serve_rerank)
     ck_assert_msg(strstr(r, "\"rerank\":true"), "%s", r);
     expect_error(&sv, "POST", "/search", "{\"query\": \"w1\", \"rerank\": \"/etc/passwd\"}", 400, "true or false");
     expect_error(&sv, "POST", "/search", "{\"query\": \"w1\", \"rerank\": 1}", 400, "true or false");
-    int rc = stop_server(&sv);
-    ck_assert_msg(rc == 0, "exit %d after SIGTERM: %s", rc, server_stderr(&sv));
+    stop_cleanly(&sv);
     start_server_on(&sv, idx, "ref", "");
     expect_error(&sv, "POST", "/search", "{\"query\": \"w1\", \"rerank\": true}", 400, "no model");
     ck_assert_int_eq(http(&sv, "POST", "/search", "{\"query\": \"w1\", \"rerank\": false}", &r), 200);
-    ck_assert_int_eq(stop_server(&sv), 0);
+    stop_cleanly(&sv);
     /* a model of 301 features on an index whose table has 34: refused before listening */
     const char *err;
-    rc = tu_cli(NULL, NULL, &err, "serve -x '%s' -d ref --listen 127.0.0.1:0 --rerank '%s/tests/data/ltr/lgb_reg.txt'", idx,
-                src ? src : "..");
+    int rc = tu_cli(NULL, NULL, &err,
+                    "serve -x '%s' -d ref --listen 127.0.0.1:0 --rerank '%s/tests/data/ltr/lgb_reg.txt'", idx,
+                    src ? src : "..");
     ck_assert_msg(rc == 1 && strstr(err, "feature table"), "exit %d: %s", rc, err);
     rc = tu_cli(NULL, NULL, &err, "serve -x '%s' -d ref --rerank-depth 5", idx);
     ck_assert_msg(rc == 2 && strstr(err, "--rerank MODEL"), "exit %d: %s", rc, err);

@@ -163,3 +163,14 @@ int tu_exists(const char *path)
     struct stat st;
     return stat(path, &st) == 0;
 }
+
+cls_index *tu_builder_open(cls_builder *b, const char *name)
+{
+    const char *path = tu_tmp_path(name);
+    ck_assert_msg(cls_builder_write(b, path) == CLS_OK, "%s", cls_last_error());
+    cls_builder_free(b);
+    cls_index *idx;
+    ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s", cls_last_error());
+    remove(path);
+    return idx;
+}

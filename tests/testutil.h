@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clsearch.h"
+
 /* Exit status that CTest counts as skipped (SKIP_RETURN_CODE in tests/CMakeLists.txt). */
 #define TU_SKIP 77
 
@@ -15,6 +17,9 @@
 const char *tu_data_path(const char *rel);
 /* A fresh path under the test temp folder: "<tmp>/<name>.<pid>.<counter>". */
 const char *tu_tmp_path(const char *name);
+/* The index builder b holds, written under the test temp folder (name as tu_tmp_path's), b freed,
+ * the file opened and unlinked (the mapping stays): the index, open. Aborts the test on failure. */
+cls_index *tu_builder_open(cls_builder *b, const char *name);
 /* The OpenCL device the tests run on: $CLS_TEST_DEVICE, else "cpu" (POCL). */
 const char *tu_device(void);
 /* 1 when path names something that exists. */

@@ -365,8 +365,12 @@ static cls_status walk_term(feat_extractor *x, uint32_t term, uint32_t i, uint32
     return CLS_OK;
 }
 
-cls_status feat_query_pairs(feat_extractor *x, const cls_batch *bt, size_t qi, const uint32_t *docs, uint32_t n,
-                            feat_term *terms, uint32_t *tf, feat_doc *d, float *fields)
+/* What feat_query and feat_query_pairs share: query qi of bt checked, its candidates docs[0..n)
+ * sorted into x->cands (each with its row), each term's frequencies in them gathered into x->tf
+ * (row j of the sorted order, nt columns) by one walk of its list, and each term's values into
+ * terms[0..nt). */
+static cls_status gather(feat_extractor *x, const cls_batch *bt, size_t qi, const uint32_t *docs, uint32_t n,
+                         feat_term *terms, uint32_t *nt_out)
 {
     const cls_index *idx = x->idx;
     if (!bt || bt->idx != idx || qi >= bt->nq)
@@ -374,6 +378,7 @@ cls_status feat_query_pairs(feat_extractor *x, const cls_batch *bt, size_t qi, c
     const batch_query *q = &bt->q[qi];
     const batch_term *qt = bt->terms + q->term_start;
     uint32_t nt = q->num_terms;
+    *nt_out = nt;
     for (uint32_t j = 0; j < n; j++)
         if (docs[j] >= idx->num_docs)
             return err_set(CLS_E_ARG, "features: docID %u is past the index's %u documents", docs[j], idx->num_docs);
@@ -393,64 +398,53 @@ cls_status feat_query_pairs(feat_extractor *x, const cls_batch *bt, size_t qi, c
             .pc = (float)((double)x->cf[t] / (double)(idx->num_tokens ? idx->num_tokens : 1)),
         };
     }
+    return CLS_OK;
+}
+
+/* Document doc's value of stored field f (x->field[f]): its number, 0 when absent (numeric at
+ * creation; a file changed since reads as absent). */
+static float field_value(const feat_extractor *x, uint32_t doc, uint32_t f)
+{
+    size_t len;
+    const char *v = cls_index_field(x->idx, doc, x->field[f], &len);
+    double val = 0;
+    if (v && !numeric(v, len, &val)) val = 0;
+    return (float)val;
+}
+
+cls_status feat_query_pairs(feat_extractor *x, const cls_batch *bt, size_t qi, const uint32_t *docs, uint32_t n,
+                            feat_term *terms, uint32_t *tf, feat_doc *d, float *fields)
+{
+    uint32_t nt;
+    cls_status s = gather(x, bt, qi, docs, n, terms, &nt);
+    if (s != CLS_OK) return s;
+    const cls_index *idx = x->idx;
     for (uint32_t j = 0; j < n; j++) {
         const cand *c = &x->cands[j];
         uint32_t dl = idx->doclen[c->doc];
         d[c->row] = (feat_doc){dl, bm25_norm(x->p.k1, x->p.b, dl, x->avgdl)};
         memcpy(tf + (size_t)c->row * nt, x->tf + (size_t)j * nt, (size_t)nt * sizeof *tf);
-        for (uint32_t f = 0; f < x->nfields; f++) {
-            size_t len;
-            const char *v = cls_index_field(idx, c->doc, x->field[f], &len);
-            double val = 0;
-            if (v && !numeric(v, len, &val)) val = 0; /* as feat_query */
-            fields[(size_t)c->row * x->nfields + f] = (float)val;
-        }
+        for (uint32_t f = 0; f < x->nfields; f++) fields[(size_t)c->row * x->nfields + f] = field_value(x, c->doc, f);
     }
     return idx_intact(idx, CLS_OK);
 }
 
 cls_status feat_query(feat_extractor *x, const cls_batch *bt, size_t qi, const uint32_t *docs, uint32_t n, float *out)
 {
-    const cls_index *idx = x->idx;
-    if (!bt || bt->idx != idx || qi >= bt->nq)
-        return err_set(CLS_E_ARG, "features: query %zu is not one of a batch on the extractor's index", qi);
-    const batch_query *q = &bt->q[qi];
-    const batch_term *qt = bt->terms + q->term_start;
-    uint32_t nt = q->num_terms, nf = feat_count(x);
-    for (uint32_t j = 0; j < n; j++)
-        if (docs[j] >= idx->num_docs)
-            return err_set(CLS_E_ARG, "features: docID %u is past the index's %u documents", docs[j], idx->num_docs);
-    if (!vec_reserve(&x->cands, &x->cands_cap, n ? n : 1, sizeof *x->cands) ||
-        !vec_reserve(&x->tf, &x->tf_cap, (size_t)n * nt + 1, sizeof *x->tf) ||
-        !vec_reserve(&x->terms, &x->terms_cap, nt + 1, sizeof *x->terms) ||
+    uint32_t nt = bt && qi < bt->nq ? bt->q[qi].num_terms : 0, nf = feat_count(x);
+    if (!vec_reserve(&x->terms, &x->terms_cap, nt + 1, sizeof *x->terms) ||
         !vec_reserve(&x->scratch, &x->scratch_cap, (size_t)FEAT_FAMILIES * nt + 1, sizeof *x->scratch))
-        return err_set(CLS_E_NOMEM, "features: out of memory for %u candidates of %u terms", n, nt);
-    for (uint32_t j = 0; j < n; j++) x->cands[j] = (cand){docs[j], j};
-    qsort(x->cands, n, sizeof *x->cands, cmp_cand);
-    memset(x->tf, 0, (size_t)n * nt * sizeof *x->tf);
-    cls_status s;
-    for (uint32_t i = 0; i < nt; i++) {
-        uint32_t t = qt[i].term;
-        if ((s = walk_term(x, t, i, nt, n)) != CLS_OK) return idx_intact(idx, s);
-        x->terms[i] = (feat_term){
-            .idf = bm25_idf(idx->coll_docs, idx_coll_df(idx, t)),
-            .weight = bm25_weight(idx, t, qt[i].weight),
-            .pc = (float)((double)x->cf[t] / (double)(idx->num_tokens ? idx->num_tokens : 1)),
-        };
-    }
+        return err_set(CLS_E_NOMEM, "features: out of memory for a query of %u terms", nt);
+    cls_status s = gather(x, bt, qi, docs, n, x->terms, &nt);
+    if (s != CLS_OK) return s;
+    const cls_index *idx = x->idx;
     for (uint32_t j = 0; j < n; j++) {
         const cand *c = &x->cands[j];
         uint32_t dl = idx->doclen[c->doc];
         feat_doc d = {dl, bm25_norm(x->p.k1, x->p.b, dl, x->avgdl)};
         float *row = out + (size_t)c->row * nf;
         feat_pair_compute(x->terms, x->tf + (size_t)j * nt, nt, &d, idx->scoring, &x->p, x->scratch, row);
-        for (uint32_t f = 0; f < x->nfields; f++) {
-            size_t len;
-            const char *v = cls_index_field(idx, c->doc, x->field[f], &len);
-            double val = 0;
-            if (v && !numeric(v, len, &val)) val = 0; /* checked at creation; a changed file reads as absent */
-            row[FEAT_FIXED + f] = (float)val;
-        }
+        for (uint32_t f = 0; f < x->nfields; f++) row[FEAT_FIXED + f] = field_value(x, c->doc, f);
     }
     return idx_intact(idx, CLS_OK);
 }
