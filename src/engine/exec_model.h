@@ -3,9 +3,8 @@
  * seconds, postings those of its queries' lists, fitted by least squares over exponentially
  * decayed sums (each run weighs EXEC_MODEL_DECAY of the one after it), so it follows an executor
  * as its load and the queries change. It is the plain half of an executor's cost model
- * (cost_model.h): the scheduler splits a search by it (fixed cost and rate give each executor the
- * share that ends with the others'), and predicts by it where the per-query features predict
- * worse. */
+ * (cost_model.h), which predicts by it (for routing and for a split's shares) where the per-query
+ * features predict worse. */
 #ifndef CLS_ENGINE_EXEC_MODEL_H
 #define CLS_ENGINE_EXEC_MODEL_H
 
