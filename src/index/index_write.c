@@ -145,6 +145,22 @@ cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const 
     return CLS_OK;
 }
 
+cls_status idx_encode_chunk(const cls_build_opts *o, const idx_chunk *c, cls_scoring scoring, const float *norm,
+                            uint32_t *vals, idx_block *blocks, idx_words *wb)
+{
+    const uint64_t base = c->list_start[0];
+    uint64_t nb = 0;
+    for (uint32_t i = 0; i < c->num_lists; i++) {
+        uint64_t s = c->list_start[i] - base, e = c->list_start[i + 1] - base;
+        uint32_t df = (uint32_t)(e - s);
+        cls_status st = idx_encode_list(o, c->docs + s, c->freqs + s, df, scoring, c->weight[i], norm, vals,
+                                        blocks + nb, wb);
+        if (st != CLS_OK) return st;
+        nb += (df + o->block_size - 1) / o->block_size;
+    }
+    return CLS_OK;
+}
+
 double idx_clock(void)
 {
     struct timespec ts;
@@ -180,20 +196,26 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     }
     for (uint32_t d = 0; d < N; d++) norm[d] = bm25_norm(IDX_SCORE_K1, IDX_SCORE_B, l->doclen[d], avgdl);
 
+    float *weight = fault_malloc(((size_t)T + 1) * sizeof *weight);
+    if (!weight) {
+        st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
+        goto out;
+    }
     double t_encode = idx_clock();
     uint64_t nb = 0;
     for (uint32_t t = 0; t < T; t++) {
-        const uint32_t *docs = l->docs + l->list_start[t], *freqs = l->freqs + l->list_start[t];
         uint32_t df = (uint32_t)(l->list_start[t + 1] - l->list_start[t]);
         terms[t].df = df;
         terms[t].first_block = (uint32_t)nb;
         terms[t].num_blocks = (df + B - 1) / B;
         terms[t].cdf = sh ? sh->cdf[t] : 0;
-        if ((st = idx_encode_list(o, docs, freqs, df, l->scoring, bm25_block_weight(l->scoring, CN, sh ? sh->cdf[t] : df),
-                                  norm, vals, blocks + nb, &wb)) != CLS_OK)
-            goto out;
+        weight[t] = bm25_block_weight(l->scoring, CN, sh ? sh->cdf[t] : df);
         nb += terms[t].num_blocks;
     }
+    idx_chunk all = {.num_lists = T, .list_start = l->list_start, .docs = l->docs, .freqs = l->freqs, .weight = weight};
+    st = idx_encode_chunk(o, &all, l->scoring, norm, vals, blocks, &wb);
+    free(weight);
+    if (st != CLS_OK) goto out;
     if (wb.n > UINT32_MAX) {
         st = err_set(CLS_E_ARG, "index too large: postings exceed 2^32 words");
         goto out;

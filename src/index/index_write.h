@@ -74,6 +74,22 @@ cls_status idx_encode_list(const cls_build_opts *o, const uint32_t *docs, const 
                            cls_scoring scoring, float w, const float *norm, uint32_t *vals, idx_block *blocks,
                            idx_words *wb);
 
+/* A run of consecutive lists (in the dictionary's order) to encode together: the unit that the
+ * builder's encoders (on host threads or a device) take. List i's postings are
+ * docs[list_start[i] - list_start[0] .. list_start[i + 1] - list_start[0]), and so for freqs;
+ * weight[i] is its bm25_block_weight. */
+typedef struct idx_chunk {
+    uint32_t num_lists;
+    const uint64_t *list_start; /* num_lists + 1 */
+    const uint32_t *docs, *freqs;
+    const float *weight;
+} idx_chunk;
+
+/* Encodes every list of c as idx_encode_list does, one after another: blocks receives
+ * sum(ceil(df / B)) entries, words are appended to wb. vals: room for the longest list's df. */
+cls_status idx_encode_chunk(const cls_build_opts *o, const idx_chunk *c, cls_scoring scoring, const float *norm,
+                            uint32_t *vals, idx_block *blocks, idx_words *wb);
+
 /* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
  * size, and writes the file at path through a temporary name. */
 cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o);
