@@ -34,6 +34,8 @@
  * the time from its end to the last one's (a steady state's completions), a chunk's
  * latency its submission to its wait's return, and the device columns each chunk's own
  * (cls_search_profile). With N 1 it is the synchronous search above.
+ * A row's engine of several executors names them joined by '+' (-d 1:0+host:12), as -d's rows
+ * are cut at commas.
  * --placement and --device-mem go to the engine (cls_engine_opts): a device list sharded by
  * documents, or an engine held to less device memory than the device's (the list cache).
  *
@@ -342,6 +344,10 @@ int bench_e2e(int argc, char **argv)
     size_t next = 0; /* the topic the next chunk starts at, carried across rows */
     for (char *sd = NULL, *dev = strtok_r(dl, ",", &sd); dev; dev = strtok_r(NULL, ",", &sd)) {
         cls_engine *e;
+        /* a row's engine of several executors joins them with '+' (1:0+host:12), as the rows'
+         * list is cut at its commas */
+        for (char *j = dev; *j; j++)
+            if (*j == '+') *j = ',';
         eo.device = dev;
         if ((s = cls_engine_create_opts(idx, &eo, &e)) != CLS_OK) return failed(s, dev);
         char mcopy[64];
