@@ -355,34 +355,29 @@ static cls_status run_and(host_worker *w, uint32_t nt, uint32_t k, int prune, hh
     uint32_t d = 0;
     cls_status s;
     *n = 0;
-    /* The bound of the blocks that hold d, kept while d is at most bound_to (the least last docID
-     * of those blocks): up to there no cursor's block changes, whatever the lookups between. */
-    float bound = 0.0f;
-    uint32_t bound_to = 0;
-    int bound_known = 0;
     for (;;) {
         if ((s = cur_next_geq(w, lead, d, &d)) != CLS_OK) return s;
         if (d == UINT32_MAX) return CLS_OK;
         float theta = heap_theta(h, *n, k);
         if (prune && *n == k) {
-            if (!bound_known || d > bound_to) {
-                float ub = 0.0f;
-                uint32_t skip_to = UINT32_MAX;
-                for (uint32_t i = 0; i < nt; i++) {
-                    cursor *c = &w->cur[i];
-                    cur_shallow(idx, c, d);
-                    if (c->b >= c->b1) return CLS_OK; /* a list ends before d: no document holds every term */
-                    ub += cur_block_ub(idx, c);
-                    if (idx->blocks[c->b].last < skip_to) skip_to = idx->blocks[c->b].last;
+            /* the blocks that would hold d: their bounds in query order */
+            float ub = 0.0f;
+            uint32_t skip_to = UINT32_MAX;
+            int ended = 0;
+            for (uint32_t i = 0; i < nt; i++) {
+                cursor *c = &w->cur[i];
+                cur_shallow(idx, c, d);
+                if (c->b >= c->b1) {
+                    ended = 1;
+                    break;
                 }
-                bound = ub;
-                bound_to = skip_to;
-                bound_known = 1;
+                ub += cur_block_ub(idx, c);
+                if (idx->blocks[c->b].last < skip_to) skip_to = idx->blocks[c->b].last;
             }
-            float ub = bound;
+            if (ended) return CLS_OK;
             if (ub * BOUND_SLACK <= theta) {
-                if (bound_to == UINT32_MAX) return CLS_OK;
-                d = bound_to + 1;
+                if (skip_to == UINT32_MAX) return CLS_OK;
+                d = skip_to + 1;
                 continue;
             }
             /* d itself: the lead's exact contribution for its block's bound */
