@@ -14,7 +14,11 @@
  *     robin, in the shares that make the executors end together by their cost models' lines:
  *     split_shares), so each part holds the whole range of costs and like-cost batches, and the devices
  *     finish together. A search is split into at most nq / split_min parts: below split_min
- *     queries a device's batch time is its fixed cost and splitting only occupies more devices;
+ *     queries a device's batch time is its fixed cost and splitting only occupies more devices.
+ *     Once every executor is measured, a split must also be predicted to end the search sooner
+ *     than the fastest of them alone, by SPLIT_MIN_GAIN after its own cost (split_pays): a host
+ *     beside a GPU whose batch time is mostly fixed saves the GPU little by taking the cheap
+ *     queries, and the split costs more than that ("searches_split" says what was chosen);
  *   - on every shard, on a sharded engine: a part pinned to each executor, the whole batch on
  *     its documents, the shards' top k merged by the last to finish (merge.c).
  * Parts write into the job's one cls_results, queries apart (a query's hits depend on it alone,
@@ -73,6 +77,10 @@
 
 /* Queries a part of a split search holds at least (sched_set_split_min changes it for tests). */
 #define SPLIT_MIN 256u
+/* A split must be predicted to end this share sooner than the search run whole on the fastest of
+ * its executors, after the split's own cost: the models' errors are larger than the gain of a
+ * split whose parts save less, and the split then costs more than it gives. */
+#define SPLIT_MIN_GAIN 0.03
 
 typedef struct sched_part {
     struct sched_part *next; /* in the queue */
@@ -154,6 +162,7 @@ struct sched {
     sched_exec *ex;
     unsigned n;
     unsigned split_min;
+    double split_secs;       /* what cutting a search into parts costs (split()), smoothed */
     pthread_mutex_t mu;      /* everything below, the executors' states and every job's */
     pthread_cond_t cv;       /* any change: a part queued or finished, an executor free */
     pthread_mutex_t serial_mu;
@@ -422,6 +431,10 @@ static void job_finish(sched *s, cls_search *j)
     if (j->status == CLS_OK && !isinf(j->due) &&
         !add_counters(&j->counters, &j->ncounters, &j->counters_cap,
                       &(cls_counter){"queries_late", clx_now() > j->due ? j->b->nq : 0}, 1))
+        job_fail(j, CLS_E_NOMEM, "out of memory for a search's counters");
+    if (s->n > 1 && j->status == CLS_OK && !s->shard_base &&
+        !add_counters(&j->counters, &j->ncounters, &j->counters_cap,
+                      &(cls_counter){"searches_split", j->nparts > 1}, 1))
         job_fail(j, CLS_E_NOMEM, "out of memory for a search's counters");
     if (s->n > 1 && j->status == CLS_OK)
         for (unsigned i = 0; i < s->n; i++)
@@ -750,6 +763,20 @@ static sched_exec *fastest_free(sched *s, sched_exec *x, cls_search *j)
     return best;
 }
 
+/* Whether splitting job j over executors ids[0..n) (plan pl) is predicted to end it sooner, by
+ * SPLIT_MIN_GAIN and the split's own cost, than running it whole on the fastest of them. Until
+ * every one is measured (pl->T 0) it splits: the parts are how an executor gets measured. */
+static int split_pays(const sched *s, const cls_search *j, const unsigned *ids, unsigned n, const split_plan *pl)
+{
+    if (!(pl->T > 0)) return 1;
+    double alone = 0;
+    for (unsigned i = 0; i < n; i++) {
+        double t = predict(&s->ex[ids[i]], j);
+        if (t > 0 && (alone == 0 || t < alone)) alone = t;
+    }
+    return !(alone > 0) || pl->T + s->split_secs < (1.0 - SPLIT_MIN_GAIN) * alone;
+}
+
 /* Executor x (claimed, busy) runs part p: a new job's first part is run whole or split first.
  * Called with the lock held; returns with it held, x still busy. */
 static void take(sched *s, sched_exec *x, sched_part *p)
@@ -782,8 +809,8 @@ static void take(sched *s, sched_exec *x, sched_part *p)
                     s->running++;
                     got[ng++] = i;
                 }
+        split_plan pl;
         if (ng > 1) {
-            split_plan pl;
             pl.T = split_shares(s, j, got, ng, pl.w);
             pl.lanes = -1;
             for (unsigned i = 0; i < ng; i++)
@@ -791,9 +818,19 @@ static void take(sched *s, sched_exec *x, sched_part *p)
                     pl.lanes = (int)i;
                     pl.model = s->ex[got[i]].model[j->p.mode];
                 }
+            if (!split_pays(s, j, got, ng, &pl)) {
+                for (unsigned i = 1; i < ng; i++) s->ex[got[i]].busy = 0, s->running--;
+                pthread_cond_broadcast(&s->cv);
+                ng = 1;
+            }
+        }
+        if (ng > 1) {
             pthread_mutex_unlock(&s->mu);
+            double t0 = clx_now();
             cls_status st = split(s, x, j, got, ng, &pl);
+            double took = clx_now() - t0;
             pthread_mutex_lock(&s->mu);
+            s->split_secs = s->split_secs > 0 ? 0.8 * s->split_secs + 0.2 * took : took;
             if (st == CLS_OK) {
                 j->nparts = j->left = ng;
                 for (unsigned i = 0; i < ng; i++)
