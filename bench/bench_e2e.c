@@ -4,6 +4,7 @@
  *   clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]
  *                      [-b 1,16,256,1024,4096,16384] [--seconds S] [--inflight N] [--json FILE] [--plot DIR]
  *                      [--trace] [--placement auto|replicate|shard] [--device-mem BYTES]
+ *                      [--rerank MODEL [--rerank-depth D]] [--stages]
  *
  * For every engine, mode, k and batch size B, the topics are cut into chunks of B queries taken
  * in turn around the topic list (so consecutive chunks hold different queries and the caches
@@ -34,6 +35,10 @@
  * the time from its end to the last one's (a steady state's completions), a chunk's
  * latency its submission to its wait's return, and the device columns each chunk's own
  * (cls_search_profile). With N 1 it is the synchronous search above.
+ * --rerank MODEL (a LightGBM or XGBoost model, cls_model_load) adds the second ranking stage to
+ * every search: the first stage keeps --rerank-depth candidates (default 1000), the model
+ * re-ranks them and k are kept. --stages prints under each row its profile's steps by name, the
+ * mean seconds a chunk spent in each (kernels and transfers alike), so the cost splits by stage.
  * A row's engine of several executors names them joined by '+' (-d 1:0+host:12), as -d's rows
  * are cut at commas.
  * --placement and --device-mem go to the engine (cls_engine_opts): a device list sharded by
@@ -254,15 +259,45 @@ static double pct(const double *sorted, unsigned n, double p)
     return sorted[i < n ? i : n - 1];
 }
 
+/* --stages: a row's profile steps summed by name (the names are the engine's, valid while it
+ * lives), in the order they first ran. */
+#define MAX_STAGES 64
+typedef struct e2e_stage {
+    char name[48];
+    int transfer;
+    double seconds;
+} e2e_stage;
+
+static int stage_add(e2e_stage *st, size_t *n, const cls_profile_step *steps, size_t nsteps)
+{
+    for (size_t i = 0; i < nsteps; i++) {
+        size_t j = 0;
+        while (j < *n && !(st[j].transfer == steps[i].transfer && strcmp(st[j].name, steps[i].name) == 0)) j++;
+        if (j == *n) {
+            if (*n == MAX_STAGES) return 1;
+            snprintf(st[j].name, sizeof st[j].name, "%s", steps[i].name);
+            st[j].transfer = steps[i].transfer;
+            st[j].seconds = 0;
+            (*n)++;
+        }
+        st[j].seconds += steps[i].seconds;
+    }
+    return 0;
+}
+
 int bench_e2e(int argc, char **argv)
 {
+    e2e_stage stage[MAX_STAGES];
+    size_t nstage = 0;
     const char *index = NULL, *topics = NULL, *devices = "ref,auto", *modes = "or,and", *json_path = NULL,
                *plot_dir = NULL;
     unsigned long ks[16], bs[32];
     unsigned nk = parse_list("10,100,1000", ks, 16), nb = parse_list("1,16,256,1024,4096,16384", bs, 32);
     double seconds = 1.0;
     int trace = 0;
-    unsigned long inflight = 1;
+    unsigned long inflight = 1, rerank_depth = 0;
+    const char *rerank = NULL;
+    int stages = 0;
     cls_engine_opts eo;
     cls_engine_opts_init(&eo);
     static const struct option longs[] = {{"json", required_argument, 0, 'j'}, {"seconds", required_argument, 0, 's'},
@@ -270,6 +305,9 @@ int bench_e2e(int argc, char **argv)
                                           {"inflight", required_argument, 0, 'i'},
                                           {"placement", required_argument, 0, 'P'},
                                           {"device-mem", required_argument, 0, 'M'},
+                                          {"rerank", required_argument, 0, 'R'},
+                                          {"rerank-depth", required_argument, 0, 'D'},
+                                          {"stages", no_argument, 0, 'S'},
                                           {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -291,6 +329,14 @@ int bench_e2e(int argc, char **argv)
         case 'M':
             if (cls_parse_bytes(optarg, &eo.device_mem) != CLS_OK || !eo.device_mem) nk = 0;
             break;
+        case 'R': rerank = optarg; break;
+        case 'S': stages = 1; break;
+        case 'D': {
+            char *end;
+            rerank_depth = strtoul(optarg, &end, 10);
+            if (end == optarg || *end || rerank_depth < 1 || rerank_depth > CLS_MAX_K) nk = 0;
+            break;
+        }
         case 'i': {
             char *end;
             inflight = strtoul(optarg, &end, 10);
@@ -300,18 +346,22 @@ int bench_e2e(int argc, char **argv)
         default: nk = 0;
         }
     }
-    int bad = !index || !topics || !nk || !nb || optind != argc || !(seconds > 0 && seconds <= 3600);
+    int bad = !index || !topics || !nk || !nb || optind != argc || !(seconds > 0 && seconds <= 3600) ||
+              (rerank_depth && !rerank);
     for (unsigned i = 0; i < nk && !bad; i++) bad = ks[i] < 1 || ks[i] > CLS_MAX_K;
     for (unsigned i = 0; i < nb && !bad; i++) bad = bs[i] < 1 || bs[i] > 1000000;
     if (bad) {
         fprintf(stderr, "usage: clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and] [-k 10,100,1000]\n"
                         "                          [-b 1,16,256,1024,4096,16384] [--seconds S] [--inflight 1..64]\n"
-                        "                          [--json FILE] [--plot DIR] [--trace] [--placement P] [--device-mem BYTES]\n");
+                        "                          [--json FILE] [--plot DIR] [--trace] [--placement P] [--device-mem BYTES]\n"
+                        "                          [--rerank MODEL [--rerank-depth D]] [--stages]\n");
         return 2;
     }
     cls_index *idx;
     cls_status s = cls_index_open(index, &idx);
     if (s != CLS_OK) return failed(s, index);
+    cls_model *model = NULL;
+    if (rerank && (s = cls_model_load(rerank, &model)) != CLS_OK) return failed(s, rerank);
     topic_list tl = {0};
     if ((s = cls_topics_read(CLS_TOPICS_AUTO, topics, on_topic, &tl)) != CLS_OK) return failed(s, topics);
     if (tl.n == 0) {
@@ -356,6 +406,8 @@ int bench_e2e(int argc, char **argv)
             cls_search_params p;
             cls_search_defaults(&p);
             if ((s = cls_mode_parse(mode, &p.mode)) != CLS_OK) return failed(s, "-m");
+            p.rerank = model;
+            p.rerank_depth = (uint32_t)rerank_depth;
             for (unsigned ki = 0; ki < nk; ki++)
                 for (unsigned bi = 0; bi < nb; bi++) {
                     p.k = (uint32_t)ks[ki];
@@ -364,6 +416,7 @@ int bench_e2e(int argc, char **argv)
                     double spent = 0;
                     e2e_work w = {{0}};
                     double wall = 0, cpu = 0; /* the timed searches' wall and the process's CPU seconds */
+                    nstage = 0;
                     if (inflight > 1) {
                         n = row_inflight(e, idx, &tl, &next, B, &p, (unsigned)inflight, seconds, MAXCH, t, up, kern,
                                          down, nbat, &w, &wall, &cpu, trace, dev, mode);
@@ -385,8 +438,9 @@ int bench_e2e(int argc, char **argv)
                         bench_profile_split(e, &up[n], &kern[n], &down[n]);
                         const cls_profile_step *steps;
                         uint32_t batches = 0;
-                        cls_engine_profile(e, &steps, &batches);
+                        size_t nsteps = cls_engine_profile(e, &steps, &batches);
                         nbat[n] = batches;
+                        if (stages && stage_add(stage, &nstage, steps, nsteps)) return failed(CLS_E_NOMEM, "--stages");
                         if (trace)
                             fprintf(stderr, "trace %s %s k%u b%zu chunk %u: %.3f ms, %u batches, kernels %.3f ms\n", dev, mode,
                                     p.k, B, n, dt * 1e3, batches, kern[n] * 1e3);
@@ -409,6 +463,13 @@ int bench_e2e(int argc, char **argv)
                            up[n / 2] * 1e3, kern[n / 2] * 1e3, down[n / 2] * 1e3,
                            share(bsh, sizeof bsh, w.v[0], w.v[1], 0), share(psh, sizeof psh, w.v[2], w.v[3], 0), nbat[n / 2],
                            cores);
+                    if (stages && n) {
+                        printf("  stages (ms a chunk, mean):");
+                        for (size_t i = 0; i < nstage; i++)
+                            printf("%s %s%s %.3f", i ? "," : "", stage[i].name, stage[i].transfer ? " (copy)" : "",
+                                   stage[i].seconds * 1e3 / n);
+                        printf("\n");
+                    }
                     fflush(stdout);
                     if (!vec_reserve(&rows, &rows_cap, nrows + 1, sizeof *rows))
                         return failed(CLS_E_NOMEM, "keeping rows for the plots");
@@ -446,6 +507,7 @@ int bench_e2e(int argc, char **argv)
     free(tl.qid), free(tl.text);
     cls_results_free(res);
     cls_batch_free(batch);
+    cls_model_free(model);
     cls_index_close(idx);
     return rc;
 }
