@@ -3,19 +3,19 @@
  * rows checked against the plain-C evaluator (rank_model_score) bit for bit.
  *
  *   clsearch bench trees -m MODEL --rows FILE --cols N [-d DEVICE] [-r REPEATS]
- *                        [--variants LAYOUT:WG:DOCS:LOCAL,...] [--check ROWS] [--scores OUT]
+ *                        [--variants LAYOUT:WG:DOCS:LOCAL:TILE,...] [--check ROWS] [--scores OUT]
  *
  * FILE holds rows x N float32 values, row-major, native byte order, nothing else (the rows are
  * its size over 4N; bench/peers_trees.py writes one with the models). Each variant sets the
- * registry's TREES_LAYOUT, WG_TREES, TREES_DOCS and TREES_ROWS_LOCAL (src/device/clx_params.c)
+ * registry's TREES_LAYOUT, WG_TREES, TREES_DOCS, TREES_ROWS_LOCAL and TREES_TILE (src/device/clx_params.c)
  * through CLSEARCH_PARAMS, opens the device afresh, uploads the model and the rows (the upload
  * timed apart, by the host's clock around the blocking write), runs the kernel once untimed,
  * then REPEATS times (default 10), each timed by its profiling event. Printed per variant: the
  * kernel that ran, the median, smallest and largest kernel time, documents a second (rows over
  * the median) and the check's outcome; last, a line "RESULT ..." per variant for scripts. The
  * check compares --check rows (default 10,000) spread evenly over the matrix. Default variants:
- * the node walk and the level-order kernels at 64 and 128 work-items, one, two and four
- * documents a work-item, rows from global and from local memory. --scores OUT: the first
+ * the node walk, then the level-order kernels with rows from global memory, from local memory,
+ * and with tiles of trees in local memory too, at several widths and documents a work-item. --scores OUT: the first
  * variant's scores of every row, float32 in row order (raw, native byte order), for a script
  * to compare with other engines' (bench/peers_trees.py). */
 #define _DEFAULT_SOURCE
@@ -34,11 +34,12 @@
 #define MAX_VARIANTS 64
 
 typedef struct variant {
-    unsigned layout, wg, docs, local;
+    unsigned layout, wg, docs, local, tile;
 } variant;
 
-static const variant defaults[] = {{0, 64, 1, 0},  {1, 64, 1, 0},  {1, 64, 1, 1},  {1, 64, 2, 1},  {1, 64, 4, 1},
-                                   {1, 128, 1, 1}, {1, 128, 2, 1}, {1, 32, 4, 1},  {1, 128, 2, 0}, {1, 256, 1, 0}};
+static const variant defaults[] = {{0, 64, 1, 0, 0},  {1, 64, 1, 0, 0}, {1, 128, 2, 0, 0}, {1, 64, 1, 1, 0},
+                                   {1, 32, 2, 1, 0},  {1, 64, 1, 1, 8}, {1, 64, 1, 1, 16}, {1, 32, 2, 1, 16},
+                                   {1, 32, 1, 1, 16}, {1, 16, 4, 1, 16}};
 
 static int failed(cls_status s, const char *what)
 {
@@ -92,8 +93,8 @@ static int run_variant(const char *device, const rank_model *m, const float *row
                        const variant *v, unsigned reps, size_t check, float *scores)
 {
     char prm[160];
-    snprintf(prm, sizeof prm, "TREES_LAYOUT=%u,WG_TREES=%u,TREES_DOCS=%u,TREES_ROWS_LOCAL=%u", v->layout, v->wg,
-             v->docs, v->local);
+    snprintf(prm, sizeof prm, "TREES_LAYOUT=%u,WG_TREES=%u,TREES_DOCS=%u,TREES_ROWS_LOCAL=%u,TREES_TILE=%u", v->layout,
+             v->wg, v->docs, v->local, v->tile);
     if (setenv("CLSEARCH_PARAMS", prm, 1) != 0) return failed(CLS_E_IO, "setenv");
     rank_dev rd;
     cls_status s = rank_dev_open(&rd, device, m);
@@ -136,8 +137,8 @@ static int run_variant(const char *device, const rank_model *m, const float *row
                prm, how, med * 1e3, t[0] * 1e3, t[reps - 1] * 1e3, reps, n / med / 1e6, up * 1e3,
                (double)n * cols * 4 / up / 1e9, checked,
                differ ? "DIFFER from the C twin" : "equal the C twin bit for bit");
-        printf("RESULT layout=%u wg=%u docs=%u local=%u kernel=%s ms=%.4f docs_per_s=%.6g exact=%d\n", v->layout, v->wg,
-               v->docs, v->local, how, med * 1e3, n / med, differ == 0);
+        printf("RESULT layout=%u wg=%u docs=%u local=%u tile=%u ms=%.4f docs_per_s=%.6g exact=%d kernel=%s\n", v->layout,
+               v->wg, v->docs, v->local, v->tile, med * 1e3, n / med, differ == 0, how);
         fflush(stdout);
         if (differ) rc = 1;
     }
@@ -189,7 +190,8 @@ int bench_trees(int argc, char **argv)
         for (const char *p = vlist; *p && !bad;) {
             variant v;
             int used = 0;
-            if (nv == MAX_VARIANTS || sscanf(p, "%u:%u:%u:%u%n", &v.layout, &v.wg, &v.docs, &v.local, &used) != 4) {
+            if (nv == MAX_VARIANTS ||
+                sscanf(p, "%u:%u:%u:%u:%u%n", &v.layout, &v.wg, &v.docs, &v.local, &v.tile, &used) != 5) {
                 bad = 1;
                 break;
             }
@@ -205,7 +207,7 @@ int bench_trees(int argc, char **argv)
     if (bad || !model || !rows_path || cols == 0 || cols > (1u << 24) || reps < 1 || reps > 10000 || optind != argc ||
         nv == 0) {
         fprintf(stderr, "usage: clsearch bench trees -m MODEL --rows FILE --cols N [-d DEVICE] [-r REPEATS]\n"
-                        "                            [--variants LAYOUT:WG:DOCS:LOCAL,...] [--check ROWS] [--scores OUT]\n");
+                        "                            [--variants LAYOUT:WG:DOCS:LOCAL:TILE,...] [--check ROWS] [--scores OUT]\n");
         return 2;
     }
     rank_model m;

@@ -37,8 +37,10 @@
  * independent walks to interleave, hiding the latency of a walk's chain of dependent loads
  * where local memory limits how many work-groups a multiprocessor holds.
  *
- * The trees themselves stay in global memory, read through the caches: at the root every
- * work-item reads the same node, and deeper a level's nodes lie within a few cache lines.
+ * The trees themselves are read from global memory through the caches (at the root every
+ * work-item reads the same node, and deeper a level's nodes lie within a few cache lines), or,
+ * in trees_level_local with the host's TREES_TILE, staged in local memory a tile of trees at a
+ * time beside the rows, so that a step's two loads both stay within the multiprocessor.
  *
  * A split's rule (cl/abi.h, ABI_TREE_*): NaN to the default side where the node says so, else
  * NaN taken as 0.0; LightGBM's zero-as-missing (|x| <= 1e-35) to the default side; then left
@@ -82,17 +84,17 @@ __kernel __attribute__((reqd_work_group_size(WG_TREES, 1, 1))) void trees_score(
     out[d] = sum + as_float(base_bits);
 }
 
-/* The walk of trees_level's kernels over every tree for the TREES_DOCS documents of a
- * work-item, FEATURE(j, f) reading document j's feature f; sums into sum[]. trees: ntrees trees
- * of tree_words words each (2^depth - 1 inner nodes of two words, then 2^depth leaf values,
- * then a padding word where that count is odd). */
-#define TREES_LEVEL_WALK(FEATURE)                                                                                \
+/* The walk of trees_level's kernels over count trees from base (SPACE memory: __global or
+ * __local) for the TREES_DOCS documents of a work-item, FEATURE(j, f) reading document j's
+ * feature f; sums into sum[]. A tree is tree_words words: 2^depth - 1 inner nodes of two words,
+ * then 2^depth leaf values, then a padding word where that count is odd. */
+#define TREES_LEVEL_WALK(SPACE, base, count, FEATURE)                                                            \
     do {                                                                                                         \
         const uint inner = (1u << depth) - 1u;                                                                   \
-        for (uint t = 0; t < ntrees; t++) {                                                                      \
-            __global const uint *tree = trees + (size_t)t * tree_words;                                          \
-            __global const uint2 *in = (__global const uint2 *)tree;                                             \
-            __global const float *leaf = (__global const float *)(tree + 2u * inner);                            \
+        for (uint t = 0; t < (count); t++) {                                                                     \
+            SPACE const uint *tree = (base) + (size_t)t * tree_words;                                            \
+            SPACE const uint2 *in = (SPACE const uint2 *)tree;                                                   \
+            SPACE const float *leaf = (SPACE const float *)(tree + 2u * inner);                                  \
             uint at[TREES_DOCS];                                                                                 \
             for (uint j = 0; j < TREES_DOCS; j++) at[j] = 0;                                                     \
             for (uint l = 0; l < depth; l++)                                                                     \
@@ -120,7 +122,7 @@ __kernel __attribute__((reqd_work_group_size(WG_TREES, 1, 1))) void trees_level(
         sum[j] = 0.0f;
     }
 #define TREES_GLOBAL_FEATURE(j, f) x[j][f]
-    TREES_LEVEL_WALK(TREES_GLOBAL_FEATURE);
+    TREES_LEVEL_WALK(__global, trees, ntrees, TREES_GLOBAL_FEATURE);
 #undef TREES_GLOBAL_FEATURE
     for (uint j = 0; j < TREES_DOCS; j++) {
         uint d = first + j * WG_TREES;
@@ -129,10 +131,14 @@ __kernel __attribute__((reqd_work_group_size(WG_TREES, 1, 1))) void trees_level(
 }
 
 /* The same with the work-group's rows first copied into local memory: lrows holds
- * WG_TREES x TREES_DOCS rows of lstride words (stride rounded up to odd). */
+ * WG_TREES x TREES_DOCS rows of lstride words (stride rounded up to odd). tile > 0: the trees
+ * too, tile of them at a time, copied into ltrees (tile x tree_words words) between barriers,
+ * so that every step of a walk reads local memory only; tile 0: the trees read from global
+ * memory (ltrees unused). */
 __kernel __attribute__((reqd_work_group_size(WG_TREES, 1, 1))) void trees_level_local(
     __global const float *rows, uint stride, uint n, __global const uint *trees, uint tree_words, uint depth,
-    uint ntrees, uint base_bits, __global float *out, uint lstride, __local float *lrows)
+    uint ntrees, uint base_bits, __global float *out, uint lstride, __local float *lrows, uint tile,
+    __local uint *ltrees)
 {
     const uint lid = get_local_id(0), base_doc = get_group_id(0) * (WG_TREES * TREES_DOCS);
     /* the group's rows are one contiguous run of global memory: read in order, coalesced */
@@ -145,7 +151,18 @@ __kernel __attribute__((reqd_work_group_size(WG_TREES, 1, 1))) void trees_level_
     float sum[TREES_DOCS];
     for (uint j = 0; j < TREES_DOCS; j++) sum[j] = 0.0f;
 #define TREES_LOCAL_FEATURE(j, f) lrows[(lid + (j) * WG_TREES) * lstride + (f)]
-    TREES_LEVEL_WALK(TREES_LOCAL_FEATURE);
+    if (tile == 0) {
+        TREES_LEVEL_WALK(__global, trees, ntrees, TREES_LOCAL_FEATURE);
+    } else {
+        for (uint t0 = 0; t0 < ntrees; t0 += tile) {
+            uint count = min(tile, ntrees - t0);
+            __global const uint *src = trees + (size_t)t0 * tree_words;
+            for (uint k = lid; k < count * tree_words; k += WG_TREES) ltrees[k] = src[k];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            TREES_LEVEL_WALK(__local, ltrees, count, TREES_LOCAL_FEATURE);
+            barrier(CLK_LOCAL_MEM_FENCE); /* the tile read by all before the next overwrites it */
+        }
+    }
 #undef TREES_LOCAL_FEATURE
     for (uint j = 0; j < TREES_DOCS; j++) {
         uint d = base_doc + lid + j * WG_TREES;

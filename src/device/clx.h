@@ -52,6 +52,7 @@ typedef struct clx_params {
     unsigned trees_layout;                    /* 0 node walk, 1 complete level-order trees */
     unsigned trees_docs;                      /* documents a work-item (level-order trees) */
     unsigned trees_rows_local;                /* 1: a work-group's rows staged in local memory */
+    unsigned trees_tile;                      /* trees staged in local memory at a time (0: none) */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

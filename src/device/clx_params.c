@@ -83,6 +83,9 @@ static const clx_tunable registry[] = {
     {"TREES_ROWS_LOCAL", "trees",
      "1: the level-order tree kernels copy a work-group's feature rows into local memory first (where they fit)",
      PARAM_FIELD(trees_rows_local), 0, {0, 1}, 2},
+    {"TREES_TILE", "trees",
+     "trees staged in local memory at a time beside the rows by the level-order kernel (0: trees read from global "
+     "memory; fewer where they do not fit)", PARAM_FIELD(trees_tile), 0, {0, 8, 16, 32}, 4},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -142,6 +145,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
     if (p->trees_docs != 1 && p->trees_docs != 2 && p->trees_docs != 4)
         return err_set(CLS_E_ARG, "%s: TREES_DOCS=%u (1, 2 or 4)", from, p->trees_docs);
     if (p->trees_rows_local > 1) return err_set(CLS_E_ARG, "%s: TREES_ROWS_LOCAL=%u (0 or 1)", from, p->trees_rows_local);
+    if (p->trees_tile > 1024) return err_set(CLS_E_ARG, "%s: TREES_TILE=%u (0..1024)", from, p->trees_tile);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
             return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 (warp shuffles in inline PTX) needs an NVIDIA device, "
@@ -183,28 +187,28 @@ static const entry db[] = {
      .p = {.wg_intersect = 1024, .wg_score = 256, .wg_topk = 512, .wg_scan_algo = 2, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 2, .trees_rows_local = 1},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 2, .trees_rows_local = 1, .trees_tile = 16},
      .label = "vendor default: NVIDIA GPU"},
     {.vendor = "Advanced Micro Devices",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 2, .trees_rows_local = 1},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 2, .trees_rows_local = 1, .trees_tile = 16},
      .label = "vendor default: AMD GPU"},
     {.vendor = "AMD",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 2, .trees_rows_local = 1},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 2, .trees_rows_local = 1, .trees_tile = 16},
      .label = "vendor default: AMD GPU"},
     {.vendor = NULL,
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 2, .trees_rows_local = 1},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 2, .trees_rows_local = 1, .trees_tile = 16},
      .label = "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
     {.vendor = NULL,
@@ -212,14 +216,14 @@ static const entry db[] = {
      .p = {.wg_intersect = 64, .wg_score = 64, .wg_topk = 64, .wg_scan_algo = 0, .scan_wg = 64, .scan_items = 16,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 64, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0, .trees_tile = 0},
      .label = "generic default: CPU"},
     {.vendor = NULL,
      .gpu = -1,
      .p = {.wg_intersect = 128, .wg_score = 128, .wg_topk = 128, .wg_scan_algo = 0, .scan_wg = 128, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 128, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0, .trees_tile = 0},
      .label = "generic default"},
 };
 

@@ -128,6 +128,18 @@ static int rows_local(const rank_dev *rd, size_t stride)
            (uint64_t)rd->wg * rd->docs * local_stride(stride) * sizeof(float) <= rd->dc->dev.info.local_mem;
 }
 
+/* Trees trees_level_local stages in local memory at a time beside the rows of stride floats:
+ * TREES_TILE, fewer where local memory holds fewer, none past the model's trees. */
+static cl_uint tile_of(const rank_dev *rd, size_t stride)
+{
+    uint64_t rows = (uint64_t)rd->wg * rd->docs * local_stride(stride) * sizeof(float), room = rd->dc->dev.info.local_mem;
+    uint64_t fit = room > rows ? (room - rows) / ((uint64_t)rd->tree_words * sizeof(uint32_t)) : 0;
+    uint64_t tile = rd->dc->prm.trees_tile;
+    if (tile > fit) tile = fit;
+    if (tile > rd->num_trees) tile = rd->num_trees;
+    return (cl_uint)tile;
+}
+
 static cls_status check_shape(size_t stride, size_t n)
 {
     if (n > UINT32_MAX || stride == 0 || stride > UINT32_MAX || n > SIZE_MAX / sizeof(float) / stride)
@@ -161,10 +173,11 @@ cls_status rank_dev_launch(rank_dev *rd, size_t stride, size_t n)
                        DEV_U32(depth),        DEV_U32(nt), DEV_U32(base_bits), DEV_MEM(rd->out.mem)};
         return dev_run(rd->dc, "trees_level", a, groups, rd->wg, "trees");
     }
-    cl_uint lst = (cl_uint)local_stride(stride);
+    cl_uint lst = (cl_uint)local_stride(stride), tile = tile_of(rd, stride);
     dev_arg a[] = {DEV_MEM(rd->rows.mem), DEV_U32(st), DEV_U32(nd), DEV_MEM(rd->level_trees.mem), DEV_U32(words),
                    DEV_U32(depth),        DEV_U32(nt), DEV_U32(base_bits), DEV_MEM(rd->out.mem), DEV_U32(lst),
-                   {per_group * lst * sizeof(float), NULL}};
+                   {per_group * lst * sizeof(float), NULL}, DEV_U32(tile),
+                   {(tile ? tile * words : 1u) * sizeof(uint32_t), NULL}};
     return dev_run(rd->dc, "trees_level_local", a, groups, rd->wg, "trees");
 }
 
@@ -190,9 +203,11 @@ void rank_dev_describe(const rank_dev *rd, size_t stride, char *buf, size_t len)
 {
     if (!rd->level)
         snprintf(buf, len, "trees_score (node walk), WG_TREES=%u", rd->wg);
+    else if (!rows_local(rd, stride))
+        snprintf(buf, len, "trees_level (level-order, depth %u), WG_TREES=%u, TREES_DOCS=%u", rd->depth, rd->wg, rd->docs);
     else
-        snprintf(buf, len, "%s (level-order, depth %u), WG_TREES=%u, TREES_DOCS=%u",
-                 rows_local(rd, stride) ? "trees_level_local" : "trees_level", rd->depth, rd->wg, rd->docs);
+        snprintf(buf, len, "trees_level_local (level-order, depth %u), WG_TREES=%u, TREES_DOCS=%u, tile %u", rd->depth,
+                 rd->wg, rd->docs, tile_of(rd, stride));
 }
 
 void rank_dev_close(rank_dev *rd)

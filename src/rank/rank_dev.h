@@ -45,7 +45,7 @@ cls_status rank_dev_put_rows(rank_dev *rd, const float *rows, size_t stride, siz
 cls_status rank_dev_launch(rank_dev *rd, size_t stride, size_t n);
 cls_status rank_dev_get_scores(rank_dev *rd, size_t n, float *out);
 /* The kernel rank_dev_launch runs for rows of stride floats, and how, in one line
- * ("trees_level_local, depth 6, WG_TREES=64, TREES_DOCS=2"). */
+ * ("trees_level_local (level-order, depth 6), WG_TREES=64, TREES_DOCS=1, tile 16"). */
 void rank_dev_describe(const rank_dev *rd, size_t stride, char *buf, size_t len);
 /* The device's name. */
 const char *rank_dev_name(const rank_dev *rd);

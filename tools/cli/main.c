@@ -238,7 +238,7 @@ static const command commands[] = {
      "                  [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
      "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"},
     {"bench trees", bench_trees, BENCH,
-     "  clsearch bench trees -m MODEL --rows FILE --cols N [-d DEVICE] [-r N] [--variants L:WG:DOCS:LOCAL,...]\n"
+     "  clsearch bench trees -m MODEL --rows FILE --cols N [-d DEVICE] [-r N] [--variants L:WG:DOCS:LOCAL:TILE,...]\n"
      "                  [--check ROWS]\n"
      "                  a tree ensemble's scoring alone on a float32 matrix file, per kernel variant,\n"
      "                  a sample of rows checked against the C evaluator bit for bit\n"},
