@@ -17,5 +17,6 @@ mkdir -p /tmp/site && tar xJf .whl/peers-site.tar.xz -C /tmp/site || echo "NOTE:
 export PYTHONPATH=/tmp/site
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCLSEARCH_TESTS=OFF >/dev/null && cmake --build build -j16 >/dev/null || { echo BUILD FAILED; exit 1; }
 build/clsearch devices 2>&1 | head -8
+build/clsearch bench copy -d gpu --mib 1024 -r 5 2>&1 | tail -3 # the memory-bandwidth ceiling
 python3 bench/peers_trees.py --out /tmp/pt --clsearch build/clsearch --device gpu --reps 10 \
     --variants "${1:-}" --variants-large "${2:-}" 2>&1 | tee "$OUT/peers_trees.log" | grep -v '^RESULT'
