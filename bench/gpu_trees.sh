@@ -5,7 +5,14 @@
 # folder, then tar | xz), runs bench/peers_trees.py on 4 M rows x 136 features for
 # 1,000 and 10,000 trees of 64 leaves. Logs under $OUT. Arguments: the clsearch variants for the
 # 1,000-tree model, then those for the 10,000-tree one (L:WG:DOCS:LOCAL:TILE,...; empty: the
-# bench's defaults).
+# bench's defaults), then the tree counts (default 1000,10000).
+#
+# The device call sends the checkout the session started in, not a helper's worktree: from a
+# worktree, put `git archive HEAD | xz` (src.tar.xz), the .device files (env.sh, gpu-env.sh,
+# debs/) and .whl/peers-site.tar.xz into one folder of that checkout that git ignores (a
+# build-* name), carry it, unpack it under /tmp there and run this script from that copy. The
+# whole call takes about 8 minutes with both tree counts (XGBoost's 10 runs of the 10,000-tree
+# model alone take a minute): give the second count a call of its own where a call is shorter.
 set -u
 . .device/env.sh
 OUT=${OUT:-/tmp/out}
@@ -15,8 +22,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 python3 -c "import scipy; print('scipy', scipy.__version__)" || echo "NOTE: scipy missing: LightGBM cannot run"
 mkdir -p /tmp/site && tar xJf .whl/peers-site.tar.xz -C /tmp/site || echo "NOTE: unpacking the wheels failed"
 export PYTHONPATH=/tmp/site
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCLSEARCH_TESTS=OFF >/dev/null && cmake --build build -j16 >/dev/null || { echo BUILD FAILED; exit 1; }
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCLSEARCH_TESTS=OFF -DCLSEARCH_CIFF=OFF >/dev/null && cmake --build build -j16 >/dev/null || { echo BUILD FAILED; exit 1; }
 build/clsearch devices 2>&1 | head -8
 build/clsearch bench copy -d gpu --mib 1024 -r 5 2>&1 | tail -3 # the memory-bandwidth ceiling
 python3 bench/peers_trees.py --out /tmp/pt --clsearch build/clsearch --device gpu --reps 10 \
-    --variants "${1:-}" --variants-large "${2:-}" 2>&1 | tee "$OUT/peers_trees.log" | grep -v '^RESULT'
+    --trees "${3:-1000,10000}" --variants "${1:-}" --variants-large "${2:-}" 2>&1 | tee "$OUT/peers_trees.log" | grep -v '^RESULT'

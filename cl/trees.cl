@@ -42,6 +42,22 @@
  * in trees_level_local with the host's TREES_TILE, staged in local memory a tile of trees at a
  * time beside the rows, so that a step's two loads both stay within the multiprocessor.
  *
+ * The choice, by measurement on an NVIDIA H100 (docs/PERFORMANCE.md, "Tree ensembles on the
+ * H100"; the device database, src/device/clx_params.c, holds it): level-order trees, the
+ * group's rows and tiles of a few trees in local memory, one document a work-item. What costs
+ * on a GPU is reading the features: a split reads 4 bytes at a random place in its document's
+ * row, and the rows of the many documents a GPU keeps in flight do not stay in its caches, so
+ * with rows in global memory nearly every read goes to memory and the trees' layout hardly
+ * matters (the node walk and the level-order kernels ran alike there, as did XGBoost's GPU
+ * predictor). Rows in local memory removed most of that; trees staged beside them removed the
+ * wait on the caches for every node. What bounds it then is that local memory holds the rows
+ * of few work-groups at once while every walk is a chain of dependent loads (node, feature,
+ * node): whatever takes local memory, and so work-groups, away from a multiprocessor (larger
+ * tiles, several documents a work-item) ran slower, and a smaller footprint a document (its
+ * features as small integers, ranks among the model's thresholds) is the next step. QuickScorer's
+ * bit vectors, made for CPU caches and SIMD over the trees' false nodes, would need the same
+ * rows per work-group and a reduction over trees per document whose order must stay fixed.
+ *
  * A split's rule (cl/abi.h, ABI_TREE_*): NaN to the default side where the node says so, else
  * NaN taken as 0.0; LightGBM's zero-as-missing (|x| <= 1e-35) to the default side; then left
  * when x <= threshold, or x < threshold for XGBoost's strict splits. */
