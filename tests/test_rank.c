@@ -185,6 +185,18 @@ static const char edge_xgb[] =
     "\"left_children\":[%s,-1,-1],\"right_children\":[%s,-1,-1],\"split_indices\":[%s,0,0],"
     "\"split_conditions\":[0.5,-1,3],\"default_left\":[1,0,0],\"split_type\":[%s,0,0]}]}}},\"version\":[2,1,3]}";
 
+/* text (xgb_text's) with its base_score's value "5E-1" replaced by value (malloc). */
+static char *xgb_base(const char *text, const char *value)
+{
+    const char *at = strstr(text, "\"5E-1\"");
+    ck_assert(at != NULL);
+    size_t head = (size_t)(at - text), len = strlen(text) - 6 + strlen(value) + 1;
+    char *out = malloc(len);
+    ck_assert(out != NULL);
+    snprintf(out, len, "%.*s%s%s", (int)head, text, value, at + 6);
+    return out;
+}
+
 static void xgb_text(char *buf, size_t len, const char *objective, const char *booster, const char *left,
                      const char *right, const char *feature, const char *type)
 {
@@ -235,6 +247,14 @@ START_TEST(split_rules)
     ck_assert_msg(rank_model_parse(text, strlen(text), "edge.json", 0, &m) == CLS_OK, "%s", cls_last_error());
     ck_assert(m.base == 0.0f); /* logit(0.5) */
     rank_model_free(&m);
+
+    /* XGBoost 3 writes base_score as a one-element vector in a string */
+    xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "0", "0");
+    char *v3 = xgb_base(text, "\"[5E-1]\"");
+    ck_assert_msg(rank_model_parse(v3, strlen(v3), "v3.json", 0, &m) == CLS_OK, "%s", cls_last_error());
+    ck_assert(m.base == 0.5f);
+    rank_model_free(&m);
+    free(v3);
 }
 END_TEST
 
@@ -398,6 +418,13 @@ START_TEST(load_errors)
     refused(text, "bad.json", 0, "tree 0, node 0: a child (1, 3) is outside the tree's 3 nodes");
     xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "7", "0");
     refused(text, "bad.json", 5, "tree 0, node 0: feature 7 is past the 5 features given");
+    xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "0", "0");
+    static const char *const bad_bases[] = {"\"[5E-1,1]\"", "\"[x]\"", "\"[]\""};
+    for (size_t i = 0; i < sizeof bad_bases / sizeof bad_bases[0]; i++) {
+        char *t = xgb_base(text, bad_bases[i]);
+        refused(t, "bad.json", 0, "base_score is missing or not a number");
+        free(t);
+    }
     xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "1.5", "0");
     refused(text, "bad.json", 0, "feature 1.5 is out of range");
     xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "0", "0");
