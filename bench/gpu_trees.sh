@@ -10,9 +10,11 @@
 # The device call sends the checkout the session started in, not a helper's worktree: from a
 # worktree, put `git archive HEAD | xz` (src.tar.xz), the .device files (env.sh, gpu-env.sh,
 # debs/) and .whl/peers-site.tar.xz into one folder of that checkout that git ignores (a
-# build-* name), carry it, unpack it under /tmp there and run this script from that copy. The
-# whole call takes about 8 minutes with both tree counts (XGBoost's 10 runs of the 10,000-tree
-# model alone take a minute): give the second count a call of its own where a call is shorter.
+# build-* name), carry it, unpack it under /tmp there and run this script from that copy.
+# Both tree counts with the record's 14 + 7 variants ran past a 480 s call (the 10,000-tree
+# model's node-walk and global-row variants take about 7 s a run, 11 runs each): give 10,000
+# trees a call of its own with the local-memory variants, e.g.
+#   bash bench/gpu_trees.sh "" "1:64:1:1:8,1:64:1:1:16,1:64:1:1:0" 10000
 set -u
 . .device/env.sh
 OUT=${OUT:-/tmp/out}
