@@ -33,6 +33,8 @@ int bench_intersect(int argc, char **argv);
 /* serve: the query server under concurrent loopback clients, by batching setting and client count
  * (bench_serve.c; built with CLSEARCH_SERVE only). */
 int bench_serve(int argc, char **argv);
+/* trees: a tree ensemble's scoring alone on a feature matrix file, per kernel variant (bench_trees.c). */
+int bench_trees(int argc, char **argv);
 /* score: score_and over candidates and score_or over dense rows, per work-group size (bench_score.c). */
 int bench_score(int argc, char **argv);
 

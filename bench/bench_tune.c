@@ -338,7 +338,7 @@ int bench_tune(int argc, char **argv)
         rc = bench_tune_write(path, &t.q.dev.info, &best, t.measurements,
                               t.quick ? "quick" : t.q.dev.info.is_gpu ? "gpu" : "cpu");
     if (!rc) {
-        char str[256];
+        char str[512];
         clx_params_str(&best, str, sizeof str);
         printf("tuned: %s\nwritten to %s for device \"%s\" driver %s (clsearch devices -v shows it in force)\n", str,
                path, t.q.dev.info.name, t.q.dev.info.driver_version);

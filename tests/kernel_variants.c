@@ -279,11 +279,14 @@ int main(int argc, char **argv)
                  i / 2 ? " -DSCORE_IMPACT=1" : "");
         ok = ok && emit("features", ffiles, opts);
     }
-    /* trees (cl/trees.cl): options as src/rank/rank_dev.c writes them (WG_TREES halved from 64
-     * where a device's work-groups are smaller) */
+    /* trees (cl/trees.cl): options as src/rank/rank_dev.c writes them, each WG_TREES and
+     * TREES_DOCS of the registry (TREES_LAYOUT, TREES_ROWS_LOCAL and TREES_TILE choose a kernel
+     * and its arguments at launch, not the program) */
+    const clx_tunable *tw = tun("WG_TREES"), *td = tun("TREES_DOCS");
     static const char *const tfiles[] = {"trees.cl", NULL};
-    for (unsigned wg = 64; wg >= 16; wg /= 2) {
-        snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_TREES=%u", wg);
+    for (unsigned i = 0; i < tw->ncandidates; i++) {
+        snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_TREES=%u -DTREES_DOCS=%u", tw->candidates[i],
+                 td->candidates[i % td->ncandidates]);
         ok = ok && emit("trees", tfiles, opts);
     }
     ok = (fclose(list) == 0) && ok;

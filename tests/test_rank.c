@@ -1,7 +1,8 @@
 /* Tree ensembles for a second ranking stage (src/rank/): LightGBM and XGBoost models read and
  * refused, the plain-C evaluator against each library's own raw predictions
- * (tests/data/ltr, made by tools/ltr_fixtures.py), the OpenCL kernel (cl/trees.cl) against the
- * plain-C evaluator bit for bit on the test device, and `clsearch predict`.
+ * (tests/data/ltr, made by tools/ltr_fixtures.py), the OpenCL kernels (cl/trees.cl) against the
+ * plain-C evaluator bit for bit on the test device, in every layout and variant, and
+ * `clsearch predict`.
  *
  * Agreement with a library: |ours - theirs| <= 1e-5 x max(1, |theirs|), absolute below 1 and
  * relative above (both sum the same leaf values, in another order or in double). The data part
@@ -90,20 +91,51 @@ static void check_library(const char *model, const char *test, const char *pred_
     rank_model_free(&m);
 }
 
-/* The kernel's scores of rows equal the C evaluator's, bit for bit. */
+/* The kernel variants every model is scored with (CLSEARCH_PARAMS: the registry's trees
+ * tunables, src/device/clx_params.c), and the kernel each must run on the test device: the node
+ * walk, then the level-order layout with rows from global memory, with several documents a
+ * work-item, with rows in local memory, with tiles of trees in local memory too (3: a last tile
+ * part full). */
+static const struct {
+    const char *params, *kernel;
+} variants[] = {
+    {"TREES_LAYOUT=0,WG_TREES=64", "trees_score"},
+    {"TREES_LAYOUT=1,WG_TREES=64,TREES_DOCS=1,TREES_ROWS_LOCAL=0,TREES_TILE=0", "trees_level "},
+    {"TREES_LAYOUT=1,WG_TREES=32,TREES_DOCS=4,TREES_ROWS_LOCAL=0,TREES_TILE=0", "trees_level "},
+    {"TREES_LAYOUT=1,WG_TREES=64,TREES_DOCS=1,TREES_ROWS_LOCAL=1,TREES_TILE=0", "trees_level_local"},
+    {"TREES_LAYOUT=1,WG_TREES=64,TREES_DOCS=1,TREES_ROWS_LOCAL=1,TREES_TILE=8", "trees_level_local"},
+    {"TREES_LAYOUT=1,WG_TREES=32,TREES_DOCS=2,TREES_ROWS_LOCAL=1,TREES_TILE=3", "trees_level_local"},
+};
+#define NVARIANTS (sizeof variants / sizeof variants[0])
+
+/* The kernel's scores of rows equal the C evaluator's, bit for bit, in every variant. */
 static void check_kernel(const rank_model *m, const float *rows, size_t n, const char *what)
 {
-    rank_dev rd;
-    ck_assert_msg(rank_dev_open(&rd, tu_device(), m) == CLS_OK, "%s", cls_last_error());
     float *ref = malloc((n ? n : 1) * sizeof *ref), *dev = malloc((n ? n : 1) * sizeof *dev);
     ck_assert(ref && dev);
     rank_model_score_rows(m, rows, m->num_features, n, ref);
-    ck_assert_msg(rank_dev_score(&rd, rows, m->num_features, n, dev) == CLS_OK, "%s", cls_last_error());
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(memcmp(&ref[i], &dev[i], sizeof(float)) == 0, "%s, document %zu: C %a, kernel %a", what, i,
-                      (double)ref[i], (double)dev[i]);
+    const char *old = getenv("CLSEARCH_PARAMS");
+    char *keep = old ? tu_strdup(old) : NULL;
+    for (size_t v = 0; v < NVARIANTS; v++) {
+        ck_assert(setenv("CLSEARCH_PARAMS", variants[v].params, 1) == 0);
+        rank_dev rd;
+        ck_assert_msg(rank_dev_open(&rd, tu_device(), m) == CLS_OK, "%s: %s", variants[v].params, cls_last_error());
+        char how[200];
+        rank_dev_describe(&rd, m->num_features, how, sizeof how);
+        /* the level-order layout where the model is shallow enough (rank_dev.c), else the walk */
+        const char *want = m->max_depth <= 12 ? variants[v].kernel : "trees_score";
+        ck_assert_msg(strncmp(how, want, strlen(want)) == 0, "%s: %s ran, not %s", variants[v].params, how, want);
+        memset(dev, 0xFF, (n ? n : 1) * sizeof *dev); /* NaN: a score not written shows */
+        ck_assert_msg(rank_dev_score(&rd, rows, m->num_features, n, dev) == CLS_OK, "%s", cls_last_error());
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(memcmp(&ref[i], &dev[i], sizeof(float)) == 0, "%s (%s), document %zu: C %a, kernel %a", what,
+                          how, i, (double)ref[i], (double)dev[i]);
+        rank_dev_close(&rd);
+    }
+    if (keep) setenv("CLSEARCH_PARAMS", keep, 1);
+    else unsetenv("CLSEARCH_PARAMS");
+    free(keep);
     free(ref), free(dev);
-    rank_dev_close(&rd);
 }
 
 static void check_kernel_file(const char *model, const char *test)
@@ -152,6 +184,18 @@ static const char edge_xgb[] =
     "\"tree_info\":[0],\"trees\":[{\"tree_param\":{\"num_nodes\":\"3\",\"size_leaf_vector\":\"1\"},"
     "\"left_children\":[%s,-1,-1],\"right_children\":[%s,-1,-1],\"split_indices\":[%s,0,0],"
     "\"split_conditions\":[0.5,-1,3],\"default_left\":[1,0,0],\"split_type\":[%s,0,0]}]}}},\"version\":[2,1,3]}";
+
+/* text (xgb_text's) with its base_score's value "5E-1" replaced by value (malloc). */
+static char *xgb_base(const char *text, const char *value)
+{
+    const char *at = strstr(text, "\"5E-1\"");
+    ck_assert(at != NULL);
+    size_t head = (size_t)(at - text), len = strlen(text) - 6 + strlen(value) + 1;
+    char *out = malloc(len);
+    ck_assert(out != NULL);
+    snprintf(out, len, "%.*s%s%s", (int)head, text, value, at + 6);
+    return out;
+}
 
 static void xgb_text(char *buf, size_t len, const char *objective, const char *booster, const char *left,
                      const char *right, const char *feature, const char *type)
@@ -202,6 +246,88 @@ START_TEST(split_rules)
     xgb_text(text, sizeof text, "binary:logistic", "gbtree", "1", "2", "0", "0");
     ck_assert_msg(rank_model_parse(text, strlen(text), "edge.json", 0, &m) == CLS_OK, "%s", cls_last_error());
     ck_assert(m.base == 0.0f); /* logit(0.5) */
+    rank_model_free(&m);
+
+    /* XGBoost 3 writes base_score as a one-element vector in a string */
+    xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "0", "0");
+    char *v3 = xgb_base(text, "\"[5E-1]\"");
+    ck_assert_msg(rank_model_parse(v3, strlen(v3), "v3.json", 0, &m) == CLS_OK, "%s", cls_last_error());
+    ck_assert(m.base == 0.5f);
+    rank_model_free(&m);
+    free(v3);
+}
+END_TEST
+
+static uint64_t next_rand(uint64_t *st)
+{
+    uint64_t z = (*st += 0x9E3779B97F4A7C15ull); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Values a split meets at its edges: thresholds, their neighbours, zeros, LightGBM's zero band,
+ * infinities, NaN. */
+static const float edges[] = {-1.0f, -0.5f, 0.0f, -0.0f, 0.25f, 0.5f, 1.0f, 1e-36f, -1e-36f, 1e-35f, 2.0f};
+
+/* A random tree below depth levels into buf from *count on (children as positions in buf);
+ * its root's position. */
+static uint32_t random_node(abi_tree_node *buf, uint32_t *count, uint64_t *st, unsigned levels, uint32_t nf)
+{
+    uint32_t i = (*count)++;
+    uint64_t r = next_rand(st);
+    if (levels == 0 || r % 5 == 0) { /* a leaf: values that do not sum exactly, of mixed sizes */
+        buf[i] = (abi_tree_node){.split = ABI_TREE_LEAF, .value = (float)((int64_t)(r >> 20) % 2000001 - 1000000) / 3e5f};
+        return i;
+    }
+    static const uint32_t flags[] = {ABI_TREE_DEFAULT_LEFT, ABI_TREE_NAN_DEFAULT, ABI_TREE_ZERO_DEFAULT, ABI_TREE_STRICT};
+    uint32_t split = (uint32_t)(r >> 8) % nf;
+    for (unsigned k = 0; k < 4; k++)
+        if ((r >> (40 + k)) & 1) split |= flags[k];
+    buf[i].split = split;
+    buf[i].value = edges[(r >> 48) % (sizeof edges / sizeof edges[0])];
+    buf[i].left = random_node(buf, count, st, levels - 1, nf);
+    buf[i].right = random_node(buf, count, st, levels - 1, nf);
+    return i;
+}
+
+/* Random unbalanced trees of every split rule, of depth up to 7, on rows of edge values: every
+ * variant equals the C evaluator, through trees padded to the full depth and document counts
+ * that leave a work-group part full. */
+START_TEST(random_trees)
+{
+    uint64_t st = 31;
+    const uint32_t nf = 9, ntrees = 41;
+    rank_model m;
+    rank_builder b;
+    rank_builder_start(&b, &m, "random", RANK_LIGHTGBM);
+    abi_tree_node buf[256];
+    for (uint32_t t = 0; t < ntrees; t++) {
+        uint32_t count = 0, first;
+        random_node(buf, &count, &st, t == 0 ? 0 : 1 + t % 7, nf);
+        ck_assert(rank_builder_tree(&b, count, &first) == CLS_OK);
+        for (uint32_t i = 0; i < count; i++) {
+            abi_tree_node nd = buf[i];
+            if (!(nd.split & ABI_TREE_LEAF)) nd.left += first, nd.right += first;
+            m.nodes[first + i] = nd;
+        }
+    }
+    m.base = 0.3f;
+    ck_assert_msg(rank_builder_finish(&b, nf) == CLS_OK, "%s", cls_last_error());
+    ck_assert_uint_le(m.max_depth, 7);
+    const size_t n = 1000 + 37;
+    float *rows = malloc(n * nf * sizeof *rows);
+    ck_assert(rows != NULL);
+    for (size_t i = 0; i < n * nf; i++) {
+        uint64_t r = next_rand(&st);
+        unsigned pick = (unsigned)(r % 8);
+        rows[i] = pick == 0 ? NAN : pick == 1 ? INFINITY : pick == 2 ? -INFINITY
+                : pick < 6 ? edges[(r >> 8) % (sizeof edges / sizeof edges[0])]
+                           : (float)((int64_t)(r >> 16) % 4001 - 2000) / 1000.0f;
+    }
+    check_kernel(&m, rows, n, "random trees");
+    check_kernel(&m, rows, 1, "random trees, one document");
+    free(rows);
     rank_model_free(&m);
 }
 END_TEST
@@ -292,6 +418,13 @@ START_TEST(load_errors)
     refused(text, "bad.json", 0, "tree 0, node 0: a child (1, 3) is outside the tree's 3 nodes");
     xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "7", "0");
     refused(text, "bad.json", 5, "tree 0, node 0: feature 7 is past the 5 features given");
+    xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "0", "0");
+    static const char *const bad_bases[] = {"\"[5E-1,1]\"", "\"[x]\"", "\"[]\""};
+    for (size_t i = 0; i < sizeof bad_bases / sizeof bad_bases[0]; i++) {
+        char *t = xgb_base(text, bad_bases[i]);
+        refused(t, "bad.json", 0, "base_score is missing or not a number");
+        free(t);
+    }
     xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "1.5", "0");
     refused(text, "bad.json", 0, "feature 1.5 is out of range");
     xgb_text(text, sizeof text, "reg:squarederror", "gbtree", "1", "2", "0", "0");
@@ -443,6 +576,7 @@ static Suite *plain(void)
     tcase_add_test(tc, load_errors);
     tcase_add_loop_test(tc, library_predictions, 0, NMODELS);
     tcase_add_test(tc, split_rules);
+    tcase_add_test(tc, random_trees);
     tcase_add_loop_test(tc, kernel_equals_c, 0, NMODELS);
     tcase_add_test(tc, command);
     suite_add_tcase(s, tc);

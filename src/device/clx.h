@@ -48,6 +48,11 @@ typedef struct clx_params {
                                                * place read in order (cl/or_parts.cl) */
     unsigned host_wait;                       /* how the host waits for a batch (dev_wait): 0 the
                                                * driver's wait, 1 a completion callback */
+    unsigned wg_trees;                        /* work-items a work-group of cl/trees.cl */
+    unsigned trees_layout;                    /* 0 node walk, 1 complete level-order trees */
+    unsigned trees_docs;                      /* documents a work-item (level-order trees) */
+    unsigned trees_rows_local;                /* 1: a work-group's rows staged in local memory */
+    unsigned trees_tile;                      /* trees staged in local memory at a time (0: none) */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

@@ -73,6 +73,19 @@ static const clx_tunable registry[] = {
      "how a host thread waits for a batch's results: 0 the driver's wait (clWaitForEvents; NVIDIA's spins a core "
      "while the device works), 1 asleep until a completion callback",
      PARAM_FIELD(host_wait), 0, {0, 1}, 2},
+    {"WG_TREES", "trees", "work-items per group of the tree-ensemble kernels (cl/trees.cl)", PARAM_FIELD(wg_trees), 1,
+     {32, 64, 128, 256, 512}, 5},
+    {"TREES_LAYOUT", "trees",
+     "tree ensembles: 0 a node walk of any tree, 1 complete level-order arrays (trees of depth 12 at most; deeper "
+     "ones walk nodes)", PARAM_FIELD(trees_layout), 0, {0, 1}, 2},
+    {"TREES_DOCS", "trees", "documents per work-item of the level-order tree kernels", PARAM_FIELD(trees_docs), 0,
+     {1, 2, 4}, 3},
+    {"TREES_ROWS_LOCAL", "trees",
+     "1: the level-order tree kernels copy a work-group's feature rows into local memory first (where they fit)",
+     PARAM_FIELD(trees_rows_local), 0, {0, 1}, 2},
+    {"TREES_TILE", "trees",
+     "trees staged in local memory at a time beside the rows by the level-order kernel (0: trees read from global "
+     "memory; fewer where they do not fit)", PARAM_FIELD(trees_tile), 0, {0, 4, 8, 16}, 4},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -128,6 +141,11 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
     if (p->or_search_cost > 65536) return err_set(CLS_E_ARG, "%s: OR_SEARCH_COST=%u (0..65536)", from, p->or_search_cost);
     if (p->host_wait > 1) return err_set(CLS_E_ARG, "%s: HOST_WAIT=%u (0 or 1)", from, p->host_wait);
     if (p->wg_scan_algo > 2) return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=%u (0, 1 or 2)", from, p->wg_scan_algo);
+    if (p->trees_layout > 1) return err_set(CLS_E_ARG, "%s: TREES_LAYOUT=%u (0 or 1)", from, p->trees_layout);
+    if (p->trees_docs != 1 && p->trees_docs != 2 && p->trees_docs != 4)
+        return err_set(CLS_E_ARG, "%s: TREES_DOCS=%u (1, 2 or 4)", from, p->trees_docs);
+    if (p->trees_rows_local > 1) return err_set(CLS_E_ARG, "%s: TREES_ROWS_LOCAL=%u (0 or 1)", from, p->trees_rows_local);
+    if (p->trees_tile > 1024) return err_set(CLS_E_ARG, "%s: TREES_TILE=%u (0..1024)", from, p->trees_tile);
     if (p->wg_scan_algo == 2) {
         if (!clx_is_nvidia(info))
             return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 (warp shuffles in inline PTX) needs an NVIDIA device, "
@@ -164,42 +182,53 @@ static const entry db[] = {
     /* OR_SEARCH_COST 4: the choice hardly matters on gov2 at k 10, so 4, the middle of the values
      * tried, stays (docs/PERFORMANCE.md, "Ranked OR: essential terms within a partition, tickets
      * for listed queries"). */
+    /* Tree ensembles (cl/trees.cl): level-order trees, a work-group's rows and tiles of 8 trees in
+     * local memory, 64 work-items of one document each, the fastest of the variants measured on
+     * the H100 (docs/PERFORMANCE.md, "Tree ensembles on the H100"): the walks are chains of
+     * dependent loads, so the most work-groups a multiprocessor's local memory holds wins over
+     * larger tiles or several documents a work-item. The other GPU entries take it unmeasured. */
     {.vendor = "NVIDIA",
      .gpu = 1,
      .p = {.wg_intersect = 1024, .wg_score = 256, .wg_topk = 512, .wg_scan_algo = 2, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0,
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8},
      .label = "vendor default: NVIDIA GPU"},
     {.vendor = "Advanced Micro Devices",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0,
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8},
      .label = "vendor default: AMD GPU"},
     {.vendor = "AMD",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0,
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8},
      .label = "vendor default: AMD GPU"},
     {.vendor = NULL,
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0,
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8},
      .label = "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
     {.vendor = NULL,
      .gpu = 0,
      .p = {.wg_intersect = 64, .wg_score = 64, .wg_topk = 64, .wg_scan_algo = 0, .scan_wg = 64, .scan_items = 16,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 64, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0,
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0, .trees_tile = 0},
      .label = "generic default: CPU"},
     {.vendor = NULL,
      .gpu = -1,
      .p = {.wg_intersect = 128, .wg_score = 128, .wg_topk = 128, .wg_scan_algo = 0, .scan_wg = 128, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 128, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0,
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0, .trees_tile = 0},
      .label = "generic default"},
 };
 
@@ -389,7 +418,7 @@ void cls_device_params(const cls_device_info *d, char *buf, size_t len)
         snprintf(buf, len, "error: %s", cls_last_error());
         return;
     }
-    char s[256];
+    char s[512];
     clx_params_str(&p, s, sizeof s);
     snprintf(buf, len, "%s\n        from %s", s, p.source);
 }

@@ -515,7 +515,7 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
             at += (size_t)snprintf(alg + at, sizeof alg - at, "; %s", how);
         }
     uint64_t gmib = e->dc.dev.info.global_mem;
-    char lists[400], prms[256];
+    char lists[400], prms[512];
     clx_params_str(&e->dc.prm, prms, sizeof prms);
     if (e->cached)
         snprintf(lists, sizeof lists,

@@ -1,4 +1,4 @@
-/* XGBoost's JSON model (Booster.save_model("*.json"), format of versions 1.x and 2.x) into a
+/* XGBoost's JSON model (Booster.save_model("*.json"), format of versions 1.x to 3.x) into a
  * rank_model (model.h), through cJSON.
  *
  * learner.learner_model_param gives base_score (in the objective's output space, as a string)
@@ -24,12 +24,21 @@ static const cJSON *at(const cJSON *j, const char *const *keys)
     return j;
 }
 
-/* A number that XGBoost may write as a JSON number or as a string ("5E-1"); 0 when neither. */
+/* A number that XGBoost may write as a JSON number, as a string ("5E-1"), or, from version 3,
+ * as a string holding a JSON array of one number per target ("[5E-1]"; one target here); 0 when
+ * none of these. */
 static int number_of(const cJSON *j, double *out)
 {
     if (cJSON_IsNumber(j)) {
         *out = j->valuedouble;
         return 1;
+    }
+    if (cJSON_IsString(j) && j->valuestring[0] == '[') {
+        cJSON *a = cJSON_Parse(j->valuestring);
+        int ok = cJSON_IsArray(a) && cJSON_GetArraySize(a) == 1 && cJSON_IsNumber(a->child);
+        if (ok) *out = a->child->valuedouble;
+        cJSON_Delete(a);
+        return ok;
     }
     if (cJSON_IsString(j) && j->valuestring[0]) {
         char *e;

@@ -1,6 +1,8 @@
-/* The tree ensemble's scores on an OpenCL device (cl/trees.cl: trees_score), through the device
- * layer (src/device/dev.h): the model's arrays uploaded once, then documents scored a batch of
- * rows at a time. Its twin is rank_model_score_rows (model.h), equal bit for bit. */
+/* The tree ensemble's scores on an OpenCL device (cl/trees.cl), through the device layer
+ * (src/device/dev.h): the model's arrays uploaded once, in the layout the device's parameters
+ * choose (TREES_LAYOUT: the node walk, or complete level-order trees where the model's depth
+ * allows), then documents scored a batch of rows at a time. Its twin is rank_model_score_rows
+ * (model.h), equal bit for bit whatever the layout. */
 #ifndef CLS_RANK_DEV_H
 #define CLS_RANK_DEV_H
 
@@ -14,9 +16,14 @@ typedef struct rank_dev {
     dev_ctx *dc;  /* the device it runs on: &own, or an engine's (rank_dev_open_on) */
     cl_program prog;
     dbuf nodes, roots, rows, out;
+    dbuf level_trees;    /* the complete level-order trees (when level) */
+    int level;           /* 1: the model runs as level-order trees (trees_level*), 0: the node walk */
+    uint32_t depth;      /* level: the depth every tree is padded to */
+    uint32_t tree_words; /* level: words a tree */
     uint32_t num_trees;
     float base;
-    unsigned wg; /* WG_TREES */
+    unsigned wg;   /* WG_TREES */
+    unsigned docs; /* TREES_DOCS */
     char note[4400];
 } rank_dev;
 
@@ -30,6 +37,16 @@ cls_status rank_dev_open_on(rank_dev *rd, dev_ctx *dc, const rank_model *m);
 cls_status rank_dev_load(rank_dev *rd, const rank_model *m);
 /* The scores of n documents (rows of stride floats, stride >= m's num_features) into out. */
 cls_status rank_dev_score(rank_dev *rd, const float *rows, size_t stride, size_t n, float *out);
+/* The three steps of rank_dev_score apart, for a caller that keeps rows on the device or times
+ * the kernel alone (bench/bench_trees.c): the rows uploaded into the device's buffer; the
+ * kernel enqueued over the n rows last uploaded (the launch's device time counts toward the
+ * profile step "trees"; nothing is waited for); the n scores read back, blocking. */
+cls_status rank_dev_put_rows(rank_dev *rd, const float *rows, size_t stride, size_t n);
+cls_status rank_dev_launch(rank_dev *rd, size_t stride, size_t n);
+cls_status rank_dev_get_scores(rank_dev *rd, size_t n, float *out);
+/* The kernel rank_dev_launch runs for rows of stride floats, and how, in one line
+ * ("trees_level_local (level-order, depth 6), WG_TREES=64, TREES_DOCS=1, tile 16"). */
+void rank_dev_describe(const rank_dev *rd, size_t stride, char *buf, size_t len);
 /* The device's name. */
 const char *rank_dev_name(const rank_dev *rd);
 void rank_dev_close(rank_dev *rd);

@@ -17,7 +17,7 @@ static int devices_json(const cls_device_info *list, size_t n, int verbose)
 {
     for (size_t i = 0; i < n; i++) {
         const cls_device_info *d = &list[i];
-        char id[32], params[256];
+        char id[32], params[1024];
         snprintf(id, sizeof id, "%u:%u", d->platform, d->device);
         cJSON *o = cJSON_CreateObject();
         int ok = o && cJSON_AddStringToObject(o, "id", id) && cJSON_AddNumberToObject(o, "platform", d->platform) &&
@@ -108,7 +108,7 @@ int cmd_devices(int argc, char **argv)
     if (verbose) {
         printf("\nkernel parameters in force:\n");
         for (size_t i = 0; i < n; i++) {
-            char params[256];
+            char params[1024];
             cls_device_params(&list[i], params, sizeof params);
             printf("  %u:%u  %s\n", list[i].platform, list[i].device, params);
         }

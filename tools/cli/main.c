@@ -237,6 +237,11 @@ static const command commands[] = {
      "  clsearch bench score [-d DEVICES] [--mode and,or] [--cands 1e3,...] [--lists 1e4,...] [--batch N,...]\n"
      "                  [--wg 64,128,256,512] [-r N] [--mib N] [--json FILE]\n"
      "                  BM25 scoring alone (candidates; dense rows), per work-group size, checked on the host\n"},
+    {"bench trees", bench_trees, BENCH,
+     "  clsearch bench trees -m MODEL --rows FILE --cols N [-d DEVICE] [-r N] [--variants L:WG:DOCS:LOCAL:TILE,...]\n"
+     "                  [--check ROWS]\n"
+     "                  a tree ensemble's scoring alone on a float32 matrix file, per kernel variant,\n"
+     "                  a sample of rows checked against the C evaluator bit for bit\n"},
     {"bench serve", cmd_bench_serve, BENCH,
      "  clsearch bench serve -x INDEX -q TOPICS [-d DEVICE] [-c 1,4,16,64] [--rate R1,R2,...] [--seed N]\n"
      "                  [--max-batch 1,16,128] [--max-wait-ms 0,5] [--inflight 1,2] [-k 10] [-m or] [--threads N]\n"
