@@ -27,7 +27,12 @@ scipy (LightGBM imports it).
     LightGBM's (max |a - b| / max(1, |b|), must be <= 1e-5), then prints one table: trees, engine,
     documents a second, ratio to XGBoost-GPU.
 
---no-gpu: XGBoost on the CPU instead (to try the script on a machine without a GPU). """
+--no-gpu: XGBoost on the CPU instead (to try the script on a machine without a GPU).
+--model-only: (a)'s models alone (no matrix, no timing), their features drawn from
+    --first-feature .. cols - 1: a second stage's model for `clsearch bench e2e --rerank` over
+    `clsearch features` columns (1 .. 34 on an index without stored fields: --cols 35
+    --first-feature 1), thresholds among [0, 1)'s quantiles (a complete tree's walk costs the same
+    whatever the values). """
 import argparse
 import json
 import os
@@ -194,8 +199,20 @@ def main():
     ap.add_argument("--variants-large", default="", help="the same for models of 5,000 trees or more")
     ap.add_argument("--lgb-evals", type=float, default=1e8, help="LightGBM's subset: rows x trees at most")
     ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--model-only", action="store_true")
+    ap.add_argument("--first-feature", type=int, default=0)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.model_only:
+        rng = np.random.default_rng(a.seed)
+        qs = np.tile(np.linspace(0.01, 0.99, 99, dtype=np.float32)[:, None], (1, a.cols))
+        for ntrees in [int(x) for x in a.trees.split(",")]:
+            feat, thr, leaf = make_ensemble(rng, ntrees, a.depth, qs[:, a.first_feature:])
+            feat = feat + a.first_feature
+            write_xgb(os.path.join(a.out, "xgb-%d.json" % ntrees), feat, thr, leaf, a.cols)
+            write_lgb(os.path.join(a.out, "lgb-%d.txt" % ntrees), feat, thr, leaf, a.cols)
+            log("%d trees of depth %d over features %d .. %d: %s" % (ntrees, a.depth, a.first_feature, a.cols - 1, a.out))
+        return 0
     import xgboost
     vers = "numpy %s, xgboost %s" % (np.__version__, xgboost.__version__)
     try:  # LightGBM needs scipy; without it the rest still runs, and the table says so
