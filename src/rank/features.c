@@ -412,6 +412,11 @@ static float field_value(const feat_extractor *x, uint32_t doc, uint32_t f)
     return (float)val;
 }
 
+void feat_doc_fields(const feat_extractor *x, uint32_t doc, float *out)
+{
+    for (uint32_t f = 0; f < x->nfields; f++) out[f] = field_value(x, doc, f);
+}
+
 cls_status feat_query_pairs(feat_extractor *x, const cls_batch *bt, size_t qi, const uint32_t *docs, uint32_t n,
                             feat_term *terms, uint32_t *tf, feat_doc *d, float *fields)
 {

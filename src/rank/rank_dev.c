@@ -65,6 +65,18 @@ const char *rank_dev_name(const rank_dev *rd)
     return rd->dc->dev.info.name;
 }
 
+cls_status rank_dev_enqueue(rank_dev *rd, cl_mem rows, size_t stride, size_t n, cl_mem out)
+{
+    if (n == 0) return CLS_OK;
+    if (n > UINT32_MAX || stride == 0 || stride > UINT32_MAX)
+        return err_set(CLS_E_ARG, "%zu documents of %zu features: too many for one launch", n, stride);
+    cl_uint st = (cl_uint)stride, nd = (cl_uint)n, nt = rd->num_trees, base_bits;
+    memcpy(&base_bits, &rd->base, sizeof base_bits);
+    dev_arg a[] = {DEV_MEM(rows), DEV_U32(st), DEV_U32(nd), DEV_MEM(rd->nodes.mem), DEV_MEM(rd->roots.mem),
+                   DEV_U32(nt),   DEV_U32(base_bits), DEV_MEM(out)};
+    return dev_run(rd->dc, "trees_score", a, (n + rd->wg - 1) / rd->wg, rd->wg, "trees");
+}
+
 cls_status rank_dev_score(rank_dev *rd, const float *rows, size_t stride, size_t n, float *out)
 {
     if (n == 0) return CLS_OK;
@@ -74,11 +86,7 @@ cls_status rank_dev_score(rank_dev *rd, const float *rows, size_t stride, size_t
     if ((s = dev_upload(rd->dc, &rd->rows, rows, n * stride * sizeof(float), "document features")) != CLS_OK ||
         (s = dev_buf_need(rd->dc, &rd->out, n * sizeof(float), "document scores")) != CLS_OK)
         return s;
-    cl_uint st = (cl_uint)stride, nd = (cl_uint)n, nt = rd->num_trees, base_bits;
-    memcpy(&base_bits, &rd->base, sizeof base_bits);
-    dev_arg a[] = {DEV_MEM(rd->rows.mem), DEV_U32(st),  DEV_U32(nd), DEV_MEM(rd->nodes.mem), DEV_MEM(rd->roots.mem),
-                   DEV_U32(nt),           DEV_U32(base_bits), DEV_MEM(rd->out.mem)};
-    s = dev_run(rd->dc, "trees_score", a, (n + rd->wg - 1) / rd->wg, rd->wg, "trees");
+    s = rank_dev_enqueue(rd, rd->rows.mem, stride, n, rd->out.mem);
     if (s == CLS_OK) {
         cl_int err = clEnqueueReadBuffer(rd->dc->queue, rd->out.mem, CL_TRUE, 0, n * sizeof(float), out, 0, NULL, NULL);
         if (err != CL_SUCCESS) s = err_wrap(clx_fail("clEnqueueReadBuffer", err), "reading the scores: ");

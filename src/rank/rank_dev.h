@@ -30,6 +30,10 @@ cls_status rank_dev_open_on(rank_dev *rd, dev_ctx *dc, const rank_model *m);
 cls_status rank_dev_load(rank_dev *rd, const rank_model *m);
 /* The scores of n documents (rows of stride floats, stride >= m's num_features) into out. */
 cls_status rank_dev_score(rank_dev *rd, const float *rows, size_t stride, size_t n, float *out);
+/* The scores of n documents whose rows (stride floats each) are on the device in rows, into the
+ * device buffer out (n floats), enqueued on rd's queue without waiting: a stage of a device batch
+ * (src/engine/dev_rerank.c) that made the rows there and reads only what it derives from them. */
+cls_status rank_dev_enqueue(rank_dev *rd, cl_mem rows, size_t stride, size_t n, cl_mem out);
 /* The device's name. */
 const char *rank_dev_name(const rank_dev *rd);
 void rank_dev_close(rank_dev *rd);
