@@ -11,10 +11,16 @@
  * logarithm is feat_log's float sequence, no contraction (common.cl), and the host builds with
  * correctly rounded division where the device has it, so each operation rounds as in C.
  *
- * Layouts (host: features_cl.c): terms, 3 floats a term (idf, weight, pc: feat_term), every
- * query's terms from term_start[q], num_terms[q] of them; pair j: its query pair_query[j], its
- * frequencies tf[tf_start[j] ..], its document as 2 words (dl, norm's bits: feat_doc); out:
- * FEAT_FIXED floats a pair, the table's rows in order. */
+ * Two entries share that arithmetic (feat_pair_fixed): features_pairs, for pairs the host
+ * gathered (features_cl.c, `clsearch features -d`), and features_rows, a stage of the device
+ * executor's batch (src/engine/dev_rerank.c, cl/rerank.cl), which reads the candidates where
+ * top-k left them and writes the rows straight into the layout cl/trees.cl reads.
+ *
+ * features_pairs' layouts (host: features_cl.c): terms, 3 floats a term (idf, weight, pc:
+ * feat_term), every query's terms from term_start[q], num_terms[q] of them; pair j: its query
+ * pair_query[j], its frequencies tf[tf_start[j] ..], its document as 2 words (dl, norm's bits:
+ * feat_doc); out: FEAT_FIXED floats a pair, the table's rows in order. features_rows' are at
+ * the kernel. */
 
 #define FEAT_FAMILIES 6
 #define FEAT_FIXED (FEAT_FAMILIES * 5 + 4)

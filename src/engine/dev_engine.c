@@ -9,8 +9,11 @@
  *   algorithm  the algorithm's kernels (src/algo/<name>.c, cl/<name>.cl): decoded lists to dense
  *              score rows or scored candidates
  *   top-k      the top-k stage (src/algo/topk.c): the k best of each query
- *   read       one read back (into pinned host memory): counts | docIDs | scores, and the
- *              algorithm's words; each stage then collects what the batch left
+ *   rerank     with a second ranking stage (dev_rerank.c): the candidates re-ranked by a model
+ *              where they lie, the final k kept
+ *   read       one read back (into pinned host memory): counts | docIDs | scores (or the rerank
+ *              stage's hits), and the algorithm's words; each stage then collects what the batch
+ *              left
  *
  * A search is prepared (clx_search_prepare: norms, the algorithm's rules, the limits), ordered by
  * cost (clx_search_order), run over ranges of its queries (clx_search_run, with the re-runs the
