@@ -132,6 +132,7 @@ typedef struct clx_engine {
     size_t ncounters, counters_cap;
     struct dev_rerank *rerank; /* the second ranking stage on this device (dev_rerank.c), or NULL */
     uint64_t rerank_chunk;     /* rows a chunk of it makes at most (0: RERANK_CHUNK_ROWS) */
+    int rerank_off;            /* the device could not hold what the stage reads: the host runs it */
 } clx_engine;
 
 /* The second ranking stage (rerank.h) as a stage of the batches of a search the executor runs

@@ -23,8 +23,9 @@
  * evaluator's, the order rerank.c's. Where that cannot hold the stage stays on the host
  * (rerank_run in plain C), and the engine's -v line says why (dev_rerank_explain): a device that
  * does not round division correctly (a feature could differ in its last bit), or lists cached on
- * the device rather than resident (the blocks of a term are then wherever the cache put them), or
- * stored fields larger than one device buffer. */
+ * the device rather than resident (the blocks of a term are then wherever the cache put them);
+ * and, without a word in -v, a device that cannot hold the documents' lengths and fields (the
+ * search's counters say where it ran: rerank_queries_host). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,8 +169,12 @@ cls_status dev_rerank_begin(clx_engine *e, const cls_batch *b, const cls_search_
     *on = 0;
     sr->rerank_k = 0;
     sr->rerank_batch = NULL;
-    if (!p->rerank || host_only(e, clx_correct_div(e->dc.dev.device))) return CLS_OK;
+    if (!p->rerank || e->rerank_off || host_only(e, clx_correct_div(e->dc.dev.device))) return CLS_OK;
     cls_status s = dev_rerank_open(e);
+    if (s == CLS_E_DEVMEM) { /* the documents' data does not fit: the host's stage, from now on */
+        e->rerank_off = 1;
+        return CLS_OK;
+    }
     if (s != CLS_OK) return s;
     dev_rerank *rr = e->rerank;
     const rank_model *m = &p->rerank->m;
