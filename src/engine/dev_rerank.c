@@ -11,7 +11,7 @@
  *
  * What the kernels read besides the batch's top-k output: per batch, each query's terms (what
  * needs double, computed on the host once per query term by the feature extractor as the host's
- * stage computes it: feat_query_pairs with no candidate), uploaded from pinned memory of the
+ * stage computes it: feat_query_terms), uploaded from pinned memory of the
  * batch's own flight so that the next batch may be planned while one runs; once per engine, at
  * its first reranked search, every document's length and numeric stored fields (the BM25 norms
  * are the engine's own, d_norms, at the search's k1 and b). The rows are made a chunk of the
@@ -230,14 +230,11 @@ cls_status dev_rerank_size(clx_engine *e, dev_flight *f)
         return err_set(CLS_E_NOMEM, "the second ranking stage: out of memory for %u query terms", most_terms);
     abi_rerank_query *qs = rr->up[fi].host;
     abi_rerank_term *ts = (abi_rerank_term *)((char *)rr->up[fi].host + qbytes);
-    uint32_t at = 0, dummy_doc = 0;
+    uint32_t at = 0;
     for (uint32_t i = 0; i < nq; i++) {
         uint64_t qi = algo_batch_query(&f->b, i);
         const batch_query *q = &bt->q[qi];
-        feat_doc dd;
-        /* the query's terms as the extractor computes them (no candidate: nothing else) */
-        if ((s = feat_query_pairs(rr->fx, bt, (size_t)qi, &dummy_doc, 0, rr->fterms, NULL, &dd, NULL)) != CLS_OK)
-            return s;
+        if ((s = feat_query_terms(rr->fx, bt, (size_t)qi, rr->fterms)) != CLS_OK) return s;
         qs[i] = (abi_rerank_query){.term_start = at, .num_terms = q->num_terms};
         for (uint32_t j = 0; j < q->num_terms; j++, at++) {
             const idx_term *te = &idx->terms[bt->terms[q->term_start + j].term];
