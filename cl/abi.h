@@ -268,6 +268,29 @@ typedef struct abi_place {
 #define ABI_OUT_OR(Q, k) (ABI_OUT_WORDS(Q, k) + 1)
 #define ABI_OUT_OR_WORDS(Q) ((Q) + 2)
 
+/* The second ranking stage in a device batch (cl/rerank.cl, cl/features.cl: features_rows), after
+ * top-k: one record a term of each query of the batch, the query's terms together in its term
+ * order (query q's from abi_rerank_query.term_start on). idf, weight and pc are the feature
+ * extractor's values (src/rank/features.h: feat_term), computed once on the host in double;
+ * first_block and num_blocks are the term's list in the blocks section. */
+typedef struct abi_rerank_term {
+    float idf, weight, pc;
+    ABI_U32 query;       /* the batch's query it belongs to */
+    ABI_U32 first_block;
+    ABI_U32 num_blocks;
+} abi_rerank_term;
+typedef struct abi_rerank_query {
+    ABI_U32 term_start;
+    ABI_U32 num_terms;
+} abi_rerank_query;
+/* The stage's results of a batch of Q queries that keeps k hits each, read back in place of the
+ * candidates: [0, Q) hits per query, then for query q's hit r its docID, its model score and its
+ * first-stage score (float bits), each an array of Q * k. */
+#define ABI_RR_DOC(Q, k, q, r) ((Q) + (q) * (k) + (r))
+#define ABI_RR_MODEL(Q, k, q, r) ((Q) + (Q) * (k) + (q) * (k) + (r))
+#define ABI_RR_FIRST(Q, k, q, r) ((Q) + 2 * (Q) * (k) + (q) * (k) + (r))
+#define ABI_RR_WORDS(Q, k) ((Q) + 3 * (Q) * (k))
+
 /* A node of a tree ensemble (src/rank/model.h), 16 bytes: the model's trees are one array of
  * these, each tree's nodes together, its root first (the offsets of the roots in a second array
  * of uints, ntrees + 1 of them). A node is one record so that a step of the walk is one 16-byte
@@ -310,6 +333,8 @@ _Static_assert(sizeof(abi_place) == 16, "abi_place is 4 words");
 _Static_assert(sizeof(abi_bound) == 32 && offsetof(abi_bound, term) == 20 && offsetof(abi_bound, scale) == 24, "abi_bound is 8 words");
 _Static_assert(sizeof(abi_skip) == 32 && offsetof(abi_skip, dst_base) == 20 && offsetof(abi_skip, k) == 28,
                "abi_skip is 8 words");
+_Static_assert(sizeof(abi_rerank_term) == 24 && offsetof(abi_rerank_term, query) == 12, "abi_rerank_term is 6 words");
+_Static_assert(sizeof(abi_rerank_query) == 8, "abi_rerank_query is 2 words");
 _Static_assert(sizeof(abi_tree_node) == 16 && offsetof(abi_tree_node, value) == 4 && offsetof(abi_tree_node, right) == 12,
                "abi_tree_node is 4 words");
 #endif

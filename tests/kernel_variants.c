@@ -289,6 +289,23 @@ int main(int argc, char **argv)
                  td->candidates[i % td->ncandidates]);
         ok = ok && emit("trees", tfiles, opts);
     }
+    /* the second ranking stage in a device batch (src/engine/dev_rerank.c): the codec's fragment,
+     * decode.cl, features.cl and rerank.cl, on the decode program's options with WG_FEATURES and
+     * WG_RERANK (halved from 128 where a device's work-groups are smaller): each codec, the block
+     * sizes, the division and an impact index's scoring alternating */
+    for (unsigned c = 0, i = 0; c < CLS_NUM_CODECS; c++) {
+        for (unsigned b = 0; b < 4; b += 2, i++) {
+            const char *files[] = {cdc_kernel_file((cls_codec)c), "decode.cl", "features.cl", "rerank.cl", NULL};
+            snprintf(opts, sizeof opts,
+                     "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DWG_SCAN_ALGO=%u%s%s -DWG_FEATURES=64 -DWG_RERANK=%u",
+                     blocks[b + i % 2], cdc_get((cls_codec)c)->uses_depth ? b : 1u, algos[i % nalgos],
+                     i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt", i % 3 == 1 ? " -DSCORE_IMPACT=1" : "",
+                     128u >> (i % 3));
+            char family[64];
+            snprintf(family, sizeof family, "%s-rerank", cls_codec_name((cls_codec)c));
+            ok = ok && emit(family, files, opts);
+        }
+    }
     ok = (fclose(list) == 0) && ok;
     if (!ok) return 1;
     printf("variants: %u programs written to %s\n", nvariants, dir);

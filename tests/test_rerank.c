@@ -46,13 +46,14 @@ static const char *ltr_path(const char *name)
 
 /* A generated collection of n documents (words w0.. skewed to the small ones) and its index; with
  * fields, a numeric stored field "year" on most documents (a feature: field:year, column 35). */
-static cls_index *collection(uint32_t n, int fields)
+static cls_index *collection_in(uint32_t n, int fields, cls_codec codec)
 {
     cls_analyzer_opts an = {.possessive = 0, .lowercase = 1, .stopwords = 0, .stem = 0};
     cls_build_opts o;
     cls_build_defaults(&o);
     o.block_size = 64;
     o.threads = 1;
+    o.codec = codec;
     cls_builder *b;
     ck_assert_int_eq(cls_builder_create(&an, &b), CLS_OK);
     ck_assert_int_eq(cls_builder_configure(b, &o), CLS_OK);
@@ -77,6 +78,8 @@ static cls_index *collection(uint32_t n, int fields)
     }
     return tu_builder_open(b, "rerank.idx");
 }
+
+static cls_index *collection(uint32_t n, int fields) { return collection_in(n, fields, CLS_CODEC_BP); }
 
 /* Queries of one to four words, an unknown word alone and an empty one among them. */
 static cls_batch *queries(const cls_index *idx, uint32_t n)
@@ -309,6 +312,104 @@ START_TEST(identical_on_every_executor)
 }
 END_TEST
 
+/* A device engine whose batches aim at 1 us (after the first, as few queries as its floor), or
+ * whose lists are cached in a third of their size (device_mem) rather than resident. */
+static cls_engine *device_engine(const cls_index *idx, double batch_ms, int cached)
+{
+    cls_engine_opts o;
+    cls_engine_opts_init(&o);
+    o.device = tu_device();
+    o.batch_ms = batch_ms;
+    if (cached) {
+        uint64_t lists = idx->num_words * 4 + idx->num_blocks * sizeof(idx_block), norms = ((uint64_t)idx->num_docs + 1) * 4;
+        o.device_mem = 2 * (norms + lists / 3) + (32 << 10);
+    }
+    cls_engine *e;
+    ck_assert_msg(cls_engine_create_opts(idx, &o, &e) == CLS_OK, "%s", cls_last_error());
+    return e;
+}
+
+/* Whether the last search ran the stage's kernels in the device's batches: its profile's steps. */
+static int ran_in_batches(const cls_engine *e)
+{
+    static const char *const kernels[] = {"rerank tf", "features", "trees", "rerank order"};
+    const cls_profile_step *st;
+    size_t n = cls_engine_profile(e, &st, NULL), found = 0;
+    for (size_t k = 0; k < 4; k++)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(st[i].name, kernels[k]) == 0 && !st[i].transfer) {
+                found++;
+                break;
+            }
+    return found == 4;
+}
+
+/* The device executor runs the stage in its batches, after top-k (the profile names its kernels,
+ * -v says so), on indexes of several codecs, in OR, AND and AND-OR: the reference engine's bits,
+ * whether a batch's queries make one chunk of rows or one query a chunk, one batch or many. Lists
+ * cached on the device (not resident) leave the stage to the host, and -v says why. */
+START_TEST(in_the_batches)
+{
+    static const cls_codec codecs[] = {CLS_CODEC_BP, CLS_CODEC_PFOR};
+    for (size_t ci = 0; ci < sizeof codecs / sizeof *codecs; ci++) {
+        cls_index *idx = collection_in(2500, 1, codecs[ci]);
+        cls_batch *b = queries(idx, 60);
+        cls_model *models[2] = {model(ltr_path("cacm_xgb.json")), tiny_model()};
+        cls_engine *ref = engine(idx, "ref", CLS_PLACEMENT_AUTO), *dev = device_engine(idx, 0, 0),
+                   *many = device_engine(idx, 0.001, 0), *cached = device_engine(idx, 0, 1);
+        ck_assert_msg(strstr(cls_engine_describe(dev), "rerank=in each batch after top-k"), "%s",
+                      cls_engine_describe(dev));
+        ck_assert_msg(strstr(cls_engine_describe(cached), "rerank=the lists are cached on the device"), "%s",
+                      cls_engine_describe(cached));
+        clx_set_batch_floor(engine_clx(many), 7);
+        clx_set_rerank_chunk(engine_clx(many), 1); /* one query a chunk */
+        cls_results *want, *got;
+        ck_assert_int_eq(cls_results_create(&want), CLS_OK);
+        ck_assert_int_eq(cls_results_create(&got), CLS_OK);
+        static const uint32_t kd[][2] = {{10, 100}, {30, 30}, {7, 0}};
+        static const cls_mode modes[] = {CLS_MODE_OR, CLS_MODE_AND, CLS_MODE_AND_OR};
+        uint32_t most_batches = 0;
+        for (int mi = 0; mi < 2; mi++)
+            for (size_t md = 0; md < sizeof modes / sizeof *modes; md++)
+                for (size_t c = 0; c < sizeof kd / sizeof *kd; c++) {
+                    cls_search_params p;
+                    cls_search_defaults(&p);
+                    p.mode = modes[md];
+                    p.k = kd[c][0];
+                    p.rerank_depth = kd[c][1];
+                    p.rerank = models[mi];
+                    char what[160];
+                    snprintf(what, sizeof what, "%s model %d %s k %u depth %u", cls_codec_name(codecs[ci]), mi,
+                             cls_mode_name(p.mode), p.k, p.rerank_depth);
+                    ck_assert_msg(cls_engine_search(ref, b, &p, want) == CLS_OK, "%s: %s", what, cls_last_error());
+                    cls_engine *devs[3] = {dev, many, cached};
+                    for (int i = 0; i < 3; i++) {
+                        ck_assert_msg(cls_engine_search(devs[i], b, &p, got) == CLS_OK, "%s (%d): %s", what, i,
+                                      cls_last_error());
+                        same(want, got, what);
+                        ck_assert_msg(ran_in_batches(devs[i]) == (i < 2), "%s (%d): the stage's kernels", what, i);
+                        ck_assert_uint_eq(scored_on(devs[i], i < 2), cls_batch_count(b));
+                    }
+                    uint32_t batches;
+                    const cls_profile_step *st;
+                    cls_engine_profile(many, &st, &batches);
+                    if (batches > most_batches) most_batches = batches;
+                }
+        ck_assert_uint_gt(most_batches, 1);
+        cls_results_free(want);
+        cls_results_free(got);
+        cls_engine_free(ref);
+        cls_engine_free(dev);
+        cls_engine_free(many);
+        cls_engine_free(cached);
+        cls_model_free(models[0]);
+        cls_model_free(models[1]);
+        cls_batch_free(b);
+        cls_index_close(idx);
+    }
+}
+END_TEST
+
 /* Submitted searches and a sharded device pair end in the same stage: the same bits as the
  * reference engine's; a results object reused by a search without the stage holds no first
  * scores of its own. */
@@ -436,6 +537,7 @@ static Suite *plain_suite(void)
     TCase *tc = tcase_create("rerank");
     tcase_set_timeout(tc, 1200);
     tcase_add_test(tc, identical_on_every_executor);
+    tcase_add_test(tc, in_the_batches);
     tcase_add_test(tc, submitted_and_sharded);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);

@@ -9,8 +9,11 @@
  *   algorithm  the algorithm's kernels (src/algo/<name>.c, cl/<name>.cl): decoded lists to dense
  *              score rows or scored candidates
  *   top-k      the top-k stage (src/algo/topk.c): the k best of each query
- *   read       one read back (into pinned host memory): counts | docIDs | scores, and the
- *              algorithm's words; each stage then collects what the batch left
+ *   rerank     with a second ranking stage (dev_rerank.c): the candidates re-ranked by a model
+ *              where they lie, the final k kept
+ *   read       one read back (into pinned host memory): counts | docIDs | scores (or the rerank
+ *              stage's hits), and the algorithm's words; each stage then collects what the batch
+ *              left
  *
  * A search is prepared (clx_search_prepare: norms, the algorithm's rules, the limits), ordered by
  * cost (clx_search_order), run over ranges of its queries (clx_search_run, with the re-runs the
@@ -534,11 +537,11 @@ cls_status clx_create(const cls_index *idx, const char *spec, const clx_params *
     snprintf(desc, desc_len,
              "device: %u:%u %s (%s, %s; driver %s; %s; %u compute units, %.1f GiB) chosen: %s\n"
              "kernels: decode=%s block-per-workgroup %s scan (WG %u); %s; topk=radix select: topk_select / topk_rows / topk_team / topk_wide by shape, the counters of a search say which ran; "
-             "parameters (%s) from %s; division %s\n%s\n%s",
+             "rerank=%s; parameters (%s) from %s; division %s\n%s\n%s",
              e->dc.dev.info.platform, e->dc.dev.info.device, e->dc.dev.info.name, e->dc.dev.info.platform_name,
              e->dc.dev.info.platform_version, e->dc.dev.info.driver_version, e->dc.dev.info.opencl_c_version,
              e->dc.dev.info.compute_units, (double)gmib / (1u << 30), e->dc.dev.reason, cls_codec_name(idx->codec),
-             clx_scan_algo_name(e->dc.prm.wg_scan_algo), idx->block_size, alg, prms, e->dc.prm.source,
+             clx_scan_algo_name(e->dc.prm.wg_scan_algo), idx->block_size, alg, dev_rerank_explain(e, cdiv), prms, e->dc.prm.source,
              cdiv ? "correctly rounded" : "NOT correctly rounded (scores may differ from ref in the last bit)", lists,
              e->notes);
     *out = e;
@@ -686,8 +689,8 @@ static size_t algo_ncounters(const query_algo *a)
  * Every batch goes through the same stages in order: each first sizes what it needs (buffers
  * that grow, shared with the batch before, which OpenCL keeps alive until its commands are done),
  * then enqueues its commands without waiting (but for the read of the search's last batch); after
- * the read, each collects what the batch left. A stage after top-k (a second ranking stage) is
- * one more row before the read. */
+ * the read, each collects what the batch left. The second ranking stage is the row after top-k
+ * (dev_rerank.c); with it, the read brings back its hits instead of the candidates. */
 typedef struct batch_stage {
     const char *name;
     cls_status (*size)(clx_engine *e, dev_flight *f);    /* NULL: nothing to size */
@@ -772,7 +775,9 @@ static cls_status topk_enqueue(clx_engine *e, dev_flight *f)
 static cls_status read_size(clx_engine *e, dev_flight *f)
 {
     cls_status s = dev_buf_need(&e->dc, &e->out, f->read_len * 4 + 4, "results");
-    if (s == CLS_OK) s = dev_pinned_need(&e->dc, &f->res, f->read_len * 4, "the results' host copy");
+    /* with the second ranking stage, its hits after the read_len words */
+    if (s == CLS_OK)
+        s = dev_pinned_need(&e->dc, &f->res, (f->read_len + dev_rerank_words(e, f)) * 4, "the results' host copy");
     f->b.out = e->out.mem;
     return s;
 }
@@ -782,9 +787,25 @@ static cls_status read_enqueue(clx_engine *e, dev_flight *f)
     cl_event ev;
     /* blocking for the last batch only where the host waits the driver's way (HOST_WAIT 0) */
     cl_bool block = f->last && e->dc.prm.host_wait == 0 ? CL_TRUE : CL_FALSE;
-    CLX_TRY(clEnqueueReadBuffer(e->dc.queue, e->out.mem, block, 0, f->read_len * 4, f->res.host, 0, NULL, &ev));
+    cl_mem src = e->out.mem;
+    size_t to = 0, words = f->read_len; /* words of src read, to word `to` of the host copy */
+    cls_status s;
+    if (e->search.rerank_k) {
+        /* the second ranking stage's hits in place of the candidates; the algorithm's words, if
+         * any, still from out */
+        size_t top = ABI_OUT_WORDS((size_t)f->b.nq, f->b.kk);
+        if (f->read_len > top) {
+            CLX_TRY(clEnqueueReadBuffer(e->dc.queue, e->out.mem, CL_FALSE, top * 4, (f->read_len - top) * 4,
+                                        (uint32_t *)f->res.host + top, 0, NULL, &ev));
+            if ((s = dev_record(&e->dc, ev, "download", (f->read_len - top) * 4)) != CLS_OK) return s;
+        }
+        src = dev_rerank_results(e);
+        to = f->read_len;
+        words = dev_rerank_words(e, f);
+    }
+    CLX_TRY(clEnqueueReadBuffer(e->dc.queue, src, block, 0, words * 4, (uint32_t *)f->res.host + to, 0, NULL, &ev));
     if (f->last && !block) CLX_TRY(clFlush(e->dc.queue)); /* batch_enqueue flushes the others */
-    cls_status s = dev_record(&e->dc, ev, "download", f->read_len * 4);
+    s = dev_record(&e->dc, ev, "download", words * 4);
     if (s != CLS_OK) return s;
     CLX_TRY(clRetainEvent(ev));
     f->read = ev;
@@ -793,6 +814,7 @@ static cls_status read_enqueue(clx_engine *e, dev_flight *f)
 
 static cls_status read_collect(clx_engine *e, dev_flight *f, cls_results *r)
 {
+    if (e->search.rerank_k) return dev_rerank_collect(e, f, (const uint32_t *)f->res.host + f->read_len, r);
     const uint32_t nq = f->b.nq, kk = f->b.kk, *h_out = f->res.host;
     for (uint32_t i = 0; i < nq; i++) {
         uint32_t m = h_out[i];
@@ -810,6 +832,7 @@ static const batch_stage stages[] = {
     {"decode", decode_size, decode_enqueue, NULL},
     {"algorithm", NULL, algo_enqueue, algo_collect},
     {"top-k", NULL, topk_enqueue, NULL},
+    {"rerank", dev_rerank_size, dev_rerank_enqueue, NULL}, /* the second ranking stage, when the search has one */
     {"read", read_size, read_enqueue, read_collect},
 };
 #define NSTAGES (sizeof stages / sizeof stages[0])
@@ -1030,6 +1053,8 @@ cls_status clx_search_prepare(clx_engine *e, const cls_search_params *p, uint64_
     e->batches = 0;
     sr->algo = query_algo_for(p->mode);
     sr->state = e->algo_state[p->mode];
+    sr->rerank_k = 0; /* a part of a search: the scheduler's stage ranks the whole search's (clx_search) */
+    sr->rerank_batch = NULL;
     /* the counters: the executor's, the list cache's where it has one, the algorithm's */
     const size_t own = e->cached ? DEV_C_CACHE_END : DEV_C_OWN, mine = algo_ncounters(sr->algo);
     if (!vec_reserve(&e->counters, &e->counters_cap, own + mine, sizeof *e->counters))
@@ -1133,13 +1158,16 @@ cls_status clx_search(clx_engine *e, const cls_batch *bt, const cls_search_param
     cls_status s = clx_search_prepare(e, p, bt->nq);
     if (s == CLS_OK) s = results_reset(r, bt->nq, bt->nq * (uint64_t)e->search.kk);
     if (s != CLS_OK || bt->nq == 0) return s;
+    /* the second ranking stage in the batches, where this device runs it */
+    int rerank = 0;
+    if ((s = dev_rerank_begin(e, bt, p, &rerank)) != CLS_OK || (s = dev_rerank_prepare_results(e, r)) != CLS_OK)
+        return s;
     const uint32_t *order;
     if ((s = clx_search_order(e, bt, &order)) != CLS_OK || (s = clx_search_run(e, bt, order, bt->nq, r)) != CLS_OK)
         return s;
     clx_search_finish(e);
-    results_pack(r, e->search.kk);
-    /* the second ranking stage's scores, on this device, from the candidates read back */
-    if (p->rerank) s = dev_rerank_score(e, bt, p, r);
+    if (rerank) dev_rerank_pack(e, r);
+    else results_pack(r, e->search.kk);
     return s;
 }
 

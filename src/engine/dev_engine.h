@@ -72,6 +72,10 @@ typedef struct dev_search {
     plan_limits lim;
     size_t algo_counters;      /* where the algorithm's counters start in the engine's */
     uint64_t hits0, misses0, loaded0; /* the list cache's counts when it began */
+    /* the second ranking stage in its batches (dev_rerank.c): the hits it keeps a query, 0 for
+     * none; the search's batch */
+    uint32_t rerank_k;
+    const cls_batch *rerank_batch;
 } dev_search;
 
 /* The programs' build notes kept for the description, and room for a whole description
@@ -126,19 +130,33 @@ typedef struct clx_engine {
     uint32_t batches;       /* batches of the last search */
     cls_counter *counters;  /* of the last search: the executor's, then its algorithm's */
     size_t ncounters, counters_cap;
-    struct dev_rerank *rerank; /* the second ranking stage's scores on this device (dev_rerank.c), or NULL */
-    uint64_t rerank_chunk;     /* candidates a launch of it takes at most (0: RERANK_CHUNK_PAIRS) */
+    struct dev_rerank *rerank; /* the second ranking stage on this device (dev_rerank.c), or NULL */
+    uint64_t rerank_chunk;     /* rows a chunk of it makes at most (0: RERANK_CHUNK_ROWS) */
+    int rerank_off;            /* the device could not hold what the stage reads: the host runs it */
 } clx_engine;
 
-/* The second ranking stage's scores (rerank.h) of a search the executor ran whole, r its packed
- * results (p->rerank set): each candidate's features (cl/features.cl) and model score
- * (cl/trees.cl) on e's device, into r->model, r->scored set; left to the host (r->scored 0) on a
- * device whose division is not correctly rounded. The extractor and programs are made at the
- * first call. */
+/* The second ranking stage (rerank.h) as a stage of the batches of a search the executor runs
+ * whole (dev_rerank.c). dev_rerank_begin, after clx_search_prepare: *on 1 where p asks for a
+ * stage and the device runs it in its batches (the programs and the documents' data made at the
+ * first such search), else 0 and the scheduler's stage runs on the host; then, per batch, the
+ * stage table's row (size, enqueue: its kernels after top-k) and the read of its results
+ * (dev_rerank_words of dev_rerank_results, in place of the candidates) and their collection;
+ * after the batches dev_rerank_pack leaves r as rerank_run would (r->reranked: final). */
 typedef struct dev_rerank dev_rerank;
-cls_status dev_rerank_score(clx_engine *e, const cls_batch *b, const cls_search_params *p, cls_results *r);
+cls_status dev_rerank_begin(clx_engine *e, const cls_batch *b, const cls_search_params *p, int *on);
+cls_status dev_rerank_prepare_results(const clx_engine *e, cls_results *r);
+cls_status dev_rerank_size(clx_engine *e, dev_flight *f);
+cls_status dev_rerank_enqueue(clx_engine *e, dev_flight *f);
+size_t dev_rerank_words(const clx_engine *e, const dev_flight *f);
+cl_mem dev_rerank_results(const clx_engine *e);
+cls_status dev_rerank_collect(clx_engine *e, dev_flight *f, const uint32_t *words, cls_results *r);
+void dev_rerank_pack(const clx_engine *e, cls_results *r);
+/* Where the stage runs on an engine of this device (cdiv: whether it rounds division correctly),
+ * and why not in the batches where it does not: the engine's -v line. */
+const char *dev_rerank_explain(const clx_engine *e, int cdiv);
 void dev_rerank_free(dev_rerank *rr);
-/* Tests: candidates a launch takes at most (0: the default), so that small searches take several. */
-void clx_set_rerank_chunk(clx_engine *e, uint64_t pairs);
+/* Tests: rows (candidate slots) the stage makes at most a chunk of a batch (0: the default), so
+ * that small batches take several. */
+void clx_set_rerank_chunk(clx_engine *e, uint64_t rows);
 
 #endif

@@ -129,6 +129,10 @@ static int hit_cmp(const void *a, const void *b)
 
 cls_status rerank_run(rerank_stage *st, const cls_batch *b, const cls_search_params *p, uint32_t k, cls_results *r)
 {
+    if (r->reranked) { /* the executor ran the stage in its batches (dev_rerank.c): the hits are final */
+        r->scored = 0;
+        return CLS_OK;
+    }
     const rank_model *m = &p->rerank->m;
     uint64_t most = 0;
     for (uint64_t q = 0; q < r->nq; q++)

@@ -3,13 +3,11 @@
  *
  * Where it runs: the scheduler runs it on a search's results once the first stage's last part
  * has finished (after a split search's pack and a sharded search's merge: the candidates are the
- * whole collection's top depth), before the search is done, on the thread that finished it.
- * The candidates' model scores come from the executor where it computed them (a device executor
- * that ran the search whole: cl/features.cl and cl/trees.cl on its device, dev_rerank.c, which
- * sets r->scored), else from plain C here (the feature extractor and rank_model_score_rows); the
- * twins are equal bit for bit, and the ranking by them is this file's, so results are the same
- * bit for bit on every executor. The device's part is not yet a stage of its batch: it runs after
- * the batches, from the candidates read back (docs/ARCHITECTURE.md, "The second ranking stage").
+ * whole collection's top depth), before the search is done, on the thread that finished it:
+ * feature rows from the extractor, rank_model_score_rows and a sort, in plain C. A device
+ * executor that ran the search whole has already run the stage in its batches (dev_rerank.c:
+ * the same bits, kernels that twin this file's steps) and left final results (r->reranked),
+ * which rerank_run then leaves as they are.
  *
  * One extractor an engine, its buffers grown to the largest query met; searches that finish at
  * once take the stage in turn (its lock). */

@@ -1073,7 +1073,12 @@ cls_status sched_submit(sched *s, const cls_batch *b, const cls_search_params *p
     j->b = b;
     j->p = *p;
     j->final_k = p->k;
-    if (p->rerank) j->p.k = rerank_depth(p); /* the executors' first stage keeps the candidates */
+    if (p->rerank) { /* the executors' first stage keeps the candidates; an executor that runs the
+                      * stage in its batches keeps the final k (dev_rerank.c), which rerank_depth
+                      * carries in their copy */
+        j->p.k = rerank_depth(p);
+        j->p.rerank_depth = p->k < j->p.k ? p->k : j->p.k;
+    }
     j->r = r;
     r->reranked = r->scored = 0; /* a result set reused: nothing of its last search's stage */
     j->sync = !async;

@@ -412,6 +412,18 @@ static float field_value(const feat_extractor *x, uint32_t doc, uint32_t f)
     return (float)val;
 }
 
+cls_status feat_query_terms(feat_extractor *x, const cls_batch *bt, size_t qi, feat_term *terms)
+{
+    uint32_t nt, none = 0;
+    cls_status s = gather(x, bt, qi, &none, 0, terms, &nt);
+    return s == CLS_OK ? idx_intact(x->idx, CLS_OK) : s;
+}
+
+void feat_doc_fields(const feat_extractor *x, uint32_t doc, float *out)
+{
+    for (uint32_t f = 0; f < x->nfields; f++) out[f] = field_value(x, doc, f);
+}
+
 cls_status feat_query_pairs(feat_extractor *x, const cls_batch *bt, size_t qi, const uint32_t *docs, uint32_t n,
                             feat_term *terms, uint32_t *tf, feat_doc *d, float *fields)
 {

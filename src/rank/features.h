@@ -207,6 +207,15 @@ cls_status feat_query(feat_extractor *x, const cls_batch *b, size_t qi, const ui
 cls_status feat_query_pairs(feat_extractor *x, const cls_batch *b, size_t qi, const uint32_t *docs, uint32_t n,
                             feat_term *terms, uint32_t *tf, feat_doc *d, float *fields);
 
+/* Query qi's num_terms terms into terms, as feat_query_pairs gives them: for a device that finds
+ * the candidates' frequencies itself (the engine's second stage, src/engine/dev_rerank.c). A
+ * term met for the first time has its collection frequency summed by a walk of its list. */
+cls_status feat_query_terms(feat_extractor *x, const cls_batch *b, size_t qi, feat_term *terms);
+/* Document doc's numeric stored fields' values (feat_count - FEAT_FIXED of them) into out, as
+ * feat_query's rows hold them: for a device that keeps every document's fields (the engine's
+ * second stage, src/engine/dev_rerank.c). doc must be below the index's documents. */
+void feat_doc_fields(const feat_extractor *x, uint32_t doc, float *out);
+
 /* ---- relevance judgements --------------------------------------------------------------------- */
 
 /* TREC qrels ("qid iteration docno relevance" a line, white-space separated, the relevance a

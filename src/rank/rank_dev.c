@@ -154,31 +154,44 @@ cls_status rank_dev_put_rows(rank_dev *rd, const float *rows, size_t stride, siz
     return dev_upload(rd->dc, &rd->rows, rows, n * stride * sizeof(float), "document features");
 }
 
-cls_status rank_dev_launch(rank_dev *rd, size_t stride, size_t n)
+/* The layout's kernel over n rows (stride floats each) in the device buffer rows, scores into out. */
+static cls_status launch_on(rank_dev *rd, cl_mem rows, size_t stride, size_t n, cl_mem out)
 {
     cls_status s = check_shape(stride, n);
     if (s != CLS_OK || n == 0) return s;
-    if ((s = dev_buf_need(rd->dc, &rd->out, n * sizeof(float), "document scores")) != CLS_OK) return s;
     cl_uint st = (cl_uint)stride, nd = (cl_uint)n, nt = rd->num_trees, base_bits;
     memcpy(&base_bits, &rd->base, sizeof base_bits);
     if (!rd->level) {
-        dev_arg a[] = {DEV_MEM(rd->rows.mem), DEV_U32(st),  DEV_U32(nd), DEV_MEM(rd->nodes.mem), DEV_MEM(rd->roots.mem),
-                       DEV_U32(nt),           DEV_U32(base_bits), DEV_MEM(rd->out.mem)};
+        dev_arg a[] = {DEV_MEM(rows), DEV_U32(st),  DEV_U32(nd), DEV_MEM(rd->nodes.mem), DEV_MEM(rd->roots.mem),
+                       DEV_U32(nt),           DEV_U32(base_bits), DEV_MEM(out)};
         return dev_run(rd->dc, "trees_score", a, (n + rd->wg - 1) / rd->wg, rd->wg, "trees");
     }
     size_t per_group = (size_t)rd->wg * rd->docs, groups = (n + per_group - 1) / per_group;
     cl_uint words = rd->tree_words, depth = rd->depth;
     if (!rows_local(rd, stride)) {
-        dev_arg a[] = {DEV_MEM(rd->rows.mem), DEV_U32(st), DEV_U32(nd), DEV_MEM(rd->level_trees.mem), DEV_U32(words),
-                       DEV_U32(depth),        DEV_U32(nt), DEV_U32(base_bits), DEV_MEM(rd->out.mem)};
+        dev_arg a[] = {DEV_MEM(rows), DEV_U32(st), DEV_U32(nd), DEV_MEM(rd->level_trees.mem), DEV_U32(words),
+                       DEV_U32(depth),        DEV_U32(nt), DEV_U32(base_bits), DEV_MEM(out)};
         return dev_run(rd->dc, "trees_level", a, groups, rd->wg, "trees");
     }
     cl_uint lst = (cl_uint)local_stride(stride), tile = tile_of(rd, stride);
-    dev_arg a[] = {DEV_MEM(rd->rows.mem), DEV_U32(st), DEV_U32(nd), DEV_MEM(rd->level_trees.mem), DEV_U32(words),
-                   DEV_U32(depth),        DEV_U32(nt), DEV_U32(base_bits), DEV_MEM(rd->out.mem), DEV_U32(lst),
+    dev_arg a[] = {DEV_MEM(rows), DEV_U32(st), DEV_U32(nd), DEV_MEM(rd->level_trees.mem), DEV_U32(words),
+                   DEV_U32(depth),        DEV_U32(nt), DEV_U32(base_bits), DEV_MEM(out), DEV_U32(lst),
                    {per_group * lst * sizeof(float), NULL}, DEV_U32(tile),
                    {(tile ? tile * words : 1u) * sizeof(uint32_t), NULL}};
     return dev_run(rd->dc, "trees_level_local", a, groups, rd->wg, "trees");
+}
+
+cls_status rank_dev_launch(rank_dev *rd, size_t stride, size_t n)
+{
+    cls_status s = check_shape(stride, n);
+    if (s != CLS_OK || n == 0) return s;
+    if ((s = dev_buf_need(rd->dc, &rd->out, n * sizeof(float), "document scores")) != CLS_OK) return s;
+    return launch_on(rd, rd->rows.mem, stride, n, rd->out.mem);
+}
+
+cls_status rank_dev_enqueue(rank_dev *rd, cl_mem rows, size_t stride, size_t n, cl_mem out)
+{
+    return launch_on(rd, rows, stride, n, out);
 }
 
 cls_status rank_dev_get_scores(rank_dev *rd, size_t n, float *out)

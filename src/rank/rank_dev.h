@@ -47,6 +47,10 @@ cls_status rank_dev_get_scores(rank_dev *rd, size_t n, float *out);
 /* The kernel rank_dev_launch runs for rows of stride floats, and how, in one line
  * ("trees_level_local (level-order, depth 6), WG_TREES=64, TREES_DOCS=1, tile 16"). */
 void rank_dev_describe(const rank_dev *rd, size_t stride, char *buf, size_t len);
+/* The scores of n documents whose rows (stride floats each) are on the device in rows, into the
+ * device buffer out (n floats), enqueued on rd's queue without waiting: a stage of a device batch
+ * (src/engine/dev_rerank.c) that made the rows there and reads only what it derives from them. */
+cls_status rank_dev_enqueue(rank_dev *rd, cl_mem rows, size_t stride, size_t n, cl_mem out);
 /* The device's name. */
 const char *rank_dev_name(const rank_dev *rd);
 void rank_dev_close(rank_dev *rd);

@@ -371,9 +371,13 @@ static int search_engine(search_args *a, search_state *st)
             if (strcmp(cn[i].name, "rerank_queries_device") == 0) dev += cn[i].value;
             if (strcmp(cn[i].name, "rerank_queries_host") == 0) host += cn[i].value;
         }
-        fprintf(stderr, "rerank: in the engine's search after its top-k; candidates scored %s%s%s, ranked on the host\n",
-                dev ? "on the device (features.cl, trees.cl)" : "", dev && host ? " and " : "",
-                host ? "on the host (plain-C features and evaluator)" : "");
+        /* a device's batches run the whole stage; else the host after the first stage (the
+         * engine's description, "rerank=", says why a device left it) */
+        fprintf(stderr, "rerank: %s%s%s\n",
+                dev ? "scored on the device, in its batches after top-k (rerank_tf, features_rows, trees_score, "
+                      "rerank_order), only the final k read back" : "",
+                dev && host ? "; " : "",
+                host ? "scored and ranked on the host after the first stage (plain-C features and evaluator)" : "");
     }
     /* an OpenCL engine may search without reading the file again: a shrunk one is found here */
     return index_whole(st->idx, "searching") ? 0 : 1;
