@@ -1,0 +1,535 @@
+/* Inverted runs (index_runs.h): how the builder's postings get from analysed batches to the
+ * encoders without ever being held all at once.
+ *
+ * A batch arrives grouped by term (the analysis thread grouped it: a linear pass, no sort) and is
+ * copied into the run being filled as one segment. A run is a range of consecutive batches, so
+ * of consecutive docIDs. When a run's bytes reach a third of the budget it is sealed and spilled
+ * on a thread of its own while the next run fills:
+ *
+ *   seal   the run's distinct terms sorted by their bytes (the dictionary's final order, which
+ *          a later term cannot change), each term's groups listed in segment order (a counting
+ *          pass over the groups), so a term's postings come out in docID order;
+ *   spill  term after term, its docIDs then its frequencies, into a file without a name (created
+ *          and unlinked at once, so neither a failure nor a kill leaves it behind); kept in
+ *          memory: per term its id and where its postings start.
+ *
+ * At the end the run still filling is sealed and stays in memory. The merge is asked for the
+ * lists of a range of dictionary ranks (a chunk, index_write.c); in every run those terms are one
+ * stretch of its order, so each spilled run gives a chunk one sequential read, and the runs,
+ * taken in docID order, append to each list in docID order: a k-way merge without comparisons.
+ * Chunks are merged on the encoder threads, each merging its chunk while others encode theirs.
+ *
+ * Memory: runs in memory, with their sort index (8 bytes a group, at most half a run's bytes),
+ * stay within the budget: the run filling (a third, plus the batch that crossed it) and the run
+ * spilling (a third, plus its index). Proportional to the dictionary, not bounded by the budget:
+ * per term its df (4 bytes) and the seal's scratch (4 bytes), and per term of each spilled run 12
+ * bytes of its directory. Proportional to the documents: nothing here. The merge's buffers are
+ * the encoders' (their chunks) and a window per reading thread.
+ */
+#define _GNU_SOURCE /* O_TMPFILE */
+#include "index/index_runs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/err.h"
+#include "util/fault.h"
+#include "util/vec.h"
+
+/* The spill writer's buffer and the merge's read window, in 32-bit words. */
+#define SPILL_BUF_WORDS ((size_t)1 << 18)
+#define READ_WINDOW_BYTES ((uint64_t)4 << 20)
+
+/* One batch as the run holds it: the arrays in one allocation after this header. */
+typedef struct seg {
+    uint32_t base, ngroups;
+    uint64_t npost;
+    uint32_t *gid, *gstart, *doc, *tf;
+} seg;
+
+typedef struct run {
+    seg **segs;           /* in docID order; freed once spilled */
+    size_t nsegs, segs_cap;
+    uint64_t bytes, groups;
+    /* sealed: its terms in byte order, each term's postings [cum[e], cum[e + 1]) of the run */
+    int sealed;
+    uint32_t nterms;
+    uint32_t *gid;
+    uint64_t *cum;
+    uint64_t *rstart;     /* in memory: term e's groups are refs[rstart[e] .. rstart[e + 1]) */
+    uint64_t *refs;       /* segment << 32 | group */
+    int fd;               /* spilled: its file, else -1 */
+} run;
+
+struct idx_runs {
+    uint64_t budget, run_limit;
+    char *dir;
+    runs_sort_fn sort;
+    void *user;
+    uint32_t *df;
+    size_t df_cap;
+    uint32_t nterms;
+    run *cur;             /* filling */
+    run **done;           /* sealed, in docID order */
+    size_t ndone, done_cap;
+    /* the sealing thread: one job at a time */
+    pthread_t th;
+    int busy;
+    run *job;
+    int job_spill;
+    uint32_t job_terms;
+    cls_status job_st;
+    char job_msg[512];
+    cls_status sticky;    /* a failed spill: every later call reports it */
+    char sticky_msg[512];
+    uint32_t *slot;       /* the seal's scratch, per term id */
+    size_t slot_cap;
+    runs_stats stats;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void run_free(run *u)
+{
+    if (!u) return;
+    for (size_t i = 0; i < u->nsegs; i++) free(u->segs[i]);
+    free(u->segs);
+    free(u->gid);
+    free(u->cum);
+    free(u->rstart);
+    free(u->refs);
+    if (u->fd >= 0) close(u->fd);
+    free(u);
+}
+
+static run *run_new(void)
+{
+    run *u = calloc(1, sizeof *u);
+    if (u) u->fd = -1;
+    return u;
+}
+
+cls_status runs_create(uint64_t budget, const char *dir, runs_sort_fn sort, void *user, idx_runs **out)
+{
+    *out = NULL;
+    idx_runs *r = calloc(1, sizeof *r);
+    if (!r) return err_set(CLS_E_NOMEM, "indexing: out of memory for the runs");
+    r->budget = budget ? budget : 1;
+    r->run_limit = r->budget / 3 ? r->budget / 3 : 1;
+    r->sort = sort;
+    r->user = user;
+    if (!dir) dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    if (!(r->dir = malloc(strlen(dir) + 1)) || !(r->cur = run_new())) {
+        runs_free(r);
+        return err_set(CLS_E_NOMEM, "indexing: out of memory for the runs");
+    }
+    strcpy(r->dir, dir);
+    *out = r;
+    return CLS_OK;
+}
+
+/* ---- Sealing and spilling (the sealing thread) --------------------------------------------- */
+
+static int write_words(int fd, const uint32_t *w, size_t n)
+{
+    const char *p = (const char *)w;
+    size_t left = n * sizeof *w;
+    if (left && fault_hit(FAULT_WRITE)) { /* CLSEARCH_FAULT's write faults: a full disk */
+        errno = ENOSPC;
+        return 0;
+    }
+    while (left) {
+        ssize_t k = write(fd, p, left);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            if (k == 0) errno = EIO;
+            return 0;
+        }
+        p += k;
+        left -= (size_t)k;
+    }
+    return 1;
+}
+
+/* A file for reading and writing in dir that no name leads to: O_TMPFILE where the system has
+ * it, else a name unlinked as soon as it is made (mkstemp's 0600, never seen by anyone else). */
+static int open_unnamed(const char *dir)
+{
+#ifdef O_TMPFILE
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+#endif
+    size_t n = strlen(dir) + 32;
+    char *name = malloc(n);
+    if (!name) {
+        errno = ENOMEM;
+        return -1;
+    }
+    snprintf(name, n, "%s/clsearch-run.XXXXXX", dir);
+    int tfd = mkstemp(name);
+    if (tfd >= 0) unlink(name);
+    int e = errno;
+    free(name);
+    errno = e;
+    return tfd;
+}
+
+/* Writes the sealed run u to a file without a name in r->dir; its segments and group index are
+ * then freed. */
+static cls_status spill(idx_runs *r, run *u)
+{
+    int fd = open_unnamed(r->dir);
+    if (fd < 0) return err_set(CLS_E_IO, "spilling a run to %s: %s", r->dir, strerror(errno));
+    uint32_t *buf = malloc(SPILL_BUF_WORDS * sizeof *buf);
+    if (!buf) {
+        close(fd);
+        return err_set(CLS_E_NOMEM, "spilling a run: out of memory");
+    }
+    size_t n = 0;
+    int ok = 1;
+    for (uint32_t e = 0; e < u->nterms && ok; e++)
+        for (int part = 0; part < 2 && ok; part++) /* the term's docIDs, then its frequencies */
+            for (uint64_t j = u->rstart[e]; j < u->rstart[e + 1] && ok; j++) {
+                const seg *s = u->segs[u->refs[j] >> 32];
+                uint32_t k = (uint32_t)u->refs[j];
+                for (uint32_t i = s->gstart[k]; i < s->gstart[k + 1]; i++) {
+                    if (n == SPILL_BUF_WORDS) {
+                        ok = write_words(fd, buf, n);
+                        n = 0;
+                        if (!ok) break;
+                    }
+                    buf[n++] = part ? s->tf[i] : s->base + s->doc[i];
+                }
+            }
+    if (ok && n) ok = write_words(fd, buf, n);
+    int e = errno;
+    free(buf);
+    if (!ok) {
+        close(fd);
+        return err_set(CLS_E_IO, "spilling a run of %llu postings to %s: %s",
+                       (unsigned long long)u->cum[u->nterms], r->dir, strerror(e));
+    }
+    u->fd = fd;
+    r->stats.spill_bytes += u->cum[u->nterms] * 8;
+    for (size_t i = 0; i < u->nsegs; i++) free(u->segs[i]);
+    free(u->segs);
+    free(u->rstart);
+    free(u->refs);
+    u->segs = NULL;
+    u->nsegs = u->segs_cap = 0;
+    u->rstart = u->refs = NULL;
+    return CLS_OK;
+}
+
+/* Sorts u's terms by bytes and indexes each term's groups in segment order. */
+static cls_status seal(idx_runs *r, run *u, uint32_t num_terms)
+{
+    if (!vec_reserve(&r->slot, &r->slot_cap, (size_t)num_terms + 1, sizeof *r->slot))
+        return err_set(CLS_E_NOMEM, "indexing: out of memory sorting a run");
+    memset(r->slot, 0xff, (size_t)num_terms * sizeof *r->slot);
+    uint64_t most = u->groups < num_terms ? u->groups : num_terms;
+    uint32_t *ids = malloc((size_t)(most + 1) * sizeof *ids);
+    u->cum = calloc((size_t)most + 1, sizeof *u->cum);
+    u->rstart = calloc((size_t)most + 1, sizeof *u->rstart);
+    u->refs = malloc((size_t)(u->groups + 1) * sizeof *u->refs);
+    uint64_t *at = malloc((size_t)(most + 1) * sizeof *at);
+    if (!ids || !u->cum || !u->rstart || !u->refs || !at) {
+        free(ids);
+        free(at);
+        return err_set(CLS_E_NOMEM, "indexing: out of memory sorting a run of %llu groups",
+                       (unsigned long long)u->groups);
+    }
+    uint32_t d = 0;
+    for (size_t s = 0; s < u->nsegs; s++)
+        for (uint32_t k = 0; k < u->segs[s]->ngroups; k++) {
+            uint32_t g = u->segs[s]->gid[k];
+            if (r->slot[g] == UINT32_MAX) r->slot[g] = d, ids[d++] = g;
+        }
+    if (!r->sort(r->user, ids, d)) {
+        free(ids);
+        free(at);
+        return err_set(CLS_E_NOMEM, "indexing: out of memory sorting a run's terms");
+    }
+    for (uint32_t e = 0; e < d; e++) r->slot[ids[e]] = e;
+    for (size_t s = 0; s < u->nsegs; s++) {
+        const seg *sg = u->segs[s];
+        for (uint32_t k = 0; k < sg->ngroups; k++) {
+            uint32_t e = r->slot[sg->gid[k]];
+            u->rstart[e + 1]++;
+            u->cum[e + 1] += sg->gstart[k + 1] - sg->gstart[k];
+        }
+    }
+    for (uint32_t e = 0; e < d; e++) {
+        u->rstart[e + 1] += u->rstart[e];
+        u->cum[e + 1] += u->cum[e];
+        at[e] = u->rstart[e];
+    }
+    for (size_t s = 0; s < u->nsegs; s++)
+        for (uint32_t k = 0; k < u->segs[s]->ngroups; k++)
+            u->refs[at[r->slot[u->segs[s]->gid[k]]]++] = (uint64_t)s << 32 | k;
+    free(at);
+    u->gid = ids;
+    u->nterms = d;
+    u->sealed = 1;
+    return CLS_OK;
+}
+
+static void *seal_thread(void *arg)
+{
+    idx_runs *r = arg;
+    double t0 = now();
+    cls_status st = seal(r, r->job, r->job_terms);
+    if (st == CLS_OK && r->job_spill) st = spill(r, r->job);
+    if (st != CLS_OK) snprintf(r->job_msg, sizeof r->job_msg, "%s", cls_last_error());
+    r->job_st = st;
+    r->stats.spill += now() - t0;
+    if (st == CLS_OK && r->job_spill) r->stats.spills++;
+    return NULL;
+}
+
+static cls_status sticky(idx_runs *r, cls_status st, const char *msg)
+{
+    if (r->sticky == CLS_OK) {
+        r->sticky = st;
+        snprintf(r->sticky_msg, sizeof r->sticky_msg, "%s", msg);
+    }
+    return err_set(r->sticky, "%s", r->sticky_msg);
+}
+
+/* The job's run joins the sealed ones, or its failure becomes the runs'. */
+static cls_status job_done(idx_runs *r)
+{
+    run *u = r->job;
+    r->job = NULL;
+    if (r->job_st != CLS_OK) {
+        run_free(u);
+        return sticky(r, r->job_st, r->job_msg);
+    }
+    r->done[r->ndone++] = u; /* room reserved before the job started */
+    return CLS_OK;
+}
+
+/* Waits for the job in flight. */
+static cls_status wait_job(idx_runs *r)
+{
+    if (!r->busy) return r->sticky != CLS_OK ? err_set(r->sticky, "%s", r->sticky_msg) : CLS_OK;
+    pthread_join(r->th, NULL);
+    r->busy = 0;
+    return job_done(r);
+}
+
+/* Hands the run being filled to the sealing thread and starts a new one. */
+static cls_status start_job(idx_runs *r, int to_disk, uint32_t num_terms)
+{
+    double t0 = now();
+    cls_status st = wait_job(r);
+    r->stats.wait += now() - t0;
+    if (st != CLS_OK) return st;
+    if (r->cur->nsegs == 0) return CLS_OK;
+    run *next = run_new();
+    if (!next || !vec_reserve(&r->done, &r->done_cap, r->ndone + 1, sizeof *r->done)) {
+        free(next);
+        return err_set(CLS_E_NOMEM, "indexing: out of memory for the runs");
+    }
+    r->job = r->cur;
+    r->cur = next;
+    r->job_spill = to_disk;
+    r->job_terms = num_terms;
+    r->job_st = CLS_OK;
+    if (pthread_create(&r->th, NULL, seal_thread, r) != 0) { /* no thread to spare: seal here */
+        seal_thread(r);
+        return job_done(r);
+    }
+    r->busy = 1;
+    return CLS_OK;
+}
+
+/* ---- The calling thread ---------------------------------------------------------------------- */
+
+cls_status runs_add(idx_runs *r, const runs_batch *b, uint32_t num_terms)
+{
+    if (r->sticky != CLS_OK) return err_set(r->sticky, "%s", r->sticky_msg);
+    if (num_terms > r->nterms) {
+        if (!vec_reserve(&r->df, &r->df_cap, num_terms, sizeof *r->df))
+            return err_set(CLS_E_NOMEM, "indexing: out of memory for the term counts");
+        memset(r->df + r->nterms, 0, (size_t)(num_terms - r->nterms) * sizeof *r->df);
+        r->nterms = num_terms;
+    }
+    if (b->ngroups == 0) return CLS_OK;
+    uint64_t np = b->gstart[b->ngroups];
+    size_t bytes = sizeof(seg) + ((size_t)b->ngroups * 2 + 1 + (size_t)np * 2) * sizeof(uint32_t);
+    run *u = r->cur;
+    seg *s = fault_malloc(bytes);
+    if (!s || !vec_reserve(&u->segs, &u->segs_cap, u->nsegs + 1, sizeof *u->segs)) {
+        free(s);
+        return err_set(CLS_E_NOMEM, "indexing: out of memory for a run of postings");
+    }
+    s->base = b->base;
+    s->ngroups = b->ngroups;
+    s->npost = np;
+    s->gid = (uint32_t *)(s + 1);
+    s->gstart = s->gid + b->ngroups;
+    s->doc = s->gstart + b->ngroups + 1;
+    s->tf = s->doc + np;
+    memcpy(s->gid, b->gid, (size_t)b->ngroups * sizeof *s->gid);
+    memcpy(s->gstart, b->gstart, ((size_t)b->ngroups + 1) * sizeof *s->gstart);
+    memcpy(s->doc, b->doc, (size_t)np * sizeof *s->doc);
+    memcpy(s->tf, b->tf, (size_t)np * sizeof *s->tf);
+    for (uint32_t k = 0; k < b->ngroups; k++) r->df[b->gid[k]] += b->gstart[k + 1] - b->gstart[k];
+    u->segs[u->nsegs++] = s;
+    u->bytes += bytes + (size_t)b->ngroups * sizeof *u->refs; /* and its share of the seal's index */
+    u->groups += b->ngroups;
+    if (u->bytes >= r->run_limit) return start_job(r, 1, num_terms);
+    return CLS_OK;
+}
+
+cls_status runs_seal(idx_runs *r, uint32_t num_terms)
+{
+    if (r->sticky != CLS_OK) return err_set(r->sticky, "%s", r->sticky_msg);
+    if (num_terms > r->nterms) { /* terms without postings yet (none today): counted as 0 */
+        if (!vec_reserve(&r->df, &r->df_cap, num_terms, sizeof *r->df))
+            return err_set(CLS_E_NOMEM, "indexing: out of memory for the term counts");
+        memset(r->df + r->nterms, 0, (size_t)(num_terms - r->nterms) * sizeof *r->df);
+        r->nterms = num_terms;
+    }
+    return start_job(r, 0, num_terms);
+}
+
+cls_status runs_finish(idx_runs *r)
+{
+    double t0 = now();
+    cls_status st = wait_job(r);
+    r->stats.wait += now() - t0;
+    return st;
+}
+
+const uint32_t *runs_df(const idx_runs *r) { return r->df; }
+
+void runs_get_stats(const idx_runs *r, runs_stats *s) { *s = r->stats; }
+
+void runs_free(idx_runs *r)
+{
+    if (!r) return;
+    if (r->busy) {
+        pthread_join(r->th, NULL);
+        run_free(r->job);
+    }
+    for (size_t i = 0; i < r->ndone; i++) run_free(r->done[i]);
+    free(r->done);
+    run_free(r->cur);
+    free(r->df);
+    free(r->slot);
+    free(r->dir);
+    free(r);
+}
+
+/* ---- The merge (encoder threads) ------------------------------------------------------------- */
+
+static int read_full(int fd, void *p, uint64_t n, uint64_t off)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = pread(fd, c, n, (off_t)off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            if (k == 0) errno = EIO; /* the file is shorter than what was written to it */
+            return 0;
+        }
+        c += k;
+        n -= (uint64_t)k;
+        off += (uint64_t)k;
+    }
+    return 1;
+}
+
+/* The first of u's terms whose rank is at least t (its terms are in rank order). */
+static uint32_t lower(const run *u, const uint32_t *rank, uint32_t t)
+{
+    uint32_t lo = 0, hi = u->nterms;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (rank[u->gid[mid]] < t) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+cls_status runs_fill(void *merge, uint32_t t0, uint32_t t1, uint32_t *docs, uint32_t *freqs)
+{
+    const runs_merge *m = merge;
+    const idx_runs *r = m->r;
+    const uint64_t base = m->list_start[t0];
+    uint64_t *pos = malloc(((size_t)(t1 - t0) + 1) * sizeof *pos);
+    char *win = NULL;
+    int need_win = 0;
+    for (size_t k = 0; k < r->ndone; k++) need_win |= r->done[k]->fd >= 0;
+    if (!pos || (need_win && !(win = malloc(READ_WINDOW_BYTES)))) {
+        free(pos);
+        return err_set(CLS_E_NOMEM, "merging runs: out of memory");
+    }
+    for (uint32_t t = t0; t < t1; t++) pos[t - t0] = m->list_start[t] - base;
+    cls_status st = CLS_OK;
+    for (size_t k = 0; k < r->ndone && st == CLS_OK; k++) {
+        const run *u = r->done[k];
+        uint32_t lo = lower(u, m->rank, t0), hi = lower(u, m->rank, t1);
+        uint64_t wa = 0, wz = 0, end = u->cum[hi] * 8; /* the window holds the file's bytes [wa, wz) */
+        for (uint32_t e = lo; e < hi && st == CLS_OK; e++) {
+            uint32_t i = m->rank[u->gid[e]] - t0;
+            uint64_t df = u->cum[e + 1] - u->cum[e];
+            uint32_t *d = docs + pos[i], *f = freqs + pos[i];
+            if (pos[i] + df > m->list_start[m->rank[u->gid[e]] + 1] - base) {
+                st = err_set(CLS_E_FORMAT, "merging runs: term %u holds more postings than counted", u->gid[e]);
+                break;
+            }
+            if (u->fd < 0) {
+                for (uint64_t j = u->rstart[e]; j < u->rstart[e + 1]; j++) {
+                    const seg *s = u->segs[u->refs[j] >> 32];
+                    uint32_t g = (uint32_t)u->refs[j], n = s->gstart[g + 1] - s->gstart[g];
+                    for (uint32_t x = 0; x < n; x++) d[x] = s->base + s->doc[s->gstart[g] + x];
+                    memcpy(f, s->tf + s->gstart[g], (size_t)n * sizeof *f);
+                    d += n;
+                    f += n;
+                }
+            } else {
+                uint64_t a = u->cum[e] * 8, len = df * 8;
+                int ok;
+                if (len > READ_WINDOW_BYTES) { /* a long list: straight into place */
+                    ok = read_full(u->fd, d, df * 4, a) && read_full(u->fd, f, df * 4, a + df * 4);
+                } else {
+                    ok = 1;
+                    if (a < wa || a + len > wz) {
+                        wa = a;
+                        wz = end - a < READ_WINDOW_BYTES ? end : a + READ_WINDOW_BYTES;
+                        ok = read_full(u->fd, win, wz - wa, wa);
+                    }
+                    if (ok) {
+                        memcpy(d, win + (a - wa), (size_t)df * 4);
+                        memcpy(f, win + (a - wa) + df * 4, (size_t)df * 4);
+                    }
+                }
+                if (!ok) st = err_set(CLS_E_IO, "merging runs: reading spilled run %zu: %s", k + 1, strerror(errno));
+            }
+            pos[i] += df;
+        }
+    }
+    for (uint32_t t = t0; t < t1 && st == CLS_OK; t++)
+        if (pos[t - t0] != m->list_start[t + 1] - base)
+            st = err_set(CLS_E_FORMAT, "merging runs: the runs hold %llu postings of a list of %llu",
+                         (unsigned long long)(pos[t - t0] - (m->list_start[t] - base)),
+                         (unsigned long long)(m->list_start[t + 1] - m->list_start[t]));
+    free(pos);
+    free(win);
+    return st;
+}
