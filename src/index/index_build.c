@@ -41,12 +41,20 @@
 #include "util/path.h"
 #include "index/index.h"
 #include "index/index_write.h"
+#include "index/index_runs.h"
 #include "util/strset.h"
 #include "util/vec.h"
 
-/* Batch size: documents' bytes (docnos and texts) or count, whichever fills first. */
+/* Batch size: documents' bytes (docnos and texts) or count, whichever fills first; the bytes at
+ * most a sixteenth of the runs' budget, down to BATCH_MIN_BYTES. */
 #define BATCH_BYTES ((size_t)1 << 20)
+#define BATCH_MIN_BYTES ((uint64_t)4 << 10)
 #define BATCH_DOCS 8192u
+/* The serial path groups its documents into a run this many postings at a time. */
+#define BATCH_POSTINGS ((uint64_t)1 << 18)
+/* The runs' budget when cls_build_opts.memory is 0: a quarter of the machine's memory, at least
+ * MIN_BUDGET (and that where the machine does not say). */
+#define MIN_BUDGET ((uint64_t)64 << 20)
 /* A batch that once held a huge document gives its memory back when it is recycled. */
 #define BATCH_KEEP_BYTES (4 * BATCH_BYTES)
 
@@ -63,6 +71,9 @@ typedef struct tdict {
     size_t pos_cap, len_cap;
     uint32_t *table;
     size_t table_cap;
+    /* NULL, or the lock whose write side is held while arena, pos and len move (the builder's
+     * dictionary: the spilling thread reads terms' bytes under its read side) */
+    pthread_rwlock_t *grow;
 } tdict;
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -97,10 +108,13 @@ static uint32_t term_id(tdict *d, const char *term, size_t len, int *added)
         if (d->len[id] == len && memcmp(d->arena + d->pos[id], term, len) == 0) return id;
     }
     if (d->n == UINT32_MAX - 1) return UINT32_MAX;
-    if (!vec_reserve(&d->arena, &d->arena_cap, d->arena_len + len, 1) ||
-        !vec_reserve(&d->pos, &d->pos_cap, (size_t)d->n + 1, sizeof *d->pos) ||
-        !vec_reserve(&d->len, &d->len_cap, (size_t)d->n + 1, sizeof *d->len))
-        return UINT32_MAX;
+    int moves = d->arena_len + len > d->arena_cap || (size_t)d->n + 1 > d->pos_cap || (size_t)d->n + 1 > d->len_cap;
+    if (moves && d->grow) pthread_rwlock_wrlock(d->grow);
+    int ok = vec_reserve(&d->arena, &d->arena_cap, d->arena_len + len, 1) &&
+             vec_reserve(&d->pos, &d->pos_cap, (size_t)d->n + 1, sizeof *d->pos) &&
+             vec_reserve(&d->len, &d->len_cap, (size_t)d->n + 1, sizeof *d->len);
+    if (moves && d->grow) pthread_rwlock_unlock(d->grow);
+    if (!ok) return UINT32_MAX;
     memcpy(d->arena + d->arena_len, term, len);
     uint32_t id = d->n++;
     d->pos[id] = d->arena_len;
@@ -181,18 +195,106 @@ static void acc_free(docacc *a)
     memset(a, 0, sizeof *a);
 }
 
-/* ---- Pipeline types ----------------------------------------------------------------------- */
-
-typedef struct bdoc {
-    size_t off;         /* docno, then text, at bytes + off */
-    size_t docno_len, text_len;
-} bdoc;
+/* ---- A batch's postings grouped by term -------------------------------------------------------- */
 
 /* Per analysed document: its pairs and its token count. */
 typedef struct bres {
     uint32_t npairs;
     uint64_t ntokens;
 } bres;
+
+/* A batch's postings grouped by term, as index_runs.h's runs_batch holds them: group k is term
+ * gid[k] (in order of first occurrence in the batch), its postings gstart[k] .. gstart[k + 1] - 1,
+ * doc the document's place in the batch. */
+typedef struct grouped {
+    uint32_t *gid, *gstart, *doc, *tf, *fill;
+    size_t gid_cap, gstart_cap, doc_cap, tf_cap, fill_cap;
+    uint32_t ngroups;
+} grouped;
+
+/* The grouping's index over one id space (a worker's or the builder's dictionary): per term id,
+ * mark == stamp says the term has a group in the batch being grouped, at slot. */
+typedef struct groupidx {
+    uint32_t *mark, *slot;
+    size_t ids_cap;
+    uint32_t stamp;
+} groupidx;
+
+/* Groups the batch's (id, tf) pairs (res[i].npairs of them for document i, ids below ids) by id:
+ * one counting pass and one scatter, linear in the postings, each group in document order. 0
+ * when out of memory. */
+static int group_pairs(groupidx *x, grouped *g, const uint32_t *pairs, const bres *res, uint64_t ndocs, uint32_t ids)
+{
+    uint64_t np = 0;
+    for (uint64_t i = 0; i < ndocs; i++) np += res[i].npairs;
+    if (np > UINT32_MAX) return 0;
+    if (ids > x->ids_cap) {
+        size_t old = x->ids_cap, cap = old, slot_cap = old;
+        if (!vec_reserve(&x->mark, &cap, ids, sizeof *x->mark)) return 0;
+        memset(x->mark + old, 0, (cap - old) * sizeof *x->mark);
+        if (!vec_reserve(&x->slot, &slot_cap, cap, sizeof *x->slot)) return 0;
+        x->ids_cap = cap;
+    }
+    if (++x->stamp == 0) {
+        if (x->mark) memset(x->mark, 0, x->ids_cap * sizeof *x->mark);
+        x->stamp = 1;
+    }
+    if (!vec_reserve(&g->gid, &g->gid_cap, np + 1, sizeof *g->gid) ||
+        !vec_reserve(&g->gstart, &g->gstart_cap, np + 2, sizeof *g->gstart) ||
+        !vec_reserve(&g->fill, &g->fill_cap, np + 1, sizeof *g->fill) ||
+        !vec_reserve(&g->doc, &g->doc_cap, np + 1, sizeof *g->doc) ||
+        !vec_reserve(&g->tf, &g->tf_cap, np + 1, sizeof *g->tf))
+        return 0;
+    uint32_t ng = 0;
+    for (uint64_t j = 0; j < np; j++) {
+        uint32_t id = pairs[2 * j];
+        if (x->mark[id] != x->stamp) {
+            x->mark[id] = x->stamp;
+            x->slot[id] = ng;
+            g->gid[ng] = id;
+            g->fill[ng++] = 0;
+        }
+        g->fill[x->slot[id]]++;
+    }
+    g->gstart[0] = 0;
+    for (uint32_t k = 0; k < ng; k++) {
+        g->gstart[k + 1] = g->gstart[k] + g->fill[k];
+        g->fill[k] = g->gstart[k];
+    }
+    const uint32_t *pr = pairs;
+    for (uint64_t i = 0; i < ndocs; i++)
+        for (uint32_t j = 0; j < res[i].npairs; j++, pr += 2) {
+            uint32_t at = g->fill[x->slot[pr[0]]]++;
+            g->doc[at] = (uint32_t)i;
+            g->tf[at] = pr[1];
+        }
+    g->ngroups = ng;
+    return 1;
+}
+
+static void grouped_free(grouped *g)
+{
+    free(g->gid);
+    free(g->gstart);
+    free(g->doc);
+    free(g->tf);
+    free(g->fill);
+    memset(g, 0, sizeof *g);
+}
+
+static void groupidx_free(groupidx *x)
+{
+    free(x->mark);
+    free(x->slot);
+    memset(x, 0, sizeof *x);
+}
+
+/* ---- Pipeline types ----------------------------------------------------------------------- */
+
+typedef struct bdoc {
+    size_t off;         /* docno, then text, at bytes + off */
+    size_t docno_len, text_len;
+} bdoc;
 
 typedef struct batch {
     /* input, written by the calling thread while filling */
@@ -216,6 +318,7 @@ typedef struct batch {
     size_t pairs_cap;
     bres *res;
     size_t res_cap;
+    grouped g;                /* the pairs grouped by local id (the worker's), then by global id */
     cls_status st;            /* a failure in the worker, with its message */
     char msg[512];
     int done;                 /* under the builder's mutex */
@@ -229,6 +332,7 @@ typedef struct worker {
     an_analyzer *an;
     tdict dict;               /* local term ids */
     docacc acc;               /* the document being analysed, in local ids */
+    groupidx gx;              /* grouping by local id */
     batch *cur;
     int oom;
     /* the calling thread's: local id -> global term id */
@@ -256,10 +360,22 @@ struct cls_builder {
     tdict dict;
     /* the document being added (serial path) */
     docacc acc;
-    /* postings, in docID order */
-    uint32_t *p_term, *p_doc, *p_tf;
-    uint64_t num_postings;
-    size_t p_term_cap, p_doc_cap, p_tf_cap;
+    /* the inverted postings: runs in memory up to the budget, spilled beyond it */
+    idx_runs *runs;
+    pthread_rwlock_t dict_lock; /* dict's growth against the spilling thread's reads */
+    int dict_locked;            /* dict_lock initialised */
+    /* serial path: documents analysed, not yet grouped into a run (pairs in global ids) */
+    uint32_t *pend_pairs;
+    uint64_t pend_np;
+    size_t pend_pairs_cap;
+    bres *pend_res;
+    uint64_t pend_docs;
+    size_t pend_res_cap;
+    uint32_t pend_first;        /* docID of the first */
+    uint64_t pend_limit;        /* postings pending before they are grouped */
+    uint64_t batch_bytes;       /* a batch's text before it is submitted */
+    groupidx sgx;
+    grouped sg;
     /* documents */
     uint32_t *doclen;
     uint64_t *docno_off; /* num_docs + 1 entries */
@@ -274,6 +390,7 @@ struct cls_builder {
     strset ids;          /* the ids of those documents, numbered by docID */
     uint64_t duplicates; /* documents skipped for an id seen before (allow_dups) */
     int allow_dups;      /* cls_builder_allow_duplicate_ids */
+    uint64_t memory;     /* cls_builder_set_memory (0: build_budget's default) */
 
     /* threads: 0 until the first add decides; 1 = serial */
     unsigned nthreads;
@@ -305,6 +422,35 @@ struct cls_builder {
     size_t roots_cap;
     idx_build_times times; /* cls_builder_write's stages */
 };
+
+static cls_status set_sticky(cls_builder *b, cls_status st, const char *msg);
+
+/* The bytes of runs the builder keeps in memory (index_runs.c: what they bound). */
+static uint64_t build_budget(const cls_builder *b)
+{
+    if (b->memory) return b->memory;
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    uint64_t quarter = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 4 : 0;
+    return quarter > MIN_BUDGET ? quarter : MIN_BUDGET;
+}
+
+/* runs_sort_fn over the builder's dictionary: the spilling thread reads the terms' bytes while the
+ * calling thread adds terms, under dict_lock's read side (the arrays move only under its write
+ * side; entries below n never change). */
+static int sort_ids(void *user, uint32_t *ids, uint32_t n)
+{
+    cls_builder *b = user;
+    idx_term_ref *refs = malloc(((size_t)n + 1) * sizeof *refs);
+    if (!refs) return 0;
+    pthread_rwlock_rdlock(&b->dict_lock);
+    for (uint32_t i = 0; i < n; i++)
+        refs[i] = (idx_term_ref){b->dict.arena + b->dict.pos[ids[i]], b->dict.len[ids[i]], ids[i]};
+    qsort(refs, n, sizeof *refs, idx_term_ref_cmp);
+    pthread_rwlock_unlock(&b->dict_lock);
+    for (uint32_t i = 0; i < n; i++) ids[i] = refs[i].id;
+    free(refs);
+    return 1;
+}
 
 /* ---- Test hook ---------------------------------------------------------------------------- */
 
@@ -347,12 +493,39 @@ static int append_doc(cls_builder *b, const char *docno, size_t docno_len, uint6
     return 1;
 }
 
+/* The runs, made at the first document once the options are final. */
+static cls_status runs_ready(cls_builder *b)
+{
+    if (b->runs) return CLS_OK;
+    /* a batch (text, or the serial path's postings at 8 bytes) is a small share of the budget,
+     * so that a small budget still sees many runs */
+    uint64_t budget = build_budget(b);
+    b->batch_bytes = budget / 16 < BATCH_MIN_BYTES ? BATCH_MIN_BYTES : budget / 16 > BATCH_BYTES ? BATCH_BYTES : budget / 16;
+    b->pend_limit = b->batch_bytes / 8 < BATCH_POSTINGS ? b->batch_bytes / 8 : BATCH_POSTINGS;
+    return runs_create(budget, NULL, sort_ids, b, &b->runs);
+}
+
+/* The serial path's pending documents, grouped by term, into the runs. */
+static cls_status flush_pending(cls_builder *b)
+{
+    if (b->pend_docs == 0) return CLS_OK;
+    if (!group_pairs(&b->sgx, &b->sg, b->pend_pairs, b->pend_res, b->pend_docs, b->dict.n))
+        return set_sticky(b, CLS_E_NOMEM, "indexing: out of memory grouping postings");
+    runs_batch rb = {b->pend_first, b->sg.ngroups, b->sg.gid, b->sg.gstart, b->sg.doc, b->sg.tf};
+    cls_status st = runs_add(b->runs, &rb, b->dict.n);
+    b->pend_docs = b->pend_np = 0;
+    if (st != CLS_OK) return set_sticky(b, st, cls_last_error());
+    return CLS_OK;
+}
+
 static cls_status add_serial(cls_builder *b, const char *docno, size_t docno_len, const char *text,
                              size_t text_len)
 {
+    cls_status s = runs_ready(b);
+    if (s != CLS_OK) return s;
     acc_begin(&b->acc);
     b->failed = CLS_OK;
-    cls_status s = an_run(b->an, text ? text : "", text_len, on_term, b);
+    s = an_run(b->an, text ? text : "", text_len, on_term, b);
     if (b->failed != CLS_OK) return b->failed;
     if (s != CLS_OK) return s;
 
@@ -361,21 +534,17 @@ static cls_status add_serial(cls_builder *b, const char *docno, size_t docno_len
         !vec_reserve(&b->docno, &b->docno_cap, b->docno_len + docno_len + 1, 1))
         return err_set(CLS_E_NOMEM, "indexing: out of memory for document data");
 
-    /* The document's (term, tf) pairs become its postings. */
-    uint64_t need = b->num_postings + b->acc.np;
-    if (!vec_reserve(&b->p_term, &b->p_term_cap, need, sizeof *b->p_term) ||
-        !vec_reserve(&b->p_doc, &b->p_doc_cap, need, sizeof *b->p_doc) ||
-        !vec_reserve(&b->p_tf, &b->p_tf_cap, need, sizeof *b->p_tf))
+    /* The document's (term, tf) pairs join the pending batch. */
+    if (!vec_reserve(&b->pend_pairs, &b->pend_pairs_cap, 2 * (b->pend_np + b->acc.np), sizeof *b->pend_pairs) ||
+        !vec_reserve(&b->pend_res, &b->pend_res_cap, b->pend_docs + 1, sizeof *b->pend_res))
         return err_set(CLS_E_NOMEM, "indexing: out of memory for postings");
-    uint32_t doc = b->num_docs;
-    for (uint64_t i = 0; i < b->acc.np; i++) {
-        b->p_term[b->num_postings] = b->acc.pairs[2 * i];
-        b->p_doc[b->num_postings] = doc;
-        b->p_tf[b->num_postings] = b->acc.pairs[2 * i + 1];
-        b->num_postings++;
-    }
+    if (b->pend_docs == 0) b->pend_first = b->num_docs;
+    if (b->acc.np) memcpy(b->pend_pairs + 2 * b->pend_np, b->acc.pairs, (size_t)(2 * b->acc.np) * sizeof *b->pend_pairs);
+    b->pend_np += b->acc.np;
+    b->pend_res[b->pend_docs++] = (bres){(uint32_t)b->acc.np, b->acc.ntokens};
     append_doc(b, docno, docno_len, b->acc.ntokens); /* cannot fail: grown above */
     b->docs_added++;
+    if (b->pend_docs >= BATCH_DOCS || b->pend_np >= b->pend_limit) return flush_pending(b);
     return CLS_OK;
 }
 
@@ -454,6 +623,8 @@ static void work_batch(worker *w, batch *t)
         t->res[i].npairs = (uint32_t)w->acc.np;
         t->res[i].ntokens = w->acc.ntokens;
     }
+    if (!group_pairs(&w->gx, &t->g, t->pairs, t->res, t->ndocs, w->dict.n))
+        batch_fail(t, CLS_E_NOMEM, "indexing: out of memory grouping postings");
 }
 
 static void *worker_main(void *arg)
@@ -499,6 +670,7 @@ static void pipe_stop(cls_builder *b)
         an_free(w->an);
         tdict_free(&w->dict);
         acc_free(&w->acc);
+        groupidx_free(&w->gx);
         free(w->trans);
     }
     free(b->workers);
@@ -513,6 +685,7 @@ static void pipe_stop(cls_builder *b)
         free(t->new_tlen);
         free(t->pairs);
         free(t->res);
+        grouped_free(&t->g);
     }
     free(b->batches);
     free(b->freeb);
@@ -592,8 +765,8 @@ static cls_status set_sticky(cls_builder *b, cls_status st, const char *msg)
     return err_set(b->sticky, "%s", b->sticky_msg);
 }
 
-/* Inverts a finished batch: the worker's new terms get global ids, then every document's
- * postings, name and length are appended exactly as add_serial appends them. */
+/* Inverts a finished batch: the worker's new terms get global ids, every document's name and
+ * length are appended, and the batch's groups join the run being filled. */
 static void invert(cls_builder *b, batch *t)
 {
     if (b->sticky != CLS_OK) return; /* after a failure nothing more is inverted */
@@ -614,24 +787,16 @@ static void invert(cls_builder *b, batch *t)
         off += t->new_tlen[k];
         w->trans[w->ntrans++] = id;
     }
-    uint64_t need = b->num_postings + t->npairs;
-    if (!vec_reserve(&b->p_term, &b->p_term_cap, need, sizeof *b->p_term) ||
-        !vec_reserve(&b->p_doc, &b->p_doc_cap, need, sizeof *b->p_doc) ||
-        !vec_reserve(&b->p_tf, &b->p_tf_cap, need, sizeof *b->p_tf))
-        goto oom;
-    const uint32_t *pr = t->pairs, *trans = w->trans;
+    /* the groups' local ids become global ones: a lookup a group, not a posting */
+    for (uint32_t k = 0; k < t->g.ngroups; k++) t->g.gid[k] = w->trans[t->g.gid[k]];
+    uint32_t first = b->num_docs;
     for (uint64_t i = 0; i < t->ndocs; i++) {
-        uint32_t doc = b->num_docs;
-        uint64_t at = b->num_postings;
-        for (uint32_t j = 0; j < t->res[i].npairs; j++, pr += 2, at++) {
-            b->p_term[at] = trans[pr[0]];
-            b->p_doc[at] = doc;
-            b->p_tf[at] = pr[1];
-        }
-        b->num_postings = at;
         const bdoc *d = &t->docs[i];
         if (!append_doc(b, t->bytes + d->off, d->docno_len, t->res[i].ntokens)) goto oom;
     }
+    runs_batch rb = {first, t->g.ngroups, t->g.gid, t->g.gstart, t->g.doc, t->g.tf};
+    cls_status st = runs_add(b->runs, &rb, b->dict.n);
+    if (st != CLS_OK) set_sticky(b, st, cls_last_error());
     return;
 oom:
     set_sticky(b, CLS_E_NOMEM, "indexing: out of memory inverting documents");
@@ -650,6 +815,7 @@ static void recycle(cls_builder *b, batch *t)
         t->pairs = NULL;
         t->pairs_cap = 0;
     }
+    if (t->g.doc_cap > BATCH_KEEP_BYTES / sizeof *t->g.doc) grouped_free(&t->g);
     t->bytes_len = 0;
     t->ndocs = 0;
     t->npairs = 0;
@@ -697,7 +863,8 @@ static cls_status add_threaded(cls_builder *b, const char *docno, size_t docno_l
                                size_t text_len)
 {
     if (!b->pipe) {
-        cls_status st = pipe_start(b);
+        cls_status st = runs_ready(b);
+        if (st == CLS_OK) st = pipe_start(b);
         if (st != CLS_OK) return st;
     }
     if (!b->filling) {
@@ -719,7 +886,7 @@ static cls_status add_threaded(cls_builder *b, const char *docno, size_t docno_l
     if (text_len) memcpy(t->bytes + t->bytes_len + docno_len, text, text_len);
     t->bytes_len += n;
     b->docs_added++;
-    if (t->bytes_len >= BATCH_BYTES || t->ndocs >= BATCH_DOCS) submit(b);
+    if (t->bytes_len >= b->batch_bytes || t->ndocs >= BATCH_DOCS) submit(b);
     collect(b, COLLECT_READY);
     if (b->sticky != CLS_OK) return set_sticky(b, b->sticky, b->sticky_msg);
     return CLS_OK;
@@ -756,6 +923,12 @@ cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out)
     b->an_flags = an_opts_pack(&o);
     b->fail_at = test_fail_at;
     cls_build_defaults(&b->opts);
+    if (pthread_rwlock_init(&b->dict_lock, NULL) != 0) {
+        free(b);
+        return err_set(CLS_E_NOMEM, "cls_builder_create: cannot create a lock");
+    }
+    b->dict_locked = 1;
+    b->dict.grow = &b->dict_lock;
     cls_status s = an_create(&o, &b->an);
     if (s != CLS_OK || !rehash(&b->dict, 1 << 16)) {
         cls_builder_free(b);
@@ -918,6 +1091,14 @@ static cls_status add_doc(cls_builder *b, const cls_doc *d)
     return s;
 }
 
+cls_status cls_builder_set_memory(cls_builder *b, uint64_t bytes)
+{
+    if (!b) return err_set(CLS_E_ARG, "cls_builder_set_memory: builder is NULL");
+    if (b->docs_added) return err_set(CLS_E_ARG, "cls_builder_set_memory: documents were already added");
+    b->memory = bytes;
+    return CLS_OK;
+}
+
 uint64_t cls_builder_duplicates(const cls_builder *b) { return b ? b->duplicates : 0; }
 
 cls_status cls_builder_allow_duplicate_ids(cls_builder *b, int allow)
@@ -949,17 +1130,18 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
     memset(&b->times, 0, sizeof b->times);
     double t0 = idx_clock();
     cls_status st = drain(b);
+    if (st == CLS_OK) st = runs_ready(b);
+    if (st == CLS_OK) st = flush_pending(b);
     if (st != CLS_OK) return st;
     double t_invert = idx_clock();
     b->times.drain = t_invert - t0;
-    st = CLS_E_NOMEM;
+    /* the last run is sorted on the spilling thread while this one sorts the dictionary */
     uint32_t T = b->dict.n;
-    uint64_t P = b->num_postings;
+    if ((st = runs_seal(b->runs, T)) != CLS_OK) return set_sticky(b, st, cls_last_error());
+    st = CLS_E_NOMEM;
     idx_term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
     uint32_t *rank = malloc(((size_t)T + 1) * sizeof *rank);
     uint64_t *start = calloc((size_t)T + 2, sizeof *start);
-    uint64_t *fill = malloc(((size_t)T + 1) * sizeof *fill);
-    uint32_t *sdoc = malloc((size_t)(P + 1) * 4), *stf = malloc((size_t)(P + 1) * 4);
     uint64_t *term_off = malloc(((size_t)T + 1) * sizeof *term_off);
     char *term_blob = malloc(b->dict.arena_len + 1);
     /* the fields laid out as sections 10 and 11 hold them: one field's values after another */
@@ -971,7 +1153,8 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
     const char **names = malloc(((size_t)F + 1) * sizeof *names);
     char *coll = NULL;
     uint64_t coll_len = 0;
-    if (!order || !rank || !start || !fill || !sdoc || !stf || !term_off || !term_blob || !foff || !fblob || !names) {
+    if (!order || !rank || !start || !term_off || !term_blob || !foff || !fblob || !names) {
+        runs_finish(b->runs);
         st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
         goto out;
     }
@@ -986,16 +1169,13 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         blob += order[r].len;
     }
     term_off[T] = blob;
-
-    /* Counting sort by term rank; stable, so every list stays in docID order. */
-    for (uint64_t i = 0; i < P; i++) start[rank[b->p_term[i]] + 1]++;
-    for (uint32_t r = 0; r < T; r++) start[r + 1] += start[r];
-    memcpy(fill, start, (size_t)T * sizeof *fill);
-    for (uint64_t i = 0; i < P; i++) {
-        uint64_t at = fill[rank[b->p_term[i]]]++;
-        sdoc[at] = b->p_doc[i];
-        stf[at] = b->p_tf[i];
+    if ((st = runs_finish(b->runs)) != CLS_OK) {
+        set_sticky(b, st, cls_last_error());
+        goto out;
     }
+    /* each list's place from the runs' counts; the runs fill the lists chunk by chunk */
+    const uint32_t *df = runs_df(b->runs);
+    for (uint32_t r = 0; r < T; r++) start[r + 1] = start[r] + df[order[r].id];
     b->times.invert = idx_clock() - t_invert;
     uint64_t base = 0;
     for (uint32_t f = 0; f < F; f++) {
@@ -1009,6 +1189,10 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         CLS_OK)
         goto out;
     uint64_t zero = 0;
+    runs_merge merge = {b->runs, rank, start};
+    /* a chunk's postings, in the encoders' buffers: a small share of the budget each */
+    unsigned threads = b->opts.threads ? b->opts.threads : resolve_threads(&b->opts);
+    uint64_t chunk = build_budget(b) / 8 / 8 / threads;
     idx_lists l = {
         .analyzer = b->an_flags,
         .num_docs = b->num_docs,
@@ -1020,8 +1204,9 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         .term_off = term_off,
         .term_blob = term_blob,
         .list_start = start,
-        .docs = sdoc,
-        .freqs = stf,
+        .fill = runs_fill,
+        .fill_user = &merge,
+        .chunk_postings = chunk < 1024 ? 1024 : chunk > IDX_CHUNK_POSTINGS ? IDX_CHUNK_POSTINGS : chunk,
         .collection = coll,
         .collection_len = coll_len,
         .num_fields = F,
@@ -1031,7 +1216,14 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         .times = &b->times.w,
     };
     st = idx_write_lists(path, &l, &b->opts);
-out:
+out:;
+    runs_stats rs;
+    runs_get_stats(b->runs, &rs);
+    b->times.spill = rs.spill;
+    b->times.spill_wait = rs.wait;
+    b->times.spills = rs.spills;
+    b->times.spill_bytes = rs.spill_bytes;
+    b->times.memory_budget = build_budget(b);
     free(foff);
     free(fblob);
     free(names);
@@ -1039,9 +1231,6 @@ out:
     free(order);
     free(rank);
     free(start);
-    free(fill);
-    free(sdoc);
-    free(stf);
     free(term_off);
     free(term_blob);
     return st;
@@ -1056,11 +1245,15 @@ void cls_builder_free(cls_builder *b)
     if (!b) return;
     pipe_stop(b);
     an_free(b->an);
+    runs_free(b->runs); /* before the dictionary: a spill in flight reads it */
+    b->runs = NULL;
     tdict_free(&b->dict);
+    if (b->dict_locked) pthread_rwlock_destroy(&b->dict_lock);
     acc_free(&b->acc);
-    free(b->p_term);
-    free(b->p_doc);
-    free(b->p_tf);
+    free(b->pend_pairs);
+    free(b->pend_res);
+    groupidx_free(&b->sgx);
+    grouped_free(&b->sg);
     free(b->doclen);
     free(b->docno_off);
     free(b->docno);
