@@ -1,34 +1,46 @@
-/* Index construction: analyse documents, invert in memory, encode blocks, write the file.
+/* Index construction: analyse documents, invert them into runs, merge and encode the runs, write
+ * the file. A pipeline whose stages overlap:
  *
- * Inversion keeps one (term, doc, tf) triple per posting, appended in docID order, so memory
- * grows with the index (12 bytes a posting plus the dictionary), never with the raw text. At
- * write time the terms are sorted by bytes and the triples counting-sorted by term (stable, so
- * each list stays in docID order); index_write.c then encodes the lists and writes the file.
+ *   read      cls_builder_add copies (docno, text) into the batch being filled (up to 1 MiB of
+ *             text, less under a small budget) and submits a full one to a FIFO queue;
+ *   analyse   a worker thread takes it, analyses each document with its own analyzer (the
+ *             Snowball stemmer is not thread-safe) into (local term id, tf) pairs through its own
+ *             dictionary, then groups the batch's postings by term (a counting pass and a
+ *             scatter, group_pairs); terms new to that dictionary travel with the batch;
+ *   invert    the calling thread takes finished batches strictly in submission order: the
+ *             worker's new terms get global ids (a per-worker translation table), each group its
+ *             global id (a lookup a group, not a posting), each document its name and length,
+ *             and the batch joins the run being filled (index_runs.c: a copy);
+ *   spill     a run that reaches its share of the memory budget is sealed (its terms sorted by
+ *             bytes) and written to an unnamed temporary file by the spilling thread, while the
+ *             next run fills;
+ *   merge and encode   at cls_builder_write the last run is sealed in memory while the calling
+ *             thread sorts the dictionary; then idx_write_lists cuts the dictionary into chunks,
+ *             and each encoder thread merges a chunk's lists from every run (runs_fill) and
+ *             encodes it, the chunks laid out in order after.
  *
- * Threads (cls_build_opts.threads > 1, or 0 on a machine of several cores): analysis, the
- * costly part, runs in a pool of worker threads; inversion stays in the calling thread.
- *
- *   cls_builder_add copies (docno, text) into the batch being filled (~1 MiB of text). A full
- *   batch goes to a FIFO queue; a worker takes it, analyses each document with its own
- *   analyzer (the Snowball stemmer is not thread-safe) and turns it into (local term id, tf)
- *   pairs through the worker's own dictionary; terms new to that dictionary travel with the
- *   batch. The calling thread inverts finished batches strictly in submission order: it maps
- *   each worker's new terms to global term ids (a per-worker translation table, so a posting
- *   costs an array lookup, not a hash of its bytes) and appends the postings, docno and length
- *   of every document exactly as the serial path does.
+ * With threads = 1 the calling thread analyses (the serial path) and groups its documents a
+ * batch at a time; spilling and the final seal still run on their own thread.
  *
  * Term ids may be numbered differently than in the serial path, but they never reach the file:
  * lists are ordered by term bytes and each list by docID, and docIDs are the order of the
- * cls_builder_add calls, so the file is byte-identical for any number of threads.
+ * cls_builder_add calls, so the file is byte-identical for any number of threads and any budget.
  *
- * Memory of the pipeline is bounded: 2 x threads + 1 batches exist, recycled; when all are in
- * flight, cls_builder_add waits for the oldest one. Each worker keeps a dictionary of the terms
- * it has seen (the vocabulary, at most once per worker).
+ * Memory. Bounded by the budget (cls_builder_set_memory, default a quarter of the machine's
+ * memory, at least 64 MiB): the runs held in memory, each with its sort index (index_runs.c).
+ * Bounded by the threads: 2 x threads + 1 batches exist, recycled (when all are in flight,
+ * cls_builder_add waits for the oldest), and each encoder's chunk (at most an eighth of the
+ * budget over the threads, capped at IDX_CHUNK_POSTINGS postings, or the longest list).
+ * Proportional to the vocabulary: the dictionary, once per worker and once global, its
+ * translation tables and the runs' directories. Proportional to the documents: their names,
+ * lengths and stored fields, kept until the file is written. Proportional to the output: the
+ * compressed index itself (the chunks' words, then their layout: twice it at the layout).
  *
  * Errors: a bad docno is refused by the cls_builder_add that passes it, as in the serial path.
- * A failure inside a worker (out of memory) is kept with its message; the cls_builder_add or
- * cls_builder_write that inverts that batch reports it, and so does every later call: after it
- * the builder only refuses. cls_builder_free stops and joins the workers in every state.
+ * A failure inside a worker (out of memory) or the spilling thread (a full disk) is kept with its
+ * message; the cls_builder_add or cls_builder_write that meets it reports it, and so does every
+ * later call: after it the builder only refuses. cls_builder_free stops and joins the workers and
+ * the spilling thread in every state; spilled runs have no name, so nothing is left on disk.
  */
 #include <pthread.h>
 #include <stdio.h>
