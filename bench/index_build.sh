@@ -39,8 +39,8 @@ for r in "${runs[@]}"; do
   mbs=$(sed -n 's/^indexed .*: \([0-9.]*\) MB\/s, \([0-9.]*\) M tokens\/s.*/\1/p' "$out/$name.log")
   tok=$(sed -n 's/^indexed .*: \([0-9.]*\) MB\/s, \([0-9.]*\) M tokens\/s.*/\2/p' "$out/$name.log")
   stages=$(awk '/^stage reading/ { printf "read+analyse %s", $(NF-1) }
-    /^stage spilling/ { match($0, /: [0-9]+ runs?, [0-9.]+ MB in [0-9.]+ s/); s = substr($0, RSTART + 2, RLENGTH - 2);
-                        w = $(NF-3); printf ", spills %s (waited %s)", s, w }
+    /^stage sorting runs/ { match($0, /: [0-9]+ runs?, [0-9]+ spilled \([0-9.]+ MB\), [0-9.]+ s/); s = substr($0, RSTART + 2, RLENGTH - 2);
+                        w = $(NF-3); printf ", runs %s (waited %s)", s, w }
     /^stage analysis still/ { printf ", drain %s", $NF == "s" ? $(NF-1) : $NF }
     /^stage inversion/ { printf ", invert %s", $(NF-1) }
     /^stage merging/ { match($0, /: [0-9.]+ s on [0-9]+ threads?, [0-9]+ chunks?/); printf ", merge+encode %s", substr($0, RSTART + 2, RLENGTH - 2);

@@ -11,16 +11,17 @@
  *             worker's new terms get global ids (a per-worker translation table), each group its
  *             global id (a lookup a group, not a posting), each document its name and length,
  *             and the batch joins the run being filled (index_runs.c: a copy);
- *   spill     a run that reaches its share of the memory budget is sealed (its terms sorted by
- *             bytes) and written to an unnamed temporary file by the spilling thread, while the
- *             next run fills;
+ *   seal      a run that reaches its share of the memory budget is sealed (its terms sorted by
+ *             bytes, its postings laid out term by term) on the sealing thread while the next
+ *             run fills, and kept in memory where the budget holds it, else spilled to an
+ *             unnamed temporary file;
  *   merge and encode   at cls_builder_write the last run is sealed in memory while the calling
  *             thread sorts the dictionary; then idx_write_lists cuts the dictionary into chunks,
  *             and each encoder thread merges a chunk's lists from every run (runs_fill) and
  *             encodes it, the chunks laid out in order after.
  *
  * With threads = 1 the calling thread analyses (the serial path) and groups its documents a
- * batch at a time; spilling and the final seal still run on their own thread.
+ * batch at a time; sealing still runs on its own thread.
  *
  * Term ids may be numbered differently than in the serial path, but they never reach the file:
  * lists are ordered by term bytes and each list by docID, and docIDs are the order of the
@@ -37,10 +38,10 @@
  * compressed index itself (the chunks' words, then their layout: twice it at the layout).
  *
  * Errors: a bad docno is refused by the cls_builder_add that passes it, as in the serial path.
- * A failure inside a worker (out of memory) or the spilling thread (a full disk) is kept with its
+ * A failure inside a worker (out of memory) or the sealing thread (a full disk) is kept with its
  * message; the cls_builder_add or cls_builder_write that meets it reports it, and so does every
  * later call: after it the builder only refuses. cls_builder_free stops and joins the workers and
- * the spilling thread in every state; spilled runs have no name, so nothing is left on disk.
+ * the sealing thread in every state; spilled runs have no name, so nothing is left on disk.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -446,7 +447,7 @@ static uint64_t build_budget(const cls_builder *b)
     return quarter > MIN_BUDGET ? quarter : MIN_BUDGET;
 }
 
-/* runs_sort_fn over the builder's dictionary: the spilling thread reads the terms' bytes while the
+/* runs_sort_fn over the builder's dictionary: the sealing thread reads the terms' bytes while the
  * calling thread adds terms, under dict_lock's read side (the arrays move only under its write
  * side; entries below n never change). */
 static int sort_ids(void *user, uint32_t *ids, uint32_t n)
@@ -1233,6 +1234,7 @@ out:;
     runs_get_stats(b->runs, &rs);
     b->times.spill = rs.spill;
     b->times.spill_wait = rs.wait;
+    b->times.runs = rs.runs;
     b->times.spills = rs.spills;
     b->times.spill_bytes = rs.spill_bytes;
     b->times.memory_budget = build_budget(b);
@@ -1257,7 +1259,7 @@ void cls_builder_free(cls_builder *b)
     if (!b) return;
     pipe_stop(b);
     an_free(b->an);
-    runs_free(b->runs); /* before the dictionary: a spill in flight reads it */
+    runs_free(b->runs); /* before the dictionary: a seal in flight reads it */
     b->runs = NULL;
     tdict_free(&b->dict);
     if (b->dict_locked) pthread_rwlock_destroy(&b->dict_lock);

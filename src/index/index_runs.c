@@ -3,28 +3,32 @@
  *
  * A batch arrives grouped by term (the analysis thread grouped it: a linear pass, no sort) and is
  * copied into the run being filled as one segment. A run is a range of consecutive batches, so
- * of consecutive docIDs. When a run's bytes reach a third of the budget it is sealed and spilled
- * on a thread of its own while the next run fills:
+ * of consecutive docIDs. When a run's bytes reach an eighth of the budget (at most 64 MiB) it is
+ * handed to the sealing thread while the next run fills:
  *
  *   seal   the run's distinct terms sorted by their bytes (the dictionary's final order, which
  *          a later term cannot change), each term's groups listed in segment order (a counting
  *          pass over the groups), so a term's postings come out in docID order;
- *   spill  term after term, its docIDs then its frequencies, into a file without a name (created
- *          and unlinked at once, so neither a failure nor a kill leaves it behind); kept in
- *          memory: per term its id and where its postings start.
+ *   store  term after term, its docIDs then its frequencies, contiguous: kept in memory where
+ *          the budget holds it, else spilled to a file without a name (created and unlinked at
+ *          once, or O_TMPFILE, so neither a failure nor a kill leaves it behind). Kept either
+ *          way: per term its id and where its postings start.
  *
- * At the end the run still filling is sealed and stays in memory. The merge is asked for the
+ * At the end the run still filling is sealed and kept in memory. The merge is asked for the
  * lists of a range of dictionary ranks (a chunk, index_write.c); in every run those terms are one
- * stretch of its order, so each spilled run gives a chunk one sequential read, and the runs,
+ * stretch of its order, so each run gives a chunk one sequential copy or read, and the runs,
  * taken in docID order, append to each list in docID order: a k-way merge without comparisons.
  * Chunks are merged on the encoder threads, each merging its chunk while others encode theirs.
  *
- * Memory: runs in memory, with their sort index (8 bytes a group, at most half a run's bytes),
- * stay within the budget: the run filling (a third, plus the batch that crossed it) and the run
- * spilling (a third, plus its index). Proportional to the dictionary, not bounded by the budget:
- * per term its df (4 bytes) and the seal's scratch (4 bytes), and per term of each spilled run 12
- * bytes of its directory. Proportional to the documents: nothing here. The merge's buffers are
- * the encoders' (their chunks) and a window per reading thread.
+ * Memory. Bounded by the budget: the runs kept in memory (8 bytes a posting), the run filling
+ * (its segments and its share of the sort index), and the run sealing (its segments and index
+ * beside its sealed copy): a run is kept only where all of them fit, else spilled. Not bounded by
+ * it, proportional to the dictionary: per term its df (4 bytes) and the seal's scratch (4 bytes),
+ * and per term of each run 12 bytes of its directory. The merge's buffers are the encoders'
+ * (their chunks) and a read window per encoder.
+ *
+ * One sealing thread: where the analysis outruns it, runs_add waits (runs_stats.wait says how
+ * long).
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include "index/index_runs.h"
@@ -45,6 +49,9 @@
 /* The spill writer's buffer and the merge's read window, in 32-bit words. */
 #define SPILL_BUF_WORDS ((size_t)1 << 18)
 #define READ_WINDOW_BYTES ((uint64_t)4 << 20)
+/* A run is sealed when it holds an eighth of the budget, or this much: small enough that the
+ * last one, sealed at the end, takes little time, large enough that the merge has few runs. */
+#define RUN_MAX_BYTES ((uint64_t)64 << 20)
 
 /* One batch as the run holds it: the arrays in one allocation after this header. */
 typedef struct seg {
@@ -62,13 +69,15 @@ typedef struct run {
     uint32_t nterms;
     uint32_t *gid;
     uint64_t *cum;
-    uint64_t *rstart;     /* in memory: term e's groups are refs[rstart[e] .. rstart[e + 1]) */
+    uint64_t *rstart;     /* while sealing: term e's groups are refs[rstart[e] .. rstart[e + 1]) */
     uint64_t *refs;       /* segment << 32 | group */
+    /* sealed, term after term its docIDs then its frequencies: in memory (words), or in a file */
+    uint32_t *words;
     int fd;               /* spilled: its file, else -1 */
 } run;
 
 struct idx_runs {
-    uint64_t budget, run_limit;
+    uint64_t budget, run_limit, kept; /* kept: bytes of the sealed runs held in memory */
     char *dir;
     runs_sort_fn sort;
     void *user;
@@ -109,6 +118,7 @@ static void run_free(run *u)
     free(u->cum);
     free(u->rstart);
     free(u->refs);
+    free(u->words);
     if (u->fd >= 0) close(u->fd);
     free(u);
 }
@@ -126,7 +136,8 @@ cls_status runs_create(uint64_t budget, const char *dir, runs_sort_fn sort, void
     idx_runs *r = calloc(1, sizeof *r);
     if (!r) return err_set(CLS_E_NOMEM, "indexing: out of memory for the runs");
     r->budget = budget ? budget : 1;
-    r->run_limit = r->budget / 3 ? r->budget / 3 : 1;
+    r->run_limit = r->budget / 8 < RUN_MAX_BYTES ? r->budget / 8 : RUN_MAX_BYTES;
+    if (r->run_limit == 0) r->run_limit = 1;
     r->sort = sort;
     r->user = user;
     if (!dir) dir = getenv("TMPDIR");
@@ -186,16 +197,21 @@ static int open_unnamed(const char *dir)
     return tfd;
 }
 
-/* Writes the sealed run u to a file without a name in r->dir; its segments and group index are
- * then freed. */
-static cls_status spill(idx_runs *r, run *u)
+/* Lays the sealed run u out term after term, its docIDs then its frequencies: into a file
+ * without a name in r->dir (to_disk), else into u->words. Its segments and group index are
+ * freed after. */
+static cls_status store(idx_runs *r, run *u, int to_disk)
 {
-    int fd = open_unnamed(r->dir);
-    if (fd < 0) return err_set(CLS_E_IO, "spilling a run to %s: %s", r->dir, strerror(errno));
-    uint32_t *buf = malloc(SPILL_BUF_WORDS * sizeof *buf);
+    const uint64_t np = u->cum[u->nterms];
+    int fd = -1;
+    if (to_disk && (fd = open_unnamed(r->dir)) < 0)
+        return err_set(CLS_E_IO, "spilling a run to %s: %s", r->dir, strerror(errno));
+    /* on disk a buffer written as it fills; in memory the whole run, never flushed */
+    size_t cap = to_disk ? SPILL_BUF_WORDS : (size_t)(2 * np + 1);
+    uint32_t *buf = fault_malloc(cap * sizeof *buf);
     if (!buf) {
-        close(fd);
-        return err_set(CLS_E_NOMEM, "spilling a run: out of memory");
+        if (fd >= 0) close(fd);
+        return err_set(CLS_E_NOMEM, "sealing a run of %llu postings: out of memory", (unsigned long long)np);
     }
     size_t n = 0;
     int ok = 1;
@@ -203,26 +219,42 @@ static cls_status spill(idx_runs *r, run *u)
         for (int part = 0; part < 2 && ok; part++) /* the term's docIDs, then its frequencies */
             for (uint64_t j = u->rstart[e]; j < u->rstart[e + 1] && ok; j++) {
                 const seg *s = u->segs[u->refs[j] >> 32];
-                uint32_t k = (uint32_t)u->refs[j];
-                for (uint32_t i = s->gstart[k]; i < s->gstart[k + 1]; i++) {
-                    if (n == SPILL_BUF_WORDS) {
-                        ok = write_words(fd, buf, n);
-                        n = 0;
-                        if (!ok) break;
+                uint32_t k = (uint32_t)u->refs[j], g0 = s->gstart[k], g1 = s->gstart[k + 1];
+                if (n + (g1 - g0) > cap) { /* on disk only: in memory the run fits */
+                    ok = write_words(fd, buf, n);
+                    n = 0;
+                }
+                if (!ok) break;
+                if (g1 - g0 > cap) { /* a group longer than the buffer: in pieces */
+                    for (uint32_t i = g0; i < g1 && ok; i += (uint32_t)cap) {
+                        uint32_t m = g1 - i < cap ? g1 - i : (uint32_t)cap;
+                        for (uint32_t x = 0; x < m; x++) buf[x] = part ? s->tf[i + x] : s->base + s->doc[i + x];
+                        ok = write_words(fd, buf, m);
                     }
-                    buf[n++] = part ? s->tf[i] : s->base + s->doc[i];
+                    continue;
+                }
+                if (part) {
+                    memcpy(buf + n, s->tf + g0, (size_t)(g1 - g0) * sizeof *buf);
+                    n += g1 - g0;
+                } else {
+                    for (uint32_t i = g0; i < g1; i++) buf[n++] = s->base + s->doc[i];
                 }
             }
-    if (ok && n) ok = write_words(fd, buf, n);
+    if (to_disk && ok && n) ok = write_words(fd, buf, n);
     int e = errno;
-    free(buf);
     if (!ok) {
+        free(buf);
         close(fd);
-        return err_set(CLS_E_IO, "spilling a run of %llu postings to %s: %s",
-                       (unsigned long long)u->cum[u->nterms], r->dir, strerror(e));
+        return err_set(CLS_E_IO, "spilling a run of %llu postings to %s: %s", (unsigned long long)np, r->dir,
+                       strerror(e));
     }
-    u->fd = fd;
-    r->stats.spill_bytes += u->cum[u->nterms] * 8;
+    if (to_disk) {
+        free(buf);
+        u->fd = fd;
+        r->stats.spill_bytes += np * 8;
+    } else {
+        u->words = buf;
+    }
     for (size_t i = 0; i < u->nsegs; i++) free(u->segs[i]);
     free(u->segs);
     free(u->rstart);
@@ -291,10 +323,11 @@ static void *seal_thread(void *arg)
     idx_runs *r = arg;
     double t0 = now();
     cls_status st = seal(r, r->job, r->job_terms);
-    if (st == CLS_OK && r->job_spill) st = spill(r, r->job);
+    if (st == CLS_OK) st = store(r, r->job, r->job_spill);
     if (st != CLS_OK) snprintf(r->job_msg, sizeof r->job_msg, "%s", cls_last_error());
     r->job_st = st;
     r->stats.spill += now() - t0;
+    if (st == CLS_OK) r->stats.runs++;
     if (st == CLS_OK && r->job_spill) r->stats.spills++;
     return NULL;
 }
@@ -318,6 +351,7 @@ static cls_status job_done(idx_runs *r)
         return sticky(r, r->job_st, r->job_msg);
     }
     r->done[r->ndone++] = u; /* room reserved before the job started */
+    if (u->words) r->kept += u->cum[u->nterms] * 8 + (uint64_t)u->nterms * 12;
     return CLS_OK;
 }
 
@@ -330,14 +364,18 @@ static cls_status wait_job(idx_runs *r)
     return job_done(r);
 }
 
-/* Hands the run being filled to the sealing thread and starts a new one. */
-static cls_status start_job(idx_runs *r, int to_disk, uint32_t num_terms)
+/* Hands the run being filled to the sealing thread and starts a new one. The run is kept in
+ * memory where the budget holds the runs kept, this one while it is sealed (its segments beside
+ * its sealed copy) and the next one filling; else it is spilled. The last run (at the end) is
+ * kept: the merge reads it at once. */
+static cls_status start_job(idx_runs *r, int last, uint32_t num_terms)
 {
     double t0 = now();
     cls_status st = wait_job(r);
     r->stats.wait += now() - t0;
     if (st != CLS_OK) return st;
     if (r->cur->nsegs == 0) return CLS_OK;
+    int to_disk = !last && r->kept + 2 * r->cur->bytes + r->run_limit > r->budget;
     run *next = run_new();
     if (!next || !vec_reserve(&r->done, &r->done_cap, r->ndone + 1, sizeof *r->done)) {
         free(next);
@@ -391,7 +429,7 @@ cls_status runs_add(idx_runs *r, const runs_batch *b, uint32_t num_terms)
     u->segs[u->nsegs++] = s;
     u->bytes += bytes + (size_t)b->ngroups * sizeof *u->refs; /* and its share of the seal's index */
     u->groups += b->ngroups;
-    if (u->bytes >= r->run_limit) return start_job(r, 1, num_terms);
+    if (u->bytes >= r->run_limit) return start_job(r, 0, num_terms);
     return CLS_OK;
 }
 
@@ -404,7 +442,7 @@ cls_status runs_seal(idx_runs *r, uint32_t num_terms)
         memset(r->df + r->nterms, 0, (size_t)(num_terms - r->nterms) * sizeof *r->df);
         r->nterms = num_terms;
     }
-    return start_job(r, 0, num_terms);
+    return start_job(r, 1, num_terms);
 }
 
 cls_status runs_finish(idx_runs *r)
@@ -494,14 +532,8 @@ cls_status runs_fill(void *merge, uint32_t t0, uint32_t t1, uint32_t *docs, uint
                 break;
             }
             if (u->fd < 0) {
-                for (uint64_t j = u->rstart[e]; j < u->rstart[e + 1]; j++) {
-                    const seg *s = u->segs[u->refs[j] >> 32];
-                    uint32_t g = (uint32_t)u->refs[j], n = s->gstart[g + 1] - s->gstart[g];
-                    for (uint32_t x = 0; x < n; x++) d[x] = s->base + s->doc[s->gstart[g] + x];
-                    memcpy(f, s->tf + s->gstart[g], (size_t)n * sizeof *f);
-                    d += n;
-                    f += n;
-                }
+                memcpy(d, u->words + 2 * u->cum[e], (size_t)df * 4);
+                memcpy(f, u->words + 2 * u->cum[e] + df, (size_t)df * 4);
             } else {
                 uint64_t a = u->cum[e] * 8, len = df * 8;
                 int ok;

@@ -15,11 +15,12 @@ typedef struct idx_runs idx_runs;
  * dictionary's bytes under whatever keeps them in place. */
 typedef int (*runs_sort_fn)(void *user, uint32_t *ids, uint32_t n);
 
-/* What the runs did, for -v: the spilling thread's seconds (sorting and writing), the runs it
- * wrote and their bytes, and the seconds runs_add waited for a spill still writing. */
+/* What the runs did, for -v: the sealing thread's seconds (sorting, laying out, writing), the
+ * runs it sealed, those it spilled and their bytes, and the seconds runs_add waited for a seal
+ * still running. */
 typedef struct runs_stats {
     double spill, wait;
-    uint64_t spills, spill_bytes;
+    uint64_t runs, spills, spill_bytes;
 } runs_stats;
 
 /* budget: bytes of runs held in memory (at least 1). Spilled runs go to unnamed files in dir

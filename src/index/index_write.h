@@ -120,14 +120,14 @@ double idx_clock(void);
 /* The builder's stages, in seconds, as cls_builder_write measured them (all 0 before it):
  * finishing the analysis still in flight (drain), then inverting what is still in memory (the
  * dictionary sorted, the last run sorted by term), then idx_write_lists' stages (the runs merged
- * chunk by chunk as the chunks are encoded). Spilling runs to temporary files overlaps the
- * analysis: spill is the seconds the spilling thread worked (sorting and writing), spills the
- * runs it wrote, spill_bytes their bytes, and spill_wait how long adding documents waited for a
- * spill still writing. The reading and analysis before cls_builder_write run as the caller
- * feeds documents, and the caller times them. */
+ * chunk by chunk as the chunks are encoded). Sealing runs overlaps the analysis: spill is the
+ * seconds the sealing thread worked (sorting, laying out, writing spilled runs), runs the runs it
+ * sealed, spills those it wrote to temporary files, spill_bytes their bytes, and spill_wait how
+ * long adding documents waited for a seal still running. The reading and analysis before
+ * cls_builder_write run as the caller feeds documents, and the caller times them. */
 typedef struct idx_build_times {
     double drain, invert, spill, spill_wait;
-    uint64_t spills, spill_bytes, memory_budget;
+    uint64_t runs, spills, spill_bytes, memory_budget;
     idx_write_times w;
 } idx_build_times;
 void idx_builder_times(const cls_builder *b, idx_build_times *t);

@@ -289,10 +289,10 @@ static void index_report(const index_ctx *c, const index_args *a, const char **f
          * appending of each analysed batch's postings; the rest runs one after another */
         fprintf(stderr, "stage reading and analysis: %.2f s\n", d->t_read);
         const idx_build_times *bt = &d->build;
-        fprintf(stderr, "stage spilling runs (overlapping the analysis; budget %.0f MB): %llu run%s, %.1f MB in %.2f s "
-                "on its thread, %.2f s waited for\n", (double)bt->memory_budget / 1e6,
-                (unsigned long long)bt->spills, bt->spills == 1 ? "" : "s", (double)bt->spill_bytes / 1e6, bt->spill,
-                bt->spill_wait);
+        fprintf(stderr, "stage sorting runs (overlapping the analysis; budget %.0f MB): %llu run%s, %llu spilled "
+                "(%.1f MB), %.2f s on its thread, %.2f s waited for\n", (double)bt->memory_budget / 1e6,
+                (unsigned long long)bt->runs, bt->runs == 1 ? "" : "s", (unsigned long long)bt->spills,
+                (double)bt->spill_bytes / 1e6, bt->spill, bt->spill_wait);
         fprintf(stderr, "stage analysis still in flight: %.2f s\n", bt->drain);
         fprintf(stderr, "stage inversion (dictionary and last run sorted by term): %.2f s\n", bt->invert);
         fprintf(stderr, "stage merging and encoding (%s, block %u): %.2f s on %u thread%s, %u chunk%s (merging %.2f s, "
