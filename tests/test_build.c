@@ -105,6 +105,7 @@ static const struct {
     int spills;  /* the budget is small enough that runs must be spilled */
 } variants[] = {
     {1, 16 << 10, 1}, {3, 16 << 10, 1}, {2, 300 << 10, 1}, {3, 0, 0}, {1, 1, 1},
+    {12, 40 << 10, 1}, /* three sealing threads at once */
 };
 
 static void same_bytes(const coll *c, const cls_build_opts *lay, const char *what)

@@ -515,7 +515,10 @@ static cls_status runs_ready(cls_builder *b)
     uint64_t budget = build_budget(b);
     b->batch_bytes = budget / 16 < BATCH_MIN_BYTES ? BATCH_MIN_BYTES : budget / 16 > BATCH_BYTES ? BATCH_BYTES : budget / 16;
     b->pend_limit = b->batch_bytes / 8 < BATCH_POSTINGS ? b->batch_bytes / 8 : BATCH_POSTINGS;
-    return runs_create(budget, NULL, sort_ids, b, &b->runs);
+    /* sealing a run costs a fraction of its documents' analysis: a sealing thread for every
+     * four analysis threads keeps up with them, with room */
+    unsigned sealers = b->nthreads / 4 ? b->nthreads / 4 : 1;
+    return runs_create(budget, sealers, NULL, sort_ids, b, &b->runs);
 }
 
 /* The serial path's pending documents, grouped by term, into the runs. */

@@ -3,8 +3,8 @@
  *
  * A batch arrives grouped by term (the analysis thread grouped it: a linear pass, no sort) and is
  * copied into the run being filled as one segment. A run is a range of consecutive batches, so
- * of consecutive docIDs. When a run's bytes reach an eighth of the budget (at most 64 MiB) it is
- * handed to the sealing thread while the next run fills:
+ * of consecutive docIDs. When a run's bytes reach an eighth of the budget (at most 32 MiB) it is
+ * handed to a sealing thread while the next run fills:
  *
  *   seal   the run's distinct terms sorted by their bytes (the dictionary's final order, which
  *          a later term cannot change), each term's groups listed in segment order (a counting
@@ -21,14 +21,14 @@
  * Chunks are merged on the encoder threads, each merging its chunk while others encode theirs.
  *
  * Memory. Bounded by the budget: the runs kept in memory (8 bytes a posting), the run filling
- * (its segments and its share of the sort index), and the run sealing (its segments and index
- * beside its sealed copy): a run is kept only where all of them fit, else spilled. Not bounded by
+ * (its segments and its share of the sort index), and the runs sealing (their segments and index
+ * beside their sealed copies): a run is kept only where all of them fit, else spilled. Not bounded by
  * it, proportional to the dictionary: per term its df (4 bytes) and the seal's scratch (4 bytes),
  * and per term of each run 12 bytes of its directory. The merge's buffers are the encoders'
  * (their chunks) and a read window per encoder.
  *
- * One sealing thread: where the analysis outruns it, runs_add waits (runs_stats.wait says how
- * long).
+ * Runs are sealed by up to `sealers` threads at once, and join the sealed runs in the order they
+ * were started; where the analysis outruns them, runs_add waits (runs_stats.wait says how long).
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include "index/index_runs.h"
@@ -51,7 +51,7 @@
 #define READ_WINDOW_BYTES ((uint64_t)4 << 20)
 /* A run is sealed when it holds an eighth of the budget, or this much: small enough that the
  * last one, sealed at the end, takes little time, large enough that the merge has few runs. */
-#define RUN_MAX_BYTES ((uint64_t)64 << 20)
+#define RUN_MAX_BYTES ((uint64_t)32 << 20)
 
 /* One batch as the run holds it: the arrays in one allocation after this header. */
 typedef struct seg {
@@ -87,20 +87,29 @@ struct idx_runs {
     run *cur;             /* filling */
     run **done;           /* sealed, in docID order */
     size_t ndone, done_cap;
-    /* the sealing thread: one job at a time */
-    pthread_t th;
-    int busy;
-    run *job;
-    int job_spill;
-    uint32_t job_terms;
-    cls_status job_st;
-    char job_msg[512];
+    /* the sealing threads: jobs in a ring, finished in the order they started */
+    struct job *jobs;
+    unsigned njobs, jhead, jlen;
+    uint64_t inflight;    /* bytes the jobs in flight may hold: segments and sealed copy */
     cls_status sticky;    /* a failed spill: every later call reports it */
     char sticky_msg[512];
-    uint32_t *slot;       /* the seal's scratch, per term id */
-    size_t slot_cap;
     runs_stats stats;
 };
+
+/* One sealing thread's job: its run, whether to spill it, and its own scratch. */
+typedef struct job {
+    idx_runs *r;
+    pthread_t th;
+    run *u;
+    int spill;
+    uint32_t terms;
+    cls_status st;
+    char msg[512];
+    double secs;
+    int sync;             /* sealed by the calling thread: nothing to join */
+    uint32_t *slot;       /* the seal's scratch, per term id */
+    size_t slot_cap;
+} job;
 
 static double now(void)
 {
@@ -130,7 +139,8 @@ static run *run_new(void)
     return u;
 }
 
-cls_status runs_create(uint64_t budget, const char *dir, runs_sort_fn sort, void *user, idx_runs **out)
+cls_status runs_create(uint64_t budget, unsigned sealers, const char *dir, runs_sort_fn sort, void *user,
+                       idx_runs **out)
 {
     *out = NULL;
     idx_runs *r = calloc(1, sizeof *r);
@@ -142,7 +152,8 @@ cls_status runs_create(uint64_t budget, const char *dir, runs_sort_fn sort, void
     r->user = user;
     if (!dir) dir = getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
-    if (!(r->dir = malloc(strlen(dir) + 1)) || !(r->cur = run_new())) {
+    r->njobs = sealers ? sealers : 1;
+    if (!(r->dir = malloc(strlen(dir) + 1)) || !(r->cur = run_new()) || !(r->jobs = calloc(r->njobs, sizeof *r->jobs))) {
         runs_free(r);
         return err_set(CLS_E_NOMEM, "indexing: out of memory for the runs");
     }
@@ -251,7 +262,6 @@ static cls_status store(idx_runs *r, run *u, int to_disk)
     if (to_disk) {
         free(buf);
         u->fd = fd;
-        r->stats.spill_bytes += np * 8;
     } else {
         u->words = buf;
     }
@@ -266,11 +276,12 @@ static cls_status store(idx_runs *r, run *u, int to_disk)
 }
 
 /* Sorts u's terms by bytes and indexes each term's groups in segment order. */
-static cls_status seal(idx_runs *r, run *u, uint32_t num_terms)
+static cls_status seal(job *j, run *u, uint32_t num_terms)
 {
-    if (!vec_reserve(&r->slot, &r->slot_cap, (size_t)num_terms + 1, sizeof *r->slot))
+    idx_runs *r = j->r;
+    if (!vec_reserve(&j->slot, &j->slot_cap, (size_t)num_terms + 1, sizeof *j->slot))
         return err_set(CLS_E_NOMEM, "indexing: out of memory sorting a run");
-    memset(r->slot, 0xff, (size_t)num_terms * sizeof *r->slot);
+    memset(j->slot, 0xff, (size_t)num_terms * sizeof *j->slot);
     uint64_t most = u->groups < num_terms ? u->groups : num_terms;
     uint32_t *ids = malloc((size_t)(most + 1) * sizeof *ids);
     u->cum = calloc((size_t)most + 1, sizeof *u->cum);
@@ -287,18 +298,18 @@ static cls_status seal(idx_runs *r, run *u, uint32_t num_terms)
     for (size_t s = 0; s < u->nsegs; s++)
         for (uint32_t k = 0; k < u->segs[s]->ngroups; k++) {
             uint32_t g = u->segs[s]->gid[k];
-            if (r->slot[g] == UINT32_MAX) r->slot[g] = d, ids[d++] = g;
+            if (j->slot[g] == UINT32_MAX) j->slot[g] = d, ids[d++] = g;
         }
     if (!r->sort(r->user, ids, d)) {
         free(ids);
         free(at);
         return err_set(CLS_E_NOMEM, "indexing: out of memory sorting a run's terms");
     }
-    for (uint32_t e = 0; e < d; e++) r->slot[ids[e]] = e;
+    for (uint32_t e = 0; e < d; e++) j->slot[ids[e]] = e;
     for (size_t s = 0; s < u->nsegs; s++) {
         const seg *sg = u->segs[s];
         for (uint32_t k = 0; k < sg->ngroups; k++) {
-            uint32_t e = r->slot[sg->gid[k]];
+            uint32_t e = j->slot[sg->gid[k]];
             u->rstart[e + 1]++;
             u->cum[e + 1] += sg->gstart[k + 1] - sg->gstart[k];
         }
@@ -310,7 +321,7 @@ static cls_status seal(idx_runs *r, run *u, uint32_t num_terms)
     }
     for (size_t s = 0; s < u->nsegs; s++)
         for (uint32_t k = 0; k < u->segs[s]->ngroups; k++)
-            u->refs[at[r->slot[u->segs[s]->gid[k]]]++] = (uint64_t)s << 32 | k;
+            u->refs[at[j->slot[u->segs[s]->gid[k]]]++] = (uint64_t)s << 32 | k;
     free(at);
     u->gid = ids;
     u->nterms = d;
@@ -320,15 +331,13 @@ static cls_status seal(idx_runs *r, run *u, uint32_t num_terms)
 
 static void *seal_thread(void *arg)
 {
-    idx_runs *r = arg;
+    job *j = arg;
     double t0 = now();
-    cls_status st = seal(r, r->job, r->job_terms);
-    if (st == CLS_OK) st = store(r, r->job, r->job_spill);
-    if (st != CLS_OK) snprintf(r->job_msg, sizeof r->job_msg, "%s", cls_last_error());
-    r->job_st = st;
-    r->stats.spill += now() - t0;
-    if (st == CLS_OK) r->stats.runs++;
-    if (st == CLS_OK && r->job_spill) r->stats.spills++;
+    cls_status st = seal(j, j->u, j->terms);
+    if (st == CLS_OK) st = store(j->r, j->u, j->spill);
+    if (st != CLS_OK) snprintf(j->msg, sizeof j->msg, "%s", cls_last_error());
+    j->st = st;
+    j->secs = now() - t0;
     return NULL;
 }
 
@@ -341,56 +350,76 @@ static cls_status sticky(idx_runs *r, cls_status st, const char *msg)
     return err_set(r->sticky, "%s", r->sticky_msg);
 }
 
-/* The job's run joins the sealed ones, or its failure becomes the runs'. */
-static cls_status job_done(idx_runs *r)
+/* Waits for the oldest job in flight; its run joins the sealed ones (after every run started
+ * before it), or its failure becomes the runs'. */
+static cls_status wait_oldest(idx_runs *r)
 {
-    run *u = r->job;
-    r->job = NULL;
-    if (r->job_st != CLS_OK) {
+    job *j = &r->jobs[r->jhead];
+    if (!j->sync) pthread_join(j->th, NULL);
+    r->jhead = (r->jhead + 1) % r->njobs;
+    r->jlen--;
+    run *u = j->u;
+    j->u = NULL;
+    r->inflight -= 2 * u->bytes;
+    r->stats.spill += j->secs;
+    if (j->st != CLS_OK || r->sticky != CLS_OK) {
         run_free(u);
-        return sticky(r, r->job_st, r->job_msg);
+        return sticky(r, j->st, j->msg);
     }
     r->done[r->ndone++] = u; /* room reserved before the job started */
-    if (u->words) r->kept += u->cum[u->nterms] * 8 + (uint64_t)u->nterms * 12;
+    r->stats.runs++;
+    if (u->fd >= 0) {
+        r->stats.spills++;
+        r->stats.spill_bytes += u->cum[u->nterms] * 8;
+    } else {
+        r->kept += u->cum[u->nterms] * 8 + (uint64_t)u->nterms * 12;
+    }
     return CLS_OK;
 }
 
-/* Waits for the job in flight. */
-static cls_status wait_job(idx_runs *r)
+/* Waits for every job in flight. */
+static cls_status wait_all(idx_runs *r)
 {
-    if (!r->busy) return r->sticky != CLS_OK ? err_set(r->sticky, "%s", r->sticky_msg) : CLS_OK;
-    pthread_join(r->th, NULL);
-    r->busy = 0;
-    return job_done(r);
+    cls_status st = CLS_OK;
+    while (r->jlen) {
+        cls_status s = wait_oldest(r);
+        if (st == CLS_OK) st = s;
+    }
+    if (st == CLS_OK && r->sticky != CLS_OK) st = err_set(r->sticky, "%s", r->sticky_msg);
+    return st;
 }
 
-/* Hands the run being filled to the sealing thread and starts a new one. The run is kept in
- * memory where the budget holds the runs kept, this one while it is sealed (its segments beside
- * its sealed copy) and the next one filling; else it is spilled. The last run (at the end) is
- * kept: the merge reads it at once. */
+/* Hands the run being filled to a sealing thread (waiting for the oldest when all are busy) and
+ * starts a new one. The run is kept in memory where the budget holds the runs kept, the jobs in
+ * flight and this one while they are sealed (segments beside their sealed copies), and the next
+ * one filling; else it is spilled. The last run (at the end) is kept: the merge reads it at
+ * once. */
 static cls_status start_job(idx_runs *r, int last, uint32_t num_terms)
 {
     double t0 = now();
-    cls_status st = wait_job(r);
+    cls_status st = last ? wait_all(r) : r->jlen == r->njobs ? wait_oldest(r) : CLS_OK;
     r->stats.wait += now() - t0;
     if (st != CLS_OK) return st;
+    if (r->sticky != CLS_OK) return err_set(r->sticky, "%s", r->sticky_msg);
     if (r->cur->nsegs == 0) return CLS_OK;
-    int to_disk = !last && r->kept + 2 * r->cur->bytes + r->run_limit > r->budget;
+    int to_disk = !last && r->kept + r->inflight + 2 * r->cur->bytes + r->run_limit > r->budget;
     run *next = run_new();
-    if (!next || !vec_reserve(&r->done, &r->done_cap, r->ndone + 1, sizeof *r->done)) {
+    if (!next || !vec_reserve(&r->done, &r->done_cap, r->ndone + r->jlen + 1, sizeof *r->done)) {
         free(next);
         return err_set(CLS_E_NOMEM, "indexing: out of memory for the runs");
     }
-    r->job = r->cur;
+    job *j = &r->jobs[(r->jhead + r->jlen) % r->njobs];
+    j->r = r;
+    j->u = r->cur;
+    j->spill = to_disk;
+    j->terms = num_terms;
+    j->st = CLS_OK;
+    j->secs = 0;
     r->cur = next;
-    r->job_spill = to_disk;
-    r->job_terms = num_terms;
-    r->job_st = CLS_OK;
-    if (pthread_create(&r->th, NULL, seal_thread, r) != 0) { /* no thread to spare: seal here */
-        seal_thread(r);
-        return job_done(r);
-    }
-    r->busy = 1;
+    r->inflight += 2 * j->u->bytes;
+    r->jlen++;
+    j->sync = pthread_create(&j->th, NULL, seal_thread, j) != 0;
+    if (j->sync) seal_thread(j); /* no thread to spare: sealed here, collected in its turn */
     return CLS_OK;
 }
 
@@ -448,7 +477,7 @@ cls_status runs_seal(idx_runs *r, uint32_t num_terms)
 cls_status runs_finish(idx_runs *r)
 {
     double t0 = now();
-    cls_status st = wait_job(r);
+    cls_status st = wait_all(r);
     r->stats.wait += now() - t0;
     return st;
 }
@@ -460,15 +489,17 @@ void runs_get_stats(const idx_runs *r, runs_stats *s) { *s = r->stats; }
 void runs_free(idx_runs *r)
 {
     if (!r) return;
-    if (r->busy) {
-        pthread_join(r->th, NULL);
-        run_free(r->job);
+    for (; r->jobs && r->jlen; r->jlen--, r->jhead = (r->jhead + 1) % r->njobs) {
+        job *j = &r->jobs[r->jhead];
+        if (!j->sync) pthread_join(j->th, NULL);
+        run_free(j->u);
     }
+    for (unsigned i = 0; r->jobs && i < r->njobs; i++) free(r->jobs[i].slot);
+    free(r->jobs);
     for (size_t i = 0; i < r->ndone; i++) run_free(r->done[i]);
     free(r->done);
     run_free(r->cur);
     free(r->df);
-    free(r->slot);
     free(r->dir);
     free(r);
 }

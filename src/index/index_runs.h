@@ -11,21 +11,22 @@
 typedef struct idx_runs idx_runs;
 
 /* Sorts n term ids into the dictionary's byte order (idx_term_ref_cmp); 0 when out of memory.
- * Called from the spilling thread while the builder goes on adding terms: it must read the
- * dictionary's bytes under whatever keeps them in place. */
+ * Called from the sealing threads, several at once, while the builder goes on adding terms: it
+ * must read the dictionary's bytes under whatever keeps them in place. */
 typedef int (*runs_sort_fn)(void *user, uint32_t *ids, uint32_t n);
 
-/* What the runs did, for -v: the sealing thread's seconds (sorting, laying out, writing), the
- * runs it sealed, those it spilled and their bytes, and the seconds runs_add waited for a seal
- * still running. */
+/* What the runs did, for -v: the sealing threads' seconds (sorting, laying out, writing, summed
+ * over the threads), the runs sealed, those spilled and their bytes, and the seconds runs_add
+ * waited for a seal still running. */
 typedef struct runs_stats {
     double spill, wait;
     uint64_t runs, spills, spill_bytes;
 } runs_stats;
 
-/* budget: bytes of runs held in memory (at least 1). Spilled runs go to unnamed files in dir
- * (NULL: $TMPDIR, else /tmp). */
-cls_status runs_create(uint64_t budget, const char *dir, runs_sort_fn sort, void *user, idx_runs **out);
+/* budget: bytes of runs held in memory (at least 1); sealers: threads that sort runs at once
+ * (at least 1). Spilled runs go to unnamed files in dir (NULL: $TMPDIR, else /tmp). */
+cls_status runs_create(uint64_t budget, unsigned sealers, const char *dir, runs_sort_fn sort, void *user,
+                       idx_runs **out);
 /* Waits for a spill in flight; closes the spilled runs (their files have no name: nothing is
  * left on disk). NULL is ignored. */
 void runs_free(idx_runs *r);
@@ -39,11 +40,12 @@ typedef struct runs_batch {
 } runs_batch;
 
 /* Copies the batch into the run being filled. When the run reaches its share of the budget it is
- * handed to the spilling thread (after the previous spill has finished) and a new run starts.
+ * handed to a sealing thread (after the oldest has finished, when all are busy) and a new run
+ * starts.
  * A failed spill is reported by this call or a later one, and by runs_finish. */
 cls_status runs_add(idx_runs *r, const runs_batch *b, uint32_t num_terms);
 
-/* Starts sealing the run being filled (sorted by term, kept in memory) on the spilling thread,
+/* Starts sealing the run being filled (sorted by term, kept in memory) on a sealing thread,
  * so that the caller can sort its dictionary meanwhile; runs_finish waits for it. After
  * runs_finish every posting added is in a sealed run. More batches may be added after it. */
 cls_status runs_seal(idx_runs *r, uint32_t num_terms);
