@@ -7,12 +7,13 @@
  * handed to a sealing thread while the next run fills:
  *
  *   seal   the run's distinct terms sorted by their bytes (the dictionary's final order, which
- *          a later term cannot change), each term's groups listed in segment order (a counting
- *          pass over the groups), so a term's postings come out in docID order;
- *   store  term after term, its docIDs then its frequencies, contiguous: kept in memory where
- *          the budget holds it, else spilled to a file without a name (created and unlinked at
- *          once, or O_TMPFILE, so neither a failure nor a kill leaves it behind). Kept either
- *          way: per term its id and where its postings start.
+ *          a later term cannot change), each term's postings counted, then the segments read in
+ *          order and each group's postings copied to its term's place (sequential reads,
+ *          scattered writes): term after term, its docIDs then its frequencies, each list in
+ *          docID order;
+ *   keep   in memory where the budget holds it, else spill: the words written to a file without
+ *          a name (O_TMPFILE, or a name unlinked at once, so neither a failure nor a kill leaves
+ *          it behind) and freed. Kept either way: per term its id and where its postings start.
  *
  * At the end the run still filling is sealed and kept in memory. The merge is asked for the
  * lists of a range of dictionary ranks (a chunk, index_write.c); in every run those terms are one
@@ -21,10 +22,10 @@
  * Chunks are merged on the encoder threads, each merging its chunk while others encode theirs.
  *
  * Memory. Bounded by the budget: the runs kept in memory (8 bytes a posting), the run filling
- * (its segments and its share of the sort index), and the runs sealing (their segments and index
- * beside their sealed copies): a run is kept only where all of them fit, else spilled. Not bounded by
- * it, proportional to the dictionary: per term its df (4 bytes) and the seal's scratch (4 bytes),
- * and per term of each run 12 bytes of its directory. The merge's buffers are the encoders'
+ * (its segments), and the runs sealing (their segments beside their sealed words): a run is kept
+ * only where all of them fit, else spilled. Not bounded by it, proportional to the dictionary:
+ * per term its df (4 bytes) and each sealing thread's scratch (4 bytes), and per term of each run
+ * 12 bytes of its directory. The merge's buffers are the encoders'
  * (their chunks) and a read window per encoder.
  *
  * Runs are sealed by up to `sealers` threads at once, and join the sealed runs in the order they
@@ -46,7 +47,7 @@
 #include "util/fault.h"
 #include "util/vec.h"
 
-/* The spill writer's buffer and the merge's read window, in 32-bit words. */
+/* The spill's writes, in 32-bit words, and the merge's read window, in bytes. */
 #define SPILL_BUF_WORDS ((size_t)1 << 18)
 #define READ_WINDOW_BYTES ((uint64_t)4 << 20)
 /* A run is sealed when it holds an eighth of the budget, or this much: small enough that the
@@ -69,8 +70,6 @@ typedef struct run {
     uint32_t nterms;
     uint32_t *gid;
     uint64_t *cum;
-    uint64_t *rstart;     /* while sealing: term e's groups are refs[rstart[e] .. rstart[e + 1]) */
-    uint64_t *refs;       /* segment << 32 | group */
     /* sealed, term after term its docIDs then its frequencies: in memory (words), or in a file */
     uint32_t *words;
     int fd;               /* spilled: its file, else -1 */
@@ -125,8 +124,6 @@ static void run_free(run *u)
     free(u->segs);
     free(u->gid);
     free(u->cum);
-    free(u->rstart);
-    free(u->refs);
     free(u->words);
     if (u->fd >= 0) close(u->fd);
     free(u);
@@ -208,91 +205,26 @@ static int open_unnamed(const char *dir)
     return tfd;
 }
 
-/* Lays the sealed run u out term after term, its docIDs then its frequencies: into a file
- * without a name in r->dir (to_disk), else into u->words. Its segments and group index are
- * freed after. */
-static cls_status store(idx_runs *r, run *u, int to_disk)
-{
-    const uint64_t np = u->cum[u->nterms];
-    int fd = -1;
-    if (to_disk && (fd = open_unnamed(r->dir)) < 0)
-        return err_set(CLS_E_IO, "spilling a run to %s: %s", r->dir, strerror(errno));
-    /* on disk a buffer written as it fills; in memory the whole run, never flushed */
-    size_t cap = to_disk ? SPILL_BUF_WORDS : (size_t)(2 * np + 1);
-    uint32_t *buf = fault_malloc(cap * sizeof *buf);
-    if (!buf) {
-        if (fd >= 0) close(fd);
-        return err_set(CLS_E_NOMEM, "sealing a run of %llu postings: out of memory", (unsigned long long)np);
-    }
-    size_t n = 0;
-    int ok = 1;
-    for (uint32_t e = 0; e < u->nterms && ok; e++)
-        for (int part = 0; part < 2 && ok; part++) /* the term's docIDs, then its frequencies */
-            for (uint64_t j = u->rstart[e]; j < u->rstart[e + 1] && ok; j++) {
-                const seg *s = u->segs[u->refs[j] >> 32];
-                uint32_t k = (uint32_t)u->refs[j], g0 = s->gstart[k], g1 = s->gstart[k + 1];
-                if (n + (g1 - g0) > cap) { /* on disk only: in memory the run fits */
-                    ok = write_words(fd, buf, n);
-                    n = 0;
-                }
-                if (!ok) break;
-                if (g1 - g0 > cap) { /* a group longer than the buffer: in pieces */
-                    for (uint32_t i = g0; i < g1 && ok; i += (uint32_t)cap) {
-                        uint32_t m = g1 - i < cap ? g1 - i : (uint32_t)cap;
-                        for (uint32_t x = 0; x < m; x++) buf[x] = part ? s->tf[i + x] : s->base + s->doc[i + x];
-                        ok = write_words(fd, buf, m);
-                    }
-                    continue;
-                }
-                if (part) {
-                    memcpy(buf + n, s->tf + g0, (size_t)(g1 - g0) * sizeof *buf);
-                    n += g1 - g0;
-                } else {
-                    for (uint32_t i = g0; i < g1; i++) buf[n++] = s->base + s->doc[i];
-                }
-            }
-    if (to_disk && ok && n) ok = write_words(fd, buf, n);
-    int e = errno;
-    if (!ok) {
-        free(buf);
-        close(fd);
-        return err_set(CLS_E_IO, "spilling a run of %llu postings to %s: %s", (unsigned long long)np, r->dir,
-                       strerror(e));
-    }
-    if (to_disk) {
-        free(buf);
-        u->fd = fd;
-    } else {
-        u->words = buf;
-    }
-    for (size_t i = 0; i < u->nsegs; i++) free(u->segs[i]);
-    free(u->segs);
-    free(u->rstart);
-    free(u->refs);
-    u->segs = NULL;
-    u->nsegs = u->segs_cap = 0;
-    u->rstart = u->refs = NULL;
-    return CLS_OK;
-}
-
-/* Sorts u's terms by bytes and indexes each term's groups in segment order. */
+/* Sorts u's distinct terms by bytes (u->gid, u->nterms) and counts each one's postings (u->cum),
+ * then lays the run out term after term, its docIDs then its frequencies, into u->words: the
+ * segments read in order, each group's postings copied to its term's place (sequential reads,
+ * scattered writes), so each list stays in docID order. The segments are freed after. */
 static cls_status seal(job *j, run *u, uint32_t num_terms)
 {
     idx_runs *r = j->r;
     if (!vec_reserve(&j->slot, &j->slot_cap, (size_t)num_terms + 1, sizeof *j->slot))
         return err_set(CLS_E_NOMEM, "indexing: out of memory sorting a run");
     memset(j->slot, 0xff, (size_t)num_terms * sizeof *j->slot);
-    uint64_t most = u->groups < num_terms ? u->groups : num_terms;
+    uint64_t most = u->groups < num_terms ? u->groups : num_terms, np = 0;
+    for (size_t s = 0; s < u->nsegs; s++) np += u->segs[s]->npost;
     uint32_t *ids = malloc((size_t)(most + 1) * sizeof *ids);
     u->cum = calloc((size_t)most + 1, sizeof *u->cum);
-    u->rstart = calloc((size_t)most + 1, sizeof *u->rstart);
-    u->refs = malloc((size_t)(u->groups + 1) * sizeof *u->refs);
     uint64_t *at = malloc((size_t)(most + 1) * sizeof *at);
-    if (!ids || !u->cum || !u->rstart || !u->refs || !at) {
+    u->words = fault_malloc((size_t)(2 * np + 1) * sizeof *u->words);
+    if (!ids || !u->cum || !at || !u->words) {
         free(ids);
         free(at);
-        return err_set(CLS_E_NOMEM, "indexing: out of memory sorting a run of %llu groups",
-                       (unsigned long long)u->groups);
+        return err_set(CLS_E_NOMEM, "indexing: out of memory sorting a run of %llu postings", (unsigned long long)np);
     }
     uint32_t d = 0;
     for (size_t s = 0; s < u->nsegs; s++)
@@ -308,24 +240,52 @@ static cls_status seal(job *j, run *u, uint32_t num_terms)
     for (uint32_t e = 0; e < d; e++) j->slot[ids[e]] = e;
     for (size_t s = 0; s < u->nsegs; s++) {
         const seg *sg = u->segs[s];
-        for (uint32_t k = 0; k < sg->ngroups; k++) {
-            uint32_t e = j->slot[sg->gid[k]];
-            u->rstart[e + 1]++;
-            u->cum[e + 1] += sg->gstart[k + 1] - sg->gstart[k];
-        }
+        for (uint32_t k = 0; k < sg->ngroups; k++) u->cum[j->slot[sg->gid[k]] + 1] += sg->gstart[k + 1] - sg->gstart[k];
     }
     for (uint32_t e = 0; e < d; e++) {
-        u->rstart[e + 1] += u->rstart[e];
         u->cum[e + 1] += u->cum[e];
-        at[e] = u->rstart[e];
+        at[e] = 0;
     }
-    for (size_t s = 0; s < u->nsegs; s++)
-        for (uint32_t k = 0; k < u->segs[s]->ngroups; k++)
-            u->refs[at[j->slot[u->segs[s]->gid[k]]]++] = (uint64_t)s << 32 | k;
+    for (size_t s = 0; s < u->nsegs; s++) {
+        const seg *sg = u->segs[s];
+        for (uint32_t k = 0; k < sg->ngroups; k++) {
+            uint32_t e = j->slot[sg->gid[k]], g0 = sg->gstart[k], n = sg->gstart[k + 1] - g0;
+            uint64_t df = u->cum[e + 1] - u->cum[e];
+            uint32_t *dst = u->words + 2 * u->cum[e] + at[e];
+            for (uint32_t i = 0; i < n; i++) dst[i] = sg->base + sg->doc[g0 + i];
+            memcpy(dst + df, sg->tf + g0, (size_t)n * sizeof *dst);
+            at[e] += n;
+        }
+    }
     free(at);
+    for (size_t i = 0; i < u->nsegs; i++) free(u->segs[i]);
+    free(u->segs);
+    u->segs = NULL;
+    u->nsegs = u->segs_cap = 0;
     u->gid = ids;
     u->nterms = d;
     u->sealed = 1;
+    return CLS_OK;
+}
+
+/* Writes the sealed run's words to a file without a name in r->dir and frees them. */
+static cls_status spill(idx_runs *r, run *u)
+{
+    const uint64_t n = 2 * u->cum[u->nterms];
+    int fd = open_unnamed(r->dir);
+    if (fd < 0) return err_set(CLS_E_IO, "spilling a run to %s: %s", r->dir, strerror(errno));
+    int ok = 1;
+    for (uint64_t i = 0; i < n && ok; i += SPILL_BUF_WORDS)
+        ok = write_words(fd, u->words + i, n - i < SPILL_BUF_WORDS ? (size_t)(n - i) : SPILL_BUF_WORDS);
+    if (!ok) {
+        int e = errno;
+        close(fd);
+        return err_set(CLS_E_IO, "spilling a run of %llu postings to %s: %s", (unsigned long long)(n / 2), r->dir,
+                       strerror(e));
+    }
+    free(u->words);
+    u->words = NULL;
+    u->fd = fd;
     return CLS_OK;
 }
 
@@ -334,7 +294,7 @@ static void *seal_thread(void *arg)
     job *j = arg;
     double t0 = now();
     cls_status st = seal(j, j->u, j->terms);
-    if (st == CLS_OK) st = store(j->r, j->u, j->spill);
+    if (st == CLS_OK && j->spill) st = spill(j->r, j->u);
     if (st != CLS_OK) snprintf(j->msg, sizeof j->msg, "%s", cls_last_error());
     j->st = st;
     j->secs = now() - t0;
@@ -456,7 +416,7 @@ cls_status runs_add(idx_runs *r, const runs_batch *b, uint32_t num_terms)
     memcpy(s->tf, b->tf, (size_t)np * sizeof *s->tf);
     for (uint32_t k = 0; k < b->ngroups; k++) r->df[b->gid[k]] += b->gstart[k + 1] - b->gstart[k];
     u->segs[u->nsegs++] = s;
-    u->bytes += bytes + (size_t)b->ngroups * sizeof *u->refs; /* and its share of the seal's index */
+    u->bytes += bytes;
     u->groups += b->ngroups;
     if (u->bytes >= r->run_limit) return start_job(r, 0, num_terms);
     return CLS_OK;
