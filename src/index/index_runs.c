@@ -62,11 +62,10 @@ typedef struct seg {
 } seg;
 
 typedef struct run {
-    seg **segs;           /* in docID order; freed once spilled */
+    seg **segs;           /* in docID order; freed once sealed */
     size_t nsegs, segs_cap;
     uint64_t bytes, groups;
     /* sealed: its terms in byte order, each term's postings [cum[e], cum[e + 1]) of the run */
-    int sealed;
     uint32_t nterms;
     uint32_t *gid;
     uint64_t *cum;
@@ -264,7 +263,6 @@ static cls_status seal(job *j, run *u, uint32_t num_terms)
     u->nsegs = u->segs_cap = 0;
     u->gid = ids;
     u->nterms = d;
-    u->sealed = 1;
     return CLS_OK;
 }
 
