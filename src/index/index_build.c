@@ -73,7 +73,11 @@
 
 /* ---- Term dictionary ---------------------------------------------------------------------- */
 
-/* Term bytes in an arena, open-addressing hash of term ids (id + 1; 0 = empty). */
+/* Term bytes in an arena, open-addressing hash of slot words (0 = empty): a slot holds the term's
+ * id + 1 (low 32 bits), its length (8 bits, 255 for 255 and longer) and 24 bits of its hash, so
+ * that a probe reads the term's offset and bytes only where length and hash bits agree: a lookup,
+ * once per token, costs the slot's cache miss, the offset's and the bytes', not also the
+ * length's and those of the terms it collides with. */
 typedef struct tdict {
     char *arena;
     uint64_t arena_len;
@@ -82,7 +86,7 @@ typedef struct tdict {
     uint32_t *len;
     uint32_t n;
     size_t pos_cap, len_cap;
-    uint32_t *table;
+    uint64_t *table;
     size_t table_cap;
     /* NULL, or the lock whose write side is held while arena, pos and len move (the builder's
      * dictionary: the spilling thread reads terms' bytes under its read side) */
@@ -96,14 +100,21 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h;
 }
 
+/* The slot word of term id of length len and hash h (without the id's place: the check). */
+static uint64_t slot_check(uint64_t h, size_t len)
+{
+    return (h >> 40) << 40 | (uint64_t)(len < 255 ? len : 255) << 32;
+}
+
 static int rehash(tdict *d, size_t cap)
 {
-    uint32_t *t = calloc(cap, sizeof *t);
+    uint64_t *t = calloc(cap, sizeof *t);
     if (!t) return 0;
     for (uint32_t id = 0; id < d->n; id++) {
-        size_t h = hash_bytes(d->arena + d->pos[id], d->len[id]) & (cap - 1);
+        uint64_t hv = hash_bytes(d->arena + d->pos[id], d->len[id]);
+        size_t h = hv & (cap - 1);
         while (t[h]) h = (h + 1) & (cap - 1);
-        t[h] = id + 1;
+        t[h] = slot_check(hv, d->len[id]) | (id + 1);
     }
     free(d->table);
     d->table = t;
@@ -115,10 +126,12 @@ static int rehash(tdict *d, size_t cap)
  * allocation failure. */
 static uint32_t term_id(tdict *d, const char *term, size_t len, int *added)
 {
-    size_t h = hash_bytes(term, len) & (d->table_cap - 1);
-    for (uint32_t e; (e = d->table[h]) != 0; h = (h + 1) & (d->table_cap - 1)) {
-        uint32_t id = e - 1;
-        if (d->len[id] == len && memcmp(d->arena + d->pos[id], term, len) == 0) return id;
+    const uint64_t hv = hash_bytes(term, len), check = slot_check(hv, len);
+    size_t h = hv & (d->table_cap - 1);
+    for (uint64_t e; (e = d->table[h]) != 0; h = (h + 1) & (d->table_cap - 1)) {
+        if ((e & ~(uint64_t)UINT32_MAX) != check) continue;
+        uint32_t id = (uint32_t)e - 1; /* the slot says the length unless it is 255 or more */
+        if ((len < 255 || d->len[id] == len) && memcmp(d->arena + d->pos[id], term, len) == 0) return id;
     }
     if (d->n == UINT32_MAX - 1) return UINT32_MAX;
     int moves = d->arena_len + len > d->arena_cap || (size_t)d->n + 1 > d->pos_cap || (size_t)d->n + 1 > d->len_cap;
@@ -133,7 +146,7 @@ static uint32_t term_id(tdict *d, const char *term, size_t len, int *added)
     d->pos[id] = d->arena_len;
     d->len[id] = (uint32_t)len;
     d->arena_len += len;
-    d->table[h] = id + 1;
+    d->table[h] = check | (id + 1);
     if (added) *added = 1;
     if ((uint64_t)d->n * 2 > d->table_cap && !rehash(d, d->table_cap * 2)) return UINT32_MAX;
     return id;
