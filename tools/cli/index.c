@@ -290,7 +290,7 @@ static void index_report(const index_ctx *c, const index_args *a, const char **f
         fprintf(stderr, "stage reading and analysis: %.2f s\n", d->t_read);
         const idx_build_times *bt = &d->build;
         fprintf(stderr, "stage sorting runs (overlapping the analysis; budget %.0f MB): %llu run%s, %llu spilled "
-                "(%.1f MB), %.2f s on its thread, %.2f s waited for\n", (double)bt->memory_budget / 1e6,
+                "(%.1f MB), %.2f s on the sealing threads, %.2f s waited for\n", (double)bt->memory_budget / 1e6,
                 (unsigned long long)bt->runs, bt->runs == 1 ? "" : "s", (unsigned long long)bt->spills,
                 (double)bt->spill_bytes / 1e6, bt->spill, bt->spill_wait);
         fprintf(stderr, "stage analysis still in flight: %.2f s\n", bt->drain);
