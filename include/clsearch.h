@@ -255,8 +255,8 @@ typedef struct cls_build_opts {
     cls_codec codec;     /* default bp */
     uint32_t block_size; /* postings per block: 64, 128 (default), 256 or 512 */
     unsigned pfor_depth; /* pfor: levels of recursive exception coding, 0..3 (default 1) */
-    unsigned threads;    /* analysis threads; 0 = all cores (default); 1 = analyse in the calling
-                          * thread. The index file is byte-identical for any value. */
+    unsigned threads;    /* analysis and encoding threads; 0 = all cores (default); 1 = analyse in
+                          * the calling thread. The index file is byte-identical for any value. */
 } cls_build_opts;
 
 CLS_API void cls_build_defaults(cls_build_opts *o);
@@ -266,6 +266,11 @@ typedef struct cls_builder cls_builder;
 CLS_API cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out);
 /* Sets the layout and threads; before the first cls_builder_add. Checks every field. */
 CLS_API cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o);
+/* The bytes of inverted postings (runs) the builder keeps in memory, before the first
+ * cls_builder_add; beyond them runs are spilled to unnamed files in $TMPDIR (else /tmp) and
+ * merged by cls_builder_write. 0: a quarter of the machine's memory, at least 64 MiB (the
+ * default). The index file is byte-identical for any value. */
+CLS_API cls_status cls_builder_set_memory(cls_builder *b, uint64_t bytes);
 /* Adds one document; internal docIDs are assigned in the order of these calls. With threads > 1
  * the document is copied and analysed later by a worker thread: a failure there (out of memory)
  * is returned by a later cls_builder_add or by cls_builder_write, and from then on every call

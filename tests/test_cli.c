@@ -250,8 +250,9 @@ START_TEST(index_reports_stages)
     ck_assert_msg(rc == 0, "index -v: exit %d: %s", rc, err);
     const char *want[] = {"indexed 5 documents", " tokens in ", " MB/s, ", " M tokens/s, ",
                           "stage reading and analysis: ", "stage analysis still in flight: ",
-                          "stage inversion (postings sorted by term): ",
-                          "stage encoding and compression (bp, block 128): ",
+                          "stage sorting runs (overlapping the analysis; budget ",
+                          "stage inversion (dictionary and last run sorted by term): ",
+                          "stage merging and encoding (bp, block 128): ", "stage layout (chunks in order): ",
                           "stage writing: ", "peak memory: ", "stored fields:"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         ck_assert_msg(strstr(err, want[i]), "index -v: no '%s' in: %s", want[i], err);

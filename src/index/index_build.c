@@ -1,34 +1,47 @@
-/* Index construction: analyse documents, invert in memory, encode blocks, write the file.
+/* Index construction: analyse documents, invert them into runs, merge and encode the runs, write
+ * the file. A pipeline whose stages overlap:
  *
- * Inversion keeps one (term, doc, tf) triple per posting, appended in docID order, so memory
- * grows with the index (12 bytes a posting plus the dictionary), never with the raw text. At
- * write time the terms are sorted by bytes and the triples counting-sorted by term (stable, so
- * each list stays in docID order); index_write.c then encodes the lists and writes the file.
+ *   read      cls_builder_add copies (docno, text) into the batch being filled (up to 1 MiB of
+ *             text, less under a small budget) and submits a full one to a FIFO queue;
+ *   analyse   a worker thread takes it, analyses each document with its own analyzer (the
+ *             Snowball stemmer is not thread-safe) into (local term id, tf) pairs through its own
+ *             dictionary, then groups the batch's postings by term (a counting pass and a
+ *             scatter, group_pairs); terms new to that dictionary travel with the batch;
+ *   invert    the calling thread takes finished batches strictly in submission order: the
+ *             worker's new terms get global ids (a per-worker translation table), each group its
+ *             global id (a lookup a group, not a posting), each document its name and length,
+ *             and the batch joins the run being filled (index_runs.c: a copy);
+ *   seal      a run that reaches its share of the memory budget is sealed (its terms sorted by
+ *             bytes, its postings laid out term by term) on the sealing thread while the next
+ *             run fills, and kept in memory where the budget holds it, else spilled to an
+ *             unnamed temporary file;
+ *   merge and encode   at cls_builder_write the last run is sealed in memory while the calling
+ *             thread sorts the dictionary; then idx_write_lists cuts the dictionary into chunks,
+ *             and each encoder thread merges a chunk's lists from every run (runs_fill) and
+ *             encodes it, the chunks laid out in order after.
  *
- * Threads (cls_build_opts.threads > 1, or 0 on a machine of several cores): analysis, the
- * costly part, runs in a pool of worker threads; inversion stays in the calling thread.
- *
- *   cls_builder_add copies (docno, text) into the batch being filled (~1 MiB of text). A full
- *   batch goes to a FIFO queue; a worker takes it, analyses each document with its own
- *   analyzer (the Snowball stemmer is not thread-safe) and turns it into (local term id, tf)
- *   pairs through the worker's own dictionary; terms new to that dictionary travel with the
- *   batch. The calling thread inverts finished batches strictly in submission order: it maps
- *   each worker's new terms to global term ids (a per-worker translation table, so a posting
- *   costs an array lookup, not a hash of its bytes) and appends the postings, docno and length
- *   of every document exactly as the serial path does.
+ * With threads = 1 the calling thread analyses (the serial path) and groups its documents a
+ * batch at a time; sealing still runs on its own thread.
  *
  * Term ids may be numbered differently than in the serial path, but they never reach the file:
  * lists are ordered by term bytes and each list by docID, and docIDs are the order of the
- * cls_builder_add calls, so the file is byte-identical for any number of threads.
+ * cls_builder_add calls, so the file is byte-identical for any number of threads and any budget.
  *
- * Memory of the pipeline is bounded: 2 x threads + 1 batches exist, recycled; when all are in
- * flight, cls_builder_add waits for the oldest one. Each worker keeps a dictionary of the terms
- * it has seen (the vocabulary, at most once per worker).
+ * Memory. Bounded by the budget (cls_builder_set_memory, default a quarter of the machine's
+ * memory, at least 64 MiB): the runs held in memory, each with its sort index (index_runs.c).
+ * Bounded by the threads: 2 x threads + 1 batches exist, recycled (when all are in flight,
+ * cls_builder_add waits for the oldest), and each encoder's chunk (at most an eighth of the
+ * budget over the threads, capped at IDX_CHUNK_POSTINGS postings, or the longest list).
+ * Proportional to the vocabulary: the dictionary, once per worker and once global, its
+ * translation tables and the runs' directories. Proportional to the documents: their names,
+ * lengths and stored fields, kept until the file is written. Proportional to the output: the
+ * compressed index itself (the chunks' words, then their layout: twice it at the layout).
  *
  * Errors: a bad docno is refused by the cls_builder_add that passes it, as in the serial path.
- * A failure inside a worker (out of memory) is kept with its message; the cls_builder_add or
- * cls_builder_write that inverts that batch reports it, and so does every later call: after it
- * the builder only refuses. cls_builder_free stops and joins the workers in every state.
+ * A failure inside a worker (out of memory) or the sealing thread (a full disk) is kept with its
+ * message; the cls_builder_add or cls_builder_write that meets it reports it, and so does every
+ * later call: after it the builder only refuses. cls_builder_free stops and joins the workers and
+ * the sealing thread in every state; spilled runs have no name, so nothing is left on disk.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -41,18 +54,30 @@
 #include "util/path.h"
 #include "index/index.h"
 #include "index/index_write.h"
+#include "index/index_runs.h"
 #include "util/strset.h"
 #include "util/vec.h"
 
-/* Batch size: documents' bytes (docnos and texts) or count, whichever fills first. */
+/* Batch size: documents' bytes (docnos and texts) or count, whichever fills first; the bytes at
+ * most a sixteenth of the runs' budget, down to BATCH_MIN_BYTES. */
 #define BATCH_BYTES ((size_t)1 << 20)
+#define BATCH_MIN_BYTES ((uint64_t)4 << 10)
 #define BATCH_DOCS 8192u
+/* The serial path groups its documents into a run this many postings at a time. */
+#define BATCH_POSTINGS ((uint64_t)1 << 18)
+/* The runs' budget when cls_build_opts.memory is 0: a quarter of the machine's memory, at least
+ * MIN_BUDGET (and that where the machine does not say). */
+#define MIN_BUDGET ((uint64_t)64 << 20)
 /* A batch that once held a huge document gives its memory back when it is recycled. */
 #define BATCH_KEEP_BYTES (4 * BATCH_BYTES)
 
 /* ---- Term dictionary ---------------------------------------------------------------------- */
 
-/* Term bytes in an arena, open-addressing hash of term ids (id + 1; 0 = empty). */
+/* Term bytes in an arena, open-addressing hash of slot words (0 = empty): a slot holds the term's
+ * id + 1 (low 32 bits), its length (8 bits, 255 for 255 and longer) and 24 bits of its hash, so
+ * that a probe reads the term's offset and bytes only where length and hash bits agree: a lookup,
+ * once per token, costs the slot's cache miss, the offset's and the bytes', not also the
+ * length's and those of the terms it collides with. */
 typedef struct tdict {
     char *arena;
     uint64_t arena_len;
@@ -61,8 +86,11 @@ typedef struct tdict {
     uint32_t *len;
     uint32_t n;
     size_t pos_cap, len_cap;
-    uint32_t *table;
+    uint64_t *table;
     size_t table_cap;
+    /* NULL, or the lock whose write side is held while arena, pos and len move (the builder's
+     * dictionary: the spilling thread reads terms' bytes under its read side) */
+    pthread_rwlock_t *grow;
 } tdict;
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -72,14 +100,21 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h;
 }
 
+/* The slot word of term id of length len and hash h (without the id's place: the check). */
+static uint64_t slot_check(uint64_t h, size_t len)
+{
+    return (h >> 40) << 40 | (uint64_t)(len < 255 ? len : 255) << 32;
+}
+
 static int rehash(tdict *d, size_t cap)
 {
-    uint32_t *t = calloc(cap, sizeof *t);
+    uint64_t *t = calloc(cap, sizeof *t);
     if (!t) return 0;
     for (uint32_t id = 0; id < d->n; id++) {
-        size_t h = hash_bytes(d->arena + d->pos[id], d->len[id]) & (cap - 1);
+        uint64_t hv = hash_bytes(d->arena + d->pos[id], d->len[id]);
+        size_t h = hv & (cap - 1);
         while (t[h]) h = (h + 1) & (cap - 1);
-        t[h] = id + 1;
+        t[h] = slot_check(hv, d->len[id]) | (id + 1);
     }
     free(d->table);
     d->table = t;
@@ -91,22 +126,27 @@ static int rehash(tdict *d, size_t cap)
  * allocation failure. */
 static uint32_t term_id(tdict *d, const char *term, size_t len, int *added)
 {
-    size_t h = hash_bytes(term, len) & (d->table_cap - 1);
-    for (uint32_t e; (e = d->table[h]) != 0; h = (h + 1) & (d->table_cap - 1)) {
-        uint32_t id = e - 1;
-        if (d->len[id] == len && memcmp(d->arena + d->pos[id], term, len) == 0) return id;
+    const uint64_t hv = hash_bytes(term, len), check = slot_check(hv, len);
+    size_t h = hv & (d->table_cap - 1);
+    for (uint64_t e; (e = d->table[h]) != 0; h = (h + 1) & (d->table_cap - 1)) {
+        if ((e & ~(uint64_t)UINT32_MAX) != check) continue;
+        uint32_t id = (uint32_t)e - 1; /* the slot says the length unless it is 255 or more */
+        if ((len < 255 || d->len[id] == len) && memcmp(d->arena + d->pos[id], term, len) == 0) return id;
     }
     if (d->n == UINT32_MAX - 1) return UINT32_MAX;
-    if (!vec_reserve(&d->arena, &d->arena_cap, d->arena_len + len, 1) ||
-        !vec_reserve(&d->pos, &d->pos_cap, (size_t)d->n + 1, sizeof *d->pos) ||
-        !vec_reserve(&d->len, &d->len_cap, (size_t)d->n + 1, sizeof *d->len))
-        return UINT32_MAX;
+    int moves = d->arena_len + len > d->arena_cap || (size_t)d->n + 1 > d->pos_cap || (size_t)d->n + 1 > d->len_cap;
+    if (moves && d->grow) pthread_rwlock_wrlock(d->grow);
+    int ok = vec_reserve(&d->arena, &d->arena_cap, d->arena_len + len, 1) &&
+             vec_reserve(&d->pos, &d->pos_cap, (size_t)d->n + 1, sizeof *d->pos) &&
+             vec_reserve(&d->len, &d->len_cap, (size_t)d->n + 1, sizeof *d->len);
+    if (moves && d->grow) pthread_rwlock_unlock(d->grow);
+    if (!ok) return UINT32_MAX;
     memcpy(d->arena + d->arena_len, term, len);
     uint32_t id = d->n++;
     d->pos[id] = d->arena_len;
     d->len[id] = (uint32_t)len;
     d->arena_len += len;
-    d->table[h] = id + 1;
+    d->table[h] = check | (id + 1);
     if (added) *added = 1;
     if ((uint64_t)d->n * 2 > d->table_cap && !rehash(d, d->table_cap * 2)) return UINT32_MAX;
     return id;
@@ -181,18 +221,106 @@ static void acc_free(docacc *a)
     memset(a, 0, sizeof *a);
 }
 
-/* ---- Pipeline types ----------------------------------------------------------------------- */
-
-typedef struct bdoc {
-    size_t off;         /* docno, then text, at bytes + off */
-    size_t docno_len, text_len;
-} bdoc;
+/* ---- A batch's postings grouped by term -------------------------------------------------------- */
 
 /* Per analysed document: its pairs and its token count. */
 typedef struct bres {
     uint32_t npairs;
     uint64_t ntokens;
 } bres;
+
+/* A batch's postings grouped by term, as index_runs.h's runs_batch holds them: group k is term
+ * gid[k] (in order of first occurrence in the batch), its postings gstart[k] .. gstart[k + 1] - 1,
+ * doc the document's place in the batch. */
+typedef struct grouped {
+    uint32_t *gid, *gstart, *doc, *tf, *fill;
+    size_t gid_cap, gstart_cap, doc_cap, tf_cap, fill_cap;
+    uint32_t ngroups;
+} grouped;
+
+/* The grouping's index over one id space (a worker's or the builder's dictionary): per term id,
+ * mark == stamp says the term has a group in the batch being grouped, at slot. */
+typedef struct groupidx {
+    uint32_t *mark, *slot;
+    size_t ids_cap;
+    uint32_t stamp;
+} groupidx;
+
+/* Groups the batch's (id, tf) pairs (res[i].npairs of them for document i, ids below ids) by id:
+ * one counting pass and one scatter, linear in the postings, each group in document order. 0
+ * when out of memory. */
+static int group_pairs(groupidx *x, grouped *g, const uint32_t *pairs, const bres *res, uint64_t ndocs, uint32_t ids)
+{
+    uint64_t np = 0;
+    for (uint64_t i = 0; i < ndocs; i++) np += res[i].npairs;
+    if (np > UINT32_MAX) return 0;
+    if (ids > x->ids_cap) {
+        size_t old = x->ids_cap, cap = old, slot_cap = old;
+        if (!vec_reserve(&x->mark, &cap, ids, sizeof *x->mark)) return 0;
+        memset(x->mark + old, 0, (cap - old) * sizeof *x->mark);
+        if (!vec_reserve(&x->slot, &slot_cap, cap, sizeof *x->slot)) return 0;
+        x->ids_cap = cap;
+    }
+    if (++x->stamp == 0) {
+        if (x->mark) memset(x->mark, 0, x->ids_cap * sizeof *x->mark);
+        x->stamp = 1;
+    }
+    if (!vec_reserve(&g->gid, &g->gid_cap, np + 1, sizeof *g->gid) ||
+        !vec_reserve(&g->gstart, &g->gstart_cap, np + 2, sizeof *g->gstart) ||
+        !vec_reserve(&g->fill, &g->fill_cap, np + 1, sizeof *g->fill) ||
+        !vec_reserve(&g->doc, &g->doc_cap, np + 1, sizeof *g->doc) ||
+        !vec_reserve(&g->tf, &g->tf_cap, np + 1, sizeof *g->tf))
+        return 0;
+    uint32_t ng = 0;
+    for (uint64_t j = 0; j < np; j++) {
+        uint32_t id = pairs[2 * j];
+        if (x->mark[id] != x->stamp) {
+            x->mark[id] = x->stamp;
+            x->slot[id] = ng;
+            g->gid[ng] = id;
+            g->fill[ng++] = 0;
+        }
+        g->fill[x->slot[id]]++;
+    }
+    g->gstart[0] = 0;
+    for (uint32_t k = 0; k < ng; k++) {
+        g->gstart[k + 1] = g->gstart[k] + g->fill[k];
+        g->fill[k] = g->gstart[k];
+    }
+    const uint32_t *pr = pairs;
+    for (uint64_t i = 0; i < ndocs; i++)
+        for (uint32_t j = 0; j < res[i].npairs; j++, pr += 2) {
+            uint32_t at = g->fill[x->slot[pr[0]]]++;
+            g->doc[at] = (uint32_t)i;
+            g->tf[at] = pr[1];
+        }
+    g->ngroups = ng;
+    return 1;
+}
+
+static void grouped_free(grouped *g)
+{
+    free(g->gid);
+    free(g->gstart);
+    free(g->doc);
+    free(g->tf);
+    free(g->fill);
+    memset(g, 0, sizeof *g);
+}
+
+static void groupidx_free(groupidx *x)
+{
+    free(x->mark);
+    free(x->slot);
+    memset(x, 0, sizeof *x);
+}
+
+/* ---- Pipeline types ----------------------------------------------------------------------- */
+
+typedef struct bdoc {
+    size_t off;         /* docno, then text, at bytes + off */
+    size_t docno_len, text_len;
+} bdoc;
 
 typedef struct batch {
     /* input, written by the calling thread while filling */
@@ -216,6 +344,7 @@ typedef struct batch {
     size_t pairs_cap;
     bres *res;
     size_t res_cap;
+    grouped g;                /* the pairs grouped by local id (the worker's), then by global id */
     cls_status st;            /* a failure in the worker, with its message */
     char msg[512];
     int done;                 /* under the builder's mutex */
@@ -229,6 +358,7 @@ typedef struct worker {
     an_analyzer *an;
     tdict dict;               /* local term ids */
     docacc acc;               /* the document being analysed, in local ids */
+    groupidx gx;              /* grouping by local id */
     batch *cur;
     int oom;
     /* the calling thread's: local id -> global term id */
@@ -256,10 +386,22 @@ struct cls_builder {
     tdict dict;
     /* the document being added (serial path) */
     docacc acc;
-    /* postings, in docID order */
-    uint32_t *p_term, *p_doc, *p_tf;
-    uint64_t num_postings;
-    size_t p_term_cap, p_doc_cap, p_tf_cap;
+    /* the inverted postings: runs in memory up to the budget, spilled beyond it */
+    idx_runs *runs;
+    pthread_rwlock_t dict_lock; /* dict's growth against the spilling thread's reads */
+    int dict_locked;            /* dict_lock initialised */
+    /* serial path: documents analysed, not yet grouped into a run (pairs in global ids) */
+    uint32_t *pend_pairs;
+    uint64_t pend_np;
+    size_t pend_pairs_cap;
+    bres *pend_res;
+    uint64_t pend_docs;
+    size_t pend_res_cap;
+    uint32_t pend_first;        /* docID of the first */
+    uint64_t pend_limit;        /* postings pending before they are grouped */
+    uint64_t batch_bytes;       /* a batch's text before it is submitted */
+    groupidx sgx;
+    grouped sg;
     /* documents */
     uint32_t *doclen;
     uint64_t *docno_off; /* num_docs + 1 entries */
@@ -274,6 +416,7 @@ struct cls_builder {
     strset ids;          /* the ids of those documents, numbered by docID */
     uint64_t duplicates; /* documents skipped for an id seen before (allow_dups) */
     int allow_dups;      /* cls_builder_allow_duplicate_ids */
+    uint64_t memory;     /* cls_builder_set_memory (0: build_budget's default) */
 
     /* threads: 0 until the first add decides; 1 = serial */
     unsigned nthreads;
@@ -305,6 +448,35 @@ struct cls_builder {
     size_t roots_cap;
     idx_build_times times; /* cls_builder_write's stages */
 };
+
+static cls_status set_sticky(cls_builder *b, cls_status st, const char *msg);
+
+/* The bytes of runs the builder keeps in memory (index_runs.c: what they bound). */
+static uint64_t build_budget(const cls_builder *b)
+{
+    if (b->memory) return b->memory;
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    uint64_t quarter = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 4 : 0;
+    return quarter > MIN_BUDGET ? quarter : MIN_BUDGET;
+}
+
+/* runs_sort_fn over the builder's dictionary: the sealing thread reads the terms' bytes while the
+ * calling thread adds terms, under dict_lock's read side (the arrays move only under its write
+ * side; entries below n never change). */
+static int sort_ids(void *user, uint32_t *ids, uint32_t n)
+{
+    cls_builder *b = user;
+    idx_term_ref *refs = malloc(((size_t)n + 1) * sizeof *refs);
+    if (!refs) return 0;
+    pthread_rwlock_rdlock(&b->dict_lock);
+    for (uint32_t i = 0; i < n; i++)
+        refs[i] = (idx_term_ref){b->dict.arena + b->dict.pos[ids[i]], b->dict.len[ids[i]], ids[i]};
+    qsort(refs, n, sizeof *refs, idx_term_ref_cmp);
+    pthread_rwlock_unlock(&b->dict_lock);
+    for (uint32_t i = 0; i < n; i++) ids[i] = refs[i].id;
+    free(refs);
+    return 1;
+}
 
 /* ---- Test hook ---------------------------------------------------------------------------- */
 
@@ -347,12 +519,42 @@ static int append_doc(cls_builder *b, const char *docno, size_t docno_len, uint6
     return 1;
 }
 
+/* The runs, made at the first document once the options are final. */
+static cls_status runs_ready(cls_builder *b)
+{
+    if (b->runs) return CLS_OK;
+    /* a batch (text, or the serial path's postings at 8 bytes) is a small share of the budget,
+     * so that a small budget still sees many runs */
+    uint64_t budget = build_budget(b);
+    b->batch_bytes = budget / 16 < BATCH_MIN_BYTES ? BATCH_MIN_BYTES : budget / 16 > BATCH_BYTES ? BATCH_BYTES : budget / 16;
+    b->pend_limit = b->batch_bytes / 8 < BATCH_POSTINGS ? b->batch_bytes / 8 : BATCH_POSTINGS;
+    /* sealing a run costs a fraction of its documents' analysis: a sealing thread for every
+     * four analysis threads keeps up with them, with room */
+    unsigned sealers = b->nthreads / 4 ? b->nthreads / 4 : 1;
+    return runs_create(budget, sealers, NULL, sort_ids, b, &b->runs);
+}
+
+/* The serial path's pending documents, grouped by term, into the runs. */
+static cls_status flush_pending(cls_builder *b)
+{
+    if (b->pend_docs == 0) return CLS_OK;
+    if (!group_pairs(&b->sgx, &b->sg, b->pend_pairs, b->pend_res, b->pend_docs, b->dict.n))
+        return set_sticky(b, CLS_E_NOMEM, "indexing: out of memory grouping postings");
+    runs_batch rb = {b->pend_first, b->sg.ngroups, b->sg.gid, b->sg.gstart, b->sg.doc, b->sg.tf};
+    cls_status st = runs_add(b->runs, &rb, b->dict.n);
+    b->pend_docs = b->pend_np = 0;
+    if (st != CLS_OK) return set_sticky(b, st, cls_last_error());
+    return CLS_OK;
+}
+
 static cls_status add_serial(cls_builder *b, const char *docno, size_t docno_len, const char *text,
                              size_t text_len)
 {
+    cls_status s = runs_ready(b);
+    if (s != CLS_OK) return s;
     acc_begin(&b->acc);
     b->failed = CLS_OK;
-    cls_status s = an_run(b->an, text ? text : "", text_len, on_term, b);
+    s = an_run(b->an, text ? text : "", text_len, on_term, b);
     if (b->failed != CLS_OK) return b->failed;
     if (s != CLS_OK) return s;
 
@@ -361,21 +563,17 @@ static cls_status add_serial(cls_builder *b, const char *docno, size_t docno_len
         !vec_reserve(&b->docno, &b->docno_cap, b->docno_len + docno_len + 1, 1))
         return err_set(CLS_E_NOMEM, "indexing: out of memory for document data");
 
-    /* The document's (term, tf) pairs become its postings. */
-    uint64_t need = b->num_postings + b->acc.np;
-    if (!vec_reserve(&b->p_term, &b->p_term_cap, need, sizeof *b->p_term) ||
-        !vec_reserve(&b->p_doc, &b->p_doc_cap, need, sizeof *b->p_doc) ||
-        !vec_reserve(&b->p_tf, &b->p_tf_cap, need, sizeof *b->p_tf))
+    /* The document's (term, tf) pairs join the pending batch. */
+    if (!vec_reserve(&b->pend_pairs, &b->pend_pairs_cap, 2 * (b->pend_np + b->acc.np), sizeof *b->pend_pairs) ||
+        !vec_reserve(&b->pend_res, &b->pend_res_cap, b->pend_docs + 1, sizeof *b->pend_res))
         return err_set(CLS_E_NOMEM, "indexing: out of memory for postings");
-    uint32_t doc = b->num_docs;
-    for (uint64_t i = 0; i < b->acc.np; i++) {
-        b->p_term[b->num_postings] = b->acc.pairs[2 * i];
-        b->p_doc[b->num_postings] = doc;
-        b->p_tf[b->num_postings] = b->acc.pairs[2 * i + 1];
-        b->num_postings++;
-    }
+    if (b->pend_docs == 0) b->pend_first = b->num_docs;
+    if (b->acc.np) memcpy(b->pend_pairs + 2 * b->pend_np, b->acc.pairs, (size_t)(2 * b->acc.np) * sizeof *b->pend_pairs);
+    b->pend_np += b->acc.np;
+    b->pend_res[b->pend_docs++] = (bres){(uint32_t)b->acc.np, b->acc.ntokens};
     append_doc(b, docno, docno_len, b->acc.ntokens); /* cannot fail: grown above */
     b->docs_added++;
+    if (b->pend_docs >= BATCH_DOCS || b->pend_np >= b->pend_limit) return flush_pending(b);
     return CLS_OK;
 }
 
@@ -454,6 +652,8 @@ static void work_batch(worker *w, batch *t)
         t->res[i].npairs = (uint32_t)w->acc.np;
         t->res[i].ntokens = w->acc.ntokens;
     }
+    if (!group_pairs(&w->gx, &t->g, t->pairs, t->res, t->ndocs, w->dict.n))
+        batch_fail(t, CLS_E_NOMEM, "indexing: out of memory grouping postings");
 }
 
 static void *worker_main(void *arg)
@@ -499,6 +699,7 @@ static void pipe_stop(cls_builder *b)
         an_free(w->an);
         tdict_free(&w->dict);
         acc_free(&w->acc);
+        groupidx_free(&w->gx);
         free(w->trans);
     }
     free(b->workers);
@@ -513,6 +714,7 @@ static void pipe_stop(cls_builder *b)
         free(t->new_tlen);
         free(t->pairs);
         free(t->res);
+        grouped_free(&t->g);
     }
     free(b->batches);
     free(b->freeb);
@@ -592,8 +794,8 @@ static cls_status set_sticky(cls_builder *b, cls_status st, const char *msg)
     return err_set(b->sticky, "%s", b->sticky_msg);
 }
 
-/* Inverts a finished batch: the worker's new terms get global ids, then every document's
- * postings, name and length are appended exactly as add_serial appends them. */
+/* Inverts a finished batch: the worker's new terms get global ids, every document's name and
+ * length are appended, and the batch's groups join the run being filled. */
 static void invert(cls_builder *b, batch *t)
 {
     if (b->sticky != CLS_OK) return; /* after a failure nothing more is inverted */
@@ -614,24 +816,16 @@ static void invert(cls_builder *b, batch *t)
         off += t->new_tlen[k];
         w->trans[w->ntrans++] = id;
     }
-    uint64_t need = b->num_postings + t->npairs;
-    if (!vec_reserve(&b->p_term, &b->p_term_cap, need, sizeof *b->p_term) ||
-        !vec_reserve(&b->p_doc, &b->p_doc_cap, need, sizeof *b->p_doc) ||
-        !vec_reserve(&b->p_tf, &b->p_tf_cap, need, sizeof *b->p_tf))
-        goto oom;
-    const uint32_t *pr = t->pairs, *trans = w->trans;
+    /* the groups' local ids become global ones: a lookup a group, not a posting */
+    for (uint32_t k = 0; k < t->g.ngroups; k++) t->g.gid[k] = w->trans[t->g.gid[k]];
+    uint32_t first = b->num_docs;
     for (uint64_t i = 0; i < t->ndocs; i++) {
-        uint32_t doc = b->num_docs;
-        uint64_t at = b->num_postings;
-        for (uint32_t j = 0; j < t->res[i].npairs; j++, pr += 2, at++) {
-            b->p_term[at] = trans[pr[0]];
-            b->p_doc[at] = doc;
-            b->p_tf[at] = pr[1];
-        }
-        b->num_postings = at;
         const bdoc *d = &t->docs[i];
         if (!append_doc(b, t->bytes + d->off, d->docno_len, t->res[i].ntokens)) goto oom;
     }
+    runs_batch rb = {first, t->g.ngroups, t->g.gid, t->g.gstart, t->g.doc, t->g.tf};
+    cls_status st = runs_add(b->runs, &rb, b->dict.n);
+    if (st != CLS_OK) set_sticky(b, st, cls_last_error());
     return;
 oom:
     set_sticky(b, CLS_E_NOMEM, "indexing: out of memory inverting documents");
@@ -650,6 +844,7 @@ static void recycle(cls_builder *b, batch *t)
         t->pairs = NULL;
         t->pairs_cap = 0;
     }
+    if (t->g.doc_cap > BATCH_KEEP_BYTES / sizeof *t->g.doc) grouped_free(&t->g);
     t->bytes_len = 0;
     t->ndocs = 0;
     t->npairs = 0;
@@ -697,7 +892,8 @@ static cls_status add_threaded(cls_builder *b, const char *docno, size_t docno_l
                                size_t text_len)
 {
     if (!b->pipe) {
-        cls_status st = pipe_start(b);
+        cls_status st = runs_ready(b);
+        if (st == CLS_OK) st = pipe_start(b);
         if (st != CLS_OK) return st;
     }
     if (!b->filling) {
@@ -719,7 +915,7 @@ static cls_status add_threaded(cls_builder *b, const char *docno, size_t docno_l
     if (text_len) memcpy(t->bytes + t->bytes_len + docno_len, text, text_len);
     t->bytes_len += n;
     b->docs_added++;
-    if (t->bytes_len >= BATCH_BYTES || t->ndocs >= BATCH_DOCS) submit(b);
+    if (t->bytes_len >= b->batch_bytes || t->ndocs >= BATCH_DOCS) submit(b);
     collect(b, COLLECT_READY);
     if (b->sticky != CLS_OK) return set_sticky(b, b->sticky, b->sticky_msg);
     return CLS_OK;
@@ -756,6 +952,12 @@ cls_status cls_builder_create(const cls_analyzer_opts *an, cls_builder **out)
     b->an_flags = an_opts_pack(&o);
     b->fail_at = test_fail_at;
     cls_build_defaults(&b->opts);
+    if (pthread_rwlock_init(&b->dict_lock, NULL) != 0) {
+        free(b);
+        return err_set(CLS_E_NOMEM, "cls_builder_create: cannot create a lock");
+    }
+    b->dict_locked = 1;
+    b->dict.grow = &b->dict_lock;
     cls_status s = an_create(&o, &b->an);
     if (s != CLS_OK || !rehash(&b->dict, 1 << 16)) {
         cls_builder_free(b);
@@ -918,6 +1120,14 @@ static cls_status add_doc(cls_builder *b, const cls_doc *d)
     return s;
 }
 
+cls_status cls_builder_set_memory(cls_builder *b, uint64_t bytes)
+{
+    if (!b) return err_set(CLS_E_ARG, "cls_builder_set_memory: builder is NULL");
+    if (b->docs_added) return err_set(CLS_E_ARG, "cls_builder_set_memory: documents were already added");
+    b->memory = bytes;
+    return CLS_OK;
+}
+
 uint64_t cls_builder_duplicates(const cls_builder *b) { return b ? b->duplicates : 0; }
 
 cls_status cls_builder_allow_duplicate_ids(cls_builder *b, int allow)
@@ -949,17 +1159,18 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
     memset(&b->times, 0, sizeof b->times);
     double t0 = idx_clock();
     cls_status st = drain(b);
+    if (st == CLS_OK) st = runs_ready(b);
+    if (st == CLS_OK) st = flush_pending(b);
     if (st != CLS_OK) return st;
     double t_invert = idx_clock();
     b->times.drain = t_invert - t0;
-    st = CLS_E_NOMEM;
+    /* the last run is sorted on the spilling thread while this one sorts the dictionary */
     uint32_t T = b->dict.n;
-    uint64_t P = b->num_postings;
+    if ((st = runs_seal(b->runs, T)) != CLS_OK) return set_sticky(b, st, cls_last_error());
+    st = CLS_E_NOMEM;
     idx_term_ref *order = malloc(((size_t)T + 1) * sizeof *order);
     uint32_t *rank = malloc(((size_t)T + 1) * sizeof *rank);
     uint64_t *start = calloc((size_t)T + 2, sizeof *start);
-    uint64_t *fill = malloc(((size_t)T + 1) * sizeof *fill);
-    uint32_t *sdoc = malloc((size_t)(P + 1) * 4), *stf = malloc((size_t)(P + 1) * 4);
     uint64_t *term_off = malloc(((size_t)T + 1) * sizeof *term_off);
     char *term_blob = malloc(b->dict.arena_len + 1);
     /* the fields laid out as sections 10 and 11 hold them: one field's values after another */
@@ -971,7 +1182,8 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
     const char **names = malloc(((size_t)F + 1) * sizeof *names);
     char *coll = NULL;
     uint64_t coll_len = 0;
-    if (!order || !rank || !start || !fill || !sdoc || !stf || !term_off || !term_blob || !foff || !fblob || !names) {
+    if (!order || !rank || !start || !term_off || !term_blob || !foff || !fblob || !names) {
+        runs_finish(b->runs);
         st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
         goto out;
     }
@@ -986,16 +1198,13 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         blob += order[r].len;
     }
     term_off[T] = blob;
-
-    /* Counting sort by term rank; stable, so every list stays in docID order. */
-    for (uint64_t i = 0; i < P; i++) start[rank[b->p_term[i]] + 1]++;
-    for (uint32_t r = 0; r < T; r++) start[r + 1] += start[r];
-    memcpy(fill, start, (size_t)T * sizeof *fill);
-    for (uint64_t i = 0; i < P; i++) {
-        uint64_t at = fill[rank[b->p_term[i]]]++;
-        sdoc[at] = b->p_doc[i];
-        stf[at] = b->p_tf[i];
+    if ((st = runs_finish(b->runs)) != CLS_OK) {
+        set_sticky(b, st, cls_last_error());
+        goto out;
     }
+    /* each list's place from the runs' counts; the runs fill the lists chunk by chunk */
+    const uint32_t *df = runs_df(b->runs);
+    for (uint32_t r = 0; r < T; r++) start[r + 1] = start[r] + df[order[r].id];
     b->times.invert = idx_clock() - t_invert;
     uint64_t base = 0;
     for (uint32_t f = 0; f < F; f++) {
@@ -1009,6 +1218,10 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         CLS_OK)
         goto out;
     uint64_t zero = 0;
+    runs_merge merge = {b->runs, rank, start};
+    /* a chunk's postings, in the encoders' buffers: a small share of the budget each */
+    unsigned threads = b->opts.threads ? b->opts.threads : resolve_threads(&b->opts);
+    uint64_t chunk = build_budget(b) / 8 / 8 / threads;
     idx_lists l = {
         .analyzer = b->an_flags,
         .num_docs = b->num_docs,
@@ -1020,8 +1233,9 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         .term_off = term_off,
         .term_blob = term_blob,
         .list_start = start,
-        .docs = sdoc,
-        .freqs = stf,
+        .fill = runs_fill,
+        .fill_user = &merge,
+        .chunk_postings = chunk < 1024 ? 1024 : chunk > IDX_CHUNK_POSTINGS ? IDX_CHUNK_POSTINGS : chunk,
         .collection = coll,
         .collection_len = coll_len,
         .num_fields = F,
@@ -1031,7 +1245,15 @@ cls_status cls_builder_write(cls_builder *b, const char *path)
         .times = &b->times.w,
     };
     st = idx_write_lists(path, &l, &b->opts);
-out:
+out:;
+    runs_stats rs;
+    runs_get_stats(b->runs, &rs);
+    b->times.spill = rs.spill;
+    b->times.spill_wait = rs.wait;
+    b->times.runs = rs.runs;
+    b->times.spills = rs.spills;
+    b->times.spill_bytes = rs.spill_bytes;
+    b->times.memory_budget = build_budget(b);
     free(foff);
     free(fblob);
     free(names);
@@ -1039,9 +1261,6 @@ out:
     free(order);
     free(rank);
     free(start);
-    free(fill);
-    free(sdoc);
-    free(stf);
     free(term_off);
     free(term_blob);
     return st;
@@ -1056,11 +1275,15 @@ void cls_builder_free(cls_builder *b)
     if (!b) return;
     pipe_stop(b);
     an_free(b->an);
+    runs_free(b->runs); /* before the dictionary: a seal in flight reads it */
+    b->runs = NULL;
     tdict_free(&b->dict);
+    if (b->dict_locked) pthread_rwlock_destroy(&b->dict_lock);
     acc_free(&b->acc);
-    free(b->p_term);
-    free(b->p_doc);
-    free(b->p_tf);
+    free(b->pend_pairs);
+    free(b->pend_res);
+    groupidx_free(&b->sgx);
+    grouped_free(&b->sg);
     free(b->doclen);
     free(b->docno_off);
     free(b->docno);

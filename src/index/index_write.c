@@ -7,9 +7,13 @@
  */
 #include "index/index_write.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codec/codec.h"
 #include "util/err.h"
@@ -93,10 +97,24 @@ static cls_status check_lists(const idx_lists *l)
             return err_set(CLS_E_FORMAT, "term '%.*s': collection df %u does not fit its %llu postings in the shard",
                            (int)(b - a > 200 ? 200 : b - a), l->term_blob + a, l->shard->cdf[t],
                            (unsigned long long)(e - s));
+    }
+    return CLS_OK;
+}
+
+/* The postings of lists t0 .. t1 - 1, docs and freqs from list_start[t0]: check_lists' last
+ * rule, checked chunk by chunk where the encoders have them. */
+static cls_status check_postings(const idx_lists *l, uint32_t t0, uint32_t t1, const uint32_t *docs,
+                                 const uint32_t *freqs)
+{
+    const uint64_t base = l->list_start[t0];
+    for (uint32_t t = t0; t < t1; t++) {
+        uint64_t s = l->list_start[t] - base, e = l->list_start[t + 1] - base;
         for (uint64_t i = s; i < e; i++)
-            if (l->docs[i] >= N || (i > s && l->docs[i] <= l->docs[i - 1]) || l->freqs[i] == 0)
+            if (docs[i] >= l->num_docs || (i > s && docs[i] <= docs[i - 1]) || freqs[i] == 0) {
+                uint64_t a = l->term_off[t], b = l->term_off[t + 1];
                 return err_set(CLS_E_FORMAT, "term '%.*s': docIDs out of order or out of range, or a zero frequency",
                                (int)(b - a > 200 ? 200 : b - a), l->term_blob + a);
+            }
     }
     return CLS_OK;
 }
@@ -168,6 +186,165 @@ double idx_clock(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* ---- Chunks encoded on threads -------------------------------------------------------------- */
+
+/* A chunk: the lists t0 .. t1 - 1, its blocks written in place (the lists' first_block), its
+ * words in a buffer of its own until the layout; a failure keeps its status and message. */
+typedef struct enc_chunk {
+    uint32_t t0, t1;
+    idx_words wb;
+    cls_status st;
+    char msg[512];
+} enc_chunk;
+
+typedef struct enc_job {
+    const idx_lists *l;
+    const cls_build_opts *o;
+    const idx_term *terms;
+    const float *weight, *norm;
+    idx_block *blocks;
+    enc_chunk *chunks;
+    uint32_t nchunks;
+    uint64_t room;           /* the largest chunk's postings: each thread's fill buffers */
+    atomic_uint next;        /* the next chunk to take, in order */
+    atomic_int failed;
+    pthread_mutex_t mu;      /* guards the seconds below */
+    double merge, code;
+} enc_job;
+
+/* One encoder: takes chunks in order until none is left or one failed. Chunks are taken in
+ * increasing order, so when one fails every chunk before it has been finished, and the first
+ * failing chunk is the first fault. */
+static void *enc_thread(void *arg)
+{
+    enc_job *j = arg;
+    const idx_lists *l = j->l;
+    uint32_t *vals = fault_malloc(((size_t)l->num_docs + 1) * 4); /* one list's values, for pfor's width */
+    uint32_t *docs = NULL, *freqs = NULL;
+    if (l->fill) {
+        docs = fault_malloc((size_t)(j->room + 1) * 4);
+        freqs = fault_malloc((size_t)(j->room + 1) * 4);
+    }
+    double merge = 0, code = 0;
+    for (;;) {
+        uint32_t c = atomic_fetch_add(&j->next, 1);
+        if (c >= j->nchunks || atomic_load(&j->failed)) break;
+        enc_chunk *ch = &j->chunks[c];
+        cls_status st = CLS_OK;
+        if (!vals || (l->fill && (!docs || !freqs)))
+            st = err_set(CLS_E_NOMEM, "encoding: out of memory for an encoder's buffers");
+        const uint64_t s0 = l->list_start[ch->t0];
+        const uint32_t *d = l->fill ? docs : l->docs + s0, *f = l->fill ? freqs : l->freqs + s0;
+        double t0 = idx_clock();
+        if (st == CLS_OK && l->fill) st = l->fill(l->fill_user, ch->t0, ch->t1, docs, freqs);
+        double t1 = idx_clock();
+        if (st == CLS_OK) st = check_postings(l, ch->t0, ch->t1, d, f);
+        if (st == CLS_OK) {
+            /* the one place a chunk is coded: a device encoder takes the same chunk */
+            idx_chunk chunk = {.num_lists = ch->t1 - ch->t0, .list_start = l->list_start + ch->t0, .docs = d,
+                               .freqs = f, .weight = j->weight + ch->t0};
+            st = idx_encode_chunk(j->o, &chunk, l->scoring, j->norm, vals, j->blocks + j->terms[ch->t0].first_block,
+                                  &ch->wb);
+        }
+        merge += t1 - t0;
+        code += idx_clock() - t1;
+        if (st != CLS_OK) {
+            ch->st = st;
+            snprintf(ch->msg, sizeof ch->msg, "%s", cls_last_error());
+            atomic_store(&j->failed, 1);
+        }
+    }
+    free(vals);
+    free(docs);
+    free(freqs);
+    pthread_mutex_lock(&j->mu);
+    j->merge += merge;
+    j->code += code;
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Cuts the dictionary into chunks, encodes them on o->threads threads (the calling thread alone
+ * for 1) and lays their words out in order into *wb, moving each chunk's blocks' offsets by the
+ * words before it. */
+static cls_status encode_chunks(const idx_lists *l, const cls_build_opts *o, const idx_term *terms,
+                                const float *weight, const float *norm, idx_block *blocks, idx_words *wb,
+                                idx_write_times *tm)
+{
+    const uint32_t T = l->num_terms;
+    const uint64_t aim = l->chunk_postings ? l->chunk_postings : IDX_CHUNK_POSTINGS;
+    enc_job j = {.l = l, .o = o, .terms = terms, .weight = weight, .norm = norm, .blocks = blocks};
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < T; n++) { /* count, then cut: a chunk ends where it reaches aim */
+        uint64_t s = l->list_start[t];
+        do t++; while (t < T && l->list_start[t + 1] - s <= aim);
+    }
+    if (!(j.chunks = fault_calloc((size_t)n + 1, sizeof *j.chunks)))
+        return err_set(CLS_E_NOMEM, "encoding: out of memory for %u chunks", n);
+    j.nchunks = n;
+    n = 0;
+    for (uint32_t t = 0; t < T; n++) {
+        uint64_t s = l->list_start[t];
+        j.chunks[n].t0 = t;
+        do t++; while (t < T && l->list_start[t + 1] - s <= aim);
+        j.chunks[n].t1 = t;
+        if (l->list_start[t] - s > j.room) j.room = l->list_start[t] - s;
+    }
+    unsigned threads = o->threads;
+    if (threads == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = c < 1 ? 1u : c > 1024 ? 1024u : (unsigned)c;
+    }
+    if (threads > j.nchunks) threads = j.nchunks ? j.nchunks : 1;
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, 0);
+    cls_status st = CLS_OK;
+    pthread_t *th = NULL;
+    unsigned started = 0;
+    if (pthread_mutex_init(&j.mu, NULL) != 0) {
+        free(j.chunks);
+        return err_set(CLS_E_NOMEM, "encoding: cannot create a mutex");
+    }
+    if (threads > 1 && (th = fault_malloc(threads * sizeof *th)) != NULL)
+        for (; started < threads; started++)
+            if (pthread_create(&th[started], NULL, enc_thread, &j) != 0) break;
+    if (started == 0) enc_thread(&j); /* one thread, or none could start: the calling thread's */
+    for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
+    free(th);
+    pthread_mutex_destroy(&j.mu);
+    tm->merge = j.merge;
+    tm->code = j.code;
+    tm->threads = started ? started : 1;
+    tm->chunks = j.nchunks;
+    for (uint32_t c = 0; c < j.nchunks && st == CLS_OK; c++)
+        if (j.chunks[c].st != CLS_OK) st = err_set(j.chunks[c].st, "%s", j.chunks[c].msg);
+
+    double t_layout = idx_clock();
+    uint64_t total = 0;
+    for (uint32_t c = 0; c < j.nchunks && st == CLS_OK; c++) total += j.chunks[c].wb.n;
+    if (st == CLS_OK && total > UINT32_MAX) st = err_set(CLS_E_ARG, "index too large: postings exceed 2^32 words");
+    if (st == CLS_OK && j.nchunks == 1) { /* one chunk: its words are the layout */
+        *wb = j.chunks[0].wb;
+        j.chunks[0].wb = (idx_words){0};
+    } else if (st == CLS_OK && !vec_reserve(&wb->w, &wb->cap, (size_t)total + 1, sizeof *wb->w)) {
+        st = err_set(CLS_E_NOMEM, "encoding: out of memory for %llu words of postings", (unsigned long long)total);
+    } else if (st == CLS_OK) {
+        for (uint32_t c = 0; c < j.nchunks; c++) {
+            const enc_chunk *ch = &j.chunks[c];
+            for (uint32_t bl = terms[ch->t0].first_block; bl < terms[ch->t1].first_block; bl++)
+                blocks[bl].offset += (uint32_t)wb->n;
+            if (ch->wb.n) memcpy(wb->w + wb->n, ch->wb.w, (size_t)ch->wb.n * sizeof *wb->w);
+            wb->n += ch->wb.n;
+            free(ch->wb.w);
+            j.chunks[c].wb.w = NULL;
+        }
+    }
+    for (uint32_t c = 0; c < j.nchunks; c++) free(j.chunks[c].wb.w);
+    free(j.chunks);
+    tm->layout = idx_clock() - t_layout;
+    return st;
+}
+
 cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o)
 {
     cls_status st = idx_check_opts(o);
@@ -188,9 +365,8 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     idx_term *terms = fault_calloc((size_t)T + 1, sizeof *terms);
     idx_block *blocks = fault_malloc((size_t)max_blocks * sizeof *blocks);
     float *norm = fault_malloc(((size_t)N + 1) * sizeof *norm);
-    uint32_t *vals = fault_malloc(((size_t)N + 1) * 4); /* one list's stream values, for pfor's list width */
     idx_words wb = {0};
-    if (!terms || !blocks || !norm || !vals) {
+    if (!terms || !blocks || !norm) {
         st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
         goto out;
     }
@@ -212,14 +388,12 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         weight[t] = bm25_block_weight(l->scoring, CN, sh ? sh->cdf[t] : df);
         nb += terms[t].num_blocks;
     }
-    idx_chunk all = {.num_lists = T, .list_start = l->list_start, .docs = l->docs, .freqs = l->freqs, .weight = weight};
-    st = idx_encode_chunk(o, &all, l->scoring, norm, vals, blocks, &wb);
+    terms[T].first_block = (uint32_t)nb;
+    idx_write_times tm = {0};
+    st = encode_chunks(l, o, terms, weight, norm, blocks, &wb, &tm);
     free(weight);
     if (st != CLS_OK) goto out;
-    if (wb.n > UINT32_MAX) {
-        st = err_set(CLS_E_ARG, "index too large: postings exceed 2^32 words");
-        goto out;
-    }
+    tm.encode = idx_clock() - t_encode - tm.layout;
     idx_file_parts parts = {
         .analyzer = l->analyzer,
         .scoring = l->scoring,
@@ -257,12 +431,12 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     };
     double t_write = idx_clock();
     st = idx_file_write(path, &parts);
-    if (l->times) *l->times = (idx_write_times){.encode = t_write - t_encode, .write = idx_clock() - t_write};
+    tm.write = idx_clock() - t_write;
+    if (l->times) *l->times = tm;
 out:
     free(terms);
     free(blocks);
     free(norm);
-    free(vals);
     free(wb.w);
     return st;
 }

@@ -15,11 +15,21 @@ typedef struct idx_shard {
     const uint32_t *cdf;         /* per term: the collection's df, at least 1 and the list's postings */
 } idx_shard;
 
-/* Where idx_write_lists spent its time, in seconds (monotonic clock): coding the lists into
- * blocks (gaps, the codec, block maxima), and laying out and writing the file. */
+/* Where idx_write_lists spent its time, in seconds (monotonic clock). encode: the wall time of
+ * the chunks' stage, where each encoder thread fills a chunk's postings (a builder's merge of its
+ * runs) and codes it into blocks (gaps, the codec, block maxima); merge and code: the seconds
+ * its threads spent in each, summed over the threads (the stage's share of the work, not a wall
+ * time); layout: the chunks' words laid out in order, their blocks' offsets moved; write: the
+ * file. */
 typedef struct idx_write_times {
-    double encode, write;
+    double encode, merge, code, layout, write;
+    unsigned threads, chunks;
 } idx_write_times;
+
+/* Fills the postings of the lists t0 .. t1 - 1 (dictionary order): docs and freqs from index 0
+ * for list_start[t0], as idx_lists' arrays would hold them. Called from several encoder threads
+ * at once, each with its own chunk and buffers. */
+typedef cls_status (*idx_fill_fn)(void *user, uint32_t t0, uint32_t t1, uint32_t *docs, uint32_t *freqs);
 
 /* A collection, inverted: documents, and per term (in byte order) its postings. */
 typedef struct idx_lists {
@@ -35,6 +45,11 @@ typedef struct idx_lists {
     const uint64_t *list_start; /* num_terms + 1: term t's postings are [list_start[t], list_start[t+1]) */
     const uint32_t *docs;       /* docIDs, strictly increasing within a list, < num_docs */
     const uint32_t *freqs;      /* >= 1: term frequencies, or quantized impacts (scoring) */
+    /* docs and freqs NULL: fill gives them a chunk at a time (a builder's runs, merged) */
+    idx_fill_fn fill;
+    void *fill_user;
+    uint64_t chunk_postings;    /* postings a chunk aims at (a longer list is a chunk of its own);
+                                 * 0: IDX_CHUNK_POSTINGS */
     cls_scoring scoring;        /* how the index scores (0: BM25) */
     /* what the index records besides (idx_file_parts says how): the collection record, NULL
      * for none, and num_fields (the record's count) stored fields */
@@ -90,18 +105,29 @@ typedef struct idx_chunk {
 cls_status idx_encode_chunk(const cls_build_opts *o, const idx_chunk *c, cls_scoring scoring, const float *norm,
                             uint32_t *vals, idx_block *blocks, idx_words *wb);
 
+#define IDX_CHUNK_POSTINGS ((uint64_t)1 << 20)
+
 /* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
- * size, and writes the file at path through a temporary name. */
+ * size, and writes the file at path through a temporary name. The dictionary is cut into chunks
+ * of consecutive lists (l->chunk_postings), which o->threads encoder threads (0: every core)
+ * fill and encode concurrently, each into words of its own; the chunks' words are then laid out
+ * in order and their blocks' offsets moved, so the file is the same bytes for any threads and
+ * chunk size. */
 cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build_opts *o);
 /* Seconds on the monotonic clock, for the stage times. */
 double idx_clock(void);
 
 /* The builder's stages, in seconds, as cls_builder_write measured them (all 0 before it):
- * finishing the analysis still in flight, inverting (sorting the postings by term), then
- * idx_write_lists' encoding and writing. The reading and analysis before cls_builder_write run
- * as the caller feeds documents, and the caller times them. */
+ * finishing the analysis still in flight (drain), then inverting what is still in memory (the
+ * dictionary sorted, the last run sorted by term), then idx_write_lists' stages (the runs merged
+ * chunk by chunk as the chunks are encoded). Sealing runs overlaps the analysis: spill is the
+ * seconds the sealing thread worked (sorting, laying out, writing spilled runs), runs the runs it
+ * sealed, spills those it wrote to temporary files, spill_bytes their bytes, and spill_wait how
+ * long adding documents waited for a seal still running. The reading and analysis before
+ * cls_builder_write run as the caller feeds documents, and the caller times them. */
 typedef struct idx_build_times {
-    double drain, invert;
+    double drain, invert, spill, spill_wait;
+    uint64_t runs, spills, spill_bytes, memory_budget;
     idx_write_times w;
 } idx_build_times;
 void idx_builder_times(const cls_builder *b, idx_build_times *t);

@@ -98,6 +98,7 @@ typedef struct index_args {
     uint32_t shards;         /* --shards: OUT.0 .. OUT.<shards-1> instead of OUT; 0: one index */
     cls_analyzer_opts an;
     cls_build_opts bo;
+    uint64_t memory;         /* --memory, in bytes; 0: the builder's default */
     char **inputs;
     int ninputs;
 } index_args;
@@ -124,7 +125,7 @@ static int index_parse(int argc, char **argv, index_args *a)
                                        {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
                                        {"store", required_argument, 0, 9}, {"allow-duplicate-ids", no_argument, 0, 10},
                                        {"allow-empty", no_argument, 0, 11}, {"follow-links", no_argument, 0, 12},
-                                       {"shards", required_argument, 0, 13},
+                                       {"shards", required_argument, 0, 13}, {"memory", required_argument, 0, 14},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
     while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
         if (analyzer_option(opt, &a->an)) continue;
@@ -141,6 +142,11 @@ static int index_parse(int argc, char **argv, index_args *a)
             if (!parse_u64(optarg, 1, CLS_MAX_SHARDS, &v))
                 return usage_error("index: --shards takes a number of shards from 1 to 1024, not '%s'", optarg);
             a->shards = (uint32_t)v;
+            break;
+        case 14:
+            if (!parse_u64(optarg, 1, (uint64_t)1 << 24, &v))
+                return usage_error("index: --memory takes megabytes from 1 to 16777216, not '%s'", optarg);
+            a->memory = (uint64_t)v << 20;
             break;
         case 5:
             if (!parse_u64(optarg, 1, 1024, &v)) {
@@ -282,11 +288,19 @@ static void index_report(const index_ctx *c, const index_args *a, const char **f
         /* the builder's stages where they are: reading overlaps analysis (worker threads) and the
          * appending of each analysed batch's postings; the rest runs one after another */
         fprintf(stderr, "stage reading and analysis: %.2f s\n", d->t_read);
-        fprintf(stderr, "stage analysis still in flight: %.2f s\n", d->build.drain);
-        fprintf(stderr, "stage inversion (postings sorted by term): %.2f s\n", d->build.invert);
-        fprintf(stderr, "stage encoding and compression (%s, block %u): %.2f s\n", cls_codec_name(a->bo.codec),
-                a->bo.block_size, d->build.w.encode);
-        fprintf(stderr, "stage writing: %.2f s\n", d->build.w.write);
+        const idx_build_times *bt = &d->build;
+        fprintf(stderr, "stage sorting runs (overlapping the analysis; budget %.0f MB): %llu run%s, %llu spilled "
+                "(%.1f MB), %.2f s on the sealing threads, %.2f s waited for\n", (double)bt->memory_budget / 1e6,
+                (unsigned long long)bt->runs, bt->runs == 1 ? "" : "s", (unsigned long long)bt->spills,
+                (double)bt->spill_bytes / 1e6, bt->spill, bt->spill_wait);
+        fprintf(stderr, "stage analysis still in flight: %.2f s\n", bt->drain);
+        fprintf(stderr, "stage inversion (dictionary and last run sorted by term): %.2f s\n", bt->invert);
+        fprintf(stderr, "stage merging and encoding (%s, block %u): %.2f s on %u thread%s, %u chunk%s (merging %.2f s, "
+                "encoding %.2f s, summed over the threads)\n", cls_codec_name(a->bo.codec), a->bo.block_size,
+                bt->w.encode, bt->w.threads, bt->w.threads == 1 ? "" : "s", bt->w.chunks, bt->w.chunks == 1 ? "" : "s",
+                bt->w.merge, bt->w.code);
+        fprintf(stderr, "stage layout (chunks in order): %.2f s\n", bt->w.layout);
+        fprintf(stderr, "stage writing: %.2f s\n", bt->w.write);
         if (a->shards) fprintf(stderr, "stage cutting into %u shards: %.2f s\n", a->shards, d->t_cut);
         fprintf(stderr, "peak memory: %.1f MB (resident, getrusage)\n", peak_mb());
         fprintf(stderr, "stored fields:");
@@ -331,7 +345,8 @@ static int index_build(const index_args *a, const char **fields, size_t nfields,
     cls_status s = cls_builder_create(&a->an, &c.b);
     if (s != CLS_OK) return fail(s, "index");
     if ((s = cls_builder_configure(c.b, &a->bo)) != CLS_OK || (s = cls_builder_set_fields(c.b, fields, nfields)) != CLS_OK ||
-        (s = cls_builder_allow_duplicate_ids(c.b, a->allow_dups)) != CLS_OK)
+        (s = cls_builder_allow_duplicate_ids(c.b, a->allow_dups)) != CLS_OK ||
+        (s = cls_builder_set_memory(c.b, a->memory)) != CLS_OK)
         return index_fail(&c, s, "index");
     c.show = !a->quiet && isatty(2);
     c.ninputs = a->ninputs;
