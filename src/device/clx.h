@@ -48,6 +48,8 @@ typedef struct clx_params {
                                                * place read in order (cl/or_parts.cl) */
     unsigned host_wait;                       /* how the host waits for a batch (dev_wait): 0 the
                                                * driver's wait, 1 a completion callback */
+    unsigned wg_encode;                       /* work-items per block of the index writer's encoders
+                                               * (cl/encode.cl) */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

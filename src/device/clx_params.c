@@ -73,6 +73,8 @@ static const clx_tunable registry[] = {
      "how a host thread waits for a batch's results: 0 the driver's wait (clWaitForEvents; NVIDIA's spins a core "
      "while the device works), 1 asleep until a completion callback",
      PARAM_FIELD(host_wait), 0, {0, 1}, 2},
+    {"WG_ENCODE", "encode", "work-items per block (and per list) in the index writer's encoders (cl/encode.cl)",
+     PARAM_FIELD(wg_encode), 1, {32, 64, 128, 256}, 4},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -132,7 +134,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
         if (!clx_is_nvidia(info))
             return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 (warp shuffles in inline PTX) needs an NVIDIA device, "
                            "not %s", from, info->name);
-        if (p->wg_intersect < 32 || p->wg_topk < 32 || p->wg_rows < 32 || p->scan_wg < 32)
+        if (p->wg_intersect < 32 || p->wg_topk < 32 || p->wg_rows < 32 || p->scan_wg < 32 || p->wg_encode < 32)
             return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 needs work-groups of at least one 32-wide warp", from);
     }
     return CLS_OK;
@@ -168,38 +170,38 @@ static const entry db[] = {
      .gpu = 1,
      .p = {.wg_intersect = 1024, .wg_score = 256, .wg_topk = 512, .wg_scan_algo = 2, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0, .wg_encode = 64},
      .label = "vendor default: NVIDIA GPU"},
     {.vendor = "Advanced Micro Devices",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0, .wg_encode = 64},
      .label = "vendor default: AMD GPU"},
     {.vendor = "AMD",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0, .wg_encode = 64},
      .label = "vendor default: AMD GPU"},
     {.vendor = NULL,
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0, .wg_encode = 64},
      .label = "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
     {.vendor = NULL,
      .gpu = 0,
      .p = {.wg_intersect = 64, .wg_score = 64, .wg_topk = 64, .wg_scan_algo = 0, .scan_wg = 64, .scan_items = 16,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 64, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0, .wg_encode = 64},
      .label = "generic default: CPU"},
     {.vendor = NULL,
      .gpu = -1,
      .p = {.wg_intersect = 128, .wg_score = 128, .wg_topk = 128, .wg_scan_algo = 0, .scan_wg = 128, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 128, .or_hash_ratio = 32,
-           .or_search_cost = 4, .host_wait = 0},
+           .or_search_cost = 4, .host_wait = 0, .wg_encode = 64},
      .label = "generic default"},
 };
 

@@ -15,6 +15,7 @@
 #include "util/err.h"
 #include "index/index_file.h"
 #include "index/bm25.h"
+#include "index/encode_dev.h"
 #include "util/vec.h"
 #include "util/fault.h"
 
@@ -24,6 +25,7 @@ void cls_build_defaults(cls_build_opts *o)
     o->block_size = 128;
     o->pfor_depth = 1;
     o->threads = 0;
+    o->device = NULL;
 }
 
 cls_status idx_check_opts(const cls_build_opts *o)
@@ -213,7 +215,9 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
         nb += terms[t].num_blocks;
     }
     idx_chunk all = {.num_lists = T, .list_start = l->list_start, .docs = l->docs, .freqs = l->freqs, .weight = weight};
-    st = idx_encode_chunk(o, &all, l->scoring, norm, vals, blocks, &wb);
+    char device[sizeof l->times->device] = "";
+    st = o->device ? idx_encode_lists_dev(o->device, o, &all, l->scoring, norm, N, blocks, &wb, device, sizeof device)
+                   : idx_encode_chunk(o, &all, l->scoring, norm, vals, blocks, &wb);
     free(weight);
     if (st != CLS_OK) goto out;
     if (wb.n > UINT32_MAX) {
@@ -257,7 +261,10 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     };
     double t_write = idx_clock();
     st = idx_file_write(path, &parts);
-    if (l->times) *l->times = (idx_write_times){.encode = t_write - t_encode, .write = idx_clock() - t_write};
+    if (l->times) {
+        *l->times = (idx_write_times){.encode = t_write - t_encode, .write = idx_clock() - t_write};
+        memcpy(l->times->device, device, sizeof device);
+    }
 out:
     free(terms);
     free(blocks);

@@ -19,6 +19,7 @@ typedef struct idx_shard {
  * blocks (gaps, the codec, block maxima), and laying out and writing the file. */
 typedef struct idx_write_times {
     double encode, write;
+    char device[768]; /* the device that encoded, with its parameters (encode_dev.h); "" for the host */
 } idx_write_times;
 
 /* A collection, inverted: documents, and per term (in byte order) its postings. */
