@@ -124,9 +124,9 @@ static int index_parse(int argc, char **argv, index_args *a)
                                        {"block", required_argument, 0, 7}, {"pfor-depth", required_argument, 0, 8},
                                        {"store", required_argument, 0, 9}, {"allow-duplicate-ids", no_argument, 0, 10},
                                        {"allow-empty", no_argument, 0, 11}, {"follow-links", no_argument, 0, 12},
-                                       {"shards", required_argument, 0, 13},
+                                       {"shards", required_argument, 0, 13}, {"device", required_argument, 0, 'd'},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
-    while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":c:o:d:vq", lo, NULL)) != -1) {
         if (analyzer_option(opt, &a->an)) continue;
         switch (opt) {
         case 'c': a->fmt = optarg; break;
@@ -135,6 +135,7 @@ static int index_parse(int argc, char **argv, index_args *a)
         case 11: a->allow_empty = 1; break;
         case 12: a->follow_links = 1; break;
         case 'o': a->out = optarg; break;
+        case 'd': a->bo.device = optarg; break; /* argv outlives the build */
         case 'v': a->verbose = 1; break;
         case 'q': a->quiet = 1; break;
         case 13:
@@ -284,8 +285,8 @@ static void index_report(const index_ctx *c, const index_args *a, const char **f
         fprintf(stderr, "stage reading and analysis: %.2f s\n", d->t_read);
         fprintf(stderr, "stage analysis still in flight: %.2f s\n", d->build.drain);
         fprintf(stderr, "stage inversion (postings sorted by term): %.2f s\n", d->build.invert);
-        fprintf(stderr, "stage encoding and compression (%s, block %u): %.2f s\n", cls_codec_name(a->bo.codec),
-                a->bo.block_size, d->build.w.encode);
+        fprintf(stderr, "stage encoding and compression (%s, block %u) %s%s: %.2f s\n", cls_codec_name(a->bo.codec),
+                a->bo.block_size, d->build.w.device[0] ? "on " : "on the host", d->build.w.device, d->build.w.encode);
         fprintf(stderr, "stage writing: %.2f s\n", d->build.w.write);
         if (a->shards) fprintf(stderr, "stage cutting into %u shards: %.2f s\n", a->shards, d->t_cut);
         fprintf(stderr, "peak memory: %.1f MB (resident, getrusage)\n", peak_mb());

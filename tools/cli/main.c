@@ -49,6 +49,7 @@ static const command commands[] = {
      "                  [--threads N] [--codec %1$s] [--block 64|128|256|512]\n"
      "                  [--pfor-depth 0..3] [--store FIELD,...|none] [-q|--quiet] [-v|--verbose]\n"
      "                  [--allow-duplicate-ids] [--allow-empty] [--follow-links] [--force] [--shards N]\n"
+     "                  [-d|--device DEVICE]\n"
      "                  a document id given twice is an error unless --allow-duplicate-ids (the\n"
      "                  first is kept); an INPUT without documents is an error unless --allow-empty;\n"
      "                  -o must not name an input or an existing non-index file unless --force,\n"
@@ -74,7 +75,11 @@ static const command commands[] = {
      "                  writing) and the peak memory; --shards N (1 to 1024): INDEX.0 .. INDEX.<N-1>, the\n"
      "                  set `clsearch index` then `clsearch shard -n N` writes, byte for byte (the index\n"
      "                  is written whole to a temporary file beside INDEX.0, then cut), written as a set;\n"
-     "                  INDEX's folder must exist and be writable (checked before any input is read)\n"},
+     "                  INDEX's folder must exist and be writable (checked before any input is read);\n"
+     "                  -d DEVICE (gpu, cpu, P:D as `clsearch devices` lists them): the postings are\n"
+     "                  encoded and compressed on that OpenCL device, every codec, into the file the\n"
+     "                  host writes, byte for byte; a device that cannot is an error (no fallback);\n"
+     "                  without -d the host encodes; -v names the device and its parameters\n"},
     {"search", cmd_search, HELP_MODES | HELP_ENVIRONMENT,
      "  clsearch search -x INDEX {-q TOPICS | QUERY...} [-f {auto,tsv,anserini,trec,smart,mq}] [-k K]\n"
      "                  [-m MODE] [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [--json] [-v]\n"
