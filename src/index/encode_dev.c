@@ -37,6 +37,12 @@ static cls_status get(idx_encoder *e, dbuf *b, void *data, size_t bytes, const c
 
 cls_status idx_encoder_open(idx_encoder *e, const char *spec, const cls_build_opts *o, cls_scoring scoring)
 {
+    return idx_encoder_open_with(e, spec, o, scoring, NULL);
+}
+
+cls_status idx_encoder_open_with(idx_encoder *e, const char *spec, const cls_build_opts *o, cls_scoring scoring,
+                                 const char *params)
+{
     memset(e, 0, sizeof *e);
     cls_status s = idx_check_opts(o);
     if (s != CLS_OK) return s;
@@ -48,6 +54,9 @@ cls_status idx_encoder_open(idx_encoder *e, const char *spec, const cls_build_op
     e->o = *o;
     e->scoring = scoring;
     if ((s = clx_select(spec, &e->dc.dev)) != CLS_OK || (s = clx_params_for(&e->dc.dev.info, &e->dc.prm)) != CLS_OK)
+        return s;
+    if (params && ((s = clx_params_parse(params, &e->dc.prm, "encoder parameters")) != CLS_OK ||
+                   (s = clx_params_check(&e->dc.dev.info, &e->dc.prm, "encoder parameters")) != CLS_OK))
         return s;
     const cls_device_info *info = &e->dc.dev.info;
     /* the host's max_score is (w * f) / (f + norm) rounded once: a device that cannot divide so

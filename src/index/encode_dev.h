@@ -31,6 +31,10 @@ typedef struct idx_encoder {
  * the host's block maxima bit for bit (no correctly rounded division). On failure everything is
  * released. */
 cls_status idx_encoder_open(idx_encoder *e, const char *spec, const cls_build_opts *o, cls_scoring scoring);
+/* idx_encoder_open with params ("WG_ENCODE=128,...", as CLSEARCH_PARAMS takes them; NULL: none)
+ * applied over the parameters in force: the benchmark's sweep. */
+cls_status idx_encoder_open_with(idx_encoder *e, const char *spec, const cls_build_opts *o, cls_scoring scoring,
+                                 const char *params);
 /* Uploads the documents' BM25 norms (num_docs floats) that block maxima are computed with; the
  * chunks that follow pass the same pointer as their norm. */
 cls_status idx_encoder_norms(idx_encoder *e, const float *norm, uint32_t num_docs);

@@ -222,6 +222,11 @@ static const command commands[] = {
      "  clsearch bench decode [-d ref,DEVICES] [-r N] [--select 1,0.05] [--algo hs,we,shfl|all]\n"
      "                  [--ceiling GBPS] [--json FILE] [--plot DIR] INDEX...\n"
      "                  decoding speed of whole lists and scattered blocks per scan variant, checked against ref\n"},
+    {"bench encode", bench_encode, BENCH,
+     "  clsearch bench encode -x INDEX [-d DEVICES] [-t 1,4,16] [--wg 32,64,128,256]\n"
+     "                  [--layout CODEC:BLOCK[:DEPTH],...] [-r N] [--json FILE]\n"
+     "                  the index writer's encoding of INDEX's lists: host threads against each device\n"
+     "                  and WG_ENCODE (kernels, transfers and wall time apart), checked against the host\n"},
     {"bench e2e", bench_e2e, BENCH,
      "  clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and,and-or] [-k 10,100,1000]\n"
      "                  [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n"
