@@ -353,7 +353,7 @@ int bench_encode(int argc, char **argv)
                             fd = summarize(dt, reps);
                     char eng[40];
                     snprintf(eng, sizeof eng, "%.39s", e.dc.dev.info.name);
-                    printf("%-14s %-26s %-10s %10.4f %10.4f %10.4f %10.1f %10.4f %10.4f %10.4f\n", lname, eng, prm + 3,
+                    printf("%-14s %-26.26s %-10s %10.4f %10.4f %10.4f %10.1f %10.4f %10.4f %10.4f\n", lname, eng, prm + 3,
                            f.med, f.min, f.max, (double)in.postings / f.med / 1e6, fk.med, fu.med, fd.med);
                     printf("%-14s %-26s %-10s %10s %10s %10s %10.1f (kernels alone)\n", "", "", "", "", "", "",
                            (double)in.postings / fk.med / 1e6);

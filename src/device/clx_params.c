@@ -166,6 +166,8 @@ static const entry db[] = {
     /* OR_SEARCH_COST 4: the choice hardly matters on gov2 at k 10, so 4, the middle of the values
      * tried, stays (docs/PERFORMANCE.md, "Ranked OR: essential terms within a partition, tickets
      * for listed queries"). */
+    /* WG_ENCODE 64 everywhere: a start, not a measurement; `clsearch bench encode --wg` sweeps it
+     * on an index's real lists, and its figures decide each entry. */
     {.vendor = "NVIDIA",
      .gpu = 1,
      .p = {.wg_intersect = 1024, .wg_score = 256, .wg_topk = 512, .wg_scan_algo = 2, .scan_wg = 256, .scan_items = 8,
