@@ -314,11 +314,12 @@ int bench_encode(int argc, char **argv)
             figures f = summarize(t, reps);
             char eng[40];
             snprintf(eng, sizeof eng, "host, %u thread%s", T, T == 1 ? "" : "s");
-            printf("%-14s %-26s %-10s %10.4f %10.4f %10.4f %10.1f %10s %10s %10s\n", lname, eng, "-", f.med, f.min, f.max,
-                   (double)in.postings / f.med / 1e6, "-", "-", "-");
+            printf("%-14s %-26s %-10s %10.4f %10.4f %10.4f %10.1f %10s %10s %10s\n", lname, eng, "-", f.med, f.min,
+                   f.max, (double)in.postings / f.med / 1e6, "-", "-", "-");
             if (jf.f)
-                fprintf(jf.f, "{\"suite\":\"encode\",\"commit\":\"%s\",\"index\":\"%s\",\"layout\":\"%s\",\"engine\":\"host\","
-                        "\"threads\":%u,\"postings\":%llu,\"wall_s\":%.6f,\"min_s\":%.6f,\"max_s\":%.6f}\n",
+                fprintf(jf.f, "{\"suite\":\"encode\",\"commit\":\"%s\",\"index\":\"%s\",\"layout\":\"%s\","
+                        "\"engine\":\"host\",\"threads\":%u,\"postings\":%llu,\"wall_s\":%.6f,\"min_s\":%.6f,"
+                        "\"max_s\":%.6f}\n",
                         bench_commit(), index, lname, T, (unsigned long long)in.postings, f.med, f.min, f.max);
         }
         /* the device's output is checked against the host's last one (hb, hw) */
@@ -337,7 +338,8 @@ int bench_encode(int argc, char **argv)
                     (s = dev_run_all(&e, &in, o, db, &dw)) != CLS_OK) {
                     rc = die(s, "device encoding");
                 } else if (dw.n != hw.n || memcmp(db, hb, nb * sizeof *db) != 0 || memcmp(dw.w, hw.w, hw.n * 4) != 0) {
-                    fprintf(stderr, "clsearch bench encode: %s, %s: the device's encoding differs from the host's\n", dev, prm);
+                    fprintf(stderr, "clsearch bench encode: %s, %s: the device's encoding differs from the host's\n",
+                            dev, prm);
                     rc = 1;
                 }
                 double *kt = t + MAX_REPS, *ut = t + 2 * MAX_REPS, *dt = t + 3 * MAX_REPS;
@@ -353,8 +355,8 @@ int bench_encode(int argc, char **argv)
                             fd = summarize(dt, reps);
                     char eng[40];
                     snprintf(eng, sizeof eng, "%.39s", e.dc.dev.info.name);
-                    printf("%-14s %-26.26s %-10s %10.4f %10.4f %10.4f %10.1f %10.4f %10.4f %10.4f\n", lname, eng, prm + 3,
-                           f.med, f.min, f.max, (double)in.postings / f.med / 1e6, fk.med, fu.med, fd.med);
+                    printf("%-14s %-26.26s %-10s %10.4f %10.4f %10.4f %10.1f %10.4f %10.4f %10.4f\n", lname, eng,
+                           prm + 3, f.med, f.min, f.max, (double)in.postings / f.med / 1e6, fk.med, fu.med, fd.med);
                     printf("%-14s %-26s %-10s %10s %10s %10s %10.1f (kernels alone)\n", "", "", "", "", "", "",
                            (double)in.postings / fk.med / 1e6);
                     if (jf.f)

@@ -250,15 +250,17 @@ static void cli_identical(const char *input, const char *fmt, const char *extra)
         const char *codec = cls_codec_name((cls_codec)c);
         char *host = tu_strdup(tu_tmp_path("host.idx")), *dev = tu_strdup(tu_tmp_path("dev.idx"));
         const char *err;
-        ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "index -q -c %s --codec %s %s -o '%s' '%s'", fmt, codec, extra, host,
-                             input) == 0, "%s", err);
+        ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "index -q -c %s --codec %s %s -o '%s' '%s'", fmt, codec, extra,
+                             host, input) == 0, "%s", err);
         ck_assert_msg(tu_cli(NULL, "/dev/null", &err, "index -v -c %s --codec %s %s -d '%s' -o '%s' '%s'", fmt, codec,
                              extra, tu_device(), dev, input) == 0, "%s", err);
         ck_assert_msg(strstr(err, "on device"), "-v names the device: %s", err);
         size_t hn, dn;
         unsigned char *h = tu_read_file(host, &hn), *d = tu_read_file(dev, &dn);
-        ck_assert_msg(hn == dn && memcmp(h, d, hn) == 0, "%s %s: the device's file differs from the host's", codec, extra);
-        fprintf(stderr, "index -d %s --codec %s %s: %zu bytes, identical to the host's\n", tu_device(), codec, extra, hn);
+        ck_assert_msg(hn == dn && memcmp(h, d, hn) == 0, "%s %s: the device's file differs from the host's", codec,
+                      extra);
+        fprintf(stderr, "index -d %s --codec %s %s: %zu bytes, identical to the host's\n", tu_device(), codec, extra,
+                hn);
         free(h), free(d);
         remove(host), remove(dev);
         free(host), free(dev);
@@ -312,7 +314,8 @@ START_TEST(cacm)
         l.start[t + 1] = l.start[t] + df;
         l.weight[t] = bm25_block_weight(x->scoring, x->num_docs, df);
     }
-    for (uint32_t d = 0; d < l.num_docs; d++) l.norm[d] = bm25_norm(IDX_SCORE_K1, IDX_SCORE_B, x->doclen[d], x->avg_doc_len);
+    for (uint32_t d = 0; d < l.num_docs; d++)
+        l.norm[d] = bm25_norm(IDX_SCORE_K1, IDX_SCORE_B, x->doclen[d], x->avg_doc_len);
     cls_build_opts lay[32];
     unsigned n = layouts(lay);
     for (unsigned i = 0; i < n; i++) {

@@ -70,8 +70,8 @@ cls_status idx_encoder_open_with(idx_encoder *e, const char *spec, const cls_bui
     snprintf(opts, sizeof opts,
              "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DENCODE_CODEC=%d -DWG_ENCODE=%u -DWG_SCAN_ALGO=%u%s%s%s",
              o->block_size, o->pfor_depth, (int)o->codec, e->dc.prm.wg_encode, e->dc.prm.wg_scan_algo,
-             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", scoring == CLS_SCORING_IMPACT ? " -DSCORE_IMPACT=1" : "",
-             clx_compiler_defines(info));
+             cdiv ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+             scoring == CLS_SCORING_IMPACT ? " -DSCORE_IMPACT=1" : "", clx_compiler_defines(info));
     const char *const files[] = {"encode.cl", NULL};
     if ((s = dev_build(&e->dc, files, opts, &e->prog, note, sizeof note)) != CLS_OK) goto fail;
     static const char *const kernels[] = {"encode_list_params", "encode_blocks", "encode_offsets", "encode_compact"};
@@ -147,9 +147,10 @@ static cls_status encode_batch(idx_encoder *e, uint32_t b0, uint32_t nb, cl_uint
         (s = dev_buf_need(&e->dc, &e->d_scratch, (size_t)nb * e->stride * 4, "encoding scratch")) != CLS_OK)
         return s;
     cl_uint block0 = b0, stride = e->stride, nblocks = nb, base = (cl_uint)wb->n;
-    dev_arg ab[] = {DEV_MEM(e->d_docs.mem),   DEV_MEM(e->d_freqs.mem),  DEV_MEM(e->d_ls.mem),     DEV_MEM(e->d_bmap.mem),
-                    DEV_U32(block0),          DEV_MEM(e->d_weight.mem), DEV_MEM(e->d_lparam.mem), DEV_MEM(e->d_norm.mem),
-                    DEV_U32(use_norm),        DEV_MEM(e->d_meta.mem),   DEV_MEM(e->d_counts.mem), DEV_MEM(e->d_scratch.mem),
+    dev_arg ab[] = {DEV_MEM(e->d_docs.mem),    DEV_MEM(e->d_freqs.mem),   DEV_MEM(e->d_ls.mem),
+                    DEV_MEM(e->d_bmap.mem),    DEV_U32(block0),           DEV_MEM(e->d_weight.mem),
+                    DEV_MEM(e->d_lparam.mem),  DEV_MEM(e->d_norm.mem),    DEV_U32(use_norm),
+                    DEV_MEM(e->d_meta.mem),    DEV_MEM(e->d_counts.mem),  DEV_MEM(e->d_scratch.mem),
                     DEV_U32(stride)};
     dev_arg ao[] = {DEV_MEM(e->d_counts.mem), DEV_U32(nblocks),       DEV_U32(base),
                     DEV_MEM(e->d_meta.mem),   DEV_MEM(e->d_offs.mem), DEV_MEM(e->d_total.mem)};
@@ -188,7 +189,8 @@ static cls_status encode_chunk(idx_encoder *e, const idx_chunk *c, const float *
         (s = dev_buf_need(&e->dc, &e->d_norm, 4, "the documents' norms")) != CLS_OK)
         return s;
     if (cdc_get(e->o.codec)->list_param) {
-        dev_arg al[] = {DEV_MEM(e->d_docs.mem), DEV_MEM(e->d_freqs.mem), DEV_MEM(e->d_ls.mem), DEV_MEM(e->d_lparam.mem)};
+        dev_arg al[] = {DEV_MEM(e->d_docs.mem), DEV_MEM(e->d_freqs.mem), DEV_MEM(e->d_ls.mem),
+                        DEV_MEM(e->d_lparam.mem)};
         if ((s = dev_run(&e->dc, "encode_list_params", al, L, wg, "list params")) != CLS_OK) return s;
     }
     cl_uint use_norm = norm != NULL;
@@ -204,7 +206,8 @@ cls_status idx_encode_chunk_dev(idx_encoder *e, const cls_build_opts *o, const i
 {
     if (o->codec != e->o.codec || o->block_size != e->o.block_size ||
         (cdc_get(o->codec)->uses_depth && o->pfor_depth != e->o.pfor_depth) || scoring != e->scoring)
-        return err_set(CLS_E_ARG, "encoding on the device: the encoder was built for %s, block %u, depth %u, %s scoring",
+        return err_set(CLS_E_ARG,
+                       "encoding on the device: the encoder was built for %s, block %u, depth %u, %s scoring",
                        cls_codec_name(e->o.codec), e->o.block_size, e->o.pfor_depth,
                        e->scoring == CLS_SCORING_IMPACT ? "impact" : "BM25");
     if (norm && norm != e->norm)
