@@ -195,7 +195,8 @@ inline uint encode_stream(__local uint *v, uint n, uint lparam, __local uint *ou
                           __local uint *scan, __local uint *sh, uint *param)
 {
     uint lid = get_local_id(0);
-    __local ulong *u_of = (__local ulong *)pool; /* per k: the unary part's bits, n + sum(v >> k) */
+    __local ulong *u_of = (__local ulong *)pool; /* per k: the unary part's bits, n + sum(v >> k); pool is
+                                                   * a ulong array's (encode_blocks), so aligned */
     for (uint k = lid; k <= 32u; k += WG_ENCODE) {
         ulong u = n;
         if (k < 32u)
@@ -351,8 +352,9 @@ void encode_blocks(__global const uint *docs, __global const uint *freqs, __glob
                    __global const uint *lparam, __global const float *norm, uint use_norm,
                    __global idx_block *meta, __global uint *counts, __global uint *scratch, uint stride)
 {
-    __local uint vals[BLOCK_SIZE], out[ENC_MAX_WORDS], pool[ENC_POOL], scan[WG_ENCODE + BLOCK_SIZE],
-        sh[ENC_SH + 33];
+    __local uint vals[BLOCK_SIZE], out[ENC_MAX_WORDS], scan[WG_ENCODE + BLOCK_SIZE], sh[ENC_SH + 33];
+    __local ulong pool64[ENC_POOL / 2]; /* ulongs: rice reads its sums from it as such, aligned */
+    __local uint *pool = (__local uint *)pool64;
     uint g = get_group_id(0), lid = get_local_id(0), blk = block0 + g;
     uint s = bmap[2u * blk], list = bmap[2u * blk + 1u];
     uint n = min((uint)BLOCK_SIZE, ls[list + 1u] - s);

@@ -285,8 +285,8 @@ static void index_report(const index_ctx *c, const index_args *a, const char **f
         fprintf(stderr, "stage reading and analysis: %.2f s\n", d->t_read);
         fprintf(stderr, "stage analysis still in flight: %.2f s\n", d->build.drain);
         fprintf(stderr, "stage inversion (postings sorted by term): %.2f s\n", d->build.invert);
-        fprintf(stderr, "stage encoding and compression (%s, block %u) %s%s: %.2f s\n", cls_codec_name(a->bo.codec),
-                a->bo.block_size, d->build.w.device[0] ? "on " : "on the host", d->build.w.device, d->build.w.encode);
+        fprintf(stderr, "stage encoding and compression (%s, block %u): %.2f s%s%s\n", cls_codec_name(a->bo.codec),
+                a->bo.block_size, d->build.w.encode, d->build.w.device[0] ? ", on " : "", d->build.w.device);
         fprintf(stderr, "stage writing: %.2f s\n", d->build.w.write);
         if (a->shards) fprintf(stderr, "stage cutting into %u shards: %.2f s\n", a->shards, d->t_cut);
         fprintf(stderr, "peak memory: %.1f MB (resident, getrusage)\n", peak_mb());
