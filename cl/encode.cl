@@ -317,15 +317,15 @@ inline uint encode_stream(__local uint *v, uint n, uint lparam, __local uint *ou
 
 /* ---- The kernels -------------------------------------------------------------------------- */
 
-/* pfor's list-wide widths (cdc_list_param): list g's postings are [ls[g], ls[g + 1]) of docs and
- * freqs; lparam[2g] receives the width for its gaps (those within blocks: a block's first
- * posting has none), lparam[2g + 1] for its frequencies minus one. */
+/* pfor's list-wide widths (cdc_list_param) of list g = list0 + group: its postings are
+ * [ls[g], ls[g + 1]) of docs and freqs; lparam[2g] receives the width for its gaps (those within
+ * blocks: a block's first posting has none), lparam[2g + 1] for its frequencies minus one. */
 __kernel __attribute__((reqd_work_group_size(WG_ENCODE, 1, 1)))
-void encode_list_params(__global const uint *docs, __global const uint *freqs, __global const uint *ls,
+void encode_list_params(__global const uint *docs, __global const uint *freqs, __global const uint *ls, uint list0,
                         __global uint *lparam)
 {
     __local uint cnt[66];
-    uint g = get_group_id(0), lid = get_local_id(0);
+    uint g = list0 + get_group_id(0), lid = get_local_id(0);
     uint s = ls[g], df = ls[g + 1] - s;
     for (uint w = lid; w < 66u; w += WG_ENCODE) cnt[w] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -13,6 +13,8 @@
 
 /* Words of scratch at most (4 bytes each): bounds a batch's blocks, whatever the block size. */
 #define ENC_SCRATCH_WORDS (1u << 24)
+/* Work-groups of one launch at most: with WG_ENCODE <= 1024, fewer than 2^31 work-items. */
+#define ENC_LAUNCH_GROUPS (1u << 20)
 
 /* Enqueues a blocking write of bytes of data into b (grown first), counted as "upload". */
 static cls_status put(idx_encoder *e, dbuf *b, const void *data, size_t bytes, const char *what)
@@ -188,10 +190,12 @@ static cls_status encode_chunk(idx_encoder *e, const idx_chunk *c, const float *
         (s = dev_buf_need(&e->dc, &e->d_lparam, (size_t)L * 8, "the lists' parameters")) != CLS_OK ||
         (s = dev_buf_need(&e->dc, &e->d_norm, 4, "the documents' norms")) != CLS_OK)
         return s;
-    if (cdc_get(e->o.codec)->list_param) {
-        dev_arg al[] = {DEV_MEM(e->d_docs.mem), DEV_MEM(e->d_freqs.mem), DEV_MEM(e->d_ls.mem),
+    /* a launch's work-items stay below 2^31 whatever the number of lists */
+    for (cl_uint l0 = 0; cdc_get(e->o.codec)->list_param && l0 < L; l0 += ENC_LAUNCH_GROUPS) {
+        dev_arg al[] = {DEV_MEM(e->d_docs.mem), DEV_MEM(e->d_freqs.mem), DEV_MEM(e->d_ls.mem), DEV_U32(l0),
                         DEV_MEM(e->d_lparam.mem)};
-        if ((s = dev_run(&e->dc, "encode_list_params", al, L, wg, "list params")) != CLS_OK) return s;
+        size_t groups = L - l0 < ENC_LAUNCH_GROUPS ? L - l0 : ENC_LAUNCH_GROUPS;
+        if ((s = dev_run(&e->dc, "encode_list_params", al, groups, wg, "list params")) != CLS_OK) return s;
     }
     cl_uint use_norm = norm != NULL;
     for (uint32_t b0 = 0; b0 < nb; b0 += e->batch_blocks) {
