@@ -19,6 +19,9 @@ int bench_copy(int argc, char **argv);
 /* decode: every block of given indexes, reference decoder and devices (bench_decode.c). */
 int bench_decode(int argc, char **argv);
 
+/* encode: the index writer's encoding, host threads against devices (bench_encode.c). */
+int bench_encode(int argc, char **argv);
+
 /* e2e: query batches through the whole engine, by batch size (bench_e2e.c). */
 int bench_e2e(int argc, char **argv);
 

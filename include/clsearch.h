@@ -257,6 +257,12 @@ typedef struct cls_build_opts {
     unsigned pfor_depth; /* pfor: levels of recursive exception coding, 0..3 (default 1) */
     unsigned threads;    /* analysis and encoding threads; 0 = all cores (default); 1 = analyse in
                           * the calling thread. The index file is byte-identical for any value. */
+    const char *device;  /* NULL (default): the host encodes the postings; else the OpenCL device
+                          * that encodes them, named as cls_engine_create names one ("gpu",
+                          * "cpu", "P:D"; not "ref"): every codec has a device encoder, and a
+                          * device that cannot run it is an error, never a quiet fallback to the
+                          * host. The file is byte-identical either way. Read when the index is
+                          * written: the string must live until then. */
 } cls_build_opts;
 
 CLS_API void cls_build_defaults(cls_build_opts *o);

@@ -14,9 +14,9 @@
  * would be thousands of compilations): decode, every codec at every block size, the scan
  * algorithms alternating and pfor at each depth; query, each work-group size in each of the
  * three families with both scan algorithms, a third of them scoring impacts (-DSCORE_IMPACT=1),
- * plus the AMD database entry; scan, each SCAN_WG and SCAN_ITEMS; copy, each COPY_VEC. Candidate
- * values come from the registry (clx_params.c), so a
- * new candidate is compiled without touching this file. */
+ * plus the AMD database entry; scan, each SCAN_WG and SCAN_ITEMS; copy, each COPY_VEC; encode,
+ * every codec at every block size and each WG_ENCODE. Candidate values come from the registry
+ * (clx_params.c), so a new candidate is compiled without touching this file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +278,24 @@ int main(int argc, char **argv)
         snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DWG_FEATURES=64%s%s", i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
                  i / 2 ? " -DSCORE_IMPACT=1" : "");
         ok = ok && emit("features", ffiles, opts);
+    }
+    /* encode (cl/encode.cl): options as src/index/encode_dev.c writes them, every codec at every
+     * block size (pfor at each depth), each WG_ENCODE candidate, the scan algorithms, the division
+     * and an impact index's scoring alternating */
+    const clx_tunable *we = tun("WG_ENCODE");
+    static const char *const efiles[] = {"encode.cl", NULL};
+    for (unsigned c = 0, i = 0; c < CLS_NUM_CODECS; c++) {
+        for (unsigned b = 0; b < 4; b++, i++) {
+            snprintf(opts, sizeof opts,
+                     "-cl-std=CL1.2 -DBLOCK_SIZE=%u -DPFOR_DEPTH=%u -DENCODE_CODEC=%u -DWG_ENCODE=%u"
+                     " -DWG_SCAN_ALGO=%u%s%s",
+                     blocks[b], cdc_get((cls_codec)c)->uses_depth ? b : 1u, c, we->candidates[i % we->ncandidates],
+                     algos[i % nalgos], i % 2 ? "" : " -cl-fp32-correctly-rounded-divide-sqrt",
+                     i % 3 == 1 ? " -DSCORE_IMPACT=1" : "");
+            char family[64];
+            snprintf(family, sizeof family, "encode-%s", cls_codec_name((cls_codec)c));
+            ok = ok && emit(family, efiles, opts);
+        }
     }
     /* trees (cl/trees.cl): options as src/rank/rank_dev.c writes them, each WG_TREES and
      * TREES_DOCS of the registry (TREES_LAYOUT, TREES_ROWS_LOCAL and TREES_TILE choose a kernel

@@ -27,7 +27,7 @@
 #define IDX_BLOCK 128u /* the default block size the fixed-shape tests build with */
 
 /* The layout build_model uses; the defaults except in roundtrip_every_codec. */
-static cls_build_opts g_opts = {CLS_CODEC_BP, 128, 1, 0};
+static cls_build_opts g_opts = {.codec = CLS_CODEC_BP, .block_size = 128, .pfor_depth = 1};
 #include "testutil.h"
 
 /* Analysis without stemming or stopwords: the test controls the terms exactly. */
@@ -553,7 +553,8 @@ START_TEST(roundtrip_every_codec)
     main_model(&m);
     for (int c = 0; c < CLS_NUM_CODECS; c++)
         for (unsigned k = 0; k < 4 + (c == CLS_CODEC_PFOR ? 3 : 0); k++) {
-            g_opts = (cls_build_opts){(cls_codec)c, k < 4 ? sizes[k] : 128, k < 4 ? 1 : k - 4 + (k > 4), 0};
+            g_opts = (cls_build_opts){.codec = (cls_codec)c, .block_size = k < 4 ? sizes[k] : 128,
+                                      .pfor_depth = k < 4 ? 1 : k - 4 + (k > 4)};
             char *path = build_model(&m);
             cls_index *idx;
             ck_assert_msg(cls_index_open(path, &idx) == CLS_OK, "%s B=%u: %s", cls_codec_name((cls_codec)c),
@@ -572,7 +573,7 @@ START_TEST(roundtrip_every_codec)
             remove(path);
             free(path);
         }
-    g_opts = (cls_build_opts){CLS_CODEC_BP, 128, 1, 0};
+    g_opts = (cls_build_opts){.codec = CLS_CODEC_BP, .block_size = 128, .pfor_depth = 1};
     model_free(&m);
 }
 END_TEST
@@ -654,7 +655,7 @@ START_TEST(forged_postings_every_codec)
     model m;
     main_model(&m);
     for (size_t l = 0; l < sizeof lay / sizeof *lay; l++) {
-        g_opts = (cls_build_opts){lay[l].c, lay[l].B, lay[l].depth, 0};
+        g_opts = (cls_build_opts){.codec = lay[l].c, .block_size = lay[l].B, .pfor_depth = lay[l].depth};
         char *path = build_model(&m);
         size_t len;
         unsigned char *good = tu_read_file(path, &len);
@@ -689,7 +690,7 @@ START_TEST(forged_postings_every_codec)
         remove(path);
         free(path);
     }
-    g_opts = (cls_build_opts){CLS_CODEC_BP, 128, 1, 0};
+    g_opts = (cls_build_opts){.codec = CLS_CODEC_BP, .block_size = 128, .pfor_depth = 1};
     model_free(&m);
 }
 END_TEST
@@ -815,7 +816,7 @@ START_TEST(forged_device_refuses_as_check)
     model m;
     main_model(&m);
     for (size_t l = 0; l < sizeof lay / sizeof *lay; l++) {
-        g_opts = (cls_build_opts){lay[l].c, lay[l].B, lay[l].depth, 0};
+        g_opts = (cls_build_opts){.codec = lay[l].c, .block_size = lay[l].B, .pfor_depth = lay[l].depth};
         char *path = build_model(&m);
         size_t len;
         unsigned char *good = tu_read_file(path, &len), *img = malloc(len);
@@ -880,7 +881,7 @@ START_TEST(forged_device_refuses_as_check)
         remove(path);
         free(path);
     }
-    g_opts = (cls_build_opts){CLS_CODEC_BP, 128, 1, 0};
+    g_opts = (cls_build_opts){.codec = CLS_CODEC_BP, .block_size = 128, .pfor_depth = 1};
     model_free(&m);
     printf("forged %u indexes (checksums consistent): %u refused at open; of the rest, the check refused %u, the "
            "reference's searches %u, %s %u; %s accepted %u that the check or the reference refuses (%u that the "
@@ -1672,7 +1673,7 @@ static char *big_index(uint32_t N, uint32_t T)
     idx_lists l = {.analyzer = 0, .num_docs = N, .doclen = doclen, .docno_off = docno_off, .docno_blob = docnos,
                    .docno_blob_len = docno_off[N], .num_terms = T, .term_off = term_off, .term_blob = terms,
                    .list_start = list_start, .docs = docs, .freqs = freqs};
-    cls_build_opts o = {CLS_CODEC_RAW, 128, 0, 0};
+    cls_build_opts o = {.codec = CLS_CODEC_RAW, .block_size = 128, .pfor_depth = 0};
     char *path = tu_strdup(tu_tmp_path("big.idx"));
     ck_assert_msg(idx_write_lists(path, &l, &o) == CLS_OK, "%s", cls_last_error());
     free(doclen), free(docs), free(freqs), free(docno_off), free(term_off), free(list_start), free(docnos), free(terms);

@@ -53,6 +53,8 @@ typedef struct clx_params {
     unsigned trees_docs;                      /* documents a work-item (level-order trees) */
     unsigned trees_rows_local;                /* 1: a work-group's rows staged in local memory */
     unsigned trees_tile;                      /* trees staged in local memory at a time (0: none) */
+    unsigned wg_encode;                       /* work-items per block of the index writer's encoders
+                                               * (cl/encode.cl) */
     char source[512];                         /* database entry, tuning file, override */
 } clx_params;
 

@@ -86,6 +86,8 @@ static const clx_tunable registry[] = {
     {"TREES_TILE", "trees",
      "trees staged in local memory at a time beside the rows by the level-order kernel (0: trees read from global "
      "memory; fewer where they do not fit)", PARAM_FIELD(trees_tile), 0, {0, 4, 8, 16}, 4},
+    {"WG_ENCODE", "encode", "work-items per block (and per list) in the index writer's encoders (cl/encode.cl)",
+     PARAM_FIELD(wg_encode), 1, {32, 64, 128, 256}, 4},
 };
 
 const clx_tunable *clx_tunables(size_t *n)
@@ -150,7 +152,7 @@ cls_status clx_params_check(const cls_device_info *info, const clx_params *p, co
         if (!clx_is_nvidia(info))
             return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 (warp shuffles in inline PTX) needs an NVIDIA device, "
                            "not %s", from, info->name);
-        if (p->wg_intersect < 32 || p->wg_topk < 32 || p->wg_rows < 32 || p->scan_wg < 32)
+        if (p->wg_intersect < 32 || p->wg_topk < 32 || p->wg_rows < 32 || p->scan_wg < 32 || p->wg_encode < 32)
             return err_set(CLS_E_ARG, "%s: WG_SCAN_ALGO=2 needs work-groups of at least one 32-wide warp", from);
     }
     return CLS_OK;
@@ -187,33 +189,35 @@ static const entry db[] = {
      * the H100 (docs/PERFORMANCE.md, "Tree ensembles on the H100"): the walks are chains of
      * dependent loads, so the most work-groups a multiprocessor's local memory holds wins over
      * larger tiles or several documents a work-item. The other GPU entries take it unmeasured. */
+    /* WG_ENCODE 64 everywhere: a start, not a measurement; `clsearch bench encode --wg` sweeps it
+     * on an index's real lists, and its figures decide each entry. */
     {.vendor = "NVIDIA",
      .gpu = 1,
      .p = {.wg_intersect = 1024, .wg_score = 256, .wg_topk = 512, .wg_scan_algo = 2, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8, .wg_encode = 64},
      .label = "vendor default: NVIDIA GPU"},
     {.vendor = "Advanced Micro Devices",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8, .wg_encode = 64},
      .label = "vendor default: AMD GPU"},
     {.vendor = "AMD",
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8, .wg_encode = 64},
      .label = "vendor default: AMD GPU"},
     {.vendor = NULL,
      .gpu = 1,
      .p = {.wg_intersect = 256, .wg_score = 256, .wg_topk = 256, .wg_scan_algo = 0, .scan_wg = 256, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 256, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 1, .trees_tile = 8, .wg_encode = 64},
      .label = "generic default: GPU"},
     /* CPU devices run a work-group on one core: smaller groups, fewer barrier-bound steps. */
     {.vendor = NULL,
@@ -221,14 +225,14 @@ static const entry db[] = {
      .p = {.wg_intersect = 64, .wg_score = 64, .wg_topk = 64, .wg_scan_algo = 0, .scan_wg = 64, .scan_items = 16,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 64, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0, .trees_tile = 0},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0, .trees_tile = 0, .wg_encode = 64},
      .label = "generic default: CPU"},
     {.vendor = NULL,
      .gpu = -1,
      .p = {.wg_intersect = 128, .wg_score = 128, .wg_topk = 128, .wg_scan_algo = 0, .scan_wg = 128, .scan_items = 8,
            .copy_vec = 4, .or_part_log = 12, .or_dense_log = 16, .wg_rows = 128, .or_hash_ratio = 32,
            .or_search_cost = 4, .host_wait = 0,
-           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0, .trees_tile = 0},
+           .wg_trees = 64, .trees_layout = 1, .trees_docs = 1, .trees_rows_local = 0, .trees_tile = 0, .wg_encode = 64},
      .label = "generic default"},
 };
 

@@ -19,6 +19,7 @@
 #include "util/err.h"
 #include "index/index_file.h"
 #include "index/bm25.h"
+#include "index/encode_dev.h"
 #include "util/vec.h"
 #include "util/fault.h"
 
@@ -28,6 +29,7 @@ void cls_build_defaults(cls_build_opts *o)
     o->block_size = 128;
     o->pfor_depth = 1;
     o->threads = 0;
+    o->device = NULL;
 }
 
 cls_status idx_check_opts(const cls_build_opts *o)
@@ -208,8 +210,9 @@ typedef struct enc_job {
     uint64_t room;           /* the largest chunk's postings: each thread's fill buffers */
     atomic_uint next;        /* the next chunk to take, in order */
     atomic_int failed;
-    pthread_mutex_t mu;      /* guards the seconds below */
+    pthread_mutex_t mu;      /* guards the seconds below, and the device encoder */
     double merge, code;
+    idx_encoder *dev;        /* o->device's encoder (the threads take it in turn), or NULL */
 } enc_job;
 
 /* One encoder: takes chunks in order until none is left or one failed. Chunks are taken in
@@ -243,8 +246,14 @@ static void *enc_thread(void *arg)
             /* the one place a chunk is coded: a device encoder takes the same chunk */
             idx_chunk chunk = {.num_lists = ch->t1 - ch->t0, .list_start = l->list_start + ch->t0, .docs = d,
                                .freqs = f, .weight = j->weight + ch->t0};
-            st = idx_encode_chunk(j->o, &chunk, l->scoring, j->norm, vals, j->blocks + j->terms[ch->t0].first_block,
-                                  &ch->wb);
+            idx_block *bl = j->blocks + j->terms[ch->t0].first_block;
+            if (j->dev) {
+                pthread_mutex_lock(&j->mu);
+                st = idx_encode_chunk_dev(j->dev, j->o, &chunk, l->scoring, j->norm, bl, &ch->wb);
+                pthread_mutex_unlock(&j->mu);
+            } else {
+                st = idx_encode_chunk(j->o, &chunk, l->scoring, j->norm, vals, bl, &ch->wb);
+            }
         }
         merge += t1 - t0;
         code += idx_clock() - t1;
@@ -266,14 +275,15 @@ static void *enc_thread(void *arg)
 
 /* Cuts the dictionary into chunks, encodes them on o->threads threads (the calling thread alone
  * for 1) and lays their words out in order into *wb, moving each chunk's blocks' offsets by the
- * words before it. */
+ * words before it. With a device encoder (dev) the threads still gather (merge) their chunks and
+ * hand them to the device one at a time: larger chunks, fewer launches and transfers. */
 static cls_status encode_chunks(const idx_lists *l, const cls_build_opts *o, const idx_term *terms,
-                                const float *weight, const float *norm, idx_block *blocks, idx_words *wb,
-                                idx_write_times *tm)
+                                const float *weight, const float *norm, idx_encoder *dev, idx_block *blocks,
+                                idx_words *wb, idx_write_times *tm)
 {
     const uint32_t T = l->num_terms;
-    const uint64_t aim = l->chunk_postings ? l->chunk_postings : IDX_CHUNK_POSTINGS;
-    enc_job j = {.l = l, .o = o, .terms = terms, .weight = weight, .norm = norm, .blocks = blocks};
+    const uint64_t aim = l->chunk_postings ? l->chunk_postings : dev ? IDX_DEV_CHUNK_POSTINGS : IDX_CHUNK_POSTINGS;
+    enc_job j = {.l = l, .o = o, .terms = terms, .weight = weight, .norm = norm, .blocks = blocks, .dev = dev};
     uint32_t n = 0;
     for (uint32_t t = 0; t < T; n++) { /* count, then cut: a chunk ends where it reaches aim */
         uint64_t s = l->list_start[t];
@@ -390,7 +400,23 @@ cls_status idx_write_lists(const char *path, const idx_lists *l, const cls_build
     }
     terms[T].first_block = (uint32_t)nb;
     idx_write_times tm = {0};
-    st = encode_chunks(l, o, terms, weight, norm, blocks, &wb, &tm);
+    idx_encoder *dev = NULL;
+    if (o->device) {
+        if (!(dev = fault_malloc(sizeof *dev))) st = err_set(CLS_E_NOMEM, "writing the index: out of memory");
+        else if ((st = idx_encoder_open(dev, o->device, o, l->scoring)) != CLS_OK) {
+            free(dev);
+            dev = NULL;
+            st = err_wrap(st, "encoding on device '%s': ", o->device);
+        } else {
+            snprintf(tm.device, sizeof tm.device, "%s", idx_encoder_describe(dev));
+            st = idx_encoder_norms(dev, norm, N);
+        }
+    }
+    if (st == CLS_OK) st = encode_chunks(l, o, terms, weight, norm, dev, blocks, &wb, &tm);
+    if (dev) {
+        idx_encoder_close(dev);
+        free(dev);
+    }
     free(weight);
     if (st != CLS_OK) goto out;
     tm.encode = idx_clock() - t_encode - tm.layout;

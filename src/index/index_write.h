@@ -24,6 +24,7 @@ typedef struct idx_shard {
 typedef struct idx_write_times {
     double encode, merge, code, layout, write;
     unsigned threads, chunks;
+    char device[768]; /* the device that encoded, with its parameters (encode_dev.h); "" for the host */
 } idx_write_times;
 
 /* Fills the postings of the lists t0 .. t1 - 1 (dictionary order): docs and freqs from index 0
@@ -106,6 +107,9 @@ cls_status idx_encode_chunk(const cls_build_opts *o, const idx_chunk *c, cls_sco
                             uint32_t *vals, idx_block *blocks, idx_words *wb);
 
 #define IDX_CHUNK_POSTINGS ((uint64_t)1 << 20)
+/* The same where a device encodes them (cls_build_opts.device): what one launch sequence and its
+ * transfers take. */
+#define IDX_DEV_CHUNK_POSTINGS ((uint64_t)1 << 22)
 
 /* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
  * size, and writes the file at path through a temporary name. The dictionary is cut into chunks

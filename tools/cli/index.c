@@ -126,8 +126,9 @@ static int index_parse(int argc, char **argv, index_args *a)
                                        {"store", required_argument, 0, 9}, {"allow-duplicate-ids", no_argument, 0, 10},
                                        {"allow-empty", no_argument, 0, 11}, {"follow-links", no_argument, 0, 12},
                                        {"shards", required_argument, 0, 13}, {"memory", required_argument, 0, 14},
+                                       {"device", required_argument, 0, 'd'},
                                        {"verbose", no_argument, 0, 'v'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
-    while ((opt = getopt_long(argc, argv, ":c:o:vq", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":c:o:d:vq", lo, NULL)) != -1) {
         if (analyzer_option(opt, &a->an)) continue;
         switch (opt) {
         case 'c': a->fmt = optarg; break;
@@ -136,6 +137,7 @@ static int index_parse(int argc, char **argv, index_args *a)
         case 11: a->allow_empty = 1; break;
         case 12: a->follow_links = 1; break;
         case 'o': a->out = optarg; break;
+        case 'd': a->bo.device = optarg; break; /* argv outlives the build */
         case 'v': a->verbose = 1; break;
         case 'q': a->quiet = 1; break;
         case 13:
@@ -296,9 +298,9 @@ static void index_report(const index_ctx *c, const index_args *a, const char **f
         fprintf(stderr, "stage analysis still in flight: %.2f s\n", bt->drain);
         fprintf(stderr, "stage inversion (dictionary and last run sorted by term): %.2f s\n", bt->invert);
         fprintf(stderr, "stage merging and encoding (%s, block %u): %.2f s on %u thread%s, %u chunk%s (merging %.2f s, "
-                "encoding %.2f s, summed over the threads)\n", cls_codec_name(a->bo.codec), a->bo.block_size,
+                "encoding %.2f s, summed over the threads)%s%s\n", cls_codec_name(a->bo.codec), a->bo.block_size,
                 bt->w.encode, bt->w.threads, bt->w.threads == 1 ? "" : "s", bt->w.chunks, bt->w.chunks == 1 ? "" : "s",
-                bt->w.merge, bt->w.code);
+                bt->w.merge, bt->w.code, bt->w.device[0] ? ", encoded on " : "", bt->w.device);
         fprintf(stderr, "stage layout (chunks in order): %.2f s\n", bt->w.layout);
         fprintf(stderr, "stage writing: %.2f s\n", bt->w.write);
         if (a->shards) fprintf(stderr, "stage cutting into %u shards: %.2f s\n", a->shards, d->t_cut);

@@ -49,6 +49,7 @@ static const command commands[] = {
      "                  [--threads N] [--memory MB] [--codec %1$s] [--block 64|128|256|512]\n"
      "                  [--pfor-depth 0..3] [--store FIELD,...|none] [-q|--quiet] [-v|--verbose]\n"
      "                  [--allow-duplicate-ids] [--allow-empty] [--follow-links] [--force] [--shards N]\n"
+     "                  [-d|--device DEVICE]\n"
      "                  a document id given twice is an error unless --allow-duplicate-ids (the\n"
      "                  first is kept); an INPUT without documents is an error unless --allow-empty;\n"
      "                  -o must not name an input or an existing non-index file unless --force,\n"
@@ -77,7 +78,11 @@ static const command commands[] = {
      "                  writing) and the peak memory; --shards N (1 to 1024): INDEX.0 .. INDEX.<N-1>, the\n"
      "                  set `clsearch index` then `clsearch shard -n N` writes, byte for byte (the index\n"
      "                  is written whole to a temporary file beside INDEX.0, then cut), written as a set;\n"
-     "                  INDEX's folder must exist and be writable (checked before any input is read)\n"},
+     "                  INDEX's folder must exist and be writable (checked before any input is read);\n"
+     "                  -d DEVICE (gpu, cpu, P:D as `clsearch devices` lists them): the postings are\n"
+     "                  encoded and compressed on that OpenCL device, every codec, into the file the\n"
+     "                  host writes, byte for byte; a device that cannot is an error (no fallback);\n"
+     "                  without -d the host encodes; -v names the device and its parameters\n"},
     {"search", cmd_search, HELP_MODES | HELP_ENVIRONMENT,
      "  clsearch search -x INDEX {-q TOPICS | QUERY...} [-f {auto,tsv,anserini,trec,smart,mq}] [-k K]\n"
      "                  [-m MODE] [--k1 0.9] [--b 0.4] [-d DEVICE] [-o RUN] [--tag TAG] [--json] [-v]\n"
@@ -220,6 +225,11 @@ static const command commands[] = {
      "  clsearch bench decode [-d ref,DEVICES] [-r N] [--select 1,0.05] [--algo hs,we,shfl|all]\n"
      "                  [--ceiling GBPS] [--json FILE] [--plot DIR] INDEX...\n"
      "                  decoding speed of whole lists and scattered blocks per scan variant, checked against ref\n"},
+    {"bench encode", bench_encode, BENCH,
+     "  clsearch bench encode -x INDEX [-d DEVICES] [-t 1,4,16] [--wg 32,64,128,256]\n"
+     "                  [--layout CODEC:BLOCK[:DEPTH],...] [-r N] [--json FILE]\n"
+     "                  the index writer's encoding of INDEX's lists: host threads against each device\n"
+     "                  and WG_ENCODE (kernels, transfers and wall time apart), checked against the host\n"},
     {"bench e2e", bench_e2e, BENCH,
      "  clsearch bench e2e -x INDEX -q TOPICS [-d ref,DEVICES] [-m or,and,and-or] [-k 10,100,1000]\n"
      "                  [-b 1,16,256,1024,4096,16384] [--seconds S] [--json FILE]\n"
