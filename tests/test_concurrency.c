@@ -310,6 +310,7 @@ static void threads_submit_to(const char *spec, unsigned inflight)
     cls_engine *e;
     ck_assert_msg(cls_engine_create(idx, spec, &e) == CLS_OK, "%s: %s", spec, cls_last_error());
     sched_set_split_min(engine_sched(e), 16);
+    sched_set_split_always(engine_sched(e), 1);
     run_workers_async(e, NULL, THREADS / 2, 1, NPARAMS, inflight);
     cls_engine_free(e);
     fixture_free();

@@ -1183,7 +1183,10 @@ static cls_engine *device_set(const cls_index *idx, unsigned n, cls_placement pl
     o.placement = pl;
     cls_engine *set;
     ck_assert_msg(cls_engine_create_opts(idx, &o, &set) == CLS_OK, "%s", cls_last_error());
-    if (split_min) sched_set_split_min(engine_sched(set), split_min);
+    if (split_min) {
+        sched_set_split_min(engine_sched(set), split_min);
+        sched_set_split_always(engine_sched(set), 1);
+    }
     return set;
 }
 

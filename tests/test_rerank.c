@@ -425,6 +425,7 @@ START_TEST(submitted_and_sharded)
     cls_engine *ref = engine(idx, "ref", CLS_PLACEMENT_AUTO), *sh = engine(idx, pair, CLS_PLACEMENT_SHARD),
                *host = engine(idx, "host:2", CLS_PLACEMENT_AUTO), *split = engine(idx, mixed, CLS_PLACEMENT_AUTO);
     sched_set_split_min(engine_sched(split), 1); /* every search split over the host and the device */
+    sched_set_split_always(engine_sched(split), 1);
     cls_results *want, *got;
     ck_assert_int_eq(cls_results_create(&want), CLS_OK);
     ck_assert_int_eq(cls_results_create(&got), CLS_OK);

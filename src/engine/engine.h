@@ -138,6 +138,9 @@ void sched_hold(sched *s, unsigned i, double seconds);
 int sched_queued_position(sched *s, const cls_search *j);
 /* The fewest queries a part of a split search holds (tests force 1; 0 never splits). */
 void sched_set_split_min(sched *s, unsigned queries);
+/* (tests) always 1: every search split over the free executors, whatever the models predict
+ * (split_pays), so that split searches' results are checked. */
+void sched_set_split_always(sched *s, int always);
 /* Executor i's time model for routing and splits fixed at the line t = fixed + postings / rate, in
  * place of its measured cost models (tests route without timing anything; rate 0: its own
  * again). */

@@ -163,6 +163,7 @@ struct sched {
     unsigned n;
     unsigned split_min;
     double split_secs;       /* what cutting a search into parts costs (split()), smoothed */
+    int split_always;        /* sched_set_split_always */
     pthread_mutex_t mu;      /* everything below, the executors' states and every job's */
     pthread_cond_t cv;       /* any change: a part queued or finished, an executor free */
     pthread_mutex_t serial_mu;
@@ -764,17 +765,19 @@ static sched_exec *fastest_free(sched *s, sched_exec *x, cls_search *j)
 }
 
 /* Whether splitting job j over executors ids[0..n) (plan pl) is predicted to end it sooner, by
- * SPLIT_MIN_GAIN and the split's own cost, than running it whole on the fastest of them. Until
- * every one is measured (pl->T 0) it splits: the parts are how an executor gets measured. */
+ * SPLIT_MIN_GAIN and the split's own cost, than running it whole on the fastest of them: -1 when
+ * it is (or until every one is measured, pl->T 0: the parts are how an executor gets measured),
+ * else the fastest one's id, which then runs it whole. */
 static int split_pays(const sched *s, const cls_search *j, const unsigned *ids, unsigned n, const split_plan *pl)
 {
-    if (!(pl->T > 0)) return 1;
+    if (!(pl->T > 0) || s->split_always) return -1;
     double alone = 0;
+    int fastest = -1;
     for (unsigned i = 0; i < n; i++) {
         double t = predict(&s->ex[ids[i]], j);
-        if (t > 0 && (alone == 0 || t < alone)) alone = t;
+        if (t > 0 && (fastest < 0 || t < alone)) alone = t, fastest = (int)ids[i];
     }
-    return !(alone > 0) || pl->T + s->split_secs < (1.0 - SPLIT_MIN_GAIN) * alone;
+    return fastest < 0 || pl->T + s->split_secs < (1.0 - SPLIT_MIN_GAIN) * alone ? -1 : fastest;
 }
 
 /* Executor x (claimed, busy) runs part p: a new job's first part is run whole or split first.
@@ -810,6 +813,7 @@ static void take(sched *s, sched_exec *x, sched_part *p)
                     got[ng++] = i;
                 }
         split_plan pl;
+        int whole_on = -1; /* split_pays' choice of the executor to run it whole */
         if (ng > 1) {
             pl.T = split_shares(s, j, got, ng, pl.w);
             pl.lanes = -1;
@@ -818,7 +822,7 @@ static void take(sched *s, sched_exec *x, sched_part *p)
                     pl.lanes = (int)i;
                     pl.model = s->ex[got[i]].model[j->p.mode];
                 }
-            if (!split_pays(s, j, got, ng, &pl)) {
+            if ((whole_on = split_pays(s, j, got, ng, &pl)) >= 0) {
                 for (unsigned i = 1; i < ng; i++) s->ex[got[i]].busy = 0, s->running--;
                 pthread_cond_broadcast(&s->cv);
                 ng = 1;
@@ -847,8 +851,10 @@ static void take(sched *s, sched_exec *x, sched_part *p)
                 pthread_cond_broadcast(&s->cv);
             }
         } else {
-            /* whole: on the free executor that would finish it first (by its worker) */
-            sched_exec *best = s->workers ? fastest_free(s, x, j) : x;
+            /* whole: on the free executor that would finish it first (by its worker); where a
+             * split was declined, on the fastest of those it would have taken, whose models were
+             * just weighed (route_predict does not trust a model of few runs) */
+            sched_exec *best = whole_on >= 0 ? &s->ex[whole_on] : s->workers ? fastest_free(s, x, j) : x;
             j->preferred = preferred_of(s, j);
             if (j->preferred >= 0 && j->preferred != (int)best->id) best->stolen++;
             if (best != x) {
@@ -1265,6 +1271,13 @@ int sched_queued_position(sched *s, const cls_search *j)
         if (p->job == j) found = at;
     pthread_mutex_unlock(&s->mu);
     return found;
+}
+
+void sched_set_split_always(sched *s, int always)
+{
+    pthread_mutex_lock(&s->mu);
+    s->split_always = always;
+    pthread_mutex_unlock(&s->mu);
 }
 
 void sched_set_split_min(sched *s, unsigned queries)
