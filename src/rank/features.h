@@ -165,10 +165,6 @@ void feat_batch_compute(const feat_batch *b, float *scratch, float *out);
 typedef struct feat_cl feat_cl;
 /* On the device spec (clx_select: "cpu", "gpu", "P:D", ...), for an index of this scoring. */
 cls_status feat_cl_create(const char *device, cls_scoring scoring, feat_cl **out);
-/* The same on a device an engine holds (its context and queue, its profile: the launches count
- * as "features"); dc stays the caller's and must outlive c. */
-struct dev_ctx;
-cls_status feat_cl_create_on(struct dev_ctx *dc, cls_scoring scoring, feat_cl **out);
 void feat_cl_free(feat_cl *c);
 /* Whether the device rounds division correctly: then feat_cl_compute equals feat_batch_compute
  * bit for bit (else a division may differ in its last bit). */

@@ -11,8 +11,8 @@
 #define FEAT_WG 64 /* work-items a group (the kernel's WG_FEATURES) */
 
 struct feat_cl {
-    dev_ctx own;  /* feat_cl_create's device (unused when it borrows one) */
-    dev_ctx *dc;  /* the device it runs on: &own, or an engine's (feat_cl_create_on) */
+    dev_ctx own;  /* feat_cl_create's device */
+    dev_ctx *dc;  /* the device it runs on: &own */
     cl_program prog;
     cls_scoring scoring;
     int exact; /* correctly rounded division */
@@ -53,29 +53,12 @@ cls_status feat_cl_create(const char *device, cls_scoring scoring, feat_cl **out
     return CLS_OK;
 }
 
-cls_status feat_cl_create_on(dev_ctx *dc, cls_scoring scoring, feat_cl **out)
-{
-    if (!dc || !out) return err_set(CLS_E_ARG, "feat_cl_create_on: NULL argument");
-    *out = NULL;
-    feat_cl *c = calloc(1, sizeof *c);
-    if (!c) return err_set(CLS_E_NOMEM, "features on the device: out of memory");
-    c->scoring = scoring;
-    c->dc = dc;
-    cls_status s = feat_cl_build(c);
-    if (s != CLS_OK) {
-        feat_cl_free(c);
-        return s;
-    }
-    *out = c;
-    return CLS_OK;
-}
-
 void feat_cl_free(feat_cl *c)
 {
     if (!c) return;
     dbuf *bufs[] = {&c->terms, &c->term_start, &c->num_terms, &c->pair_query, &c->tf_start, &c->docs, &c->tf, &c->out};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) dev_buf_release(bufs[i]);
-    if (c->dc == &c->own) dev_close(&c->own); /* a borrowed device stays its owner's */
+    dev_close(&c->own);
     if (c->prog) clReleaseProgram(c->prog);
     free(c);
 }
