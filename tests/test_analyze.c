@@ -275,6 +275,40 @@ START_TEST(test_stemming)
 }
 END_TEST
 
+/* The stem cache: every word stemmed through one analyzer that has met it before (cache hits,
+ * and, past the cache's slots, words that evicted each other) gives the terms a fresh analyzer
+ * gives it alone (the stemmer itself); words longer than the cache holds, and the same word
+ * again and again, included. */
+START_TEST(test_stem_cache)
+{
+    static const char *const roots[] = {"connect", "generaliz", "operat", "relational", "hope", "run", "agree",
+                                        "condition", "electric", "formal"};
+    static const char *const ends[] = {"ion", "ions", "ed", "ing", "ation", "ative", "ness", "s", "ly", "er"};
+    an_analyzer *a = NULL, *fresh = NULL;
+    cls_analyzer_opts o = opts(1, 1, 1, 1);
+    ck_assert_int_eq(an_create(&o, &a), CLS_OK);
+    static collect one, alone;
+    char word[96];
+    for (int pass = 0; pass < 3; pass++)
+        for (unsigned i = 0; i < 40000; i++) {
+            unsigned r = i * 2654435761u;
+            int n = snprintf(word, sizeof word, "%s%s%s%u", roots[r % 10], ends[(r >> 8) % 10],
+                             i % 7 == 0 ? "supercalifragilistic" : "", i % 3 == 0 ? i : i % 97);
+            if (i % 5 == 0) n = snprintf(word, sizeof word, "%s%s", roots[r % 10], ends[(r >> 8) % 10]);
+            memset(&one, 0, sizeof one);
+            ck_assert_int_eq(an_run(a, word, (size_t)n, collect_fn, &one), CLS_OK);
+            if (pass > 0 && i % 11) continue; /* the later passes check a sample against the stemmer */
+            memset(&alone, 0, sizeof alone);
+            ck_assert_int_eq(an_create(&o, &fresh), CLS_OK);
+            ck_assert_int_eq(an_run(fresh, word, (size_t)n, collect_fn, &alone), CLS_OK);
+            an_free(fresh);
+            ck_assert_msg(strcmp(one.out, alone.out) == 0, "'%s': '%s' through the cache, '%s' alone", word, one.out,
+                          alone.out);
+        }
+    an_free(a);
+}
+END_TEST
+
 START_TEST(test_each_option_off)
 {
     const char *text = "The Computer's Systems";
@@ -350,6 +384,7 @@ static Suite *analyze_suite(void)
     tcase_add_test(tc, test_tokenizer_empty);
     tcase_add_test(tc, test_tokenizer_utf8);
     tcase_add_test(tc, test_long_token);
+    tcase_add_test(tc, test_stem_cache);
     tcase_add_test(tc, test_possessive);
     tcase_add_test(tc, test_lowercase);
     tcase_add_test(tc, test_stopwords);

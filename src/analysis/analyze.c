@@ -55,6 +55,12 @@
  *
  * Allocation: the analyzer owns one term buffer, and the stemmer works in it in place (no
  * Porter rule lengthens a word), so nothing is allocated per token.
+ *
+ * Stem cache: text repeats its words (Zipf), and Snowball's stemmer is most of the analysis's
+ * instructions, so each analyzer keeps the stems of the words it met last in a direct-mapped
+ * table (STEM_CACHE_SLOTS slots of words up to STEM_CACHE_WORD bytes, allocated with the
+ * analyzer's first stem): a word found there, byte for byte, takes its stem without the stemmer.
+ * Stemming is a function of the word alone, so the terms are the same with or without it.
  */
 #include "analysis/an.h"
 
@@ -69,9 +75,22 @@
 /* Lucene's StandardTokenizer default max token length (StandardAnalyzer.DEFAULT_MAX_TOKEN_LENGTH). */
 #define AN_MAX_TOKEN 255
 
+#ifndef STEM_CACHE_SLOTS
+#define STEM_CACHE_SLOTS 16384u /* a power of two */
+#endif
+#define STEM_CACHE_WORD 22 /* longer words go to the stemmer every time */
+
+/* A cached stem: the word (wlen bytes; 0: an empty slot) and its stem (slen bytes). */
+typedef struct stem_slot {
+    uint8_t wlen, slen;
+    char word[STEM_CACHE_WORD], stem[STEM_CACHE_WORD];
+} stem_slot;
+
 struct an_analyzer {
     cls_analyzer_opts o;
     struct sb_stemmer *stemmer; /* Snowball "porter"; not thread-safe, hence one analyzer per thread */
+    stem_slot *cache;           /* STEM_CACHE_SLOTS, at the first stem (NULL: none yet, or no memory) */
+    int cache_tried;
     char term[AN_MAX_TOKEN + 1]; /* the term being transformed; tokens never exceed 255 bytes */
 };
 
@@ -404,17 +423,48 @@ void an_free(an_analyzer *a)
 {
     if (!a) return;
     if (a->stemmer) sb_stemmer_delete(a->stemmer);
+    free(a->cache);
     free(a);
 }
 
 /* Stems t[0..n) in place through libstemmer; returns the new length. */
-static size_t stem(an_analyzer *a, char *t, size_t n)
+static size_t stem_word(an_analyzer *a, char *t, size_t n)
 {
     const sb_symbol *r = sb_stemmer_stem(a->stemmer, (const sb_symbol *)t, (int)n);
     if (!r) return n; /* out of memory inside the stemmer: keep the word unstemmed */
     int len = sb_stemmer_length(a->stemmer);
     if (len < 0 || (size_t)len > AN_MAX_TOKEN) return n;
     memcpy(t, r, (size_t)len);
+    return (size_t)len;
+}
+
+/* stem_word through the analyzer's stem cache (the header says why). */
+static size_t stem(an_analyzer *a, char *t, size_t n)
+{
+    if (n > STEM_CACHE_WORD) return stem_word(a, t, n);
+    if (!a->cache && !a->cache_tried) {
+        a->cache_tried = 1;
+        a->cache = calloc(STEM_CACHE_SLOTS, sizeof *a->cache);
+    }
+    if (!a->cache) return stem_word(a, t, n);
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)t[i]) * 16777619u;
+    stem_slot *sl = &a->cache[(h ^ h >> 15) & (STEM_CACHE_SLOTS - 1)];
+    if (sl->wlen == n && memcmp(sl->word, t, n) == 0) {
+        memcpy(t, sl->stem, sl->slen);
+        return sl->slen;
+    }
+    char word[STEM_CACHE_WORD];
+    memcpy(word, t, n);
+    const sb_symbol *r = sb_stemmer_stem(a->stemmer, (const sb_symbol *)t, (int)n);
+    int len = r ? sb_stemmer_length(a->stemmer) : -1;
+    if (len < 0 || (size_t)len > AN_MAX_TOKEN) return n; /* as stem_word */
+    memcpy(t, r, (size_t)len);
+    if ((size_t)len > STEM_CACHE_WORD) return (size_t)len;
+    sl->wlen = (uint8_t)n;
+    sl->slen = (uint8_t)len;
+    memcpy(sl->word, word, n);
+    memcpy(sl->stem, r, (size_t)len);
     return (size_t)len;
 }
 
