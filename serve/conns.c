@@ -17,9 +17,10 @@
  *
  * Room: a connection that takes the count past --max-conns, or its address's past
  * --max-conns-per-ip, closes the oldest connection of the same scope that has no whole request
- * (idle ones first, then slow ones). A well-behaved client is the newest and sends its request at
- * once, so slow clients cannot push it out unless they open more connections than the limit
- * while its request is on the way. Where every connection of the scope has a request being
+ * (idle ones first, then slow ones; one accepted in the last CONN_GRACE_S only where no older one
+ * can go). A well-behaved client is the newest and sends its request at once, so slow clients
+ * cannot push it out unless they open more connections than the limit while its request is on
+ * the way. Where every connection of the scope has a request being
  * answered, the newcomer is answered 503 once its headers are in, and closed. libmicrohttpd's
  * own limit sits above --max-conns by a reserve, for the moments between choosing a connection to
  * close and its closing. */
@@ -87,14 +88,23 @@ static int same_addr(const srv_conn *a, const srv_conn *b)
     return a->family == b->family && memcmp(a->addr, b->addr, sizeof a->addr) == 0;
 }
 
-/* The oldest connection without a whole request, idle ones first: of c's address when per_ip is
- * set, else of any; not c itself. NULL when every one has a request being answered. */
+/* A connection younger than this is chosen to make room only where no older one can be: two
+ * connections of one address accepted together (an attacker's reopened one and a well-behaved
+ * client's, taken in either order by the server's threads) must not push the well-behaved one out
+ * before its request line, which it sends at once, has been read. */
+#define CONN_GRACE_S 0.1
+
+/* The oldest connection without a whole request, idle ones first, those older than
+ * CONN_GRACE_S before younger ones: of c's address when per_ip is set, else of any; not c itself.
+ * NULL when every one has a request being answered. */
 static srv_conn *victim(srv *s, const srv_conn *c, int per_ip)
 {
     static const int order[] = {CONN_IDLE, CONN_READING};
-    for (int i = 0; i < 2; i++)
-        for (srv_conn *v = s->lists[order[i]].head; v; v = v->next)
-            if (v != c && (!per_ip || same_addr(v, c))) return v;
+    const double now = srv_now();
+    for (int young = 0; young < 2; young++)
+        for (int i = 0; i < 2; i++)
+            for (srv_conn *v = s->lists[order[i]].head; v; v = v->next)
+                if (v != c && (!per_ip || same_addr(v, c)) && (young || now - v->opened >= CONN_GRACE_S)) return v;
     return NULL;
 }
 
@@ -112,6 +122,7 @@ static void conn_started(srv *s, struct MHD_Connection *mc, void **ctx)
     if (!c) return; /* out of memory: the connection goes untracked, under libmicrohttpd's limits alone */
     c->list = -1;
     c->fd = fd;
+    c->opened = srv_now();
     if (sa && sa->sa_family == AF_INET) {
         c->family = AF_INET;
         memcpy(c->addr, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);

@@ -40,6 +40,7 @@ typedef struct srv_conn {
     unsigned char addr[16];
     int list;                             /* CONN_*, or -1: in none (its request whole, or shut) */
     double since;                         /* when it entered list */
+    double opened;                        /* when it was accepted */
     int begun;                            /* a request line has arrived since its last answer */
     int shut;                             /* its socket was shut down: closing */
     int over;                             /* OVER_*: set when it opens, read by its own thread */
