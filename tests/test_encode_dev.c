@@ -220,6 +220,18 @@ START_TEST(impact_scoring)
     ck_assert(idx_encoder_open(&e, "ref", &o, CLS_SCORING_BM25) == CLS_E_ARG);
     ck_assert_msg(strstr(cls_last_error(), "OpenCL device"), "%s", cls_last_error());
     ck_assert(idx_encoder_open(&e, "9:9", &o, CLS_SCORING_BM25) != CLS_OK);
+    /* and a builder refuses such a device when it is configured, before any document is read */
+    cls_builder *bd;
+    ck_assert_int_eq(cls_builder_create(NULL, &bd), CLS_OK);
+    cls_build_opts bo;
+    cls_build_defaults(&bo);
+    bo.device = "ref";
+    ck_assert(cls_builder_configure(bd, &bo) == CLS_E_ARG);
+    bo.device = "9:9";
+    ck_assert(cls_builder_configure(bd, &bo) != CLS_OK);
+    bo.device = tu_device();
+    ck_assert_msg(cls_builder_configure(bd, &bo) == CLS_OK, "%s", cls_last_error());
+    cls_builder_free(bd);
 }
 END_TEST
 

@@ -42,6 +42,21 @@ cls_status idx_encoder_open(idx_encoder *e, const char *spec, const cls_build_op
     return idx_encoder_open_with(e, spec, o, scoring, NULL);
 }
 
+cls_status idx_encoder_device(const char *spec, cls_scoring scoring, clx_device *dev)
+{
+    if (!spec || strcmp(spec, "ref") == 0)
+        return err_set(CLS_E_ARG, "encoding needs an OpenCL device (gpu, cpu, P:D), not '%s'; without one the host "
+                       "encodes", spec ? spec : "(null)");
+    cls_status s = clx_select(spec, dev);
+    if (s != CLS_OK) return s;
+    /* the host's max_score is (w * f) / (f + norm) rounded once: a device that cannot divide so
+     * would write other block maxima than the host, and the file would differ */
+    if (scoring == CLS_SCORING_BM25 && !clx_correct_div(dev->device))
+        return err_set(CLS_E_NODEVICE, "%s: no correctly rounded single-precision division, so its BM25 block "
+                       "maxima would differ from the host's; encode on the host (no device)", dev->info.name);
+    return CLS_OK;
+}
+
 cls_status idx_encoder_open_with(idx_encoder *e, const char *spec, const cls_build_opts *o, cls_scoring scoring,
                                  const char *params)
 {
@@ -50,23 +65,16 @@ cls_status idx_encoder_open_with(idx_encoder *e, const char *spec, const cls_bui
     if (s != CLS_OK) return s;
     if (scoring != CLS_SCORING_BM25 && scoring != CLS_SCORING_IMPACT)
         return err_set(CLS_E_ARG, "scoring %d: neither BM25 nor impact", (int)scoring);
-    if (!spec || strcmp(spec, "ref") == 0)
-        return err_set(CLS_E_ARG, "encoding needs an OpenCL device (gpu, cpu, P:D), not '%s'; without one the host "
-                       "encodes", spec ? spec : "(null)");
     e->o = *o;
     e->scoring = scoring;
-    if ((s = clx_select(spec, &e->dc.dev)) != CLS_OK || (s = clx_params_for(&e->dc.dev.info, &e->dc.prm)) != CLS_OK)
+    if ((s = idx_encoder_device(spec, scoring, &e->dc.dev)) != CLS_OK ||
+        (s = clx_params_for(&e->dc.dev.info, &e->dc.prm)) != CLS_OK)
         return s;
     if (params && ((s = clx_params_parse(params, &e->dc.prm, "encoder parameters")) != CLS_OK ||
                    (s = clx_params_check(&e->dc.dev.info, &e->dc.prm, "encoder parameters")) != CLS_OK))
         return s;
     const cls_device_info *info = &e->dc.dev.info;
-    /* the host's max_score is (w * f) / (f + norm) rounded once: a device that cannot divide so
-     * would write other block maxima than the host, and the file would differ */
-    int cdiv = clx_correct_div(e->dc.dev.device);
-    if (!cdiv && scoring == CLS_SCORING_BM25)
-        return err_set(CLS_E_NODEVICE, "%s: no correctly rounded single-precision division, so its BM25 block "
-                       "maxima would differ from the host's; encode on the host (no device)", info->name);
+    const int cdiv = clx_correct_div(e->dc.dev.device);
     if ((s = dev_open(&e->dc)) != CLS_OK) goto fail;
     char opts[512], note[4400];
     snprintf(opts, sizeof opts,

@@ -26,6 +26,10 @@ typedef struct idx_encoder {
     char desc[1536];      /* which device, with what parameters (idx_encoder_describe) */
 } idx_encoder;
 
+/* The device spec names, checked for encoding an index of this scoring: not "ref", one that
+ * exists, and one that divides as the host does (CLS_E_NODEVICE otherwise). Nothing is built:
+ * the builder calls it when it is configured, so a bad -d fails before the analysis. */
+cls_status idx_encoder_device(const char *spec, cls_scoring scoring, clx_device *dev);
 /* Opens the device spec names ("cpu", "gpu", "P:D", "auto", as clx_select takes them) and builds
  * the encoders for o's layout and scoring. Fails (CLS_E_NODEVICE) on a device that cannot give
  * the host's block maxima bit for bit (no correctly rounded division). On failure everything is

@@ -54,6 +54,7 @@
 #include "util/path.h"
 #include "index/index.h"
 #include "index/index_write.h"
+#include "index/encode_dev.h"
 #include "index/index_runs.h"
 #include "util/strset.h"
 #include "util/vec.h"
@@ -973,6 +974,9 @@ cls_status cls_builder_configure(cls_builder *b, const cls_build_opts *o)
     cls_status s = idx_check_opts(o);
     if (s != CLS_OK) return s;
     if (b->docs_added) return err_set(CLS_E_ARG, "cls_builder_configure: documents were already added");
+    clx_device dev;
+    if (o->device && (s = idx_encoder_device(o->device, CLS_SCORING_BM25, &dev)) != CLS_OK)
+        return err_wrap(s, "encoding on device '%s': ", o->device);
     b->opts = *o;
     return CLS_OK;
 }
