@@ -276,13 +276,13 @@ static void *enc_thread(void *arg)
 /* Cuts the dictionary into chunks, encodes them on o->threads threads (the calling thread alone
  * for 1) and lays their words out in order into *wb, moving each chunk's blocks' offsets by the
  * words before it. With a device encoder (dev) the threads still gather (merge) their chunks and
- * hand them to the device one at a time: larger chunks, fewer launches and transfers. */
+ * hand them to the device one at a time. */
 static cls_status encode_chunks(const idx_lists *l, const cls_build_opts *o, const idx_term *terms,
                                 const float *weight, const float *norm, idx_encoder *dev, idx_block *blocks,
                                 idx_words *wb, idx_write_times *tm)
 {
     const uint32_t T = l->num_terms;
-    const uint64_t aim = l->chunk_postings ? l->chunk_postings : dev ? IDX_DEV_CHUNK_POSTINGS : IDX_CHUNK_POSTINGS;
+    const uint64_t aim = l->chunk_postings ? l->chunk_postings : IDX_CHUNK_POSTINGS;
     enc_job j = {.l = l, .o = o, .terms = terms, .weight = weight, .norm = norm, .blocks = blocks, .dev = dev};
     uint32_t n = 0;
     for (uint32_t t = 0; t < T; n++) { /* count, then cut: a chunk ends where it reaches aim */

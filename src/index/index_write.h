@@ -107,9 +107,6 @@ cls_status idx_encode_chunk(const cls_build_opts *o, const idx_chunk *c, cls_sco
                             uint32_t *vals, idx_block *blocks, idx_words *wb);
 
 #define IDX_CHUNK_POSTINGS ((uint64_t)1 << 20)
-/* The same where a device encodes them (cls_build_opts.device): what one launch sequence and its
- * transfers take. */
-#define IDX_DEV_CHUNK_POSTINGS ((uint64_t)1 << 22)
 
 /* Checks l (CLS_E_FORMAT naming the first fault), encodes every list with o's codec and block
  * size, and writes the file at path through a temporary name. The dictionary is cut into chunks
