@@ -1191,8 +1191,8 @@ static cls_engine *device_set(const cls_index *idx, unsigned n, cls_placement pl
 }
 
 /* The host executor beside a device (-d host:2,DEVICE, and DEVICE,host:2): every search split
- * over both (split_min 1) while one is unmeasured, then by their lines where the split pays, and
- * run whole on the device where it would not (split_pays); then searches in
+ * over both (split_min 1, split_always), then by their lines where the split pays, and run whole
+ * on the device where it would not (split_pays); then searches in
  * flight (each whole on one), equal the reference engine's in every mode; each executor answers a
  * share; a search run whole goes to the executor predicted to finish it first. A list with the
  * host is never sharded, and takes the host once. Then the time model's fit itself. */
@@ -1211,13 +1211,16 @@ START_TEST(host_with_a_device_matches_reference)
         ck_assert_ptr_nonnull(engine_clx(set));
         sched_set_split_min(engine_sched(set), 1);
         for (int pass = 0; pass < 3; pass++) {
-            /* the first: the probe's split; the second: equal lines, a split that pays; the third:
-             * the host a thousand times slower, a split that would save less than it costs */
+            /* the first: every search split (sched_set_split_always), whatever the models learn;
+             * the second: equal lines slow enough that halving a search saves far more than any
+             * split costs, a split that pays; the third: the host a thousand times slower than the
+             * device, a split that would save under SPLIT_MIN_GAIN, run whole on the device */
+            sched_set_split_always(engine_sched(set), pass == 0);
             if (pass == 1) {
-                sched_set_model(engine_sched(set), 0, 1e8, 1e-6);
-                sched_set_model(engine_sched(set), 1, 1e8, 1e-6);
+                sched_set_model(engine_sched(set), 0, 1e5, 1e-6);
+                sched_set_model(engine_sched(set), 1, 1e5, 1e-6);
             } else if (pass == 2) {
-                sched_set_model(engine_sched(set), i == 0 ? 0 : 1, 1e5, 1e-6);
+                sched_set_model(engine_sched(set), i == 0 ? 0 : 1, 1e2, 1e-6);
             }
             for (int md = 0; md < CLS_NUM_MODES; md++) {
                 same_as_ref(set, f.ref, f.b, (cls_mode)md, 10);
